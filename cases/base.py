@@ -1,0 +1,161 @@
+"""Declarations shared by every case: signatures, expectations and the case record itself."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
+
+ENGINES = ("tensorrt", "onnxruntime", "openvino")
+STAGES = ("load", "build", "run", "compare")
+# What a documentation source says happens to a cell:
+#   fail      - the engine fails (at `stage`, with `signature` where given)
+#   pass      - it runs and matches the reference
+#   int8      - it runs, matches, and every target node runs in INT8 (fused)
+#   not_int8  - it runs and matches, but target nodes fall back to a float kernel
+#   unknown   - the source does not say; never guessed
+OUTCOMES = ("fail", "pass", "int8", "not_int8", "unknown")
+
+ParamValue = Any  # str, int or bool
+Params = Mapping[str, ParamValue]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A documented symptom: the exact text from an upstream thread, as a regex."""
+
+    name: str
+    pattern: str
+    kind: str  # "error" or "warning"
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("error", "warning"):
+            raise ValueError(f"signature {self.name!r}: kind must be 'error' or 'warning', not {self.kind!r}")
+        re.compile(self.pattern)
+
+    def search(self, text: str) -> bool:
+        return re.search(self.pattern, text) is not None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What one source documents for one engine over a PEP 440 version range."""
+
+    engine: str
+    versions: str  # PEP 440 specifier set, e.g. ">=8.6,<10.1"; "" means every version
+    outcome: str
+    source: str  # URL of the thread, doc page or header that says so
+    stage: Optional[str] = None
+    signature: Optional[str] = None  # Signature.name
+    where: Mapping[str, Tuple[ParamValue, ...]] = field(default_factory=dict)  # param filter
+    hardware: Optional[str] = None  # hardware the source observed it on, where it says
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        from packaging.specifiers import SpecifierSet
+
+        if self.engine not in ENGINES:
+            raise ValueError(f"expectation engine {self.engine!r} is not one of {ENGINES}")
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"expectation outcome {self.outcome!r} is not one of {OUTCOMES}")
+        if self.stage is not None and self.stage not in STAGES:
+            raise ValueError(f"expectation stage {self.stage!r} is not one of {STAGES}")
+        if not self.source:
+            raise ValueError("every expectation names its source")
+        SpecifierSet(self.versions)  # raises InvalidSpecifier on a bad range
+
+    def applies(self, engine: str, version: str, params: Params) -> bool:
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        if engine != self.engine:
+            return False
+        if self.versions:
+            try:
+                v = Version(version)
+            except InvalidVersion:
+                return False
+            if not SpecifierSet(self.versions).contains(v, prereleases=True):
+                return False
+        return all(params.get(k) in vals for k, vals in self.where.items())
+
+
+@dataclass(frozen=True)
+class Case:
+    """One documented upstream issue, swept over the parameters that matter."""
+
+    id: str
+    seed: str  # "000".."004": the seed issue this case reproduces
+    title: str
+    links: Tuple[str, ...]
+    axes: Mapping[str, Tuple[ParamValue, ...]]
+    target_nodes: Tuple[str, ...]  # ONNX node names whose precision matters (a builder may narrow per variant)
+    signatures: Tuple[Signature, ...]
+    expectations: Tuple[Expectation, ...]
+    builder: str  # "module:function" in generators/, imported only when a model is built
+    valid: Optional[Callable[[Params], bool]] = None  # drops combinations that make no sense
+    opset: int = 13
+    intentionally_invalid: str = ""  # non-empty: why the checker is expected to refuse the model
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z0-9_]+", self.id):
+            raise ValueError(f"case id {self.id!r}: use lower-case letters, digits and '_'")
+        names = [s.name for s in self.signatures]
+        for e in self.expectations:
+            if e.signature is not None and e.signature not in names:
+                raise ValueError(f"case {self.id}: expectation names unknown signature {e.signature!r}")
+            for k, vals in e.where.items():
+                if k not in self.axes:
+                    raise ValueError(f"case {self.id}: expectation filters on unknown axis {k!r}")
+                bad = [v for v in vals if v not in self.axes[k]]
+                if bad:
+                    raise ValueError(f"case {self.id}: expectation filters {k} on values {bad} not in the sweep")
+
+    def variants(self) -> Iterator[dict]:
+        """Every parameter combination of the sweep, in a stable order."""
+        keys = list(self.axes)
+        for combo in itertools.product(*(self.axes[k] for k in keys)):
+            params = dict(zip(keys, combo))
+            if self.valid is None or self.valid(params):
+                yield params
+
+    def check_params(self, params: Params) -> None:
+        """Raise a readable error for an unknown axis or value."""
+        for k, v in params.items():
+            if k not in self.axes:
+                raise KeyError(f"case {self.id} has no parameter {k!r}; axes: {', '.join(self.axes)}")
+            if v not in self.axes[k]:
+                raise ValueError(
+                    f"case {self.id}: {k}={v!r} is not in the sweep; values: {', '.join(map(str, self.axes[k]))}"
+                )
+        missing = [k for k in self.axes if k not in params]
+        if missing:
+            raise KeyError(f"case {self.id}: missing parameters {missing}")
+        if self.valid is not None and not self.valid(params):
+            raise ValueError(f"case {self.id}: the combination {dict(params)} is excluded from the sweep")
+
+    def expectation_for(self, engine: str, version: str, params: Params) -> Optional[Expectation]:
+        """The most specific documented expectation, or None where no source says."""
+        found = [e for e in self.expectations if e.applies(engine, version, params)]
+        if not found:
+            return None
+        return max(found, key=lambda e: (len(e.where), bool(e.versions)))
+
+    def signature(self, name: str) -> Signature:
+        for s in self.signatures:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+def slug(params: Params) -> str:
+    """A stable, filesystem-safe name for one parameter combination."""
+    return "+".join(f"{k}={_fmt(v)}" for k, v in params.items()) or "default"
+
+
+def _fmt(v: ParamValue) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)

@@ -1,0 +1,93 @@
+"""The cell record: one reproducer on one engine version on one machine, as written to JSONL."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, Dict, List, Optional
+
+SCHEMA = "qdq-matrix/cell/1"
+# status: what happened
+#   pass     - every stage ran and the outputs match the reference within tolerance
+#   fail     - a stage failed (load/build/run) or the outputs do not match (compare)
+#   crashed  - the engine took its process down (signal, hang past the timeout)
+#   skipped  - the engine is not installed here; `reason` says why
+#   not_run  - it cannot run here (for example: no NVIDIA GPU); `reason` says why
+STATUSES = ("pass", "fail", "crashed", "skipped", "not_run")
+VERDICTS = ("as documented", "fixed", "regressed", "new failure", "undocumented", "not run")
+PRECISIONS = ("int8", "float", "unknown")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """(case, params, engine, engine version, hardware) and what was observed there."""
+
+    bundle: str  # "<case id>/<param slug>"
+    case: str
+    params: Dict[str, Any]
+    digest: str  # the bundle's digest: which exact model and data ran
+    engine: str
+    engine_version: str
+    hardware: str  # short label: "NVIDIA H200 (sm_90)", "cpu: AMD EPYC ...", "no NVIDIA GPU"
+    status: str
+    verdict: str
+    stage: str = ""  # last stage reached: "", load, build, run, compare
+    reason: str = ""  # why skipped / not run / crashed
+    error: str = ""  # the engine's error text (first lines)
+    signature: str = ""  # the documented error signature it matched, if any
+    warnings: List[str] = field(default_factory=list)  # matched warning signature names
+    output_dtypes: Dict[str, str] = field(default_factory=dict)
+    network_dtypes: Dict[str, str] = field(default_factory=dict)  # TensorRT: tensor dtypes before build
+    max_error_steps: Optional[float] = None  # worst |out - expected| over all outputs, in quantization steps
+    tolerance_steps: Optional[float] = None
+    precision: Dict[str, Dict[str, str]] = field(default_factory=dict)  # node -> {precision, evidence}
+    fused: Optional[bool] = None  # every target node ran in INT8
+    expectation: Dict[str, Any] = field(default_factory=dict)  # the documented expectation used, if any
+    explanation: str = ""  # one readable sentence: why this verdict
+    hardware_detail: Dict[str, str] = field(default_factory=dict)  # GPU, compute capability, driver, CUDA
+    versions: Dict[str, str] = field(default_factory=dict)  # engine, python, numpy, onnx ...
+    options: Dict[str, Any] = field(default_factory=dict)  # build flags, optimization level, ...
+    timings: Dict[str, float] = field(default_factory=dict)  # seconds per stage
+    log: str = ""  # the engine's log, trimmed
+    run: Dict[str, str] = field(default_factory=dict)  # date, host, command, source (local/observed)
+    schema: str = SCHEMA
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"cell status {self.status!r} is not one of {STATUSES}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"cell verdict {self.verdict!r} is not one of {VERDICTS}")
+
+    @property
+    def column(self) -> str:
+        """The matrix column: engine@version on hardware."""
+        return f"{self.engine}@{self.engine_version} [{self.hardware}]"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, default=_jsonable)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "Cell":
+        """Parse one record; raise ValueError naming what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("a cell record is a JSON object")
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown fields {unknown}")
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [k for k in required if k not in data]
+        if missing:
+            raise ValueError(f"missing fields {missing}")
+        return cls(**data)
+
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

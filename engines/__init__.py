@@ -1,0 +1,24 @@
+"""Engine adapters behind one small interface; each imports its engine only when used."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from engines.base import Engine, EngineInfo, Observation
+
+ADAPTERS = {
+    "onnxruntime": "engines.onnxruntime:Adapter",
+    "openvino": "engines.openvino:Adapter",
+    "tensorrt": "engines.tensorrt:Adapter",
+}
+
+__all__ = ["ADAPTERS", "Engine", "EngineInfo", "Observation", "get_engine"]
+
+
+def get_engine(name: str, **options: Any) -> Engine:
+    """The adapter for one engine name; options go to its constructor."""
+    if name not in ADAPTERS:
+        raise KeyError(f"unknown engine {name!r}; known engines: {', '.join(ADAPTERS)}")
+    module, cls = ADAPTERS[name].split(":")
+    return getattr(importlib.import_module(module), cls)(**options)

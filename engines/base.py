@@ -1,0 +1,53 @@
+"""The small interface every engine adapter implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Protocol
+
+import numpy as np
+
+from generators.bundle import Bundle
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What an engine is on this machine, or why it cannot run here."""
+
+    name: str
+    version: str  # the engine's own version string; the requested one where it is not installed
+    hardware: str  # short label for the matrix column
+    available: bool
+    unavailable_status: str = ""  # "skipped" (not installed) or "not_run" (cannot run here, e.g. no GPU)
+    reason: str = ""
+    hardware_detail: Dict[str, str] = field(default_factory=dict)
+    versions: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Observation:
+    """What one engine did with one bundle, before it is judged."""
+
+    stage: str = ""  # last stage that completed: "", "load", "build", "run"
+    error: str = ""  # why the next stage failed; empty when every stage ran
+    log: str = ""  # the engine's own messages (warnings and errors)
+    outputs: Dict[str, np.ndarray] = field(default_factory=dict)
+    precision: Dict[str, Dict[str, str]] = field(default_factory=dict)  # node -> {precision, evidence}
+    network_dtypes: Dict[str, str] = field(default_factory=dict)
+    options: Dict[str, Any] = field(default_factory=dict)  # flags and levels actually used
+    timings: Dict[str, float] = field(default_factory=dict)
+    crashed: str = ""  # non-empty when the engine's process died: signal or timeout
+
+
+class Engine(Protocol):
+    """An engine adapter: imports its engine lazily, never at module import."""
+
+    name: str
+
+    def probe(self) -> EngineInfo:
+        """Is the engine here, which version, on which hardware."""
+        ...
+
+    def run(self, bundle: Bundle) -> Observation:
+        """Load/parse, build/compile and run one bundle; never raise for an engine failure."""
+        ...

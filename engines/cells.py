@@ -1,0 +1,130 @@
+"""Turn one engine's observation of one bundle into a judged cell."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from cases.base import Case
+from cases.cell import Cell
+from cases.verdict import judge
+from engines.base import Engine, EngineInfo, Observation
+from generators.bundle import Bundle
+
+LOG_LIMIT = 20_000  # characters of engine log kept per cell
+
+
+def error_steps(got: np.ndarray, expected: np.ndarray, step: Optional[float]) -> float:
+    """Worst absolute difference, in quantization steps (integer outputs: in integer units)."""
+    if got.shape != expected.shape:
+        raise ValueError(f"shape {list(got.shape)} differs from the reference's {list(expected.shape)}")
+    if expected.size == 0:
+        return 0.0
+    diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+    if np.issubdtype(expected.dtype, np.integer):
+        return float(diff.max())
+    if not step:
+        step = float(np.abs(expected).max()) / 127.0 or 1.0
+    if not np.all(np.isfinite(got)):
+        return float("inf")
+    return float(diff.max() / step)
+
+
+def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[float], str, Dict[str, str]]:
+    """(worst error in steps, mismatch message or "", output dtypes) against the bundle's reference."""
+    tolerance = float(bundle.meta.get("tolerance_steps", 1.0))
+    worst: Optional[float] = None
+    problems: List[str] = []
+    dtypes = {name: str(arr.dtype) for name, arr in outputs.items()}
+    for name, expected in bundle.expected().items():
+        if name not in outputs:
+            problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
+            continue
+        try:
+            err = error_steps(np.asarray(outputs[name]), expected, bundle.output_step(name))
+        except ValueError as exc:
+            problems.append(f"output {name!r}: {exc}")
+            continue
+        worst = err if worst is None else max(worst, err)
+        if err > tolerance:
+            problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
+    return worst, "; ".join(problems), dtypes
+
+
+def match_signatures(case: Case, text: str, kind: str) -> List[str]:
+    """Names of the case's signatures of one kind that occur in text."""
+    return [s.name for s in case.signatures if s.kind == kind and s.search(text)]
+
+
+def fused(precision: Dict[str, Dict[str, str]], targets: List[str]) -> Optional[bool]:
+    """True when every target node ran in INT8, False when one ran in float, None when unknown."""
+    found = [precision.get(t, {}).get("precision", "unknown") for t in targets]
+    if not found:
+        return None
+    if "float" in found:
+        return False
+    if all(p == "int8" for p in found):
+        return True
+    return None
+
+
+def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, str]) -> Cell:
+    """The honest cell for an engine that is not here, or cannot run here."""
+    verdict, why = judge(None, info.unavailable_status, None)
+    return Cell(
+        bundle=bundle.id, case=case.id, params=dict(bundle.meta["params"]), digest=bundle.meta["digest"],
+        engine=info.name, engine_version=info.version, hardware=info.hardware, status=info.unavailable_status,
+        verdict=verdict, reason=info.reason, explanation=f"{why}: {info.reason}",
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), run=dict(run),
+    )
+
+
+def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observation, run: Dict[str, str]) -> Cell:
+    """Compare, match signatures, decide precision and verdict for one observation."""
+    params = dict(bundle.meta["params"])
+    targets = list(bundle.meta.get("target_nodes", []))
+    stage, error, worst, dtypes = obs.stage, obs.error, None, {}
+    if obs.crashed:
+        status = "crashed"
+    elif stage == "run" and not error:
+        worst, mismatch, dtypes = compare(bundle, obs.outputs)
+        status = "fail" if mismatch else "pass"
+        error = mismatch
+        stage = "run" if mismatch else "compare"
+    else:
+        status = "fail"
+    text = "\n".join([error, obs.crashed, obs.log])
+    errors = match_signatures(case, text, "error")
+    is_fused = fused(obs.precision, targets) if status == "pass" else None
+    expectation = case.expectation_for(info.name, info.version, params)
+    verdict, why = judge(expectation, status, is_fused)
+    return Cell(
+        bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
+        engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,
+        stage=stage, reason=obs.crashed, error=error[:4000], signature=errors[0] if errors else "",
+        warnings=match_signatures(case, text, "warning"), output_dtypes=dtypes,
+        network_dtypes=dict(obs.network_dtypes), max_error_steps=worst,
+        tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),
+        precision={t: obs.precision.get(t, {"precision": "unknown", "evidence": "not reported"}) for t in targets},
+        fused=is_fused, expectation=_expectation_record(expectation), explanation=why,
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
+        timings={k: round(v, 4) for k, v in obs.timings.items()}, log=obs.log[-LOG_LIMIT:], run=dict(run),
+    )
+
+
+def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: Dict[str, str]) -> Cell:
+    """Run one bundle on one engine and judge it; an engine that is not here gives a not-run cell."""
+    if not info.available:
+        return not_run_cell(case, bundle, info, run)
+    return judge_observation(case, bundle, info, engine.run(bundle), run)
+
+
+def _expectation_record(expectation) -> Dict[str, object]:
+    if expectation is None:
+        return {}
+    return {
+        "outcome": expectation.outcome, "versions": expectation.versions, "source": expectation.source,
+        "stage": expectation.stage or "", "signature": expectation.signature or "",
+        "hardware": expectation.hardware or "", "note": expectation.note,
+    }

@@ -1,0 +1,173 @@
+"""Sessions: tests, generate, one per engine version, matrix (the main job), report, diff.
+
+    nox -s matrix                 # every engine version this machine can run, then the reports
+    nox -s tests                  # the unit tests (what CI runs)
+    nox -s trt_existing -- /path/to/python-with-tensorrt [...]
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+# The pin table. Oldest and newest of each cross-check engine; ORT 1.16 is the oldest that reads
+# the bundles (IR 8), and the oldest ORT/OpenVINO builds need numpy 1.x.
+ORT_VERSIONS = {"1.16.3": ["numpy<2"], "1.23.2": []}
+OPENVINO_VERSIONS = {"2024.6.0": ["numpy<2"], "2026.4.1": []}
+# TensorRT from PyPI: whole wheels exist only for these, for CPython <= 3.10, and their
+# trt.nptype needs numpy < 1.24. They need an NVIDIA GPU.
+TRT_PYPI = ["8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"]
+TRT_PYTHON = "3.10"
+# TensorRT 10.x installs from NVIDIA's own index (pip's --extra-index-url); run these on a
+# machine that reaches it. Not verified on real TensorRT here.
+TRT_NVIDIA = ["10.8.0.43", "10.13.3.9"]
+TRT10_PYTHON = "3.12"
+NVIDIA_INDEX = "https://pypi.nvidia.com"
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+OBSERVED = HERE / "reports" / "observed"
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+CELL_ARGS = ["tests/cells", "-p", "no:cacheprovider", "--timeout=600", "-q", "-rN"]
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["tests"]
+
+
+def _group(name: str) -> list[str]:
+    return nox.project.dependency_groups(PYPROJECT, name)
+
+
+def _env() -> dict[str, str]:
+    return {"PYTHONPATH": str(HERE)}
+
+
+def _workers() -> str:
+    return str(max(1, min(8, (os.cpu_count() or 2))))
+
+
+def _run_cells(session: nox.Session, engine: str, *args: str) -> None:
+    """Run every bundle on one engine; failing cells are results, not a broken session."""
+    session.run(
+        "python", "-m", "pytest", *CELL_ARGS, "--engine", engine, "-n", _workers(), *args, *session.posargs,
+        env=_env(), success_codes=[0, 1],
+    )
+
+
+def has_nvidia_gpu() -> bool:
+    """An NVIDIA driver is present (the TensorRT adapter checks again, with the CUDA driver)."""
+    return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia/version").exists()
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit tests: catalogue, generators, adapters (real ORT/OpenVINO), matrix; no GPU needed."""
+    session.install(*_group("test"))
+    session.run("python", "-m", "pytest", "-n", "2", *session.posargs, env=_env())
+
+
+@nox.session
+def generate(session: nox.Session) -> None:
+    """Write every reproducer bundle (cached by digest) to .bundles/."""
+    session.install(*_group("generate"))
+    session.run("python", "-m", "generators", "write", *session.posargs, env=_env())
+
+
+@nox.session(name="ort")
+@nox.parametrize("version", list(ORT_VERSIONS), ids=list(ORT_VERSIONS))
+def ort(session: nox.Session, version: str) -> None:
+    """Every bundle on one ONNX Runtime version (CPU)."""
+    session.install(*_group("cells"), f"onnxruntime=={version}", *ORT_VERSIONS[version])
+    _run_cells(session, "onnxruntime")
+
+
+@nox.session(name="openvino")
+@nox.parametrize("version", list(OPENVINO_VERSIONS), ids=list(OPENVINO_VERSIONS))
+def openvino(session: nox.Session, version: str) -> None:
+    """Every bundle on one OpenVINO version (CPU, f32 inference precision)."""
+    session.install(*_group("cells"), f"openvino=={version}", *OPENVINO_VERSIONS[version])
+    _run_cells(session, "openvino")
+
+
+def _trt_impl(session: nox.Session, version: str, index: str | None) -> None:
+    if not has_nvidia_gpu():
+        session.skip("no NVIDIA GPU: TensorRT cells are written as not run by `nox -s matrix`")
+    extra = ["--extra-index-url", index] if index else []
+    session.install(*_group("cells"), f"tensorrt=={version}", "numpy<1.24", *extra)
+    _run_cells(session, "tensorrt", "--trt-python", str(Path(session.bin) / "python"), "--engine-version", version)
+
+
+@nox.session(name="trt", python=TRT_PYTHON)
+@nox.parametrize("version", TRT_PYPI, ids=TRT_PYPI)
+def trt(session: nox.Session, version: str) -> None:
+    """Every bundle on one TensorRT 8.5/8.6.0 version from PyPI (needs an NVIDIA GPU)."""
+    _trt_impl(session, version, None)
+
+
+@nox.session(name="trt10", python=TRT10_PYTHON)
+@nox.parametrize("version", TRT_NVIDIA, ids=TRT_NVIDIA)
+def trt10(session: nox.Session, version: str) -> None:
+    """Every bundle on one TensorRT 10.x from NVIDIA's index (not verified on real TensorRT here)."""
+    _trt_impl(session, version, NVIDIA_INDEX)
+
+
+@nox.session
+def trt_existing(session: nox.Session) -> None:
+    """The TensorRT column with interpreters that already have TensorRT: nox -s trt_existing -- PY [PY ...]."""
+    pythons = [a for a in session.posargs if not a.startswith("-")] or _trt_pythons_from_env()
+    if not pythons:
+        session.error("name an interpreter that has TensorRT: nox -s trt_existing -- /path/to/python")
+    session.install(*_group("cells"))
+    flags = [a for a in session.posargs if a.startswith("-")]
+    for python in pythons:
+        session.log(f"TensorRT column with {python}")
+        session.run(
+            "python", "-m", "pytest", *CELL_ARGS, "--engine", "tensorrt", "--trt-python", python, "-n", _workers(),
+            *flags, env=_env(), success_codes=[0, 1],
+        )
+
+
+def _trt_pythons_from_env() -> list[str]:
+    return [p for p in os.environ.get("QDQ_TRT_PYTHON", "").split(os.pathsep) if p]
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Merge results/ and reports/observed/ into reports/matrix.{md,html,json} and JUnit XML."""
+    session.install(*_group("report"))
+    session.run(
+        "python", "-m", "matrix", "report", "--results", str(RESULTS), "--results", str(OBSERVED),
+        "--out", str(HERE / "reports"), *session.posargs, env=_env(),
+    )
+
+
+@nox.session
+def diff(session: nox.Session) -> None:
+    """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO."""
+    session.install(*_group("report"))
+    session.run(
+        "python", "-m", "matrix", "diff", *session.posargs, "--results", str(RESULTS), "--results", str(OBSERVED),
+        env=_env(),
+    )
+
+
+@nox.session
+def matrix(session: nox.Session) -> None:
+    """The main job: bundles, every engine version this machine can run, then the reports."""
+    session.install(*_group("generate"), *_group("cells"))
+    session.run("python", "-m", "generators", "write", env=_env())
+    gpu = has_nvidia_gpu()
+    for version in TRT_PYPI:
+        if gpu:
+            session.notify(f"trt({version})")
+        else:  # honest "not run here" cells, never guessed
+            _run_cells(session, "tensorrt", "--engine-version", version)
+    for version in ORT_VERSIONS:
+        session.notify(f"ort({version})")
+    for version in OPENVINO_VERSIONS:
+        session.notify(f"openvino({version})")
+    if _trt_pythons_from_env():
+        session.notify("trt_existing")
+    session.notify("report")
