@@ -1,0 +1,56 @@
+"""NVIDIA/TensorRT#3963 and onnx-tensorrt operators.md: DynamicQuantizeLinear has no TensorRT importer.
+
+#3963 quantizes a model with onnxruntime.quantization.quantize_dynamic, which inserts
+DynamicQuantizeLinear, and TensorRT 8.6.1.6 (A4000) fails while parsing it with
+"getPluginCreator could not find plugin: DynamicQuantizeLinear version: 1": the parser finds no
+importer and tries a plugin of that name. onnx-tensorrt's operator support matrix lists
+DynamicQuantizeLinear, MatMulInteger and ConvInteger as unsupported, both in the TensorRT 8.4 table
+(commit 009d654) and in the TensorRT 10.15 table on main.
+
+Variants: the op alone; DynamicQuantizeLinear feeding MatMulInteger or ConvInteger; and what
+quantize_dynamic really emits for a small float MatMul and a small float Conv.
+"""
+
+from __future__ import annotations
+
+from cases.base import Case, Expectation, Signature
+
+ISSUE_3963 = "https://github.com/NVIDIA/TensorRT/issues/3963"
+OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
+
+CASE = Case(
+    id="dynamic_quantize",
+    seed="002",
+    title="DynamicQuantizeLinear (onnxruntime quantize_dynamic) has no TensorRT importer",
+    links=(ISSUE_3963, OPERATORS_MD),
+    axes={
+        "variant": (
+            "dql_alone",
+            "dql_matmulinteger",
+            "dql_convinteger",
+            "ort_dynamic_matmul",
+            "ort_dynamic_conv",
+        )
+    },
+    target_nodes=("node_of_x_q", "node_of_y"),  # quantize_dynamic variants name their own nodes
+    signatures=(
+        Signature(
+            "dql_plugin_not_found",
+            r"getPluginCreator could not find plugin: DynamicQuantizeLinear version: 1",
+            "error",
+            ISSUE_3963,
+        ),
+    ),
+    expectations=(
+        # Listed first: it wins the tie with the range below for 8.6.1.6.
+        Expectation(
+            "tensorrt", "==8.6.1.6", "fail", ISSUE_3963, stage="load", signature="dql_plugin_not_found",
+            hardware="NVIDIA RTX A4000",
+        ),
+        Expectation(
+            "tensorrt", ">=8.4,<10.16", "fail", OPERATORS_MD, stage="load",
+            note="operators.md: DynamicQuantizeLinear, MatMulInteger and ConvInteger unsupported (8.4 to 10.15 tables)",
+        ),
+    ),
+    builder="generators.dynamic_quantize:build",
+)

@@ -1,0 +1,127 @@
+"""Grouped INT8 Conv: https://github.com/NVIDIA/TensorRT/issues/4060, https://github.com/NVIDIA/TensorRT/issues/3385.
+
+x -> Q -> DQ -> Conv(INT8 weights -> DQ, group = 48 / cpg, 3x3, pads 1) -> [epilogue] -> [Q -> DQ] -> y,
+swept over channels per group (cpg 1 is depthwise), weight granularity, activation type, output Q/DQ
+and the epilogue fused into the Conv (#3385: ReLU builds, Swish does not).
+
+NvInfer.h, IConvolutionLayer::setNbGroups (from early releases through TensorRT 10) says: "When using
+groups in int8 mode, the size of the groups (i.e. the channel count divided by the group count) must
+be a multiple of 4 for both input and output." It states a requirement but not what happens when it is broken (error, float fallback or a
+slower kernel), and #3385 shows a depthwise (cpg 1) INT8 Conv + ReLU building on TensorRT 8.5.2. So it
+supports no outcome here: cpg 1, 2 and 3 carry no expectation from it. The sweep is what finds out.
+"""
+
+from __future__ import annotations
+
+from cases.base import Case, Expectation, Params, Signature
+
+ISSUE_4060 = "https://github.com/NVIDIA/TensorRT/issues/4060"
+ISSUE_3385 = "https://github.com/NVIDIA/TensorRT/issues/3385"
+NVINFER_H = "https://github.com/NVIDIA/TensorRT/blob/main/include/NvInfer.h"
+OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
+ZERO_POINT_ASSERT = "https://github.com/onnx/onnx-tensorrt/blob/10.1-GA/onnxOpImporters.cpp"
+
+NO_IMPLEMENTATION = Signature(
+    name="no_implementation",
+    # #4060 (8.6.11): "Error Code 10: Internal Error (Could not find any implementation for node weights +
+    # node_of_weights_quantized + node_of_output.)"; #3385 (8.5.2) prints the same before its node name.
+    pattern=r"Error Code 10: Internal Error \(Could not find any implementation for node",
+    kind="error",
+    source=ISSUE_4060,
+)
+NONZERO_ZERO_POINT = Signature(
+    name="nonzero_zero_point",
+    # The ONNX parser's check on Q/DQ zero points: 8.x prints the failed assertion
+    # "shiftIsAllZeros(zeroPoint) && ...", 8.6 and 10.x say "TensorRT only supports symmetric
+    # quantization. The zero point for the QuantizeLinear/DequantizeLinear operator must be all zeros."
+    pattern=r"shiftIsAllZeros\(zeroPoint\)|TensorRT only supports symmetric quantization",
+    kind="error",
+    source=ZERO_POINT_ASSERT,
+)
+
+
+
+def _epilogue_before_q(params: Params) -> bool:
+    """The epilogues reproduce #3385, whose patterns all end in a Q: only with output Q/DQ."""
+    return params["epilogue"] == "none" or bool(params["output_qdq"])
+
+
+CASE = Case(
+    id="grouped_conv",
+    seed="003",
+    title="INT8 grouped and depthwise Conv: channels per group, epilogue fusion, zero point",
+    links=(ISSUE_4060, ISSUE_3385, NVINFER_H, OPERATORS_MD),
+    axes={
+        "cpg": (1, 2, 3, 4, 8, 16),  # channels per group; 48 channels in all, so groups = 48 / cpg
+        "weights": ("per_channel", "per_tensor"),
+        "activation": ("int8", "uint8"),  # uint8: activation Q/DQ with zero point 128
+        "output_qdq": (True, False),
+        "epilogue": ("none", "relu", "swish"),  # swish = Sigmoid and Mul, as in #3385
+    },
+    # The Conv node: node_of_conv, or node_of_y where the Conv itself produces the graph output.
+    target_nodes=("node_of_conv", "node_of_y"),
+    signatures=(NO_IMPLEMENTATION, NONZERO_ZERO_POINT),
+    expectations=(
+        Expectation(
+            engine="tensorrt",
+            versions="==8.6.11.*",
+            outcome="fail",
+            stage="build",
+            signature="no_implementation",
+            source=ISSUE_4060,
+            # The builder got past the parser, so the thread's Q/DQ were INT8 with zero point 0.
+            where={"cpg": (1,), "epilogue": ("none",), "activation": ("int8",)},
+            hardware="Quadro T2000 (Turing)",
+            note="depthwise Conv in an explicitly quantized model; the thread does not say the weight "
+            "granularity, the channel count or whether a Q/DQ follows the Conv (its fused node ends at "
+            "node_of_output); its weights are float -> Q -> DQ where ours are an INT8 initializer -> DQ",
+        ),
+        Expectation(
+            engine="tensorrt",
+            versions="==8.5.2.*",
+            outcome="fail",
+            stage="build",
+            signature="no_implementation",
+            source=ISSUE_3385,
+            where={
+                "cpg": (1,),
+                "weights": ("per_channel",),
+                "activation": ("int8",),
+                "output_qdq": (True,),
+                "epilogue": ("swish",),
+            },
+            hardware="Jetson AGX Orin",
+            note="reporter's table: DQ > DwConv > BN > Swish > Q fails (BN is left out here: the failing "
+            "fused node names only the weights, the Conv and PWN(sigmoid, mul))",
+        ),
+        Expectation(
+            engine="tensorrt",
+            versions="==8.5.2.*",
+            outcome="pass",
+            source=ISSUE_3385,
+            where={
+                "cpg": (1,),
+                "weights": ("per_channel",),
+                "activation": ("int8",),
+                "output_qdq": (True,),
+                "epilogue": ("relu",),
+            },
+            hardware="Jetson AGX Orin",
+            note="reporter's table: DQ > DwConv > BN > Relu > Q is OK (it builds; accuracy not reported)",
+        ),
+        Expectation(
+            engine="tensorrt",
+            versions=">=8.0",
+            outcome="fail",
+            stage="load",
+            signature="nonzero_zero_point",
+            source=OPERATORS_MD,
+            where={"activation": ("uint8",)},
+            note="operators.md: QuantizeLinear `y_zero_point` must be 0, DequantizeLinear `x_zero_point` "
+            "must be zero; the parser asserts it (onnx-tensorrt 8.0-GA to 10.1-GA); 10.x first warns "
+            "that UINT8 zero points are read as INT8",
+        ),
+    ),
+    builder="generators.grouped_conv:build",
+    valid=_epilogue_before_q,
+)

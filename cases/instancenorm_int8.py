@@ -1,0 +1,52 @@
+"""NVIDIA/TensorRT#3659, #3603: InstanceNormalization and INT64 weights in an INT8 build without scales.
+
+#3659 builds an INT8 engine from a model with InstanceNormalization, which needs the ONNX parser flag
+NATIVE_INSTANCENORM, and gets "Missing scale and zero-point for tensor ..., expect fall back to
+non-int8 implementation" for many tensors. Without that flag the parser imports InstanceNormalization
+as the InstanceNormalization_TRT plugin, which calls cuDNN; with it, TensorRT uses its native
+normalization layer. The flag is off by default in TensorRT 8.6 and on from 10.0, so the reproducer
+sets it explicitly both ways (Reproducer.trt["parser_flags"]).
+
+The reproducer: Conv -> InstanceNormalization -> Slice, where the Slice's `ends` is an INT64
+initializer holding INT64_MAX (what exporters write for "to the end"), outside INT32 range, so
+TensorRT 8.x warns that it casts INT64 weights down to INT32. It is built with the INT8 flag, no
+calibrator and no Q/DQ nodes, so no tensor has a scale.
+
+No source here states an outcome (pass, fail or fallback) together with a TensorRT version, so the
+case declares signatures only; its cells are "undocumented" or "new failure" until a source does.
+"""
+
+from __future__ import annotations
+
+from cases.base import Case, Signature
+
+ISSUE_3659 = "https://github.com/NVIDIA/TensorRT/issues/3659"
+ISSUE_3603 = "https://github.com/NVIDIA/TensorRT/issues/3603"
+# Shows the clamping warning verbatim next to the INT64 one.
+ISSUE_2966 = "https://github.com/NVIDIA/TensorRT/issues/2966"
+
+CASE = Case(
+    id="instancenorm_int8",
+    seed="001",
+    title="InstanceNormalization with INT64 weights in an INT8 build without scales",
+    links=(ISSUE_3659, ISSUE_3603),
+    axes={"native_instancenorm": (False, True)},
+    target_nodes=("node_of_conv", "node_of_norm"),
+    signatures=(
+        Signature(
+            "int64_cast_down",
+            r"Your ONNX model has been generated with INT64 weights.*Attempting to cast down to INT32",
+            "warning",
+            ISSUE_3659,
+        ),
+        Signature(
+            "int32_clamped",
+            r"One or more weights outside the range of INT32 was clamped",
+            "warning",
+            ISSUE_2966,
+        ),
+        Signature("missing_scale", r"Missing scale and zero-point for tensor", "warning", ISSUE_3659),
+    ),
+    expectations=(),
+    builder="generators.instancenorm_int8:build",
+)

@@ -1,0 +1,100 @@
+"""`python -m generators list|write`: list bundle ids, or build and write bundles."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from cases import all_cases, bundle_id, get_case
+from generators import write
+from generators.bundle import bundles_root
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A bad case id or parameter on the command line."""
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        case_ids, wanted = _selection(args.case, args.param)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "list":
+        return _list(write.select(case_ids, wanted))
+    return _write(case_ids, wanted, args.out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m generators", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("list", "print bundle ids"), ("write", "build and write bundles")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--case", action="append", default=[], metavar="ID", help="a case id (repeatable)")
+        p.add_argument("--param", action="append", default=[], metavar="K=V", help="keep variants with K=V")
+        if name == "write":
+            p.add_argument("--out", type=Path, default=None, help="bundle root (default: $QDQ_BUNDLES or .bundles)")
+    return parser
+
+
+def _selection(case_ids: List[str], raw_params: List[str]) -> Tuple[List[str], Dict[str, list]]:
+    """Case ids and parameter filter from the command line; UsageError names what is wrong."""
+    try:
+        cases = [get_case(c) for c in dict.fromkeys(case_ids)] if case_ids else all_cases()
+    except KeyError as e:
+        raise UsageError(e.args[0]) from None
+    return [c.id for c in cases], _parse_params(raw_params, cases)
+
+
+def _parse_params(raw: List[str], cases: list) -> Dict[str, list]:
+    """{axis: [values]} from K=V strings, each V matched against str() of the axis values."""
+    wanted: Dict[str, list] = {}
+    for item in raw:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {item!r}: write it as NAME=VALUE")
+        values = [v for c in cases for v in c.axes.get(key, ())]
+        if not any(key in c.axes for c in cases):
+            axes = sorted({a for c in cases for a in c.axes})
+            raise UsageError(f"no selected case has a parameter {key!r}; parameters: {', '.join(axes)}")
+        matched = [v for v in values if _spells(v, text)]
+        if not matched:
+            known = ", ".join(dict.fromkeys(str(v) for v in values))
+            raise UsageError(f"{key}={text!r} is not in the sweep; values: {known}")
+        wanted.setdefault(key, []).extend(m for m in matched if m not in wanted[key])
+    return wanted
+
+
+def _spells(value: object, text: str) -> bool:
+    if isinstance(value, bool):
+        return text.lower() in ((str(value).lower(), "yes", "1") if value else (str(value).lower(), "no", "0"))
+    return str(value) == text
+
+
+def _list(selected: list) -> int:
+    for case, params in selected:
+        print(bundle_id(case, params))
+    print(f"{len(selected)} bundles")
+    return 0
+
+
+def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) -> int:
+    counts = {"written": 0, "cached": 0}
+
+    def progress(done: int, total: int, bundle: str, status: str) -> None:
+        counts[status] += 1
+        print(f"[{done}/{total}] {bundle} {status}", flush=True)
+
+    paths = write.write_all(case_ids, wanted, out, progress=progress)
+    root = bundles_root() if out is None else out
+    print(f"{len(paths)} bundles in {root}: {counts['written']} written, {counts['cached']} cached")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""Build reproducers from the catalogue and write them as bundles (layout: generators/bundle.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from cases import Case, all_cases, bundle_id, get_case
+from generators.bundle import bundles_root
+from generators.reproducer import Reproducer
+
+# Bump when a builder or the bundle format changes: it is part of the cache key.
+GENERATOR_VERSION = "1"
+
+# progress(done, total, bundle id, "written" or "cached")
+Progress = Callable[[int, int, str, str], None]
+# axis -> values kept; a variant is kept when every filtered axis holds one of its values
+ParamsFilter = Mapping[str, Iterable[Any]]
+
+
+def rng_seed(bundle: str) -> int:
+    """The seed of a bundle's random generator: CRC-32 of its id."""
+    return zlib.crc32(bundle.encode("utf-8"))
+
+
+def build(case: Case, params: Mapping[str, Any]) -> Reproducer:
+    """Build one variant of a case with its seeded generator; the builder is imported here."""
+    case.check_params(params)
+    module, function = case.builder.split(":")
+    builder = getattr(importlib.import_module(module), function)
+    rng = np.random.default_rng(rng_seed(bundle_id(case, dict(params))))
+    return builder(dict(params), rng)
+
+
+def cache_key(case: Case, params: Mapping[str, Any]) -> str:
+    """What a bundle was built from: case, parameters, seed and generator version."""
+    seed = rng_seed(bundle_id(case, dict(params)))
+    blob = json.dumps(
+        {"case": case.id, "params": dict(params), "rng_seed": seed, "generator_version": GENERATOR_VERSION},
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def digest(model_bytes: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> str:
+    """sha256 over the model and every array's name, dtype, shape and bytes (not over npz files)."""
+    h = hashlib.sha256(model_bytes)
+    for kind, arrays in (("input", inputs), ("expected", expected)):
+        for name in sorted(arrays):
+            a = np.ascontiguousarray(arrays[name])
+            h.update(f"\0{kind}\0{name}\0{a.dtype.str}\0{a.shape}\0".encode("utf-8"))
+            h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Path:
+    """Write one bundle (or reuse it when its cache key matches); return its folder."""
+    return _write_one(case, params, root)[0]
+
+
+def write_all(
+    case_ids: Optional[Iterable[str]] = None,
+    params_filter: Optional[ParamsFilter] = None,
+    root: Optional[Path] = None,
+    progress: Optional[Progress] = None,
+) -> List[Path]:
+    """Write every selected bundle, in seed and sweep order."""
+    todo = select(case_ids, params_filter)
+    paths = []
+    for done, (case, params) in enumerate(todo, start=1):
+        path, status = _write_one(case, params, root)
+        if progress is not None:
+            progress(done, len(todo), bundle_id(case, params), status)
+        paths.append(path)
+    return paths
+
+
+def select(
+    case_ids: Optional[Iterable[str]] = None, params_filter: Optional[ParamsFilter] = None
+) -> List[Tuple[Case, dict]]:
+    """(case, params) for every variant of the chosen cases that passes the filter."""
+    cases = all_cases() if not case_ids else [get_case(c) for c in case_ids]
+    wanted = {k: list(v) for k, v in (params_filter or {}).items()}
+    return [(c, p) for c in cases for p in c.variants() if _keeps(c, p, wanted)]
+
+
+def _keeps(case: Case, params: Mapping[str, Any], wanted: Mapping[str, List[Any]]) -> bool:
+    return all(k in case.axes and params[k] in vals for k, vals in wanted.items())
+
+
+def _write_one(case: Case, params: Mapping[str, Any], root: Optional[Path]) -> Tuple[Path, str]:
+    params = dict(params)
+    target = (bundles_root() if root is None else Path(root)) / case.id / bundle_id(case, params).split("/", 1)[1]
+    key = cache_key(case, params)
+    if _cached(target, key):
+        return target, "cached"
+    files = render(case, params)
+    files["case.json"]["cache_key"] = key
+    _publish(target, files)
+    return target, "written"
+
+
+def _cached(target: Path, key: str) -> bool:
+    names = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
+    if not all((target / n).is_file() for n in names):
+        return False
+    try:
+        return json.loads((target / "case.json").read_text()).get("cache_key") == key
+    except ValueError:
+        return False
+
+
+def render(case: Case, params: Mapping[str, Any]) -> Dict[str, Any]:
+    """Build one variant and everything its bundle holds: model bytes, arrays and case.json."""
+    from generators.reference import comparison_step, cross_check, expected_outputs
+
+    params = dict(params)
+    rep = build(case, params)
+    checker = _check_model(case, params, rep)
+    model_bytes = rep.model.SerializeToString()
+    expected, reference = expected_outputs(rep)
+    steps = {n: comparison_step(a, rep.output_steps.get(n)) for n, a in expected.items()}
+    meta = {
+        "bundle": bundle_id(case, params),
+        "case": case.id,
+        "seed": case.seed,
+        "title": case.title,
+        "links": list(case.links),
+        "params": params,
+        "rng_seed": rng_seed(bundle_id(case, params)),
+        "digest": digest(model_bytes, rep.inputs, expected),
+        "generator_version": GENERATOR_VERSION,
+        "opset": next((o.version for o in rep.model.opset_import if o.domain in ("", "ai.onnx")), None),
+        "ir_version": rep.model.ir_version,
+        "target_nodes": list(rep.target_nodes),
+        "inputs": {n: _describe(a) for n, a in rep.inputs.items()},
+        # step: the unit errors are counted in (the feeding Q's scale, 1 for integers, max|expected|/127)
+        "outputs": {n: {**_describe(a), "step": steps[n][0], "step_kind": steps[n][1]} for n, a in expected.items()},
+        "tolerance_steps": rep.tolerance_steps,
+        "trt": _jsonable(dict(rep.trt)),
+        "intentionally_invalid": rep.intentionally_invalid or case.intentionally_invalid,
+        "checker": checker,
+        "reference": reference,
+        "cross_check": cross_check(rep, expected, {n: s[0] for n, s in steps.items()}),
+        "notes": rep.notes,
+    }
+    return {"model.onnx": model_bytes, "inputs.npz": rep.inputs, "expected.npz": expected, "case.json": meta}
+
+
+def _check_model(case: Case, params: Mapping[str, Any], rep: Reproducer) -> str:
+    """'passed' or 'refused: why'; a refused model must be marked intentionally invalid."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(rep.model, full_check=True)
+    except Exception as e:  # checker and shape-inference errors have several types
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if not (rep.intentionally_invalid or case.intentionally_invalid):
+            raise ValueError(
+                f"{bundle_id(case, dict(params))}: onnx.checker refused the model and the case does not mark it "
+                f"intentionally invalid: {reason}"
+            ) from e
+        return f"refused: {reason}"
+    return "passed"
+
+
+def _describe(a: np.ndarray) -> Dict[str, Any]:
+    a = np.asarray(a)
+    return {"dtype": a.dtype.name, "shape": list(a.shape)}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+
+
+def _publish(target: Path, files: Mapping[str, Any]) -> None:
+    """Write into a hidden staging folder beside the target, then swap it in with renames."""
+    # <root>/<case>/.staging/<tmp>/ is one level too deep for iter_bundles, even after a crash. The
+    # (empty) .staging folder stays: removing it could race with another writer about to use it.
+    holding = target.parent / ".staging"
+    holding.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=holding))
+    try:
+        (staging / "model.onnx").write_bytes(files["model.onnx"])
+        np.savez(staging / "inputs.npz", **files["inputs.npz"])
+        np.savez(staging / "expected.npz", **files["expected.npz"])
+        (staging / "case.json").write_text(json.dumps(files["case.json"], indent=2) + "\n")
+        try:
+            _swap_in(staging, target)
+        except OSError:
+            # Another process (pytest-xdist worker) published the same bundle first: keep theirs.
+            if not _cached(target, files["case.json"]["cache_key"]):
+                raise
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f"{target.name}.old.", dir=staging.parent))
+        os.replace(target, old / "bundle")
+    os.replace(staging, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

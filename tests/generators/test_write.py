@@ -1,0 +1,162 @@
+"""Writing bundles: layout, determinism, caching, atomic writes, checker refusals and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import cases
+from cases.base import Case
+from generators import write
+from generators.__main__ import main
+from generators.bundle import iter_bundles, load_bundle
+from generators.onnx_util import make_model, node, value_info
+from generators.reproducer import Reproducer
+
+MINE = ("cases.q_output_type", "cases.instancenorm_int8", "cases.dynamic_quantize")
+
+
+@pytest.fixture
+def my_cases(monkeypatch):
+    """The catalogue restricted to seeds 000-002, so these tests do not wait on the other cases."""
+    monkeypatch.setattr(cases, "CASE_MODULES", MINE)
+
+
+def _q_dq():
+    from cases.q_output_type import CASE
+
+    return CASE, {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"}
+
+
+def test_bundle_holds_the_documented_layout(tmp_path):
+    case, params = _q_dq()
+    bundle = load_bundle(write.write_bundle(case, params, tmp_path))
+    assert bundle.id == "q_output_type/variant=q_dq_chain+activation=int8+plugin=none"
+    meta = bundle.meta
+    for key in ("bundle", "case", "seed", "title", "links", "params", "rng_seed", "digest", "generator_version",
+                "opset", "ir_version", "target_nodes", "inputs", "outputs", "tolerance_steps", "trt",
+                "intentionally_invalid", "checker", "reference", "cross_check"):
+        assert key in meta, key
+    assert meta["seed"] == "000" and meta["opset"] == 13 and meta["ir_version"] == 8
+    assert meta["inputs"] == {"x": {"dtype": "float32", "shape": [1, 4, 2, 2]}}
+    assert meta["outputs"]["y"]["step"] == pytest.approx(1 / 32)
+    assert meta["checker"] == "passed" and meta["reference"] == "onnx.reference"
+    assert meta["cross_check"]["onnxruntime"]["status"] == "agree"
+    assert set(bundle.expected()) == {"y"} and set(bundle.inputs()) == {"x"}
+
+
+def test_digest_covers_model_and_arrays_not_npz_bytes(tmp_path):
+    case, params = _q_dq()
+    bundle = load_bundle(write.write_bundle(case, params, tmp_path))
+    recomputed = write.digest(bundle.model_path.read_bytes(), bundle.inputs(), bundle.expected())
+    assert recomputed == bundle.meta["digest"]
+    changed = {k: v + 1 for k, v in bundle.inputs().items()}
+    assert write.digest(bundle.model_path.read_bytes(), changed, bundle.expected()) != recomputed
+
+
+def test_two_runs_give_identical_models_and_digests(tmp_path, my_cases):
+    first = write.write_all(root=tmp_path / "a")
+    second = write.write_all(root=tmp_path / "b")
+    assert len(first) == len(second) == 15
+    for a, b in zip(first, second):
+        assert (a / "model.onnx").read_bytes() == (b / "model.onnx").read_bytes()
+        assert load_bundle(a).meta["digest"] == load_bundle(b).meta["digest"]
+
+
+def test_second_write_reuses_the_bundle(tmp_path):
+    case, params = _q_dq()
+    seen = []
+    write.write_all(["q_output_type"], {"variant": ["q_dq_chain"]}, tmp_path, lambda *a: seen.append(a))
+    write.write_all(["q_output_type"], {"variant": ["q_dq_chain"]}, tmp_path, lambda *a: seen.append(a))
+    assert [s[3] for s in seen] == ["written", "written", "cached", "cached"]
+    assert seen[0][:3] == (1, 2, "q_output_type/variant=q_dq_chain+activation=int8+plugin=none")
+
+
+def test_stale_cache_key_rebuilds(tmp_path):
+    case, params = _q_dq()
+    path = write.write_bundle(case, params, tmp_path)
+    meta = json.loads((path / "case.json").read_text())
+    meta["cache_key"] = "stale"
+    (path / "case.json").write_text(json.dumps(meta))
+    assert write._write_one(case, params, tmp_path)[1] == "written"
+    assert load_bundle(path).meta["cache_key"] == write.cache_key(case, params)
+
+
+def test_crash_mid_write_leaves_no_bundle(tmp_path, monkeypatch):
+    case, params = _q_dq()
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(write.np, "savez", crash)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write.write_bundle(case, params, tmp_path)
+    assert list(iter_bundles(tmp_path)) == []
+    assert [p.name for p in (tmp_path / "q_output_type").iterdir()] == [".staging"]
+    assert list((tmp_path / "q_output_type" / ".staging").iterdir()) == []
+
+
+def _duplicate_output_model(params: dict, rng: np.random.Generator) -> Reproducer:
+    # Two nodes write the same tensor: the checker refuses the model.
+    nodes = [node("Relu", ["x"], ["y"]), node("Neg", ["x"], ["y"])]
+    model = make_model("bad", nodes, [value_info("x", np.float32, [2])], [value_info("y", np.float32, [2])])
+    invalid = "two nodes write y" if params["marked"] else ""
+    return Reproducer(model, {"x": np.ones(2, np.float32)}, (), intentionally_invalid=invalid,
+                      reference=lambda inputs: {"y": np.zeros(2, np.float32)})
+
+
+def _bad_case() -> Case:
+    return Case(
+        id="bad_model", seed="999", title="refused by the checker", links=(), axes={"marked": (False, True)},
+        target_nodes=(), signatures=(), expectations=(), builder=f"{__name__}:_duplicate_output_model",
+    )
+
+
+def test_unmarked_invalid_model_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="bad_model/marked=no: onnx.checker refused"):
+        write.write_bundle(_bad_case(), {"marked": False}, tmp_path)
+
+
+def test_marked_invalid_model_records_the_refusal(tmp_path):
+    meta = load_bundle(write.write_bundle(_bad_case(), {"marked": True}, tmp_path)).meta
+    assert meta["checker"].startswith("refused: ")
+    assert meta["intentionally_invalid"] == "two nodes write y"
+
+
+def test_cli_list_prints_ids_and_a_count(my_cases, capsys):
+    assert main(["list", "--case", "instancenorm_int8"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "instancenorm_int8/native_instancenorm=no",
+        "instancenorm_int8/native_instancenorm=yes",
+        "2 bundles",
+    ]
+
+
+def test_cli_param_filters_the_sweep(my_cases, capsys):
+    assert main(["list", "--param", "native_instancenorm=yes"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["instancenorm_int8/native_instancenorm=yes", "1 bundles"]
+
+
+def test_cli_write_reports_progress_and_summary(my_cases, tmp_path, capsys):
+    argv = ["write", "--case", "dynamic_quantize", "--param", "variant=dql_alone", "--out", str(tmp_path)]
+    assert main(argv) == 0 and main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "[1/1] dynamic_quantize/variant=dql_alone written"
+    assert lines[2] == "[1/1] dynamic_quantize/variant=dql_alone cached"
+    assert lines[3].endswith("0 written, 1 cached")
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["list", "--case", "no_such_case"], "no_such_case"),
+        (["write", "--case", "q_output_type", "--param", "variant=bogus"], "bogus"),
+        (["list", "--param", "cpg=4"], "cpg"),
+    ],
+)
+def test_cli_rejects_unknown_names_with_exit_2(my_cases, capsys, argv, named):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and named in err
