@@ -1,0 +1,255 @@
+"""ONNX Runtime adapter: a cross-check column, with per-node precision read from ORT's optimized graph and profile.
+
+ORT has no build step apart from session creation, so "load" and "build" complete together. Its QDQ
+fusion replaces DequantizeLinear -> Conv -> QuantizeLinear with one QLinearConv (named after the
+original node, or "<node>_token_<n>" after the NHWC transformer); a Conv with no QuantizeLinear after
+it stays a float Conv. The optimized graph and the profile's per-kernel input types are the evidence.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from engines.base import EngineInfo, Observation
+from engines.hardware import captured_stderr, cpu_label, python_versions
+from generators.bundle import Bundle
+
+NAME = "onnxruntime"
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+# Kernels that compute on 8-bit integers (ONNX and com.microsoft domains).
+INTEGER_KERNELS = frozenset({
+    "ConvInteger", "MatMulInteger", "QGemm", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "MatMulNBits",
+    "QAttention", "QEmbedLayerNormalization", "DynamicQuantizeLSTM", "QOrderedMatMul", "QOrderedGelu",
+    "NhwcQLinearConv",
+})
+# Nodes that move or convert data around a kernel; they never decide a target's precision.
+PLUMBING = frozenset({
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Transpose", "Cast", "Reshape",
+    "ReorderInput", "ReorderOutput", "Identity",
+})
+QUANT_TYPES = ("int8", "uint8")
+# Providers that compile subgraphs; ORT cannot serialize their optimized graph, so none is saved.
+COMPILING = frozenset({"TensorrtExecutionProvider", "OpenVINOExecutionProvider", "DmlExecutionProvider"})
+
+
+def is_integer_kernel(op_type: str) -> bool:
+    """Does this ORT op compute on quantized integers (QLinear*, *Integer, QGemm, ...)?"""
+    return op_type.startswith("QLinear") or op_type in INTEGER_KERNELS
+
+
+class Adapter:
+    """Runs a bundle through onnxruntime.InferenceSession."""
+
+    name = NAME
+
+    def __init__(self, graph_optimization_level: str = "ORT_ENABLE_ALL", providers: Optional[Sequence[str]] = None):
+        self.graph_optimization_level = graph_optimization_level
+        self.requested_providers = list(providers) if providers else None
+
+    def _providers(self, ort: Any) -> List[str]:
+        """The providers asked for, else CUDA (where this ORT has it) then CPU."""
+        if self.requested_providers is not None:
+            return list(self.requested_providers)
+        return ([CUDA] if CUDA in ort.get_available_providers() else []) + [CPU]
+
+    def probe(self) -> EngineInfo:
+        label, detail = cpu_label()
+        try:
+            ort = importlib.import_module("onnxruntime")
+        except ImportError as exc:
+            return EngineInfo(name=NAME, version="not installed", hardware=label, available=False,
+                              unavailable_status="skipped", reason=f"onnxruntime is not installed: {exc}",
+                              hardware_detail=detail, versions=python_versions())
+        available = ort.get_available_providers()
+        providers = [p for p in self._providers(ort) if p in available]
+        missing = [p for p in self._providers(ort) if p not in available]
+        if CUDA in providers:
+            label += " + CUDA EP"
+        detail = dict(detail, providers=",".join(available), device=str(ort.get_device()))
+        versions = dict(python_versions(), onnxruntime=ort.__version__)
+        if missing:
+            return EngineInfo(name=NAME, version=ort.__version__, hardware=label, available=False,
+                              unavailable_status="not_run", reason=f"providers not available here: {', '.join(missing)}",
+                              hardware_detail=detail, versions=versions)
+        return EngineInfo(name=NAME, version=ort.__version__, hardware=label, available=True,
+                          hardware_detail=detail, versions=versions)
+
+    def run(self, bundle: Bundle) -> Observation:
+        obs = Observation(options={"graph_optimization_level": self.graph_optimization_level})
+        try:
+            ort = importlib.import_module("onnxruntime")
+        except ImportError as exc:
+            obs.error = f"onnxruntime is not installed: {exc}"
+            return obs
+        logs: List[str] = []
+        with tempfile.TemporaryDirectory(prefix="qdq-ort-") as tmp:
+            try:
+                with captured_stderr(logs):
+                    self._run_stages(ort, bundle, Path(tmp), obs)
+            except Exception as exc:  # an adapter bug must not take the controller down either
+                obs.error = obs.error or f"{type(exc).__name__}: {exc}"
+        obs.log = "".join(logs)
+        return obs
+
+    def _session_options(self, ort: Any, tmp: Path, providers: Sequence[str]) -> Any:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, self.graph_optimization_level)
+        if not COMPILING & set(providers):
+            so.optimized_model_filepath = str(tmp / "optimized.onnx")
+        so.enable_profiling = True
+        so.profile_file_prefix = str(tmp / "profile")
+        so.log_severity_level = 2  # warnings and errors
+        return so
+
+    def _run_stages(self, ort: Any, bundle: Bundle, tmp: Path, obs: Observation) -> None:
+        providers = self._providers(ort)
+        obs.options.update(providers_requested=providers, profiling=True, build="none: the session is built at load")
+        start = time.perf_counter()
+        try:
+            session = ort.InferenceSession(str(bundle.model_path), self._session_options(ort, tmp, providers),
+                                           providers=providers)
+        except Exception as exc:
+            obs.error = _message(exc)
+            return
+        obs.timings["load"] = time.perf_counter() - start
+        obs.stage = "build"  # ORT has no separate build: session creation is both
+        obs.options["providers"] = session.get_providers()
+        start = time.perf_counter()
+        try:
+            results = session.run(None, bundle.inputs())
+            obs.outputs = {o.name: r for o, r in zip(session.get_outputs(), results)}
+            obs.stage = "run"
+            obs.timings["run"] = time.perf_counter() - start
+        except Exception as exc:
+            obs.error = _message(exc)
+        profile = Path(session.end_profiling())
+        optimized = tmp / "optimized.onnx"
+        obs.options["optimized_model_saved"] = optimized.is_file()
+        targets = list(bundle.meta.get("target_nodes", []))
+        obs.precision = precision_evidence(bundle.model_path, optimized, profile, targets)
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def precision_evidence(model: Path, optimized: Path, profile: Path, targets: Sequence[str]) -> Dict[str, Dict[str, str]]:
+    """node -> {precision, evidence} from the optimized graph, backed by the profile's kernel input types."""
+    kernels = read_profile(profile)
+    graphs = _load_graphs(model, optimized)
+    result = {}
+    for target in targets:
+        if graphs is None:
+            result[target] = _from_profile_only(target, kernels)
+        else:
+            result[target] = _from_graph(target, graphs[0], graphs[1], kernels)
+    return result
+
+
+def read_profile(path: Path) -> Dict[str, Dict[str, Any]]:
+    """Kernel name -> {op, provider, types} from an ORT profile (empty if there is none)."""
+    try:
+        events = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    kernels: Dict[str, Dict[str, Any]] = {}
+    for event in events if isinstance(events, list) else []:
+        name, args = event.get("name", ""), event.get("args", {})
+        if event.get("cat") != "Node" or not name.endswith("_kernel_time") or "op_name" not in args:
+            continue
+        types = [next(iter(d), "") for d in args.get("input_type_shape", []) if isinstance(d, dict)]
+        kernels.setdefault(name[: -len("_kernel_time")], {
+            "op": args["op_name"], "provider": args.get("provider", ""), "types": types,
+        })
+    return kernels
+
+
+def _load_graphs(model: Path, optimized: Path) -> Optional[tuple]:
+    try:
+        onnx = importlib.import_module("onnx")
+        if not optimized.is_file():
+            return None
+        return onnx.load(str(model), load_external_data=False).graph, onnx.load(str(optimized), load_external_data=False).graph
+    except Exception:
+        return None
+
+
+def _traced_nodes(target: str, original: Any, optimized: Any) -> List[Any]:
+    """Nodes of the optimized graph that came from the target: by name, by output, then by weight."""
+    node = next((n for n in original.node if n.name == target), None)
+    if node is None:
+        return []
+    others = {n.name for n in original.node} - {target}
+    outputs = {target, *node.output}
+    producers = {o: n for n in original.node for o in n.output}
+    initializers = {i.name: i for i in original.initializer}
+    weights = set()
+    for name in node.input:
+        source = producers.get(name)
+        data = source.input[0] if source is not None and source.op_type == "DequantizeLinear" else name
+        if data in initializers and _size(initializers[data]) > 1:
+            weights.add(data)
+    candidates = [n for n in optimized.node if n.op_type not in PLUMBING]
+    by_name = [n for n in candidates if n.name == target or (n.name.startswith(target + "_") and n.name not in others)]
+    by_output = [n for n in candidates if outputs & set(n.output)]
+    by_weight = [n for n in candidates if weights & set(n.input)]
+    return by_name or by_output or by_weight
+
+
+def _size(tensor: Any) -> int:
+    size = 1
+    for d in tensor.dims:
+        size *= d
+    return size
+
+
+def _from_graph(target: str, original: Any, optimized: Any, kernels: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
+    if not any(n.name == target for n in original.node):
+        return {"precision": "unknown", "evidence": f"{target} is not a node of the model"}
+    traced = _traced_nodes(target, original, optimized)
+    if not traced:
+        return {"precision": "unknown", "evidence": f"optimized graph: no node traces back to {target}"}
+    integer = [n for n in traced if is_integer_kernel(n.op_type)]
+    kernel = (integer or traced)[0]
+    where = f"{kernel.op_type} '{kernel.name}'"
+    if integer:
+        same = kernel.name == target and kernel.op_type == _op_of(original, target)
+        evidence = f"optimized graph: {target} runs as integer kernel {where}" if same else \
+            f"optimized graph: {target} fused into {where}"
+        precision = "int8"
+    else:
+        dq = {o for n in optimized.node if n.op_type == "DequantizeLinear" for o in n.output}
+        fed = " with DequantizeLinear inputs" if dq & set(kernel.input) else ""
+        evidence = f"optimized graph: {target} stays a float {where}{fed}"
+        precision = "float"
+    return {"precision": precision, "evidence": evidence + _profile_note(kernels.get(kernel.name))}
+
+
+def _op_of(graph: Any, name: str) -> str:
+    return next((n.op_type for n in graph.node if n.name == name), "")
+
+
+def _from_profile_only(target: str, kernels: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
+    """Without an optimized graph (not saved, or onnx missing): the profile's kernels named after the target."""
+    names = [k for k in kernels if k == target or k.startswith(target + "_")]
+    if not names:
+        return {"precision": "unknown", "evidence": f"no optimized graph, and no profiled kernel named after {target}"}
+    kernel = kernels[names[0]]
+    types = kernel["types"]
+    integer = is_integer_kernel(kernel["op"]) or bool(types and types[0] in QUANT_TYPES)
+    note = _profile_note(kernel).lstrip("; ")
+    return {"precision": "int8" if integer else "float", "evidence": f"no optimized graph; {note} ('{names[0]}')"}
+
+
+def _profile_note(kernel: Optional[Dict[str, Any]]) -> str:
+    if not kernel:
+        return ""
+    types = list(dict.fromkeys(t for t in kernel["types"] if t))
+    first = f"first input {kernel['types'][0]}, " if kernel["types"] else ""
+    return f"; profile: {kernel['op']} ran on {kernel['provider']}, {first}input types {', '.join(types) or 'none'}"

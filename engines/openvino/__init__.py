@@ -1,0 +1,195 @@
+"""OpenVINO adapter: a cross-check column, with per-node precision read from the compiled model's runtime graph.
+
+On CPUs with bf16 support OpenVINO computes float layers in bf16 unless INFERENCE_PRECISION_HINT is f32,
+so the adapter always sets it. Each runtime layer's rt_info names the ONNX nodes it came from
+("originalLayersNames") and the precision it ran in ("runtimePrecision").
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from engines.base import EngineInfo, Observation
+from engines.hardware import captured_stderr, cpu_label, python_versions
+from generators.bundle import Bundle
+
+NAME = "openvino"
+INT8_PRECISIONS = ("i8", "u8")
+FLOAT_PRECISIONS = ("f32", "bf16", "f16")
+# Runtime layers that only move data; they never decide a target's precision.
+PLUMBING = frozenset({"Reorder", "Const", "Input", "Output", "Parameter", "Result", "Transpose", "Reshape"})
+
+
+def release(version: str) -> str:
+    """The PEP 440 release part of an OpenVINO build string: "2026.4.1-22982-e213a14..." -> "2026.4.1"."""
+    match = re.match(r"\s*(\d+(?:\.\d+)*)", version)
+    return match.group(1) if match else version
+
+
+def _openvino_version(ov: Any) -> str:
+    version = getattr(ov, "__version__", "") or ""
+    if not version and hasattr(ov, "get_version"):
+        version = ov.get_version()
+    return str(version)
+
+
+class Adapter:
+    """Reads, compiles and infers a bundle with openvino.Core."""
+
+    name = NAME
+
+    def __init__(self, device: str = "CPU", inference_precision_hint: str = "f32"):
+        self.device = device
+        self.config = {"INFERENCE_PRECISION_HINT": inference_precision_hint}
+
+    def probe(self) -> EngineInfo:
+        label, detail = cpu_label()
+        try:
+            ov = importlib.import_module("openvino")
+        except ImportError as exc:
+            return EngineInfo(name=NAME, version="not installed", hardware=label, available=False,
+                              unavailable_status="skipped", reason=f"openvino is not installed: {exc}",
+                              hardware_detail=detail, versions=python_versions())
+        full = _openvino_version(ov)
+        versions = dict(python_versions(), openvino=full)
+        try:
+            core = ov.Core()
+            devices = list(core.available_devices)
+            if self.device in devices:
+                detail = dict(detail, openvino_device=str(core.get_property(self.device, "FULL_DEVICE_NAME")),
+                              capabilities=" ".join(core.get_property(self.device, "OPTIMIZATION_CAPABILITIES")))
+        except Exception as exc:
+            return EngineInfo(name=NAME, version=release(full), hardware=label, available=False,
+                              unavailable_status="not_run", reason=f"openvino.Core() failed: {exc}",
+                              hardware_detail=detail, versions=versions)
+        if self.device not in devices:
+            return EngineInfo(name=NAME, version=release(full), hardware=label, available=False,
+                              unavailable_status="not_run",
+                              reason=f"OpenVINO device {self.device} is not here (devices: {', '.join(devices)})",
+                              hardware_detail=detail, versions=versions)
+        if self.device != "CPU":
+            label = f"{self.device.lower()}: {detail.get('openvino_device', self.device)}"
+        return EngineInfo(name=NAME, version=release(full), hardware=label, available=True,
+                          hardware_detail=detail, versions=versions)
+
+    def run(self, bundle: Bundle) -> Observation:
+        obs = Observation(options={"device": self.device, "config": dict(self.config)})
+        try:
+            ov = importlib.import_module("openvino")
+        except ImportError as exc:
+            obs.error = f"openvino is not installed: {exc}"
+            return obs
+        logs: List[str] = []
+        try:
+            with captured_stderr(logs):
+                self._run_stages(ov, bundle, obs)
+        except Exception as exc:  # an adapter bug must not take the controller down either
+            obs.error = obs.error or f"{type(exc).__name__}: {exc}"
+        obs.log = "".join(logs)
+        return obs
+
+    def _run_stages(self, ov: Any, bundle: Bundle, obs: Observation) -> None:
+        core = ov.Core()
+        steps = (("load", lambda _: core.read_model(str(bundle.model_path))),
+                 ("build", lambda model: core.compile_model(model, self.device, dict(self.config))))
+        value: Any = None
+        for stage, step in steps:
+            start = time.perf_counter()
+            try:
+                value = step(value)
+            except Exception as exc:
+                obs.error = _message(exc)
+                return
+            obs.timings[stage] = time.perf_counter() - start
+            obs.stage = stage
+        compiled = value
+        obs.precision = precision_evidence(compiled, list(bundle.meta.get("target_nodes", [])))
+        start = time.perf_counter()
+        try:
+            obs.outputs = infer(compiled, bundle.inputs(), list(bundle.meta.get("outputs", {})))
+        except Exception as exc:
+            obs.error = _message(exc)
+            return
+        obs.timings["run"] = time.perf_counter() - start
+        obs.stage = "run"
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc).strip() or type(exc).__name__
+
+
+def infer(compiled: Any, inputs: Dict[str, np.ndarray], onnx_outputs: Sequence[str]) -> Dict[str, np.ndarray]:
+    """Run one inference; outputs keyed by their ONNX names."""
+    request = compiled.create_infer_request()
+    results = request.infer(inputs)
+    outputs = {}
+    for port in compiled.outputs:
+        names = port.get_names()
+        name = next((n for n in onnx_outputs if n in names), None) or port.get_any_name()
+        outputs[name] = np.array(results[port], copy=True)
+    return outputs
+
+
+def runtime_layers(compiled: Any) -> List[Dict[str, Any]]:
+    """The executed graph's layers: name, type, runtime precision, and the ONNX nodes each came from."""
+    layers = []
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        layers.append({
+            "name": op.get_friendly_name(), "type": _rt(info, "layerType"), "precision": _rt(info, "runtimePrecision"),
+            "outputs": _rt(info, "outputPrecisions"),
+            "original": [n for n in _rt(info, "originalLayersNames").split(",") if n],
+        })
+    return layers
+
+
+def _rt(info: Any, key: str) -> str:
+    """One rt_info entry as text (its values are OVAny), "" when absent."""
+    if key not in info:
+        return ""
+    value = info[key]
+    if hasattr(value, "astype"):
+        try:
+            return str(value.astype(str))
+        except Exception:
+            pass
+    return str(value)
+
+
+def precision_evidence(compiled: Any, targets: Sequence[str]) -> Dict[str, Dict[str, str]]:
+    """node -> {precision, evidence} from the runtime layers whose originalLayersNames name the node."""
+    try:
+        layers = runtime_layers(compiled)
+    except Exception as exc:
+        return {t: {"precision": "unknown", "evidence": f"runtime model unreadable: {exc}"} for t in targets}
+    return {t: layer_precision(t, layers) for t in targets}
+
+
+def layer_precision(target: str, layers: List[Dict[str, Any]]) -> Dict[str, str]:
+    """The precision of the runtime layer that executes target (exact name first, then "<target>/...")."""
+    layer = _find_layer(target, layers)
+    if layer is None:
+        return {"precision": "unknown", "evidence": f"no runtime layer lists {target} in originalLayersNames"}
+    runtime = layer["precision"].lower()
+    if runtime in INT8_PRECISIONS:
+        precision = "int8"
+    elif runtime in FLOAT_PRECISIONS:
+        precision = "float"
+    else:
+        precision = "unknown"
+    evidence = (f"runtime layer '{layer['name']}' type {layer['type']}, runtimePrecision {layer['precision']}, "
+                f"outputPrecisions {layer['outputs']}, originalLayersNames {','.join(layer['original'])}")
+    return {"precision": precision, "evidence": evidence}
+
+
+def _find_layer(target: str, layers: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    work = [layer for layer in layers if layer["type"] not in PLUMBING]
+    exact = [layer for layer in work if target in layer["original"]]
+    prefixed = [layer for layer in work if any(n.startswith(target + "/") for n in layer["original"])]
+    found = exact or prefixed
+    return found[0] if found else None

@@ -1,0 +1,202 @@
+"""The OpenVINO adapter on real OpenVINO (CPU): stages, outputs and per-node precision from rt_info."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Optional
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ov = pytest.importorskip("openvino")
+
+from engines import get_engine  # noqa: E402
+from engines.openvino import Adapter, layer_precision, release  # noqa: E402
+from generators.bundle import Bundle, load_bundle  # noqa: E402
+from generators.onnx_util import const, dequantize, make_model, node, quantize, value_info  # noqa: E402
+
+X_STEP, Y_STEP = 0.02, 0.05
+
+
+def write_bundle(root: Path, model, inputs: Dict[str, np.ndarray], expected: Dict[str, np.ndarray],
+                 targets, steps: Dict[str, Optional[float]]) -> Bundle:
+    """A minimal bundle in the generators/bundle.py layout."""
+    root.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(root / "model.onnx"))
+    np.savez(root / "inputs.npz", **inputs)
+    np.savez(root / "expected.npz", **expected)
+    meta = {"bundle": f"test/{root.name}", "case": "test", "params": {}, "digest": "test",
+            "target_nodes": list(targets), "tolerance_steps": 1.0,
+            "outputs": {name: {"step": step} for name, step in steps.items()}}
+    (root / "case.json").write_text(json.dumps(meta))
+    return load_bundle(root)
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, group: int) -> np.ndarray:
+    """Float reference Conv, 3x3, pads 1."""
+    win = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
+    cpg, opg = w.shape[1], w.shape[0] // group
+    parts = [np.einsum("nchwij,ocij->nohw", win[:, g * cpg:(g + 1) * cpg], w[g * opg:(g + 1) * opg]) for g in range(group)]
+    return np.concatenate(parts, axis=1) + b.reshape(1, -1, 1, 1)
+
+
+def qdq_conv(root: Path, output_q: bool = True, group: int = 1, cin: int = 4, cout: int = 8,
+             act=np.int8, weight=np.int8) -> Bundle:
+    """x -> Q/DQ -> Conv(DQ per-channel weights, DQ int32 bias) [-> Q/DQ] as a bundle."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((cout, cin // group, 3, 3)).astype(np.float32)
+    w_s = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+    w_zp = np.zeros(cout, weight)
+    w_q = quantize(w, w_s, w_zp, axis=0)
+    zp = np.array(0 if act == np.int8 else 128, act)
+    b_s = (X_STEP * w_s).astype(np.float32)
+    b_q = np.rint(rng.standard_normal(cout) * 0.1 / b_s).astype(np.int32)
+    inits = [const("w_q", w_q), const("w_s", w_s), const("w_zp", w_zp), const("x_s", np.float32(X_STEP)),
+             const("x_zp", zp), const("y_s", np.float32(Y_STEP)), const("y_zp", zp), const("b_q", b_q),
+             const("b_s", b_s), const("b_zp", np.zeros(cout, np.int32))]
+    nodes = [node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"]),
+             node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xd"]),
+             node("DequantizeLinear", ["w_q", "w_s", "w_zp"], ["wd"], axis=0),
+             node("DequantizeLinear", ["b_q", "b_s", "b_zp"], ["bd"], axis=0),
+             node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1], group=group)]
+    out = "c"
+    if output_q:
+        nodes += [node("QuantizeLinear", ["c", "y_s", "y_zp"], ["cq"]), node("DequantizeLinear", ["cq", "y_s", "y_zp"], ["y"])]
+        out = "y"
+    model = make_model("qdq_conv", nodes, [value_info("x", np.float32, [1, cin, 8, 8])],
+                       [value_info(out, np.float32, [1, cout, 8, 8])], inits)
+    x = rng.standard_normal((1, cin, 8, 8)).astype(np.float32)
+    xd = dequantize(quantize(x, np.float32(X_STEP), zp), np.float32(X_STEP), zp)
+    ref = conv2d(xd, dequantize(w_q, w_s, w_zp, axis=0), dequantize(b_q, b_s, np.zeros(cout, np.int32), axis=0), group)
+    if output_q:
+        ref = dequantize(quantize(ref, np.float32(Y_STEP), zp), np.float32(Y_STEP), zp)
+    return write_bundle(root, model, {"x": x}, {out: ref.astype(np.float32)}, ["node_of_c"],
+                        {out: Y_STEP if output_q else None})
+
+
+def matmul_integer(root: Path) -> Bundle:
+    """x -> DynamicQuantizeLinear -> MatMulInteger(int8 weights) -> Cast -> Mul(x scale) as a bundle."""
+    rng = np.random.default_rng(1)
+    w = rng.integers(-100, 100, (16, 8)).astype(np.int8)
+    nodes = [node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xzp"]),
+             node("MatMulInteger", ["xq", "w", "xzp", "w_zp"], ["i"]),
+             node("Cast", ["i"], ["f"], to=onnx.TensorProto.FLOAT),
+             node("Mul", ["f", "xs"], ["y"])]
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    lo, hi = min(x.min(), 0.0), max(x.max(), 0.0)
+    s = np.float32((hi - lo) / 255)
+    x_zp = np.clip(np.rint(-lo / s), 0, 255)
+    xq = np.clip(np.rint(x / s) + x_zp, 0, 255) - x_zp
+    model = make_model("mmi", nodes, [value_info("x", np.float32, [4, 16])], [value_info("y", np.float32, [4, 8])],
+                       [const("w", w), const("w_zp", np.int8(0))])
+    ref = (xq @ w.astype(np.float64)) * s
+    return write_bundle(root, model, {"x": x}, {"y": ref.astype(np.float32)}, ["node_of_i"], {"y": float(s)})
+
+
+def assert_matches(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> None:
+    for name, expected in bundle.expected().items():
+        step = bundle.output_step(name) or float(np.abs(expected).max()) / 127
+        assert np.abs(outputs[name] - expected).max() <= step * 1.001, name
+
+
+def test_release_is_pep440():
+    assert release("2026.4.1-22982-e213a147257-releases/2026/4") == "2026.4.1"
+    assert release("2024.6.0-17404-4c0f47d2335-releases/2024/6") == "2024.6.0"
+
+
+def test_probe_reports_release_and_full_build():
+    info = Adapter().probe()
+    assert info.available and info.hardware.startswith("cpu: ")
+    assert info.version == release(ov.__version__)
+    assert info.versions["openvino"] == ov.__version__
+
+
+@pytest.mark.parametrize("output_q", [True, False], ids=["output_q", "no_output_q"])
+def test_qdq_conv_runs_in_int8(tmp_path, output_q):
+    bundle = qdq_conv(tmp_path / "conv", output_q=output_q)
+    obs = get_engine("openvino").run(bundle)
+    assert (obs.stage, obs.error) == ("run", "")
+    assert_matches(bundle, obs.outputs)
+    evidence = obs.precision["node_of_c"]
+    assert evidence["precision"] == "int8"
+    assert "type Convolution, runtimePrecision i8" in evidence["evidence"]
+    assert obs.options["config"] == {"INFERENCE_PRECISION_HINT": "f32"}
+
+
+@pytest.mark.parametrize("group,cin,cout", [(4, 4, 8), (2, 6, 6)], ids=["cpg1", "cpg3"])
+def test_grouped_qdq_conv_runs_in_int8(tmp_path, group, cin, cout):
+    bundle = qdq_conv(tmp_path / f"g{group}", group=group, cin=cin, cout=cout)
+    obs = Adapter().run(bundle)
+    assert obs.stage == "run"
+    assert_matches(bundle, obs.outputs)
+    assert obs.precision["node_of_c"]["precision"] == "int8"
+
+
+def test_uint8_activations_run_in_u8(tmp_path):
+    bundle = qdq_conv(tmp_path / "u8", act=np.uint8)
+    obs = Adapter().run(bundle)
+    assert_matches(bundle, obs.outputs)
+    assert obs.precision["node_of_c"]["precision"] == "int8"
+    assert "runtimePrecision u8" in obs.precision["node_of_c"]["evidence"]
+
+
+def test_uint8_weights_never_raise(tmp_path):
+    # OpenVINO 2026.4 on this CPU refuses u8 activations with u8 weights at compile time
+    # ("No suitable implementations"); whatever a version does, the adapter reports it.
+    bundle = qdq_conv(tmp_path / "u8w", act=np.uint8, weight=np.uint8)
+    obs = Adapter().run(bundle)
+    if obs.stage == "run":
+        assert_matches(bundle, obs.outputs)
+    else:
+        assert obs.stage == "load" and obs.error
+
+
+def test_matmul_integer_is_computed_in_float(tmp_path):
+    bundle = matmul_integer(tmp_path / "mmi")
+    obs = Adapter().run(bundle)
+    assert obs.stage == "run"
+    assert_matches(bundle, obs.outputs)
+    assert obs.precision["node_of_i"]["precision"] == "float"
+    assert "type FullyConnected, runtimePrecision f32" in obs.precision["node_of_i"]["evidence"]
+
+
+def test_layer_matching_prefers_exact_names_and_skips_plumbing():
+    layers = [
+        {"name": "t/transpose_b", "type": "Transpose", "precision": "i32", "outputs": "i32", "original": ["t/transpose_b"]},
+        {"name": "other", "type": "Convolution", "precision": "i8", "outputs": "f32", "original": ["other", "t/x"]},
+        {"name": "t", "type": "FullyConnected", "precision": "f32", "outputs": "f32", "original": ["t"]},
+    ]
+    assert layer_precision("t", layers)["precision"] == "float"
+    assert layer_precision("missing", layers)["precision"] == "unknown"
+
+
+def test_broken_model_fails_at_load_with_text(tmp_path):
+    bundle = qdq_conv(tmp_path / "broken")
+    bundle.model_path.write_bytes(b"not an onnx model")
+    obs = Adapter().run(bundle)
+    assert obs.stage == "" and obs.error and not obs.outputs
+
+
+def test_missing_openvino_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "openvino", None)
+    info = Adapter().probe()
+    assert (info.available, info.unavailable_status) == (False, "skipped")
+    assert info.reason.startswith("openvino is not installed: ")
+    obs = Adapter().run(qdq_conv(tmp_path / "missing"))
+    assert obs.stage == "" and "not installed" in obs.error
+
+
+def test_missing_device_is_not_run():
+    info = Adapter(device="NPU_THAT_IS_NOT_HERE").probe()
+    assert (info.available, info.unavailable_status) == (False, "not_run")
+    assert "NPU_THAT_IS_NOT_HERE" in info.reason
+
+
+def test_importing_the_adapter_does_not_import_openvino():
+    code = "import sys, engines.openvino; sys.exit('openvino' in sys.modules)"
+    root = Path(__file__).resolve().parents[2]
+    assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
