@@ -1,0 +1,113 @@
+"""Command line: `python -m matrix report` writes the matrix; `python -m matrix diff` compares two versions."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from matrix.merge import MergeResult, catalogue_bundles, load_results
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_RESULTS = (REPO / "results", REPO / "reports" / "observed")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    return args.func(args)
+
+
+def report(args: argparse.Namespace) -> int:
+    """Merge every results file and write matrix.md, matrix.html, matrix.json and junit.xml."""
+    from matrix.render import write_reports
+
+    result = _load(args.results, catalogue_bundles(args.bundles))
+    if result is None:
+        return 2
+    paths = write_reports(result, Path(args.out))
+    unexpected = sum(s["unexpected"] for s in _summary(result))
+    print(f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
+          f"{len(result.columns)} columns, {unexpected} unexpected")
+    for s in _summary(result):
+        counts = ", ".join(f"{n} {v}" for v, n in s["verdicts"].items() if n)
+        print(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
+
+
+def diff_cmd(args: argparse.Namespace) -> int:
+    """Print what changed between two versions of one engine, as Markdown."""
+    from matrix.diff import diff
+
+    result = _load(args.results, ())
+    if result is None:
+        return 2
+    try:
+        found = diff(result.cells, args.engine, args.from_version, args.to_version, args.hardware, args.drift)
+    except ValueError as e:
+        print(f"matrix diff: {e}", file=sys.stderr)
+        return 2
+    text = found.markdown()
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+    return 1 if args.strict and found.regressions else 0
+
+
+def _load(given: Optional[List[str]], catalogue: Sequence[str]) -> Optional[MergeResult]:
+    """Merged results, problems on stderr; None (and why) when nothing could be read."""
+    paths = given if given else [p for p in DEFAULT_RESULTS if p.exists()]
+    if not paths:
+        where = ", ".join(str(p) for p in DEFAULT_RESULTS)
+        print(f"matrix: no results found (looked in {where}); run `pytest tests/cells --engine ...` "
+              "first, or name files with --results", file=sys.stderr)
+        return None
+    result = load_results(paths, catalogue)
+    for p in result.problems:
+        print(f"matrix: {p}", file=sys.stderr)
+    if not result.cells:
+        print(f"matrix: nothing could be read: no cells in {len(result.files)} results files under "
+              f"{', '.join(map(str, paths))}", file=sys.stderr)
+        return None
+    return result
+
+
+def _summary(result: MergeResult):
+    from matrix.render import summary
+
+    return summary(result)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m matrix", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("report", help="merge results files and write the matrix reports")
+    rep.add_argument("--results", action="append", metavar="PATH",
+                     help="a results file or folder (repeatable; default: results/ and reports/observed/)")
+    rep.add_argument("--out", default=str(REPO / "reports"), help="folder for the reports (default: reports/)")
+    rep.add_argument("--bundles", default=os.environ.get("QDQ_BUNDLES", str(REPO / ".bundles")),
+                     help="bundle folder whose reproducers get a row even without cells (default: .bundles)")
+    rep.set_defaults(func=report)
+    dif = sub.add_parser("diff", help="what changed between two versions of one engine, as Markdown")
+    dif.add_argument("engine")
+    dif.add_argument("from_version", metavar="FROM")
+    dif.add_argument("to_version", metavar="TO")
+    dif.add_argument("--results", action="append", metavar="PATH",
+                     help="a results file or folder (repeatable; default: results/ and reports/observed/)")
+    dif.add_argument("--hardware", default=None, help="compare on this hardware label only")
+    dif.add_argument("--drift", type=float, default=0.5, help="numeric drift threshold in steps (default 0.5)")
+    dif.add_argument("--out", default=None, help="also write the Markdown to this file")
+    dif.add_argument("--strict", action="store_true", help="exit 1 when anything regressed")
+    dif.set_defaults(func=diff_cmd)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

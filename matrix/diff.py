@@ -1,0 +1,254 @@
+"""What changed between two versions of one engine: fixed, regressed, fusion, error text, numeric drift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from cases.cell import Cell
+from matrix.merge import version_key
+from matrix.render import FAILED_STAGE
+
+DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
+BAD = ("regressed", "fusion lost", "now crashes")
+GOOD = ("fixed", "fusion gained", "no longer crashes")
+KINDS = BAD + GOOD + ("error changed", "numeric drift")
+FAILED = ("fail", "crashed")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change of one reproducer between the two versions."""
+
+    bundle: str
+    hardware: str
+    kind: str  # one of KINDS
+    before: str
+    after: str
+    detail: str = ""
+
+    @property
+    def case(self) -> str:
+        return self.bundle.split("/", 1)[0]
+
+    @property
+    def slug(self) -> str:
+        return self.bundle.split("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    """Every change between two versions of one engine, per hardware label."""
+
+    engine: str
+    from_version: str
+    to_version: str
+    hardware: Tuple[Tuple[str, str], ...]  # (from hardware, to hardware) pairs compared
+    changes: Tuple[Change, ...]
+    compared: int  # reproducers run on both sides
+    not_compared: Tuple[str, ...]  # "bundle [hardware]: why"
+    notes: Tuple[str, ...] = ()
+
+    def count(self, kind: str) -> int:
+        return sum(c.kind == kind for c in self.changes)
+
+    @property
+    def regressions(self) -> int:
+        return sum(c.kind in BAD for c in self.changes)
+
+    @property
+    def verdict(self) -> str:
+        """One line for the top of a PR comment."""
+        where = _where(self.hardware)
+        span = f"{self.engine} {self.from_version} and {self.to_version} on {where}"
+        if not self.changes:
+            return f"no changes between {span}: {self.compared} reproducers compared"
+        parts = [f"{self.count(k)} {_plural(k, self.count(k))}" for k in KINDS if self.count(k)]
+        mark = "❌" if self.regressions else "✅" if any(c.kind in GOOD for c in self.changes) else "ℹ️"
+        return f"{mark} {', '.join(parts)} between {span} ({self.compared} reproducers compared)"
+
+    def markdown(self) -> str:
+        """The report as Markdown for a PR comment or a CI job summary."""
+        lines = [f"## {self.engine} {self.from_version} → {self.to_version}", "", f"**{self.verdict}**", ""]
+        lines += [f"> {n}" for n in self.notes] + ([""] if self.notes else [])
+        for pair in self.hardware:
+            changes = [c for c in self.changes if c.hardware == _pair_label(pair)]
+            if len(self.hardware) > 1:
+                lines += [f"### {_pair_label(pair)}", ""]
+            lines += _table(changes) if changes else ["No changes.", ""]
+        if self.not_compared:
+            lines += ["<details><summary>" + f"{len(self.not_compared)} not compared</summary>", ""]
+            lines += [f"- {_md(n)}" for n in self.not_compared] + ["", "</details>", ""]
+        return "\n".join(lines)
+
+
+def diff(
+    cells: Sequence[Cell],
+    engine: str,
+    from_version: str,
+    to_version: str,
+    hardware: Optional[str] = None,
+    drift: float = DRIFT_STEPS,
+) -> DiffReport:
+    """Compare one engine's cells at two versions, per hardware label; ValueError names what exists."""
+    mine = [c for c in cells if c.engine == engine]
+    if not mine:
+        present = sorted({c.engine for c in cells})
+        raise ValueError(f"no cells for engine {engine!r}; engines present: {', '.join(present) or 'none'}")
+    _check_version(mine, engine, from_version)
+    _check_version(mine, engine, to_version)
+    pairs, notes = _hardware_pairs(mine, engine, from_version, to_version, hardware)
+    changes: List[Change] = []
+    not_compared: List[str] = []
+    compared = 0
+    for pair in pairs:
+        before = _newest(c for c in mine if c.engine_version == from_version and c.hardware == pair[0])
+        after = _newest(c for c in mine if c.engine_version == to_version and c.hardware == pair[1])
+        label = _pair_label(pair)
+        for bundle in sorted(set(before) | set(after)):
+            a, b = before.get(bundle), after.get(bundle)
+            why = _not_comparable(a, b, from_version, to_version)
+            if why:
+                not_compared.append(f"{bundle} [{label}]: {why}")
+                continue
+            compared += 1
+            changes.extend(compare_cells(a, b, label, drift))
+    return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), compared,
+                      tuple(not_compared), tuple(notes))
+
+
+def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -> List[Change]:
+    """The changes from cell a (older version) to cell b (newer version) of one reproducer."""
+    out: List[Change] = []
+
+    def add(kind: str, before: str, after: str, detail: str = "") -> None:
+        out.append(Change(a.bundle, hardware, kind, before, after, detail))
+
+    if a.status == "pass" and b.status in FAILED:
+        add("regressed", _state(a), _state(b), _first(b.error) or b.reason)
+    elif a.status in FAILED and b.status == "pass":
+        add("fixed", _state(a), _state(b), _first(a.error) or a.reason)
+    elif a.status == "fail" and b.status == "crashed":
+        add("now crashes", _state(a), _state(b), b.reason)
+    elif a.status == "crashed" and b.status == "fail":
+        add("no longer crashes", _state(a), _state(b), _first(b.error))
+    if a.fused is True and b.fused is False:
+        add("fusion lost", "fused", "not fused", _float_nodes(b))
+    elif a.fused is False and b.fused is True:
+        add("fusion gained", "not fused", "fused", _float_nodes(a))
+    if a.status == "fail" and b.status == "fail":
+        if _first(a.error) != _first(b.error) or a.signature != b.signature or a.stage != b.stage:
+            add("error changed", _error_text(a), _error_text(b))
+    if a.max_error_steps is not None and b.max_error_steps is not None:
+        if abs(b.max_error_steps - a.max_error_steps) > drift:
+            add("numeric drift", f"{a.max_error_steps:.3g} steps", f"{b.max_error_steps:.3g} steps",
+                f"changed by more than {drift:g} steps")
+    return out
+
+
+def _check_version(cells: List[Cell], engine: str, version: str) -> None:
+    present = sorted({c.engine_version for c in cells}, key=version_key)
+    if version not in present:
+        listing = "; ".join(f"{v} ({', '.join(sorted({c.hardware for c in cells if c.engine_version == v}))})"
+                            for v in present)
+        raise ValueError(f"no {engine} cells for version {version!r}; versions present: {listing}")
+
+
+def _hardware_pairs(cells: List[Cell], engine: str, old: str, new: str,
+                    hardware: Optional[str]) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """Which hardware labels to compare: the one asked for, every shared one, or the only one on each side."""
+    have_old = sorted({c.hardware for c in cells if c.engine_version == old})
+    have_new = sorted({c.hardware for c in cells if c.engine_version == new})
+    if hardware is not None:
+        missing = [v for v, have in ((old, have_old), (new, have_new)) if hardware not in have]
+        if missing:
+            raise ValueError(f"{engine} has no cells on hardware {hardware!r} for {', '.join(missing)}; "
+                             f"{old} ran on: {', '.join(have_old)}; {new} ran on: {', '.join(have_new)}")
+        return [(hardware, hardware)], []
+    shared = [h for h in have_old if h in have_new]
+    notes: List[str] = []
+    if shared:
+        if len(shared) > 1:
+            notes.append(f"both versions ran on {len(shared)} hardware labels; compared per hardware: "
+                         + "; ".join(shared))
+        only = [f"{h} (only {old})" for h in have_old if h not in shared]
+        only += [f"{h} (only {new})" for h in have_new if h not in shared]
+        if only:
+            notes.append("not compared, ran on one version only: " + "; ".join(only))
+        return [(h, h) for h in shared], notes
+    if len(have_old) == 1 and len(have_new) == 1:
+        notes.append(f"compared across hardware: {old} ran on {have_old[0]}, {new} on {have_new[0]}")
+        return [(have_old[0], have_new[0])], notes
+    raise ValueError(f"{engine} {old} and {new} share no hardware; {old} ran on: {', '.join(have_old)}; "
+                     f"{new} ran on: {', '.join(have_new)}; pick one pair with --hardware")
+
+
+def _newest(cells) -> Dict[str, Cell]:
+    """One cell per bundle: the newest run (local and observed data may both hold it)."""
+    out: Dict[str, Cell] = {}
+    for c in cells:
+        old = out.get(c.bundle)
+        if old is None or c.run.get("date", "") >= old.run.get("date", ""):
+            out[c.bundle] = c
+    return out
+
+
+def _not_comparable(a: Optional[Cell], b: Optional[Cell], old: str, new: str) -> str:
+    if a is None or b is None:
+        return f"no cell for {old if a is None else new}"
+    idle = [f"{v} {c.status.replace('_', ' ')}" + (f" ({c.reason})" if c.reason else "")
+            for v, c in ((old, a), (new, b)) if c.status in ("skipped", "not_run")]
+    return "; ".join(idle)
+
+
+def _pair_label(pair: Tuple[str, str]) -> str:
+    return pair[0] if pair[0] == pair[1] else f"{pair[0]} → {pair[1]}"
+
+
+def _where(pairs: Tuple[Tuple[str, str], ...]) -> str:
+    return "; ".join(_pair_label(p) for p in pairs) or "no shared hardware"
+
+
+def _state(c: Cell) -> str:
+    if c.status == "fail":
+        return f"fail at {FAILED_STAGE.get(c.stage, c.stage)}"
+    if c.status == "pass" and c.fused is not None:
+        return "pass (fused)" if c.fused else "pass (not fused)"
+    return c.status
+
+
+def _error_text(c: Cell) -> str:
+    sig = f" [sig: {c.signature}]" if c.signature else ""
+    return f"{_state(c)}: {_first(c.error)}{sig}"
+
+
+def _float_nodes(c: Cell) -> str:
+    nodes = [n for n, p in sorted(c.precision.items()) if p.get("precision") == "float"]
+    return ("float: " + ", ".join(nodes)) if nodes else ""
+
+
+def _first(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+_NOUNS = {
+    "regressed": ("regression", "regressions"), "fixed": ("fix", "fixes"),
+    "now crashes": ("new crash", "new crashes"), "no longer crashes": ("crash gone", "crashes gone"),
+    "error changed": ("error text changed", "error texts changed"),
+}
+
+
+def _plural(kind: str, n: int) -> str:
+    one, many = _NOUNS.get(kind, (kind, kind))
+    return one if n == 1 else many
+
+
+def _table(changes: List[Change]) -> List[str]:
+    lines = ["| case | params | change | before | after | detail |", "| --- | --- | --- | --- | --- | --- |"]
+    for c in sorted(changes, key=lambda c: (KINDS.index(c.kind), c.bundle)):
+        lines.append("| " + " | ".join(_md(x) for x in (c.case, c.slug, c.kind, c.before, c.after, c.detail)) + " |")
+    return lines + [""]
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,338 @@
+"""Merge JSONL results files (cells and session headers) into one matrix: rows are bundles, columns engines."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from cases.cell import SCHEMA as CELL_SCHEMA
+from cases.cell import Cell
+
+SESSION_SCHEMA = "qdq-matrix/session/1"
+SOURCES = ("local", "observed")
+ColumnKey = Tuple[str, str, str, str]  # engine, engine_version, hardware, source
+PathLike = Union[str, Path]
+
+# Field name -> accepted JSON types, so that a record of the right schema but the wrong shape is refused.
+_TYPES: Dict[str, Tuple[type, ...]] = {
+    "bundle": (str,), "case": (str,), "params": (dict,), "digest": (str,), "engine": (str,),
+    "engine_version": (str,), "hardware": (str,), "stage": (str,), "reason": (str,), "error": (str,),
+    "signature": (str,), "warnings": (list,), "output_dtypes": (dict,), "network_dtypes": (dict,),
+    "max_error_steps": (int, float, type(None)), "tolerance_steps": (int, float, type(None)),
+    "precision": (dict,), "fused": (bool, type(None)), "expectation": (dict,), "explanation": (str,),
+    "hardware_detail": (dict,), "versions": (dict,), "options": (dict,), "timings": (dict,),
+    "log": (str,), "run": (dict,),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong in a results file, named by file and line (line 0: the whole file)."""
+
+    file: str
+    line: int
+    message: str
+    level: str = "error"  # error: file refused; warning: part of a file dropped; note: nothing lost
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.level}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One matrix column: an engine version on one piece of hardware, from one source."""
+
+    engine: str
+    engine_version: str
+    hardware: str
+    source: str
+    date: str = ""  # the newest run date among its cells
+
+    @property
+    def key(self) -> ColumnKey:
+        return (self.engine, self.engine_version, self.hardware, self.source)
+
+    @property
+    def id(self) -> str:
+        return f"{self.engine}@{self.engine_version} [{self.hardware}] ({self.source})"
+
+    @property
+    def heading(self) -> str:
+        return f"{self.engine}@{self.engine_version}"
+
+    @property
+    def provenance(self) -> str:
+        """Where the column came from: "observed on NVIDIA H200 (sm_90), 2026-11-22" or "local run, ..."."""
+        day = self.date[:10]
+        if self.source == "observed":
+            return f"observed on {self.hardware}" + (f", {day}" if day else "")
+        return f"{self.source} run" + (f", {day}" if day else "")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One matrix row: a bundle (case and params)."""
+
+    bundle: str
+    case: str
+    params: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def slug(self) -> str:
+        return self.bundle.split("/", 1)[1] if "/" in self.bundle else self.bundle
+
+
+@dataclass(frozen=True)
+class CaseInfo:
+    """What the catalogue says about a case, where the catalogue can be read."""
+
+    id: str
+    seed: str = ""
+    title: str = ""
+    links: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The merged matrix: kept cells, columns, rows, and every problem met on the way."""
+
+    cells: Tuple[Cell, ...]
+    problems: Tuple[Problem, ...]
+    columns: Tuple[Column, ...] = ()
+    rows: Tuple[Row, ...] = ()
+    files: Tuple[str, ...] = ()
+    cases: Dict[str, CaseInfo] = field(default_factory=dict)
+
+    def grid(self) -> Dict[Tuple[str, ColumnKey], Cell]:
+        """(bundle, column key) -> cell."""
+        return {(c.bundle, column_key(c)): c for c in self.cells}
+
+    @property
+    def errors(self) -> Tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.level == "error")
+
+
+@dataclass(frozen=True)
+class _Located:
+    cell: Cell
+    file: str
+    line: int
+
+
+def column_key(cell: Cell) -> ColumnKey:
+    """The column a cell belongs in."""
+    return (cell.engine, cell.engine_version, cell.hardware, cell.run.get("source", "local"))
+
+
+def load_results(
+    paths: Iterable[PathLike],
+    catalogue: Optional[Iterable[str]] = None,
+    cases: Optional[Dict[str, CaseInfo]] = None,
+) -> MergeResult:
+    """Read every JSONL file in paths (files or folders) and merge them into one matrix."""
+    problems: List[Problem] = []
+    located: List[_Located] = []
+    files = results_files(paths, problems)
+    for path in files:
+        found, file_problems = read_file(path)
+        located.extend(found)
+        problems.extend(file_problems)
+    kept, notes = _dedupe(located)
+    return build(kept, problems + notes, catalogue, cases, files=[_show(f) for f in files])
+
+
+def build(
+    cells: Sequence[Cell],
+    problems: Sequence[Problem] = (),
+    catalogue: Optional[Iterable[str]] = None,
+    cases: Optional[Dict[str, CaseInfo]] = None,
+    files: Sequence[str] = (),
+) -> MergeResult:
+    """A matrix from cells already read: columns, rows in seed order, every catalogue bundle shown."""
+    cases = dict(case_catalogue() if cases is None else cases)
+    for c in cells:
+        cases.setdefault(c.case, CaseInfo(id=c.case))
+    return MergeResult(
+        cells=tuple(cells),
+        problems=tuple(problems),
+        columns=_columns(cells),
+        rows=_rows(cells, catalogue or (), cases),
+        files=tuple(files),
+        cases=cases,
+    )
+
+
+def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Path]:
+    """Every *.jsonl file named or found (recursively) under the folders named, in a stable order."""
+    found: List[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found.extend(sorted(p.rglob("*.jsonl")))
+        elif p.is_file():
+            found.append(p)
+        else:
+            problems.append(Problem(_show(p), 0, "no such file or folder"))
+    unique: List[Path] = []
+    for p in found:
+        if p.resolve() not in {u.resolve() for u in unique}:
+            unique.append(p)
+    return unique
+
+
+def read_file(path: Path) -> Tuple[List[_Located], List[Problem]]:
+    """The cells of one file; any bad complete line refuses the file, a cut-off last line is dropped."""
+    name = _show(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return [], [Problem(name, 0, f"cannot read: {e}; file refused")]
+    lines = text.split("\n")
+    complete_end = text.endswith("\n") or text == ""
+    header: Dict[str, Any] = {}
+    cells: List[_Located] = []
+    bad: List[Problem] = []
+    tail: List[Problem] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        last = number == len(lines) and not complete_end
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            if last:
+                tail.append(Problem(name, number, f"last line is cut off ({e.msg}); kept the {len(cells)} "
+                                    "complete cells before it (was the run interrupted?)", "warning"))
+            else:
+                bad.append(Problem(name, number, f"not JSON ({e.msg})"))
+            continue
+        try:
+            if isinstance(record, dict) and record.get("schema") == SESSION_SCHEMA:
+                header = record
+                continue
+            cells.append(_Located(_with_run(parse_cell(record), header, path), name, number))
+        except ValueError as e:
+            bad.append(Problem(name, number, str(e)))
+    if bad:
+        return [], _refused(name, bad)
+    return cells, tail
+
+
+def parse_cell(record: Any) -> Cell:
+    """One cell from a decoded JSON record; ValueError says what is wrong."""
+    if isinstance(record, dict) and record.get("schema") not in (CELL_SCHEMA, SESSION_SCHEMA):
+        raise ValueError(f"not a qdq-matrix record: schema is {record.get('schema')!r}, "
+                         f"expected {CELL_SCHEMA!r} or {SESSION_SCHEMA!r}")
+    cell = Cell.from_dict(record)
+    wrong = [f"{k} is {type(getattr(cell, k)).__name__}" for k, ok in _TYPES.items()
+             if not isinstance(getattr(cell, k), ok)]
+    if wrong:
+        raise ValueError("cell fields of the wrong type: " + ", ".join(wrong))
+    return cell
+
+
+def case_catalogue() -> Dict[str, CaseInfo]:
+    """Seed, title and links per case id from the case registry; seed order alone where it cannot load."""
+    import cases as registry
+
+    try:
+        return {c.id: CaseInfo(c.id, c.seed, c.title, tuple(c.links)) for c in registry.all_cases()}
+    except Exception:  # a case module missing or broken must not stop a report
+        return {m.rsplit(".", 1)[1]: CaseInfo(m.rsplit(".", 1)[1], f"{i:03d}")
+                for i, m in enumerate(registry.CASE_MODULES)}
+
+
+def catalogue_bundles(root: Optional[PathLike] = None) -> List[str]:
+    """Bundle ids: every variant in the case registry, plus every bundle written under root."""
+    import cases as registry
+
+    ids: List[str] = []
+    try:
+        ids = [registry.bundle_id(c, p) for c in registry.all_cases() for p in c.variants()]
+    except Exception:  # as above: the report still builds from the cells alone
+        pass
+    if root is not None and Path(root).is_dir():
+        for meta in sorted(Path(root).glob("*/*/case.json")):
+            ids.append(f"{meta.parent.parent.name}/{meta.parent.name}")
+    return list(dict.fromkeys(ids))
+
+
+def _with_run(cell: Cell, header: Dict[str, Any], path: Path) -> Cell:
+    """Fill run.source, run.date (and host, command) from the session header where the cell lacks them."""
+    run = dict(cell.run)
+    for key in ("date", "host", "command"):
+        if not run.get(key) and header.get(key):
+            run[key] = str(header[key])
+    run["source"] = str(run.get("source") or header.get("source") or "local")
+    run["date"] = str(run.get("date") or "")
+    run["file"] = _show(path)
+    detail = cell.hardware_detail or dict(header.get("hardware_detail") or {})
+    return replace(cell, run=run, hardware_detail=detail)
+
+
+def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:
+    out = [Problem(p.file, p.line, p.message + "; file refused") for p in bad[:shown]]
+    if len(bad) > shown:
+        out.append(Problem(name, 0, f"{len(bad) - shown} more bad lines; file refused"))
+    return out
+
+
+def _dedupe(located: List[_Located]) -> Tuple[List[Cell], List[Problem]]:
+    """One cell per (bundle, column): the newest by run date, later files winning ties."""
+    kept: Dict[Tuple[str, ColumnKey], _Located] = {}
+    notes: List[Problem] = []
+    for item in located:
+        key = (item.cell.bundle, column_key(item.cell))
+        old = kept.get(key)
+        if old is None:
+            kept[key] = item
+            continue
+        new, lost = (item, old) if item.cell.run.get("date", "") >= old.cell.run.get("date", "") else (old, item)
+        kept[key] = new
+        notes.append(Problem(item.file, item.line, (
+            f"duplicate cell {item.cell.bundle} in {item.cell.column}: kept {new.file}:{new.line} "
+            f"({new.cell.run.get('date') or 'no date'}), dropped {lost.file}:{lost.line} "
+            f"({lost.cell.run.get('date') or 'no date'})"), "note"))
+    return [k.cell for k in kept.values()], notes
+
+
+def _columns(cells: Sequence[Cell]) -> Tuple[Column, ...]:
+    dates: Dict[ColumnKey, str] = {}
+    for c in cells:
+        key = column_key(c)
+        dates[key] = max(dates.get(key, ""), c.run.get("date", ""))
+    columns = [Column(*key, date=d) for key, d in dates.items()]
+    return tuple(sorted(columns, key=lambda col: (col.engine, version_key(col.engine_version), col.hardware,
+                                                  col.source)))
+
+
+def _rows(cells: Sequence[Cell], catalogue: Iterable[str], cases: Dict[str, CaseInfo]) -> Tuple[Row, ...]:
+    rows: Dict[str, Row] = {b: Row(b, b.split("/", 1)[0]) for b in catalogue}
+    for c in cells:
+        if not rows.get(c.bundle) or not rows[c.bundle].params:
+            rows[c.bundle] = Row(c.bundle, c.case, dict(c.params))
+    for r in rows.values():
+        cases.setdefault(r.case, CaseInfo(id=r.case))
+    return tuple(sorted(rows.values(), key=lambda r: (cases[r.case].seed or "~", r.case, r.bundle)))
+
+
+def version_key(version: str) -> Tuple[Any, ...]:
+    """Sort key for engine versions: PEP 440 order, anything unparseable after, as text."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, version)
+
+
+def _show(path: PathLike) -> str:
+    """A path as the user would type it: relative to the working folder where it can be."""
+    p = Path(path)
+    try:
+        return os.path.relpath(p) if p.is_absolute() and not os.path.relpath(p).startswith("..") else str(p)
+    except ValueError:
+        return str(p)

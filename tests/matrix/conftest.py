@@ -1,0 +1,61 @@
+"""Hand-made cell records for the report plumbing, written to tmp_path only (never under reports/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Optional
+
+import pytest
+
+from cases.cell import Cell
+
+H200 = "NVIDIA H200 (sm_90)"
+A100 = "NVIDIA A100 (sm_80)"
+
+
+def cell(bundle: str = "q_output_type/out=uint8", **fields: Any) -> Cell:
+    """A plausible cell; any field can be overridden."""
+    case, slug = bundle.split("/", 1)
+    base: Dict[str, Any] = dict(
+        bundle=bundle, case=case, params={"out": slug.split("=", 1)[-1]}, digest="d" * 16, engine="tensorrt",
+        engine_version="10.3.0", hardware=H200, status="pass", verdict="as documented", stage="compare",
+        explanation="passes as documented", max_error_steps=0.0, tolerance_steps=1.0,
+        precision={"node_of_y": {"precision": "int8", "evidence": "layer runs Int8"}}, fused=True,
+        expectation={"outcome": "int8", "versions": ">=10", "source": "https://github.com/NVIDIA/TensorRT/issues/3844"},
+        run={"date": "2026-01-01T00:00:00Z", "source": "local"},
+    )
+    base.update(fields)
+    return Cell(**base)
+
+
+def header(engine: str = "tensorrt", version: str = "10.3.0", hardware: str = H200, source: str = "local",
+           date: str = "2026-01-01T00:00:00Z") -> Dict[str, Any]:
+    """A session header line as the pytest plugin writes it."""
+    return {"schema": "qdq-matrix/session/1", "kind": "session", "engine": engine, "engine_version": version,
+            "hardware": hardware, "hardware_detail": {}, "date": date, "host": "test", "command": "pytest",
+            "source": source}
+
+
+@pytest.fixture
+def make_cell() -> Callable[..., Cell]:
+    return cell
+
+
+@pytest.fixture
+def write_results(tmp_path: Path) -> Callable[..., Path]:
+    """Write cells (and an optional header) as one JSONL results file under tmp_path."""
+
+    def write(name: str, cells: Iterable[Cell], head: Optional[Dict[str, Any]] = None, tail: str = "") -> Path:
+        path = tmp_path / "results" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = ([json.dumps(head)] if head else []) + [c.to_json() for c in cells]
+        path.write_text("".join(line + "\n" for line in lines) + tail, encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def make_header() -> Callable[..., Dict[str, Any]]:
+    return header

@@ -1,0 +1,103 @@
+"""Diff two versions of an engine: what a PR comment says changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from matrix.diff import diff
+
+OLD, NEW = "10.0.1", "10.3.0"
+
+
+@pytest.fixture
+def cells(make_cell):
+    def pair(bundle, before, after):
+        return [make_cell(bundle, engine_version=OLD, **before), make_cell(bundle, engine_version=NEW, **after)]
+
+    failed = dict(status="fail", stage="load", verdict="as documented", fused=None, max_error_steps=None)
+    return (
+        pair("q_output_type/out=int8", failed | {"error": "could not find any supported formats"}, {})
+        + pair("q_output_type/out=uint8", {}, failed | {"error": "Assertion failed: scale"})
+        + pair("grouped_conv/g=2", {}, {"fused": False, "precision": {"node_of_y": {"precision": "float"}}})
+        + pair("grouped_conv/g=4", failed | {"error": "old text\nmore"}, failed | {"error": "new text"})
+        + pair("grouped_conv/g=8", {"max_error_steps": 0.0}, {"max_error_steps": 3.0})
+        + pair("instancenorm_int8/c=3", {}, {"max_error_steps": 0.4})
+        + pair("instancenorm_int8/c=4", failed, {"status": "crashed", "verdict": "new failure", "fused": None,
+                                                 "reason": "SIGSEGV"})
+        + [make_cell("instancenorm_int8/c=5", engine_version=NEW, status="not_run", verdict="not run",
+                     reason="no NVIDIA GPU", fused=None)]
+    )
+
+
+def test_diff_finds_every_kind_of_change(cells):
+    report = diff(cells, "tensorrt", OLD, NEW)
+    kinds = {c.bundle: c.kind for c in report.changes}
+    assert kinds == {
+        "q_output_type/out=int8": "fixed",
+        "q_output_type/out=uint8": "regressed",
+        "grouped_conv/g=2": "fusion lost",
+        "grouped_conv/g=4": "error changed",
+        "grouped_conv/g=8": "numeric drift",
+        "instancenorm_int8/c=4": "now crashes",
+    }
+    assert report.compared == 7
+    assert report.not_compared == ("instancenorm_int8/c=5 [NVIDIA H200 (sm_90)]: no cell for 10.0.1",)
+
+
+def test_verdict_line_leads_the_markdown(cells):
+    report = diff(cells, "tensorrt", OLD, NEW)
+    assert report.verdict.startswith("❌ 1 regression, 1 fusion lost, 1 new crash, 1 fix")
+    md = report.markdown()
+    assert md.splitlines()[2] == f"**{report.verdict}**"
+    assert "| grouped_conv | g=2 | fusion lost | fused | not fused | float: node_of_y |" in md
+
+
+def test_no_changes_says_so(make_cell):
+    cells = [make_cell(engine="onnxruntime", engine_version=v, hardware="cpu") for v in ("1.16.3", "1.23.2")]
+    report = diff(cells, "onnxruntime", "1.16.3", "1.23.2")
+    assert report.verdict == "no changes between onnxruntime 1.16.3 and 1.23.2 on cpu: 1 reproducers compared"
+
+
+def test_drift_threshold_is_configurable(make_cell):
+    cells = [make_cell(engine_version=OLD, max_error_steps=0.0), make_cell(engine_version=NEW, max_error_steps=0.3)]
+    assert diff(cells, "tensorrt", OLD, NEW).changes == ()
+    assert [c.kind for c in diff(cells, "tensorrt", OLD, NEW, drift=0.1).changes] == ["numeric drift"]
+
+
+def test_several_gpus_are_compared_per_hardware(make_cell):
+    cells = [make_cell(engine_version=v, hardware=h, fused=(h == "B" or v == OLD))
+             for v in (OLD, NEW) for h in ("A", "B")]
+    report = diff(cells, "tensorrt", OLD, NEW)
+    assert [(c.hardware, c.kind) for c in report.changes] == [("A", "fusion lost")]
+    assert "compared per hardware" in report.notes[0]
+    assert "### A" in report.markdown() and "### B" in report.markdown()
+    assert [c.kind for c in diff(cells, "tensorrt", OLD, NEW, hardware="B").changes] == []
+
+
+def test_unknown_engine_or_version_lists_what_is_there(cells):
+    with pytest.raises(ValueError, match="engines present: tensorrt"):
+        diff(cells, "openvino", "1", "2")
+    with pytest.raises(ValueError, match=r"versions present: 10\.0\.1 \(NVIDIA H200 \(sm_90\)\); 10\.3\.0"):
+        diff(cells, "tensorrt", "9.9", NEW)
+
+
+def test_cli_diff_prints_markdown_and_appends_to_the_job_summary(cells, write_results, tmp_path, monkeypatch, capsys):
+    from matrix.__main__ import main
+
+    path = write_results("trt.jsonl", cells)
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert main(["diff", "tensorrt", OLD, NEW, "--results", str(path)]) == 0
+    assert main(["diff", "tensorrt", OLD, NEW, "--results", str(path), "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert "## tensorrt 10.0.1 → 10.3.0" in out
+    assert summary.read_text().startswith("earlier\n## tensorrt")
+
+
+def test_cli_diff_unknown_version_exits_2_naming_the_versions(cells, write_results, capsys):
+    from matrix.__main__ import main
+
+    path = write_results("trt.jsonl", cells)
+    assert main(["diff", "tensorrt", "8.6", NEW, "--results", str(path)]) == 2
+    assert "versions present: 10.0.1" in capsys.readouterr().err

@@ -1,0 +1,119 @@
+"""Merging results files: good files, corrupt and foreign files, cut-off tails, duplicates, hardware columns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from matrix.merge import load_results
+
+H200, A100 = "NVIDIA H200 (sm_90)", "NVIDIA A100 (sm_80)"
+
+
+def test_good_files_merge_into_rows_and_columns(make_cell, write_results):
+    a = write_results("trt.jsonl", [make_cell("grouped_conv/g=2"), make_cell("q_output_type/out=int8")])
+    b = write_results("ort.jsonl", [make_cell("q_output_type/out=int8", engine="onnxruntime",
+                                              engine_version="1.23.2", hardware="cpu")])
+    result = load_results([a.parent])
+    assert len(result.cells) == 3
+    assert result.problems == ()
+    assert [c.heading for c in result.columns] == ["onnxruntime@1.23.2", "tensorrt@10.3.0"]
+    # rows in seed order: q_output_type (000) before grouped_conv (003)
+    assert [r.bundle for r in result.rows][:2] == ["q_output_type/out=int8", "grouped_conv/g=2"]
+
+
+def test_catalogue_bundles_without_cells_still_get_a_row(make_cell, write_results):
+    path = write_results("trt.jsonl", [make_cell("q_output_type/out=int8")])
+    result = load_results([path], catalogue=["q_output_type/out=int8", "q_output_type/out=uint8"])
+    assert {r.bundle for r in result.rows} >= {"q_output_type/out=int8", "q_output_type/out=uint8"}
+
+
+def test_garbage_line_refuses_the_file_by_name_and_line_and_keeps_other_files(make_cell, write_results):
+    good = write_results("good.jsonl", [make_cell("q_output_type/out=int8")])
+    bad = write_results("bad.jsonl", [make_cell("q_output_type/out=uint8")] * 2)
+    lines = bad.read_text().splitlines()
+    bad.write_text("\n".join([lines[0], "this is {not json", lines[1]]) + "\n")
+    result = load_results([good, bad])
+    assert [c.bundle for c in result.cells] == ["q_output_type/out=int8"]
+    [problem] = result.errors
+    assert str(problem).startswith(f"{problem.file}:2: error: not JSON")
+    assert problem.file.endswith("bad.jsonl") and "file refused" in problem.message
+
+
+def test_foreign_json_is_refused_clearly(tmp_path):
+    path = tmp_path / "report.jsonl"
+    path.write_text(json.dumps({"schema": "pytest-reportlog/1", "nodeid": "x"}) + "\n")
+    result = load_results([path])
+    assert result.cells == ()
+    [problem] = result.errors
+    assert problem.line == 1
+    assert "not a qdq-matrix record" in problem.message and "pytest-reportlog/1" in problem.message
+
+
+def test_record_with_missing_fields_is_refused(make_cell, tmp_path):
+    record = json.loads(make_cell().to_json())
+    del record["engine"]
+    path = tmp_path / "partial.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    [problem] = load_results([path]).errors
+    assert "missing fields ['engine']" in problem.message
+
+
+def test_cut_off_last_line_keeps_earlier_cells_with_a_warning(make_cell, write_results):
+    path = write_results("crashed.jsonl", [make_cell("q_output_type/out=int8")],
+                         tail=make_cell("q_output_type/out=uint8").to_json()[:40])
+    result = load_results([path])
+    assert [c.bundle for c in result.cells] == ["q_output_type/out=int8"]
+    assert result.errors == ()
+    [warning] = result.problems
+    assert warning.level == "warning" and warning.line == 2 and "cut off" in warning.message
+
+
+def test_duplicate_cells_keep_the_newest_and_say_so(make_cell, write_results):
+    old = make_cell(status="fail", verdict="regressed", fused=None, run={"date": "2026-01-01T00:00:00Z"})
+    new = make_cell(run={"date": "2026-02-01T00:00:00Z"})
+    write_results("b-new.jsonl", [new])
+    path = write_results("a-old.jsonl", [old])
+    result = load_results([path.parent])
+    [kept] = result.cells
+    assert kept.status == "pass"
+    [note] = result.problems
+    assert note.level == "note" and "duplicate cell" in note.message and "b-new.jsonl" in note.message
+
+
+def test_same_version_on_two_gpus_makes_two_columns(make_cell, write_results):
+    write_results("h200.jsonl", [make_cell()])
+    path = write_results("a100.jsonl", [make_cell(hardware=A100)])
+    result = load_results([path.parent])
+    assert len(result.cells) == 2
+    assert sorted(c.hardware for c in result.columns) == [A100, H200]
+
+
+def test_session_header_gives_source_and_date(make_cell, make_header, write_results):
+    observed = make_cell(run={})
+    path = write_results("trt-10.3.jsonl", [observed], head=make_header(source="observed", date="2026-11-22T10:00:00Z"))
+    result = load_results([path])
+    [cell] = result.cells
+    assert cell.run["source"] == "observed" and cell.run["date"] == "2026-11-22T10:00:00Z"
+    assert result.columns[0].provenance == f"observed on {H200}, 2026-11-22"
+
+
+def test_missing_path_is_a_problem_not_a_crash(tmp_path):
+    result = load_results([tmp_path / "nope"])
+    assert result.cells == () and "no such file" in result.problems[0].message
+
+
+def test_matrix_imports_no_engine(make_cell, write_results):
+    import subprocess
+    import sys
+
+    path = write_results("trt.jsonl", [make_cell()])
+    code = (
+        "import sys; from matrix.__main__ import main; from matrix import diff, render; "
+        f"main(['report', '--results', {str(path)!r}, '--out', {str(path.parent / 'out')!r}]); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('onnx', 'onnxruntime', 'openvino', 'tensorrt', 'engines')))"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
