@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Protocol
+from typing import Any, Dict, List, Protocol
 
 import numpy as np
 
@@ -51,3 +51,20 @@ class Engine(Protocol):
     def run(self, bundle: Bundle) -> Observation:
         """Load/parse, build/compile and run one bundle; never raise for an engine failure."""
         ...
+
+    def cannot_run(self, bundle: Bundle) -> str:
+        """Why this bundle cannot run on this engine at all (for example a plugin it lacks), or ""."""
+        ...
+
+
+def plugins_needed(bundle: Bundle) -> List[str]:
+    """The custom ops (TensorRT plugins) a bundle's model needs."""
+    return list(bundle.meta.get("trt", {}).get("plugins", []))
+
+
+def no_custom_ops(engine: str, bundle: Bundle) -> str:
+    """The reason a cross-check engine, which has no TensorRT plugins, cannot run a plugin model."""
+    ops = plugins_needed(bundle)
+    if not ops:
+        return ""
+    return f"needs custom op {', '.join(ops)} (a TensorRT plugin); {engine} has no implementation of it"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -117,6 +118,9 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
     """Run one bundle on one engine and judge it; an engine that is not here gives a not-run cell."""
     if not info.available:
         return not_run_cell(case, bundle, info, run)
+    why = engine.cannot_run(bundle) if hasattr(engine, "cannot_run") else ""
+    if why:
+        return not_run_cell(case, bundle, replace(info, available=False, unavailable_status="not_run", reason=why), run)
     return judge_observation(case, bundle, info, engine.run(bundle), run)
 
 

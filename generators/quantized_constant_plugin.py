@@ -33,7 +33,7 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
         model = _model([_plugin_node(op)] + tail, initializers, extra_opsets={PLUGIN_DOMAIN: 1})
         # The custom op has no schema, so nothing infers its output; say it: INT8, the constant's shape.
         model.graph.value_info.append(value_info("w_id", np.int8, SHAPE))
-        trt = {"int8": True, "plugins": [op], "plugin_namespace": PLUGIN_DOMAIN, "plugin_api": api}
+        trt = {"int8": True, "plugins": [f"{PLUGIN_DOMAIN}::{op}"], "plugin_api": api}
         targets = ("node_of_w_id",)
     else:
         model = _model(tail, initializers)

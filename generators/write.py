@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import shutil
@@ -42,13 +44,27 @@ def build(case: Case, params: Mapping[str, Any]) -> Reproducer:
 
 
 def cache_key(case: Case, params: Mapping[str, Any]) -> str:
-    """What a bundle was built from: case, parameters, seed and generator version."""
+    """What a bundle was built from: case, parameters, seed, generator version and the case's source code."""
     seed = rng_seed(bundle_id(case, dict(params)))
     blob = json.dumps(
-        {"case": case.id, "params": dict(params), "rng_seed": seed, "generator_version": GENERATOR_VERSION},
+        {"case": case.id, "params": dict(params), "rng_seed": seed, "generator_version": GENERATOR_VERSION,
+         "source": _source_digest(case.id, case.builder)},
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _source_digest(case_id: str, builder: str) -> str:
+    """sha256 of the case module and its builder module, so an edited builder is never served from cache."""
+    h = hashlib.sha256()
+    for name in (f"cases.{case_id}", builder.split(":")[0]):
+        try:
+            source = inspect.getsourcefile(importlib.import_module(name))
+        except ImportError:  # a case declared outside cases/ (tests do this)
+            source = None
+        h.update(Path(source).read_bytes() if source else name.encode())
+    return h.hexdigest()
 
 
 def digest(model_bytes: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> str:

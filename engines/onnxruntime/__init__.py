@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from engines.base import EngineInfo, Observation
+from engines.base import EngineInfo, Observation, no_custom_ops
 from engines.hardware import captured_stderr, cpu_label, python_versions
 from generators.bundle import Bundle
 
@@ -79,6 +79,10 @@ class Adapter:
                               hardware_detail=detail, versions=versions)
         return EngineInfo(name=NAME, version=ort.__version__, hardware=label, available=True,
                           hardware_detail=detail, versions=versions)
+
+    def cannot_run(self, bundle: Bundle) -> str:
+        """Plugin models need a TensorRT plugin that onnxruntime does not have."""
+        return no_custom_ops("onnxruntime", bundle)
 
     def run(self, bundle: Bundle) -> Observation:
         obs = Observation(options={"graph_optimization_level": self.graph_optimization_level})

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from engines.base import EngineInfo, Observation
+from engines.base import EngineInfo, Observation, no_custom_ops
 from engines.hardware import captured_stderr, cpu_label, python_versions
 from generators.bundle import Bundle
 
@@ -76,6 +76,10 @@ class Adapter:
             label = f"{self.device.lower()}: {detail.get('openvino_device', self.device)}"
         return EngineInfo(name=NAME, version=release(full), hardware=label, available=True,
                           hardware_detail=detail, versions=versions)
+
+    def cannot_run(self, bundle: Bundle) -> str:
+        """Plugin models need a TensorRT plugin that openvino does not have."""
+        return no_custom_ops("openvino", bundle)
 
     def run(self, bundle: Bundle) -> Observation:
         obs = Observation(options={"device": self.device, "config": dict(self.config)})

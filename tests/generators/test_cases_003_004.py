@@ -160,7 +160,7 @@ def test_plugin_forms_name_a_registrable_plugin(form):
     assert (first.op_type, first.domain, first.name) == (op, "qdq_matrix", "node_of_w_id")
     assert attrs == {"plugin_namespace": b"qdq_matrix", "plugin_version": b"1"}
     assert {(o.domain, o.version) for o in rep.model.opset_import} == {("", 13), ("qdq_matrix", 1)}
-    assert rep.trt["plugins"] == [op] and rep.trt["plugin_api"] == form[-2:] and rep.trt["int8"] is True
+    assert rep.trt["plugins"] == [f"qdq_matrix::{op}"] and rep.trt["plugin_api"] == form[-2:] and rep.trt["int8"] is True
     assert rep.target_nodes == ("node_of_w_id",)
 
 

@@ -1,0 +1,216 @@
+"""TensorRT adapter: runs each bundle in worker.py under any interpreter that has TensorRT.
+
+The interpreter (`python`) may be this one, an NGC container's, an air-gapped box's, or the GPU
+runner's `bin/python-trt-VERSION`. TensorRT is never imported in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from engines.base import EngineInfo, Observation, plugins_needed
+from engines.tensorrt import gpu
+from engines.tensorrt.inspect import log_text, version_matches
+from generators.bundle import Bundle
+
+WORKER = Path(__file__).resolve().parent / "worker.py"
+STDERR_TAIL = 4000  # characters of the worker's stderr kept in a crashed cell's log
+
+
+class Adapter:
+    """TensorRT through a subprocess worker; a crash or hang costs one cell."""
+
+    name = "tensorrt"
+
+    def __init__(self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600) -> None:
+        self.python = python or sys.executable
+        self.version = version
+        self.timeout = timeout
+        self._info: Optional[EngineInfo] = None
+
+    def probe(self) -> EngineInfo:
+        """GPU first (no TensorRT import), then the worker's own report of its versions."""
+        if self._info is None:
+            self._info = self._probe()
+        return self._info
+
+    def _probe(self) -> EngineInfo:
+        found = gpu.detect()
+        if not found.present:
+            return self._unavailable("not_run", found.reason, hardware=gpu.NO_GPU, detail=found.detail())
+        hardware, detail = found.label, found.detail()
+        try:
+            report = self._worker_probe()
+        except (OSError, subprocess.SubprocessError, ValueError) as e:
+            return self._unavailable("skipped", f"TensorRT probe failed in {self.python}: {e}", hardware, detail)
+        if "tensorrt" not in report:
+            reason = f"tensorrt not importable in {self.python}: {report.get('tensorrt_error', 'unknown error')}"
+            return self._unavailable("skipped", reason, hardware, detail)
+        if "numpy" not in report:
+            reason = f"numpy not importable in {self.python}: {report.get('numpy_error', 'unknown error')}"
+            return self._unavailable("skipped", reason, hardware, detail, version=report["tensorrt"])
+        actual = report["tensorrt"]
+        if self.version and not version_matches(self.version, actual):
+            reason = f"requested TensorRT {self.version}, but {self.python} has {actual}"
+            return self._unavailable("skipped", reason, hardware, detail)
+        versions = {"tensorrt": actual, "python": report.get("python", ""), "numpy": report["numpy"]}
+        versions.update({k: v for k, v in detail.items() if k in ("driver", "cuda_driver")})
+        return EngineInfo(
+            name=self.name, version=actual, hardware=hardware, available=True,
+            hardware_detail=detail, versions=versions,
+        )
+
+    def _unavailable(
+        self, status: str, reason: str, hardware: str, detail: Dict[str, str], version: str = ""
+    ) -> EngineInfo:
+        return EngineInfo(
+            name=self.name, version=version or self.version or "unknown", hardware=hardware, available=False,
+            unavailable_status=status, reason=reason, hardware_detail=detail,
+        )
+
+    def _worker_probe(self) -> Dict[str, Any]:
+        out = subprocess.run(
+            [self.python, str(WORKER), "--probe"], capture_output=True, text=True, timeout=self.timeout,
+        )
+        if out.returncode != 0:
+            raise ValueError(f"exit status {out.returncode}: {_tail(out.stderr)}")
+        lines = out.stdout.strip().splitlines()
+        if not lines:
+            raise ValueError(f"no output; stderr: {_tail(out.stderr)}")
+        return json.loads(lines[-1])
+
+    def cannot_run(self, bundle: Bundle) -> str:
+        """A plugin model on TensorRT < 10: our plugins are Python plugins, which 8.x cannot load."""
+        wanted = plugins_needed(bundle)
+        info = self.probe()
+        if wanted and info.available and _major(info.version) < 10:
+            return (f"needs plugin {', '.join(wanted)}; the suite's plugins are TensorRT Python plugins "
+                    f"(TensorRT >= 10), and none is built for TensorRT {info.version}")
+        return ""
+
+    def run(self, bundle: Bundle) -> Observation:
+        """Parse, build and run one bundle in a fresh worker process."""
+        with tempfile.TemporaryDirectory(prefix="qdq-trt-") as tmp:
+            request = self._write_request(bundle, Path(tmp))
+            rc, stderr, crashed = self._run_worker(request, Path(tmp))
+            return self._observe(Path(tmp), rc, stderr, crashed)
+
+    def _write_request(self, bundle: Bundle, tmp: Path) -> Path:
+        request = {
+            "bundle": bundle.id,
+            "model": str(bundle.model_path.resolve()),
+            "inputs": str((bundle.path / "inputs.npz").resolve()),
+            "target_nodes": list(bundle.meta.get("target_nodes") or []),
+            "trt": dict(bundle.meta.get("trt") or {}),
+            "out": str(tmp / "out"),
+        }
+        path = tmp / "request.json"
+        path.write_text(json.dumps(request, indent=1))
+        return path
+
+    def _run_worker(self, request: Path, tmp: Path) -> tuple:
+        """(return code, stderr, crash description); the worker runs in its own session so a hang is killed whole."""
+        with open(tmp / "stderr.txt", "w+") as err, open(tmp / "stdout.txt", "w+") as out:
+            proc = subprocess.Popen(
+                [self.python, str(WORKER), str(request)], stdout=out, stderr=err, cwd=str(tmp),
+                start_new_session=True,
+            )
+            try:
+                rc = proc.wait(timeout=self.timeout)
+                crashed = _signal_text(-rc) if rc < 0 else ""
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                rc, crashed = proc.returncode, f"timeout after {self.timeout:g} s"
+            err.seek(0)
+            return rc, err.read(), crashed
+
+    def _observe(self, tmp: Path, rc: int, stderr: str, crashed: str) -> Observation:
+        out = tmp / "out"
+        result = _read_json(out / "result.json") or {}
+        messages = _read_log(out / "log.jsonl") or result.get("log") or []  # the file has a crash's last words
+        log = _log_with_parser_errors(messages, result.get("parser_errors") or [])
+        error = result.get("error", "")
+        if (crashed or (rc != 0 and not error)) and stderr.strip():
+            log = "\n".join(x for x in (log, f"[worker stderr] {_tail(stderr)}") if x)
+        if rc != 0 and not crashed and not error:
+            error = f"worker exited with status {rc}: {_tail(stderr, 500)}"
+        outputs: Dict[str, np.ndarray] = {}
+        if result.get("outputs") and Path(result["outputs"]).is_file():
+            with np.load(result["outputs"]) as f:
+                outputs = {name: f[f"arr_{i}"] for i, name in enumerate(result.get("output_names") or [])}
+        return Observation(
+            stage=result.get("stage", ""),
+            error=error,
+            log=log,
+            outputs=outputs,
+            precision=result.get("precision") or {},
+            network_dtypes=result.get("network_dtypes") or {},
+            options=_options(result),
+            timings=result.get("timings") or {},
+            crashed=crashed,
+        )
+
+
+def _options(result: Dict[str, Any]) -> Dict[str, Any]:
+    options = dict(result.get("options") or {})
+    if not options.get("notes"):
+        options.pop("notes", None)
+    if result.get("versions"):
+        options["versions"] = result["versions"]
+    return options
+
+
+def _log_with_parser_errors(messages: List[Dict[str, str]], parser_errors: List[Dict[str, Any]]) -> str:
+    """WARNING-and-worse logger lines, plus any parser error the logger did not already print."""
+    text = log_text(messages)
+    extra = [f"[PARSER] {e['desc']}" for e in parser_errors if e.get("desc") and e["desc"] not in text]
+    return "\n".join(x for x in [text] + extra if x)
+
+
+def _read_json(path: Path) -> Optional[Dict[str, Any]]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_log(path: Path) -> List[Dict[str, str]]:
+    """log.jsonl as written so far (a crash can cut its last line short)."""
+    messages = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            messages.append(json.loads(line))
+        except ValueError:
+            continue
+    return messages
+
+
+def _signal_text(num: int) -> str:
+    try:
+        return f"signal {num} ({signal.Signals(num).name})"
+    except ValueError:
+        return f"signal {num}"
+
+
+def _tail(text: str, limit: int = STDERR_TAIL) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _major(version: str) -> int:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else 0

@@ -1,0 +1,167 @@
+"""INT8 identity plugins for the reproducers, written in Python for TensorRT >= 10.
+
+NOT VERIFIED ON REAL TENSORRT: written from the TensorRT 10 Python plugin samples
+(samples/python/python_plugin: IPluginV2DynamicExt and IPluginV3 classes) and never run yet.
+
+Names, shared with cases/q_output_type.py and cases/quantized_constant_plugin.py: namespace
+"qdq_matrix", version "1", plugins "Int8Identity" (IPluginV3), "Int8IdentityV3" (IPluginV3) and
+"Int8IdentityV2" (IPluginV2DynamicExt). Each accepts INT8 in the linear format only, for its input
+and output (as the INT8-only plugin of NVIDIA/TensorRT#3055 does), declares its output with the
+input's network type and shape, and copies its input (cuMemcpyDtoDAsync on TensorRT's stream).
+
+Class-based rather than `tensorrt.plugin` (the decorator API): that API arrived in TensorRT 10.6,
+while #3919 is about 10.0 and 10.1; both register the same "qdq_matrix::<name>" creators.
+Only worker.py loads this file, and only on TensorRT >= 10 (Python plugins do not exist in 8.x).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+NAMESPACE = "qdq_matrix"
+VERSION = "1"
+V3_PLUGINS = ("Int8Identity", "Int8IdentityV3")
+V2_PLUGINS = ("Int8IdentityV2",)
+PROVIDED = V3_PLUGINS + V2_PLUGINS
+_ITEMSIZE = {"FLOAT": 4, "HALF": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "FP8": 1, "INT32": 4, "INT64": 8, "BOOL": 1}
+_KEEP: List[Any] = []  # TensorRT holds raw pointers to the creators: they must outlive the build
+
+
+def register(trt: Any, cuda: Any) -> Dict[str, str]:
+    """Register every plugin this TensorRT can host; "namespace::name" -> "registered" or why not. NOT VERIFIED."""
+    registry = trt.get_plugin_registry()
+    status: Dict[str, str] = {}
+    makers = ((V3_PLUGINS, _v3_creator, "IPluginV3"), (V2_PLUGINS, _v2_creator, "IPluginV2DynamicExt"))
+    for names, make, base in makers:
+        for name in names:
+            key = f"{NAMESPACE}::{name}"
+            if not hasattr(trt, base):
+                status[key] = f"this TensorRT has no Python {base}"
+                continue
+            creator = make(trt, cuda, name)
+            _KEEP.append(creator)
+            ok = registry.register_creator(creator, NAMESPACE)
+            status[key] = "registered" if ok is not False else "register_creator returned False"
+    return status
+
+
+def _nbytes(desc: Any) -> int:
+    count = 1
+    for d in desc.dims:
+        count *= int(d)
+    name = str(desc.type).split(".")[-1]
+    return count * _ITEMSIZE[name]
+
+
+def _int8_linear(trt: Any, desc: Any) -> bool:
+    return desc.format == trt.TensorFormat.LINEAR and desc.type == trt.DataType.INT8
+
+
+def _v3_creator(trt: Any, cuda: Any, plugin_name: str) -> Any:
+    """An IPluginCreatorV3One for one INT8 identity IPluginV3. NOT VERIFIED ON REAL TENSORRT."""
+
+    class Int8IdentityV3(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuild, trt.IPluginV3OneRuntime):
+        def __init__(self) -> None:
+            trt.IPluginV3.__init__(self)
+            trt.IPluginV3OneCore.__init__(self)
+            trt.IPluginV3OneBuild.__init__(self)
+            trt.IPluginV3OneRuntime.__init__(self)
+            self.num_outputs = 1
+            self.plugin_namespace = NAMESPACE
+            self.plugin_name = plugin_name
+            self.plugin_version = VERSION
+            self.timing_cache_id = ""
+
+        def get_capability_interface(self, kind: Any) -> Any:
+            return self
+
+        def clone(self) -> Any:
+            return Int8IdentityV3()
+
+        def get_output_data_types(self, input_types: List[Any]) -> List[Any]:
+            return [input_types[0]]
+
+        def get_output_shapes(self, inputs: List[Any], shape_inputs: List[Any], expr_builder: Any) -> List[Any]:
+            return [trt.DimsExprs(inputs[0])]
+
+        def supports_format_combination(self, pos: int, in_out: List[Any], num_inputs: int) -> bool:
+            return _int8_linear(trt, in_out[pos].desc)
+
+        def configure_plugin(self, inputs: List[Any], outputs: List[Any]) -> None:
+            pass
+
+        def on_shape_change(self, inputs: List[Any], outputs: List[Any]) -> None:
+            pass
+
+        def enqueue(self, input_desc: List[Any], output_desc: List[Any], inputs: List[int], outputs: List[int],
+                    workspace: int, stream: int) -> None:
+            cuda.copy_async(outputs[0], inputs[0], _nbytes(input_desc[0]), stream)
+
+        def attach_to_context(self, context: Any) -> Any:
+            return self.clone()
+
+        def get_fields_to_serialize(self) -> Any:
+            return trt.PluginFieldCollection([])
+
+    class Creator(trt.IPluginCreatorV3One):
+        def __init__(self) -> None:
+            trt.IPluginCreatorV3One.__init__(self)
+            self.name = plugin_name
+            self.plugin_namespace = NAMESPACE
+            self.plugin_version = VERSION
+            self.field_names = trt.PluginFieldCollection([])
+
+        def create_plugin(self, name: str, fields: Any, phase: Any) -> Any:
+            return Int8IdentityV3()
+
+    return Creator()
+
+
+def _v2_creator(trt: Any, cuda: Any, plugin_name: str) -> Any:
+    """An IPluginCreator for one INT8 identity IPluginV2DynamicExt. NOT VERIFIED ON REAL TENSORRT."""
+
+    class Int8IdentityV2(trt.IPluginV2DynamicExt):
+        def __init__(self) -> None:
+            trt.IPluginV2DynamicExt.__init__(self)
+            self.num_outputs = 1
+            self.plugin_namespace = NAMESPACE
+            self.plugin_type = plugin_name
+            self.plugin_version = VERSION
+
+        def get_output_datatype(self, index: int, input_types: List[Any]) -> Any:
+            return input_types[0]
+
+        def get_output_dimensions(self, output_index: int, inputs: List[Any], expr_builder: Any) -> Any:
+            return trt.DimsExprs(inputs[0])
+
+        def supports_format_combination(self, pos: int, in_out: List[Any], num_inputs: int) -> bool:
+            return _int8_linear(trt, in_out[pos])
+
+        def configure_plugin(self, inputs: List[Any], outputs: List[Any]) -> None:
+            pass
+
+        def enqueue(self, input_desc: List[Any], output_desc: List[Any], inputs: List[int], outputs: List[int],
+                    workspace: int, stream: int) -> None:
+            cuda.copy_async(outputs[0], inputs[0], _nbytes(input_desc[0]), stream)
+
+        def serialize(self) -> bytes:
+            return b"{}"
+
+        def clone(self) -> Any:
+            return Int8IdentityV2()
+
+    class Creator(trt.IPluginCreator):
+        def __init__(self) -> None:
+            trt.IPluginCreator.__init__(self)
+            self.name = plugin_name
+            self.plugin_namespace = NAMESPACE
+            self.plugin_version = VERSION
+            self.field_names = trt.PluginFieldCollection([])
+
+        def create_plugin(self, name: str, fields: Any) -> Any:
+            return Int8IdentityV2()
+
+        def deserialize_plugin(self, name: str, data: bytes) -> Any:
+            return Int8IdentityV2()
+
+    return Creator()

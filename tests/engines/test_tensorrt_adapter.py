@@ -1,0 +1,181 @@
+"""The TensorRT adapter on a machine without a GPU or TensorRT: probing, and the worker's plumbing.
+
+The stand-in `tensorrt` in tests/data/trt/fake_tensorrt replays real TensorRT 8.5.3.1 output; it
+is a test double for the subprocess plumbing, never a source of matrix cells.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.tensorrt import WORKER, Adapter, gpu
+from generators.bundle import Bundle
+
+ENGINE_DIR = WORKER.parent
+FAKE_TRT = Path(__file__).resolve().parent.parent / "data" / "trt" / "fake_tensorrt"
+H200 = gpu.GpuInfo(present=True, name="NVIDIA H200", compute_capability="9.0", driver="580.159.04", cuda_driver="13.0")
+IN_TRT_ENV = ("worker.py", "gpu.py", "inspect.py", "plugins.py")
+NO_GPU_HERE = not any(os.path.exists(p) for p in gpu.DEVICE_FILES)
+
+
+def _libcuda_loads() -> bool:
+    try:
+        ctypes.CDLL(gpu.LIBCUDA)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture
+def fake_trt(monkeypatch):
+    """Interpreters started from here import the stand-in tensorrt; the adapter sees an H200."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_TRT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(gpu, "detect", lambda: H200)
+
+
+@pytest.fixture
+def bundle(tmp_path) -> Bundle:
+    (tmp_path / "model.onnx").write_bytes(b"")  # the stand-in never reads it
+    np.savez(tmp_path / "inputs.npz", x=np.zeros((1, 16, 8, 8), np.float32))
+    meta = {
+        "bundle": "grouped_conv/fake",
+        "target_nodes": ["node_of_c"],
+        "trt": {"int8": True, "parser_flags": ["NATIVE_INSTANCENORM"], "plugins": ["qdq_matrix::Int8Identity"]},
+    }
+    return Bundle(path=tmp_path, meta=meta)
+
+
+@pytest.mark.skipif(not NO_GPU_HERE, reason="this machine has an NVIDIA GPU")
+def test_no_gpu_is_detected_here():
+    found = gpu.detect()
+    assert not found.present
+    assert found.label == "no NVIDIA GPU"
+
+
+def test_device_files_without_a_usable_driver_are_no_gpu(tmp_path):
+    (tmp_path / "nvidia0").touch()
+    found = gpu.detect(device_files=(str(tmp_path / "nvidia0"),), libcuda="libcuda-missing.so.1")
+    assert not found.present
+    assert "not usable" in found.reason
+
+
+@pytest.mark.skipif(not NO_GPU_HERE, reason="this machine has an NVIDIA GPU")
+def test_probe_without_gpu_is_not_run():
+    info = Adapter(version="8.6.0").probe()
+    assert (info.available, info.unavailable_status, info.reason) == (False, "not_run", "no NVIDIA GPU")
+    assert (info.version, info.hardware) == ("8.6.0", "no NVIDIA GPU")
+    assert Adapter().probe().version == "unknown"
+
+
+def test_probe_without_tensorrt_is_skipped(monkeypatch):
+    monkeypatch.setattr(gpu, "detect", lambda: H200)
+    info = Adapter(python=sys.executable, version="8.6.0").probe()
+    assert (info.available, info.unavailable_status) == (False, "skipped")
+    assert info.reason.startswith(f"tensorrt not importable in {sys.executable}: ModuleNotFoundError")
+    assert info.hardware == "NVIDIA H200 (sm_90)"
+
+
+def test_probe_reports_the_interpreters_tensorrt(fake_trt):
+    info = Adapter().probe()
+    assert info.available and info.version == "8.5.3.1"
+    assert info.hardware_detail["compute_capability"] == "9.0"
+    assert info.versions["tensorrt"] == "8.5.3.1" and info.versions["cuda_driver"] == "13.0"
+
+
+def test_probe_refuses_another_version_than_requested(fake_trt):
+    info = Adapter(version="8.6").probe()
+    assert (info.available, info.unavailable_status, info.version) == (False, "skipped", "8.6")
+    assert "requested TensorRT 8.6, but" in info.reason and "has 8.5.3.1" in info.reason
+
+
+@pytest.mark.parametrize("name", IN_TRT_ENV)
+def test_worker_side_files_are_python39_syntax(name):
+    ast.parse((ENGINE_DIR / name).read_text(), feature_version=(3, 9))
+
+
+@pytest.mark.parametrize("name", IN_TRT_ENV)
+def test_worker_side_files_import_only_stdlib_numpy_tensorrt(name):
+    allowed = set(sys.stdlib_module_names) | {"numpy", "tensorrt"}
+    tree = ast.parse((ENGINE_DIR / name).read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= allowed, imported - allowed
+
+
+@pytest.mark.skipif(_libcuda_loads(), reason="libcuda.so.1 is here: the run stage would go further")
+def test_run_maps_stages_precision_dtypes_and_notes(fake_trt, bundle):
+    obs = Adapter().run(bundle)
+    assert not obs.crashed
+    assert obs.stage == "build"  # parsed and built; the run stage needs libcuda.so.1
+    assert obs.error.startswith("run: OSError") and "libcuda.so.1" in obs.error
+    assert obs.precision["node_of_c"]["precision"] == "int8"
+    assert obs.network_dtypes["xq"] == "FLOAT"  # the Q layer's output before the build, as in #3844
+    assert "[WARNING] fake: Missing scale and zero-point for tensor x" in obs.log
+    assert "verbose chatter" not in obs.log
+    assert obs.options["tactic_sources"] == ["EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
+    assert obs.options["builder_flags"] == ["INT8"] and obs.options["profiling_verbosity"] == "DETAILED"
+    assert "parser flag NATIVE_INSTANCENORM not in this TensorRT" in obs.options["notes"]
+    assert "Python plugins need TensorRT >= 10" in obs.options["plugins_missing"]
+    assert set(obs.timings) == {"load", "build", "run"}
+
+
+def test_segfault_in_build_is_a_crash_that_keeps_the_load_evidence(fake_trt, bundle, monkeypatch):
+    monkeypatch.setenv("FAKE_TRT_CRASH", "build")
+    obs = Adapter().run(bundle)
+    assert obs.crashed == "signal 11 (SIGSEGV)"
+    assert obs.stage == "load"
+    assert obs.network_dtypes["xq"] == "FLOAT"
+    assert "Missing scale and zero-point" in obs.log  # logged just before the crash
+
+
+def test_hang_is_a_timeout(fake_trt, bundle, monkeypatch):
+    monkeypatch.setenv("FAKE_TRT_HANG", "build")
+    obs = Adapter(timeout=2).run(bundle)
+    assert obs.crashed == "timeout after 2 s"
+    assert obs.stage == "load"
+
+
+def test_interpreter_that_segfaults_is_a_crash(bundle, tmp_path):
+    python = tmp_path / "python-segv"
+    python.write_text("#!/bin/sh\necho about to crash >&2\nkill -SEGV $$\n")
+    python.chmod(0o755)
+    obs = Adapter(python=str(python)).run(bundle)
+    assert (obs.crashed, obs.stage) == ("signal 11 (SIGSEGV)", "")
+    assert "about to crash" in obs.log
+
+
+def test_request_carries_the_bundles_trt_options(bundle, tmp_path):
+    request = json.loads(Adapter()._write_request(bundle, tmp_path).read_text())
+    assert request["trt"]["parser_flags"] == ["NATIVE_INSTANCENORM"]
+    assert request["target_nodes"] == ["node_of_c"]
+    assert Path(request["model"]) == (bundle.path / "model.onnx").resolve()
+
+
+def test_outputs_come_back_by_name(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    np.savez(out / "outputs.npz", np.arange(3, dtype=np.int8), np.ones(2, np.float32))
+    result = {"stage": "run", "outputs": str(out / "outputs.npz"), "output_names": ["file", "y"]}
+    (out / "result.json").write_text(json.dumps(result))
+    obs = Adapter()._observe(tmp_path, 0, "", "")
+    assert obs.stage == "run" and not obs.error
+    assert obs.outputs["file"].dtype == np.int8 and obs.outputs["y"].tolist() == [1.0, 1.0]
+
+
+def test_python_plugins_carry_the_names_the_cases_use():
+    from cases import q_output_type, quantized_constant_plugin
+    from engines.tensorrt import plugins
+
+    assert q_output_type.PLUGIN_NAMESPACE == quantized_constant_plugin.PLUGIN_DOMAIN == plugins.NAMESPACE
+    by_api = list(q_output_type.PLUGIN_OPS.items())
+    by_api += [(api, op) for op, api in quantized_constant_plugin.PLUGIN_OPS.values()]
+    for api, op in by_api:
+        assert op in (plugins.V3_PLUGINS if api == "v3" else plugins.V2_PLUGINS), (api, op)
