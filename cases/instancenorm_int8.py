@@ -10,7 +10,10 @@ sets it explicitly both ways (Reproducer.trt["parser_flags"]).
 The reproducer: Conv -> InstanceNormalization -> Slice, where the Slice's `ends` is an INT64
 initializer holding INT64_MAX (what exporters write for "to the end"), outside INT32 range, so
 TensorRT 8.x warns that it casts INT64 weights down to INT32. It is built with the INT8 flag, no
-calibrator and no Q/DQ nodes, so no tensor has a scale.
+calibrator and no Q/DQ nodes, so no tensor has a scale. The `int8_ranges` axis says what stands in for
+scales: "none" (the Python API as is; TensorRT 8.5/8.6 then fail the build with "Calibration failure",
+seen on an H200) or "trtexec" (the dummy dynamic ranges `trtexec --int8` sets without a calibration
+cache: +-2 on layer inputs, +-4 on layer outputs), the way most reporters build.
 
 No source here states an outcome (pass, fail or fallback) together with a TensorRT version, so the
 case declares signatures only; its cells are "undocumented" or "new failure" until a source does.
@@ -30,7 +33,7 @@ CASE = Case(
     seed="001",
     title="InstanceNormalization with INT64 weights in an INT8 build without scales",
     links=(ISSUE_3659, ISSUE_3603),
-    axes={"native_instancenorm": (False, True)},
+    axes={"native_instancenorm": (False, True), "int8_ranges": ("none", "trtexec")},
     target_nodes=("node_of_conv", "node_of_norm"),
     signatures=(
         Signature(

@@ -107,7 +107,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         warnings=match_signatures(case, text, "warning"), output_dtypes=dtypes,
         network_dtypes=dict(obs.network_dtypes), max_error_steps=worst,
         tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),
-        precision={t: obs.precision.get(t, {"precision": "unknown", "evidence": "not reported"}) for t in targets},
+        precision={t: _with_network_dtype(t, obs) for t in targets},
         fused=is_fused, expectation=_expectation_record(expectation), explanation=why,
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
         timings={k: round(v, 4) for k, v in obs.timings.items()}, log=obs.log[-LOG_LIMIT:], run=dict(run),
@@ -122,6 +122,16 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
     if why:
         return not_run_cell(case, bundle, replace(info, available=False, unavailable_status="not_run", reason=why), run)
     return judge_observation(case, bundle, info, engine.run(bundle), run)
+
+
+def _with_network_dtype(target: str, obs: Observation) -> Dict[str, str]:
+    """The engine's precision evidence for a target node, plus its output's type in the network definition."""
+    entry = dict(obs.precision.get(target, {"precision": "unknown", "evidence": "not reported"}))
+    tensor = target[len("node_of_"):] if target.startswith("node_of_") else target
+    if tensor in obs.network_dtypes:
+        entry["network_dtype"] = obs.network_dtypes[tensor]
+        entry["evidence"] += f"; network definition types its output {obs.network_dtypes[tensor]}"
+    return entry
 
 
 def _expectation_record(expectation) -> Dict[str, object]:

@@ -36,6 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--engine", help="engine to run the reproducers on: onnxruntime, openvino, tensorrt, or module:Class")
     group.addoption("--engine-version", default=None, help="version label for an engine that is not here")
     group.addoption("--trt-python", default=None, help="interpreter that already has TensorRT (existing-interpreter mode)")
+    group.addoption("--trt-isolate", action="store_true", help="one TensorRT process per cell (slower; no shared state)")
     group.addoption("--ort-opt-level", default="ORT_ENABLE_ALL", help="ONNX Runtime graph optimization level name")
     group.addoption("--results", default=None, help="JSONL results file (default results/<engine>-<version>-<hardware>.jsonl)")
     group.addoption("--results-source", default="local", help="'local' for this machine's runs, 'observed' for committed data")
@@ -78,7 +79,9 @@ def make_engine(config: pytest.Config):
         module, cls = name.split(":")
         return getattr(importlib.import_module(module), cls)()
     if name == "tensorrt":
-        return get_engine(name, python=config.getoption("--trt-python"), version=version)
+        return get_engine(
+            name, python=config.getoption("--trt-python"), version=version, isolate=config.getoption("--trt-isolate")
+        )
     if name == "onnxruntime":
         return get_engine(name, graph_optimization_level=config.getoption("--ort-opt-level"))
     return get_engine(name)

@@ -35,9 +35,15 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
         "instancenorm_int8", nodes, [value_info("x", np.float32, IN_SHAPE)],
         [value_info("y", np.float32, OUT_SHAPE)], weights,
     )
-    flags = ["NATIVE_INSTANCENORM"] if params["native_instancenorm"] else []
+    native = params["native_instancenorm"]
+    # Set or clear the flag explicitly: its default is off in 8.6 and on from 10.0.
+    trt = {"int8": True, "calibrator": None, "parser_flags": ["NATIVE_INSTANCENORM" if native else "-NATIVE_INSTANCENORM"]}
+    if not native:
+        trt["needs_cudnn"] = "the InstanceNormalization_TRT plugin calls cuDNN"
+    if params["int8_ranges"] == "trtexec":
+        trt["int8_ranges"] = "trtexec"
     return Reproducer(
-        model, {"x": x}, ("node_of_conv", "node_of_norm"), {"y": None},
-        trt={"int8": True, "calibrator": None, "parser_flags": flags},
-        notes="INT8 build with no calibrator and no Q/DQ: no tensor has a scale",
+        model, {"x": x}, ("node_of_conv", "node_of_norm"), {"y": None}, trt=trt,
+        notes="INT8 build with no calibrator and no Q/DQ: no tensor has a scale"
+        + ("; dummy dynamic ranges as `trtexec --int8` sets them" if params["int8_ranges"] == "trtexec" else ""),
     )

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -23,6 +25,7 @@ from engines.tensorrt.inspect import log_text, version_matches
 from generators.bundle import Bundle
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
+RESULT_MARK = b"QDQ-RESULT "  # worker.py's serve-mode answer line
 STDERR_TAIL = 4000  # characters of the worker's stderr kept in a crashed cell's log
 
 
@@ -31,11 +34,17 @@ class Adapter:
 
     name = "tensorrt"
 
-    def __init__(self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600) -> None:
+    def __init__(
+        self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600, isolate: bool = False
+    ) -> None:
         self.python = python or sys.executable
         self.version = version
         self.timeout = timeout
+        # isolate: one process per cell (slow: TensorRT and CUDA start each time); otherwise one
+        # serving process per adapter, replaced after a crash.
+        self.isolate = isolate
         self._info: Optional[EngineInfo] = None
+        self._server: Optional[_Server] = None
 
     def probe(self) -> EngineInfo:
         """GPU first (no TensorRT import), then the worker's own report of its versions."""
@@ -62,7 +71,8 @@ class Adapter:
         if self.version and not version_matches(self.version, actual):
             reason = f"requested TensorRT {self.version}, but {self.python} has {actual}"
             return self._unavailable("skipped", reason, hardware, detail)
-        versions = {"tensorrt": actual, "python": report.get("python", ""), "numpy": report["numpy"]}
+        versions = {"tensorrt": actual, "python": report.get("python", ""), "numpy": report["numpy"],
+                    "cudnn": report.get("cudnn", "unknown")}
         versions.update({k: v for k, v in detail.items() if k in ("driver", "cuda_driver")})
         return EngineInfo(
             name=self.name, version=actual, hardware=hardware, available=True,
@@ -89,20 +99,43 @@ class Adapter:
         return json.loads(lines[-1])
 
     def cannot_run(self, bundle: Bundle) -> str:
-        """A plugin model on TensorRT < 10: our plugins are Python plugins, which 8.x cannot load."""
+        """Plugin models on TensorRT < 10 (ours are Python plugins); cuDNN paths where cuDNN is a stub."""
         wanted = plugins_needed(bundle)
         info = self.probe()
-        if wanted and info.available and _major(info.version) < 10:
+        if not info.available:
+            return ""
+        if wanted and _major(info.version) < 10:
             return (f"needs plugin {', '.join(wanted)}; the suite's plugins are TensorRT Python plugins "
                     f"(TensorRT >= 10), and none is built for TensorRT {info.version}")
+        cudnn = bundle.meta.get("trt", {}).get("needs_cudnn")
+        if cudnn and info.versions.get("cudnn", "").startswith(("stub", "missing")):
+            return f"needs cuDNN ({cudnn}), and this interpreter's cuDNN is {info.versions['cudnn']}"
         return ""
 
     def run(self, bundle: Bundle) -> Observation:
         """Parse, build and run one bundle in a fresh worker process."""
         with tempfile.TemporaryDirectory(prefix="qdq-trt-") as tmp:
             request = self._write_request(bundle, Path(tmp))
-            rc, stderr, crashed = self._run_worker(request, Path(tmp))
+            if self.isolate:
+                rc, stderr, crashed = self._run_worker(request, Path(tmp))
+            else:
+                rc, stderr, crashed = self._ask_server(request)
             return self._observe(Path(tmp), rc, stderr, crashed)
+
+    def _ask_server(self, request: Path) -> tuple:
+        """(return code, stderr of this request, crash description) from the serving worker."""
+        if self._server is None:
+            self._server = _Server(self.python)
+        rc, stderr, crashed = self._server.ask(request, self.timeout)
+        if rc != 0:
+            self._server.close()
+            self._server = None
+        return rc, stderr, crashed
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
 
     def _write_request(self, bundle: Bundle, tmp: Path) -> Path:
         request = {
@@ -159,6 +192,72 @@ class Adapter:
             timings=result.get("timings") or {},
             crashed=crashed,
         )
+
+
+class _Server:
+    """A worker in serve mode: one request path per stdin line, one RESULT_MARK line back."""
+
+    def __init__(self, python: str) -> None:
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            [python, str(WORKER), "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            start_new_session=True,
+        )
+        self._buffer = b""
+
+    def ask(self, request: Path, timeout: float) -> tuple:
+        start = self._stderr_size()
+        try:
+            self.proc.stdin.write(f"{request}\n".encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died; the read below says how
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self._line(deadline)
+            if line is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                return self.proc.returncode, self._stderr_since(start), f"timeout after {timeout:g} s"
+            if line == b"":
+                rc = self.proc.wait()
+                crashed = _signal_text(-rc) if rc < 0 else ""
+                return rc if rc else 1, self._stderr_since(start), crashed or f"worker exited with status {rc}"
+            if line.startswith(RESULT_MARK):
+                return 0, self._stderr_since(start), ""
+
+    def _line(self, deadline: float) -> Optional[bytes]:
+        """The next stdout line; b"" at end of file; None when the deadline passes first."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b""
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def _stderr_size(self) -> int:
+        self._stderr.flush()
+        return os.fstat(self._stderr.fileno()).st_size
+
+    def _stderr_since(self, offset: int) -> str:
+        self._stderr.seek(offset)
+        text = self._stderr.read()
+        self._stderr.seek(0, os.SEEK_END)
+        return text
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self._stderr.close()
 
 
 def _options(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -1,6 +1,7 @@
 """Run one reproducer on TensorRT in its own process, so that a crash costs one cell.
 
     <python with tensorrt> engines/tensorrt/worker.py request.json   # prints the result.json path
+    <python with tensorrt> engines/tensorrt/worker.py --serve        # many requests, one path per stdin line
     <python with tensorrt> engines/tensorrt/worker.py --probe        # prints versions and GPU as JSON
 
 Runs inside the TensorRT interpreter: Python 3.9+, standard library, numpy and tensorrt only (plus
@@ -31,6 +32,7 @@ import time  # noqa: E402
 import traceback  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
+RESULT_MARK = "QDQ-RESULT "  # serve mode: the line that answers one request
 MIN_SEVERITY = "INFO"  # recorded; the adapter keeps WARNING and worse for the cell's log
 DEFAULT_WORKSPACE_MB = 1024
 
@@ -70,9 +72,25 @@ class Result:
         return path
 
 
-def make_logger(trt: Any, result: Result) -> Any:
-    """A TensorRT logger that keeps every message in the result and appends it to log.jsonl at once."""
-    stream = open(os.path.join(result.out, "log.jsonl"), "a")
+class LogSink:
+    """Where the process's one TensorRT logger writes: the request being run, and its log.jsonl."""
+
+    def __init__(self) -> None:
+        self.result: Optional[Result] = None
+        self.stream: Any = None
+
+    def attach(self, result: Result) -> None:
+        self.result = result
+        self.stream = open(os.path.join(result.out, "log.jsonl"), "a")
+
+    def detach(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        self.result, self.stream = None, None
+
+
+def make_logger(trt: Any, sink: LogSink) -> Any:
+    """A TensorRT logger that keeps every message in the current result and appends it to log.jsonl at once."""
     limit = tinspect.severity_rank(MIN_SEVERITY)
 
     class Logger(trt.ILogger):
@@ -81,14 +99,26 @@ def make_logger(trt: Any, result: Result) -> Any:
 
         def log(self, severity: Any, msg: str) -> None:
             name = tinspect.enum_name(severity)
-            if tinspect.severity_rank(name) > limit:
+            if sink.result is None or tinspect.severity_rank(name) > limit:
                 return
             entry = {"severity": name, "msg": str(msg)}
-            result.data["log"].append(entry)
-            stream.write(json.dumps(entry) + "\n")
-            stream.flush()
+            sink.result.data["log"].append(entry)
+            sink.stream.write(json.dumps(entry) + "\n")
+            sink.stream.flush()
 
     return Logger()
+
+
+class Session:
+    """What one worker process keeps between requests: TensorRT, its logger, registered plugins."""
+
+    def __init__(self) -> None:
+        import tensorrt as trt
+
+        self.trt = trt
+        self.sink = LogSink()
+        self.logger = make_logger(trt, self.sink)
+        self.plugins: Optional[Dict[str, str]] = None  # ours, once registered
 
 
 def trt_major(trt: Any) -> int:
@@ -180,6 +210,8 @@ def stage_build(trt: Any, loaded: Any, req: Dict[str, Any], result: Result, logg
     """Build, deserialize and inspect the engine; returns the engine or None."""
     builder, network, _ = loaded
     config = configure(trt, builder, req.get("trt") or {}, result)
+    if (req.get("trt") or {}).get("int8_ranges") == "trtexec":
+        set_dummy_ranges(trt, network, result)
     serialized = builder.build_serialized_network(network, config)
     if serialized is None:
         result.data["error"] = "build_serialized_network returned None" + last_error(result)
@@ -190,7 +222,7 @@ def stage_build(trt: Any, loaded: Any, req: Dict[str, Any], result: Result, logg
         return None
     try:
         text = engine.create_engine_inspector().get_engine_information(trt.LayerInformationFormat.JSON)
-        result.data["inspector"] = json.loads(text)
+        result.data["inspector"] = json.loads(text, strict=False)  # 8.6 puts control characters in strings
         result.data["precision"] = tinspect.layer_precision(result.data["inspector"], req.get("target_nodes") or [])
     except Exception as e:  # the inspector is evidence, not a stage
         result.note(f"engine inspector failed: {type(e).__name__}: {e}")
@@ -234,6 +266,28 @@ def configure(trt: Any, builder: Any, opts: Dict[str, Any], result: Result) -> A
         config.max_workspace_size = workspace
     options["workspace_bytes"] = workspace
     return config
+
+
+def set_dummy_ranges(trt: Any, network: Any, result: Result, in_range: float = 2.0, out_range: float = 4.0) -> None:
+    """What `trtexec --int8` does without a calibration cache: a dummy dynamic range on every tensor.
+
+    Layer inputs without a range get +-2 (+-4 into a concatenation), layer outputs +-4 (+-2 out of a
+    pooling layer), so that an INT8 build needs no calibrator.
+    """
+    concat = tinspect.lookup_flag(trt.LayerType, "CONCATENATION")
+    pooling = tinspect.lookup_flag(trt.LayerType, "POOLING")
+    count, refused = 0, 0
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        tensors = [(layer.get_input(j), out_range if layer.type == concat else in_range) for j in range(layer.num_inputs)]
+        tensors += [(layer.get_output(j), in_range if layer.type == pooling else out_range)
+                    for j in range(layer.num_outputs)]
+        for tensor, r in tensors:
+            if tensor is None or getattr(tensor, "dynamic_range", None) is not None:
+                continue
+            ok = tensor.set_dynamic_range(-r, r)
+            count, refused = count + 1, refused + (ok is False)
+    result.data["options"]["int8_ranges"] = f"trtexec dummy ranges on {count} tensors ({refused} refused)"
 
 
 def last_error(result: Result) -> str:
@@ -338,24 +392,30 @@ def run_tensors(
             cuda.stream_destroy(stream)
 
 
-def prepare_plugins(trt: Any, opts: Dict[str, Any], result: Result, logger: Any) -> None:
-    """Register TensorRT's own plugins and, on TensorRT >= 10, ours; note any requested plugin still missing."""
+def prepare_plugins(session: Session, opts: Dict[str, Any], result: Result) -> None:
+    """Register TensorRT's own plugins and, on TensorRT >= 10, ours (once a process); note any still missing."""
+    trt = session.trt
     options = result.data["options"]
     wanted = list(opts.get("plugins") or [])
     namespace = opts.get("plugin_namespace", "")
     options.update(plugins=wanted, plugin_api=opts.get("plugin_api", ""))
-    init = getattr(trt, "init_libnvinfer_plugins", None)
-    if init is not None:
-        init(logger, "")
-    notes, ours = [], {}
-    if trt_major(trt) >= 10:
-        try:
-            plugins = load_sibling("plugins")
-            ours = plugins.register(trt, gpu.CudaDriver())
-            options["plugins_registered"] = ours
-        except Exception as e:  # the parse that follows shows the effect; this says why
-            notes.append(f"our Python plugins failed to register: {type(e).__name__}: {e}")
-    elif wanted:
+    notes: List[str] = []
+    if session.plugins is None:
+        session.plugins = {}
+        init = getattr(trt, "init_libnvinfer_plugins", None)
+        if init is not None:
+            init(session.logger, "")
+        if trt_major(trt) >= 10:
+            try:
+                session.plugins = load_sibling("plugins").register(trt, gpu.CudaDriver())
+            except Exception as e:  # the parse that follows shows the effect; this says why
+                session.plugins = {"error": f"our Python plugins failed to register: {type(e).__name__}: {e}"}
+    ours = session.plugins
+    if "error" in ours:
+        notes.append(ours["error"])
+    elif ours:
+        options["plugins_registered"] = ours
+    if wanted and trt_major(trt) < 10:
         notes.append(f"Python plugins need TensorRT >= 10; this is {trt.__version__}")
     have = registered_plugins(trt)
     have.update(name for name, status in ours.items() if status == "registered")
@@ -382,7 +442,7 @@ def registered_plugins(trt: Any) -> set:
     return names
 
 
-def run_request(path: str) -> str:
+def run_request(path: str, session: Optional[Session] = None) -> str:
     """Run every stage for one request; returns the result.json path."""
     with open(path) as f:
         req = json.load(f)
@@ -391,30 +451,59 @@ def run_request(path: str) -> str:
     result.data["versions"] = {"python": platform.python_version()}
     try:
         import numpy as np
-        import tensorrt as trt
+
+        session = session or Session()
     except Exception as e:
         result.data["error"] = f"import failed: {type(e).__name__}: {e}"
         return result.write()
+    trt, logger = session.trt, session.logger
     result.data["versions"].update(tensorrt=trt.__version__, numpy=np.__version__)
-    logger = make_logger(trt, result)
+    session.sink.attach(result)
     try:
-        prepare_plugins(trt, req.get("trt") or {}, result, logger)
-    except Exception as e:
-        result.note(f"plugin registration failed: {type(e).__name__}: {e}")
-    result.write()
-    loaded = timed(result, "load", lambda: stage_load(trt, req, result, logger))
-    if loaded is None:
+        try:
+            prepare_plugins(session, req.get("trt") or {}, result)
+        except Exception as e:
+            result.note(f"plugin registration failed: {type(e).__name__}: {e}")
+        result.write()
+        loaded = timed(result, "load", lambda: stage_load(trt, req, result, logger))
+        if loaded is None:
+            return result.write()
+        engine = timed(result, "build", lambda: stage_build(trt, loaded, req, result, logger))
+        if engine is None:
+            return result.write()
+        outputs = timed(result, "run", lambda: stage_run(trt, engine, req, result))
+        if outputs is not None:
+            # Positional arrays plus a name list: an output called "file" would collide with savez's own argument.
+            result.data["outputs"] = os.path.join(result.out, "outputs.npz")
+            result.data["output_names"] = list(outputs)
+            np.savez(result.data["outputs"], *outputs.values())
         return result.write()
-    engine = timed(result, "build", lambda: stage_build(trt, loaded, req, result, logger))
-    if engine is None:
-        return result.write()
-    outputs = timed(result, "run", lambda: stage_run(trt, engine, req, result))
-    if outputs is not None:
-        # Positional arrays plus a name list: an output called "file" would collide with savez's own argument.
-        result.data["outputs"] = os.path.join(result.out, "outputs.npz")
-        result.data["output_names"] = list(outputs)
-        np.savez(result.data["outputs"], *outputs.values())
-    return result.write()
+    finally:
+        session.sink.detach()
+
+
+def serve() -> int:
+    """Answer request paths read from stdin, one per line, with RESULT_MARK + result path on stdout.
+
+    One process serves many cells, so TensorRT is imported and CUDA set up once; the adapter starts
+    a fresh process after a crash. Anything else written to stdout (by native code) goes to stderr.
+    """
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    session: Optional[Session] = None
+    for line in sys.stdin:
+        path = line.strip()
+        if not path:
+            continue
+        if session is None:
+            try:
+                session = Session()
+            except Exception:  # run_request reports the import failure in the result
+                session = None
+        out = run_request(path, session)
+        proto.write(RESULT_MARK + out + "\n")
+        proto.flush()
+    return 0
 
 
 def timed(result: Result, stage: str, fn: Any) -> Any:
@@ -450,7 +539,25 @@ def probe() -> Dict[str, Any]:
         info["tensorrt_error"] = f"{type(e).__name__}: {e}"
     g = gpu.detect()
     info["gpu"] = dict(g.detail(), label=g.label, present=g.present, reason=g.reason)
+    info["cudnn"] = cudnn_status()
     return info
+
+
+def cudnn_status() -> str:
+    """The cuDNN that TensorRT's plugins would call: its version, "stub" (a library that only lets them load), or why none."""
+    import ctypes
+
+    for name in ("libcudnn.so.8", "libcudnn.so.9", "libcudnn.so"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            version = int(lib.cudnnGetVersion())
+        except AttributeError:
+            return f"stub ({name} has no cudnnGetVersion)"
+        return f"stub ({name} reports version {version})" if version < 1000 else f"{name} {version}"
+    return "missing"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -458,8 +565,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args == ["--probe"]:
         print(json.dumps(probe()))
         return 0
+    if args == ["--serve"]:
+        return serve()
     if len(args) != 1:
-        sys.stderr.write("usage: worker.py request.json | worker.py --probe\n")
+        sys.stderr.write("usage: worker.py request.json | worker.py --serve | worker.py --probe\n")
         return 2
     print(run_request(args[0]))
     return 0

@@ -10,12 +10,14 @@ import ast
 import ctypes
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from engines.base import EngineInfo
 from engines.tensorrt import WORKER, Adapter, gpu
 from generators.bundle import Bundle
 
@@ -179,3 +181,42 @@ def test_python_plugins_carry_the_names_the_cases_use():
     by_api += [(api, op) for op, api in quantized_constant_plugin.PLUGIN_OPS.values()]
     for api, op in by_api:
         assert op in (plugins.V3_PLUGINS if api == "v3" else plugins.V2_PLUGINS), (api, op)
+
+
+def test_serve_mode_keeps_one_worker_and_replaces_it_after_a_crash(fake_trt, bundle, monkeypatch):
+    """One worker serves many cells; a crash costs the cell it happened in, then a fresh worker starts."""
+    adapter = Adapter()
+    first = adapter.run(bundle)
+    server = adapter._server
+    monkeypatch.setenv("FAKE_TRT_CRASH", "build")  # only a worker started from now on sees this
+    again = adapter.run(bundle)
+    assert not first.crashed and not again.crashed and adapter._server is server
+    os.kill(server.proc.pid, signal.SIGSEGV)  # the serving worker dies between cells
+    server.proc.wait()
+    assert adapter.run(bundle).crashed == "signal 11 (SIGSEGV)" and adapter._server is None
+    replaced = adapter.run(bundle)  # a fresh worker, which crashes in its build
+    assert replaced.crashed == "signal 11 (SIGSEGV)" and replaced.stage == "load"
+    adapter.close()
+
+
+def test_isolate_starts_one_worker_per_cell(fake_trt, bundle, monkeypatch):
+    adapter = Adapter(isolate=True)
+    assert not adapter.run(bundle).crashed and adapter._server is None
+    monkeypatch.setenv("FAKE_TRT_CRASH", "build")
+    assert adapter.run(bundle).crashed == "signal 11 (SIGSEGV)"
+
+
+@pytest.mark.parametrize(
+    "version, cudnn, trt, why",
+    [
+        ("8.6.0", "stub (libcudnn.so.8 reports version 1)", {"needs_cudnn": "plugin X"}, "needs cuDNN"),
+        ("8.6.0", "libcudnn.so.8 8906", {"needs_cudnn": "plugin X"}, ""),
+        ("8.6.0", "libcudnn.so.8 8906", {"plugins": ["qdq_matrix::Int8IdentityV2"]}, "Python plugins"),
+        ("10.8.0.43", "libcudnn.so.8 8906", {"plugins": ["qdq_matrix::Int8IdentityV2"]}, ""),
+    ],
+)
+def test_cannot_run_says_why_before_anything_runs(bundle, version, cudnn, trt, why):
+    adapter = Adapter()
+    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": cudnn})
+    reason = adapter.cannot_run(Bundle(path=bundle.path, meta={**bundle.meta, "trt": trt}))
+    assert (why in reason) if why else reason == ""

@@ -29,7 +29,7 @@ def rendered():
 
 
 def test_bundle_count():
-    assert [len(list(c.variants())) for c in MY_CASES] == [8, 2, 5]
+    assert [len(list(c.variants())) for c in MY_CASES] == [8, 4, 5]
 
 
 @pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
@@ -81,15 +81,21 @@ def test_q_graph_output_is_int8():
     assert rep.model.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.INT8
 
 
-@pytest.mark.parametrize("native, flags", [(False, []), (True, ["NATIVE_INSTANCENORM"])])
+@pytest.mark.parametrize("native, flags", [(False, ["-NATIVE_INSTANCENORM"]), (True, ["NATIVE_INSTANCENORM"])])
 def test_instancenorm_has_out_of_int32_weight_and_no_scales(native, flags):
-    rep = write.build(INSTANCENORM, {"native_instancenorm": native})
+    rep = write.build(INSTANCENORM, {"native_instancenorm": native, "int8_ranges": "none"})
     inits = rep.model.graph.initializer
     int64 = [onnx.numpy_helper.to_array(t) for t in inits if t.data_type == onnx.TensorProto.INT64]
     assert any(np.any(np.abs(a) > np.iinfo(np.int32).max) for a in int64)
     ops = [n.op_type for n in rep.model.graph.node]
     assert ops == ["Conv", "InstanceNormalization", "Slice"]
     assert rep.trt["parser_flags"] == flags and rep.trt["int8"] is True
+    assert ("needs_cudnn" in rep.trt) is not native and "int8_ranges" not in rep.trt
+
+
+def test_instancenorm_trtexec_variant_asks_for_dummy_ranges():
+    rep = write.build(INSTANCENORM, {"native_instancenorm": True, "int8_ranges": "trtexec"})
+    assert rep.trt["int8_ranges"] == "trtexec"
 
 
 @pytest.mark.parametrize(

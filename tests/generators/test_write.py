@@ -59,7 +59,7 @@ def test_digest_covers_model_and_arrays_not_npz_bytes(tmp_path):
 def test_two_runs_give_identical_models_and_digests(tmp_path, my_cases):
     first = write.write_all(root=tmp_path / "a")
     second = write.write_all(root=tmp_path / "b")
-    assert len(first) == len(second) == 15
+    assert len(first) == len(second) == 17
     for a, b in zip(first, second):
         assert (a / "model.onnx").read_bytes() == (b / "model.onnx").read_bytes()
         assert load_bundle(a).meta["digest"] == load_bundle(b).meta["digest"]
@@ -128,15 +128,17 @@ def test_marked_invalid_model_records_the_refusal(tmp_path):
 def test_cli_list_prints_ids_and_a_count(my_cases, capsys):
     assert main(["list", "--case", "instancenorm_int8"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "instancenorm_int8/native_instancenorm=no",
-        "instancenorm_int8/native_instancenorm=yes",
-        "2 bundles",
+        "instancenorm_int8/native_instancenorm=no+int8_ranges=none",
+        "instancenorm_int8/native_instancenorm=no+int8_ranges=trtexec",
+        "instancenorm_int8/native_instancenorm=yes+int8_ranges=none",
+        "instancenorm_int8/native_instancenorm=yes+int8_ranges=trtexec",
+        "4 bundles",
     ]
 
 
 def test_cli_param_filters_the_sweep(my_cases, capsys):
-    assert main(["list", "--param", "native_instancenorm=yes"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["instancenorm_int8/native_instancenorm=yes", "1 bundles"]
+    assert main(["list", "--param", "native_instancenorm=yes", "--param", "int8_ranges=none"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["instancenorm_int8/native_instancenorm=yes+int8_ranges=none", "1 bundles"]
 
 
 def test_cli_write_reports_progress_and_summary(my_cases, tmp_path, capsys):
