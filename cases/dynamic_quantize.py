@@ -17,6 +17,10 @@ from cases.base import Case, Expectation, Signature
 
 ISSUE_3963 = "https://github.com/NVIDIA/TensorRT/issues/3963"
 OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
+# The cross-check column: ONNX Runtime's CPU ConvInteger has no kernel for uint8 activations with
+# int8 weights, which is what quantize_dynamic emits for a Conv (1.12 in #12558, 1.14 in #15888).
+ORT_12558 = "https://github.com/microsoft/onnxruntime/issues/12558"
+ORT_15888 = "https://github.com/microsoft/onnxruntime/issues/15888"
 
 CASE = Case(
     id="dynamic_quantize",
@@ -40,6 +44,12 @@ CASE = Case(
             "error",
             ISSUE_3963,
         ),
+        Signature(
+            "ort_convinteger_not_implemented",
+            r"Could not find an implementation for ConvInteger\(10\) node",
+            "error",
+            ORT_12558,
+        ),
     ),
     expectations=(
         # Listed first: it wins the tie with the range below for 8.6.1.6.
@@ -50,6 +60,11 @@ CASE = Case(
         Expectation(
             "tensorrt", ">=8.4,<10.16", "fail", OPERATORS_MD, stage="load",
             note="operators.md: DynamicQuantizeLinear, MatMulInteger and ConvInteger unsupported (8.4 to 10.15 tables)",
+        ),
+        Expectation(
+            "onnxruntime", ">=1.12", "fail", ORT_15888, stage="load", signature="ort_convinteger_not_implemented",
+            where={"variant": ("dql_convinteger", "ort_dynamic_conv")},
+            note="reported on 1.12 (#12558) and 1.14 (#15888), closed without a kernel for uint8 x int8",
         ),
     ),
     builder="generators.dynamic_quantize:build",

@@ -1,0 +1,76 @@
+"""Judging an observation: numeric error in steps, signatures, precision and verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cases import get_case
+from engines.base import EngineInfo, Observation
+from engines.cells import error_steps, judge_observation, run_cell
+from generators.write import write_bundle
+from generators.bundle import load_bundle
+
+H200 = EngineInfo("tensorrt", "8.6.0", "NVIDIA H200 (sm_90)", True)
+RUN = {"date": "2026-11-22T00:00:00Z", "source": "local"}
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    case = get_case("q_output_type")
+    params = {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"}
+    return case, load_bundle(write_bundle(case, params, tmp_path_factory.mktemp("b")))
+
+
+def test_error_is_counted_in_steps():
+    assert error_steps(np.array([1.0, 2.5]), np.array([1.0, 2.0]), 0.25) == 2.0
+    assert error_steps(np.array([3], np.int8), np.array([1], np.int8), None) == 2.0
+    with pytest.raises(ValueError, match="shape"):
+        error_steps(np.zeros(2), np.zeros(3), 1.0)
+
+
+def test_seed_000_symptom_shows_in_the_evidence(chain):
+    """The Q layer's output type in the network definition lands next to the engine's evidence."""
+    case, bundle = chain
+    obs = Observation(stage="run", outputs=bundle.expected(), network_dtypes={"x_q": "FLOAT"},
+                      precision={"node_of_x_q": {"precision": "int8", "evidence": "layer 'node_of_x_q' Reformat"}})
+    cell = judge_observation(case, bundle, H200, obs, RUN)
+    assert cell.status == "pass" and cell.stage == "compare" and cell.max_error_steps == 0.0
+    assert cell.precision["node_of_x_q"]["network_dtype"] == "FLOAT"
+    assert "network definition types its output FLOAT" in cell.precision["node_of_x_q"]["evidence"]
+
+
+def test_wrong_outputs_fail_at_compare_with_the_error_in_steps(chain):
+    case, bundle = chain
+    bad = {k: v + 10 * bundle.output_step(k) for k, v in bundle.expected().items()}
+    cell = judge_observation(case, bundle, H200, Observation(stage="run", outputs=bad), RUN)
+    assert cell.status == "fail" and cell.verdict == "new failure"
+    assert "differs from the reference by 10 steps" in cell.error
+
+
+def test_documented_signature_is_matched_in_the_log():
+    case = get_case("dynamic_quantize")
+    obs = Observation(stage="", error="ONNX parse failed",
+                      log="[ERROR] 3: getPluginCreator could not find plugin: DynamicQuantizeLinear version: 1")
+    bundle_meta = {"bundle": "dynamic_quantize/variant=dql_alone", "params": {"variant": "dql_alone"},
+                   "digest": "d", "target_nodes": []}
+    from generators.bundle import Bundle
+
+    cell = judge_observation(case, Bundle(path=None, meta=bundle_meta), H200, obs, RUN)
+    assert (cell.signature, cell.verdict) == ("dql_plugin_not_found", "as documented")
+
+
+class _NoPlugins:
+    name = "fake"
+
+    def cannot_run(self, bundle):
+        return "needs plugin X"
+
+    def run(self, bundle):  # pragma: no cover - must not be reached
+        raise AssertionError("ran a bundle it cannot run")
+
+
+def test_an_engine_that_cannot_run_a_bundle_gives_a_not_run_cell(chain):
+    case, bundle = chain
+    cell = run_cell(case, bundle, _NoPlugins(), H200, RUN)
+    assert (cell.status, cell.verdict, cell.reason) == ("not_run", "not run", "needs plugin X")
