@@ -27,7 +27,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     if args.command == "list":
         return _list(write.select(case_ids, wanted))
-    return _write(case_ids, wanted, args.out)
+    return _write(case_ids if args.case else [], wanted, args.out)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -97,7 +97,19 @@ def write_all(
         if progress is not None:
             progress(done, len(todo), bundle_id(case, params), status)
         paths.append(path)
+    if not case_ids and not params_filter:
+        prune(paths, root)
     return paths
+
+
+def prune(keep: List[Path], root: Optional[Path] = None) -> List[Path]:
+    """Remove bundle folders the catalogue no longer has (a changed sweep), so no stale model runs."""
+    root = bundles_root() if root is None else Path(root)
+    wanted = {p.resolve() for p in keep}
+    stale = [m.parent for m in root.glob("*/*/case.json") if m.parent.resolve() not in wanted]
+    for path in stale:
+        shutil.rmtree(path)
+    return stale
 
 
 def select(

@@ -162,3 +162,12 @@ def test_cli_rejects_unknown_names_with_exit_2(my_cases, capsys, argv, named):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and named in err
+
+
+def test_a_full_write_prunes_bundles_the_catalogue_no_longer_has(tmp_path, my_cases):
+    stale = tmp_path / "instancenorm_int8" / "native_instancenorm=no"
+    stale.mkdir(parents=True)
+    (stale / "case.json").write_text("{}")
+    write.write_all(root=tmp_path)
+    assert not stale.exists()
+    assert (tmp_path / "instancenorm_int8" / "native_instancenorm=no+int8_ranges=none" / "case.json").is_file()
