@@ -154,6 +154,16 @@ def diff(session: nox.Session) -> None:
 
 
 @nox.session
+def bugs(session: nox.Session) -> None:
+    """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip]."""
+    session.install(*_group("report"), "numpy")
+    session.run(
+        "python", "-m", "matrix", "bugs", "--results", str(RESULTS), "--results", str(OBSERVED), *session.posargs,
+        env=_env(),
+    )
+
+
+@nox.session
 def matrix(session: nox.Session) -> None:
     """The main job: bundles, every engine version this machine can run, then the reports."""
     session.install(*_group("generate"), *_group("cells"))

@@ -1,4 +1,4 @@
-"""Command line: `python -m matrix report` writes the matrix; `python -m matrix diff` compares two versions."""
+"""Command line: `python -m matrix report` writes the matrix, `diff` compares two versions, `bugs` bundles bugs."""
 
 from __future__ import annotations
 
@@ -61,6 +61,41 @@ def diff_cmd(args: argparse.Namespace) -> int:
     return 1 if args.strict and found.regressions else 0
 
 
+def bugs_cmd(args: argparse.Namespace) -> int:
+    """Write a bug bundle for every failing or unexpected cell, or for the one cell named."""
+    from matrix.bugbundle import make_all, select, wanted
+
+    named = [args.cell, args.engine, args.version]
+    if any(named) and not all(named):
+        print("matrix bugs: --cell needs --engine and --version (and --hardware where several match)",
+              file=sys.stderr)
+        return 2
+    result = _load(args.results, ())
+    if result is None:
+        return 2
+    if args.cell:
+        try:
+            cells = [select(result.cells, args.cell, args.engine, args.version, args.hardware)]
+        except ValueError as e:
+            print(f"matrix bugs: {e}", file=sys.stderr)
+            return 2
+    else:
+        cells = [c for c in result.cells if wanted(c)]
+    if not cells:
+        print("no failing or unexpected cells: no bug bundles to write")
+        return 0
+    made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip)
+    for m in made:
+        what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.hardware}]"
+        if m.refused:
+            print(f"matrix bugs: refused {what}: {m.refused}", file=sys.stderr)
+            continue
+        print(f"wrote {m.path}/ ({m.cell.status}, {m.cell.verdict})" + (f" and {m.archive}" if m.archive else ""))
+    refused = sum(1 for m in made if m.refused)
+    print(f"{len(made) - refused} bug bundles written to {args.out}" + (f", {refused} refused" if refused else ""))
+    return 1 if refused else 0
+
+
 def _load(given: Optional[List[str]], catalogue: Sequence[str]) -> Optional[MergeResult]:
     """Merged results, problems on stderr; None (and why) when nothing could be read."""
     paths = given if given else [p for p in DEFAULT_RESULTS if p.exists()]
@@ -106,6 +141,18 @@ def _parser() -> argparse.ArgumentParser:
     dif.add_argument("--out", default=None, help="also write the Markdown to this file")
     dif.add_argument("--strict", action="store_true", help="exit 1 when anything regressed")
     dif.set_defaults(func=diff_cmd)
+    bug = sub.add_parser("bugs", help="bug bundles (model, data, repro.py, ISSUE.md) for failing or unexpected cells")
+    bug.add_argument("--results", action="append", metavar="PATH",
+                     help="a results file or folder (repeatable; default: results/ and reports/observed/)")
+    bug.add_argument("--bundles", default=os.environ.get("QDQ_BUNDLES", str(REPO / ".bundles")),
+                     help="the reproducer bundles that ran (default: $QDQ_BUNDLES or .bundles)")
+    bug.add_argument("--out", default=str(REPO / "bug-bundles"), help="output folder (default: bug-bundles/)")
+    bug.add_argument("--cell", metavar="BUNDLE_ID", help="only this bundle id (any status); needs --engine, --version")
+    bug.add_argument("--engine", help="the cell's engine (with --cell)")
+    bug.add_argument("--version", help="the cell's engine version (with --cell)")
+    bug.add_argument("--hardware", default=None, help="the cell's hardware label, where several match")
+    bug.add_argument("--zip", action="store_true", help="also write <folder>.zip next to each bug bundle")
+    bug.set_defaults(func=bugs_cmd)
     return parser
 
 

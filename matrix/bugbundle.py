@@ -1,0 +1,451 @@
+"""Bug bundles: one folder per cell with the model, its data, a standalone repro.py and an ISSUE.md to file upstream.
+
+    bug-bundles/<engine>-<version>/<bundle id, "/" -> "__">/
+        model.onnx inputs.npz expected.npz case.json   the reproducer bundle that ran (digest checked)
+        repro.py                                       standalone: Python 3.9+, numpy and the engine
+        commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
+        environment.json                               whitelisted fields of the cell, never os.environ
+        log.txt                                        the cell's error and engine log
+        ISSUE.md                                       NVIDIA/TensorRT's bug report template, filled in
+
+Never imports an engine: repro.py is generated text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+from cases.cell import Cell
+from cases.verdict import UNEXPECTED
+from matrix.merge import version_key
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
+FAILING = ("fail", "crashed")
+ENGINE_TITLES = {"tensorrt": "TensorRT", "onnxruntime": "ONNX Runtime", "openvino": "OpenVINO"}
+REQUIREMENTS = {"tensorrt": "tensorrt (8.x needs numpy<1.24)", "onnxruntime": "onnxruntime",
+                "openvino": "openvino"}
+NEXT_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare"}
+STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
+REPRO_TIMEOUT_S = 600
+# environment.json: only these fields of the cell, so nothing private leaves the machine by accident.
+ENVIRONMENT_FIELDS = ("bundle", "digest", "engine", "engine_version", "hardware")
+DETAIL_FIELDS = ("name", "compute_capability", "driver", "cuda_driver", "cpu", "machine", "cores", "isa", "os",
+                 "openvino_device", "capabilities", "providers", "device")
+VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", "tensorrt", "onnxruntime", "openvino", "driver",
+                  "cuda_driver")
+RUN_FIELDS = ("date", "source")
+
+
+class Refused(Exception):
+    """A bug bundle that must not be made: its reproducer is missing or is not the one that ran."""
+
+
+@dataclass(frozen=True)
+class Made:
+    """What became of one cell: the folder written (and zip), or why it was refused."""
+
+    cell: Cell
+    path: Optional[Path] = None
+    archive: Optional[Path] = None
+    refused: str = ""
+
+
+def wanted(cell: Cell) -> bool:
+    """A cell worth a bug bundle: it failed or crashed, or its verdict is unexpected."""
+    return cell.status in FAILING or cell.verdict in UNEXPECTED
+
+
+def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None) -> Cell:
+    """The one cell named on the command line; ValueError says what matched instead."""
+    same = [c for c in cells if c.bundle == bundle and c.engine == engine and c.engine_version == version]
+    if hardware is not None:
+        same = [c for c in same if c.hardware == hardware]
+    if len(same) == 1:
+        return same[0]
+    if not same:
+        raise ValueError(f"no cell {bundle} on {engine} {version}" + (f" [{hardware}]" if hardware else ""))
+    choices = "; ".join(f"{c.hardware} ({c.run.get('source', 'local')})" for c in same)
+    raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}: {choices}; name one with --hardware"
+                     + (" (they differ in source: keep one results file)" if hardware else ""))
+
+
+def failed_stage(cell: Cell) -> str:
+    """The stage that failed: the one after the last stage reached ("" for a pass)."""
+    if cell.status not in FAILING:
+        return ""
+    return NEXT_STAGE.get(cell.stage, "")
+
+
+def folder_for(cell: Cell, out: Path, with_hardware: bool = False) -> Path:
+    """<out>/<engine>-<version>[-<hardware>]/<bundle id with "/" -> "__">."""
+    column = f"{cell.engine}-{cell.engine_version}"
+    if with_hardware:
+        column += "-" + re.sub(r"[^A-Za-z0-9.]+", "-", cell.hardware).strip("-").lower()
+    return out / column / cell.bundle.replace("/", "__")
+
+
+def source_bundle(cell: Cell, root: Path) -> Path:
+    """The reproducer folder that ran in this cell; Refused when it is missing or its digest differs."""
+    from generators.bundle import load_bundle
+    from generators.write import digest
+
+    path = Path(root) / cell.bundle
+    missing = [n for n in SOURCE_FILES if not (path / n).is_file()]
+    if missing:
+        raise Refused(f"bundle {cell.bundle} is not in {root} (missing {', '.join(missing)}); write it with "
+                      f"`python -m generators write --case {cell.case}` and check that its digest is {cell.digest}")
+    bundle = load_bundle(path)
+    recorded = bundle.meta.get("digest", "")
+    if recorded != cell.digest:
+        raise Refused(f"digest mismatch for {cell.bundle}: the cell ran {cell.digest}, but {path} is {recorded}; "
+                      "the generator changed since that run, so this is not the model that ran (refused)")
+    actual = digest((path / "model.onnx").read_bytes(), bundle.inputs(), bundle.expected())
+    if actual != cell.digest:
+        raise Refused(f"digest mismatch for {cell.bundle}: its files hash to {actual}, not {cell.digest} as "
+                      "case.json and the cell say (edited files?); refused")
+    return path
+
+
+def make_all(cells: Sequence[Cell], everything: Sequence[Cell], bundles: Path, out: Path,
+             archive: bool = False) -> List[Made]:
+    """A bug bundle for each cell; `everything` (all merged cells) answers the cross-version questions."""
+    made = []
+    folders = Counter(folder_for(c, out) for c in cells)
+    for cell in cells:
+        try:
+            path = make(cell, everything, bundles, out, with_hardware=folders[folder_for(cell, out)] > 1)
+        except Refused as e:
+            made.append(Made(cell, refused=str(e)))
+            continue
+        made.append(Made(cell, path, _zip(path) if archive else None))
+    return made
+
+
+def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_hardware: bool = False) -> Path:
+    """Write one bug bundle folder and return it."""
+    source = source_bundle(cell, bundles)
+    meta = json.loads((source / "case.json").read_text())
+    target = folder_for(cell, Path(out), with_hardware)
+    _clear(target)
+    target.mkdir(parents=True)
+    for name in SOURCE_FILES:
+        shutil.copyfile(source / name, target / name)
+    texts = {"repro.py": render_repro(cell, meta), "log.txt": log_text(cell),
+             "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
+    if cell.engine == "tensorrt":
+        texts["commands.md"] = render("commands_tensorrt.md.j2", view(cell, meta, everything))
+        texts["data_loader.py"] = render("data_loader.py.j2", {})
+    files = sorted([*SOURCE_FILES, *texts, "ISSUE.md"])
+    texts["ISSUE.md"] = render("ISSUE.md.j2", dict(view(cell, meta, everything), files=files))
+    for name, text in texts.items():
+        (target / name).write_text(text, encoding="utf-8")
+    return target
+
+
+def _clear(target: Path) -> None:
+    """Replace an earlier bug bundle; never a folder this tool did not write."""
+    if not target.exists():
+        return
+    if not (target / "ISSUE.md").is_file():
+        raise Refused(f"{target} exists and is not a bug bundle; move it away first")
+    shutil.rmtree(target)
+
+
+def _zip(path: Path) -> Path:
+    return Path(shutil.make_archive(str(path), "zip", root_dir=path.parent, base_dir=path.name))
+
+
+def environment(cell: Cell) -> Dict[str, Any]:
+    """The cell's environment from an explicit whitelist of its recorded fields."""
+    env: Dict[str, Any] = {k: getattr(cell, k) for k in ENVIRONMENT_FIELDS}
+    env["hardware_detail"] = {k: cell.hardware_detail[k] for k in DETAIL_FIELDS if k in cell.hardware_detail}
+    env["versions"] = {k: cell.versions[k] for k in VERSION_FIELDS if k in cell.versions}
+    env["run"] = {k: cell.run[k] for k in RUN_FIELDS if k in cell.run}
+    return env
+
+
+def log_text(cell: Cell) -> str:
+    """The cell's outcome, error and engine log as plain text."""
+    head = [
+        f"cell: {cell.bundle} on {cell.engine} {cell.engine_version} [{cell.hardware}]",
+        f"run: {cell.run.get('source', 'local')}, {cell.run.get('date', 'no date')}",
+        f"status: {cell.status} ({cell.verdict}); last stage reached: {cell.stage or 'none'}"
+        + (f"; failed at: {failed_stage(cell)}" if failed_stage(cell) else ""),
+        f"signature: {cell.signature or 'none matched'}",
+        f"max error: {_steps(cell.max_error_steps)} steps (tolerance {_steps(cell.tolerance_steps)})",
+    ]
+    if cell.reason:
+        head.append(f"reason: {cell.reason}")
+    body = ["", "== error ==", cell.error or "(none)", "", "== engine log ==", cell.log or "(empty)"]
+    return "\n".join(head + body) + "\n"
+
+
+def recorded(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
+    """What repro.py compares against: the recorded outcome, with the signature as a regex."""
+    tolerance = cell.tolerance_steps if cell.tolerance_steps is not None else meta.get("tolerance_steps", 1.0)
+    return {
+        "bundle": cell.bundle, "engine": cell.engine, "engine_version": cell.engine_version,
+        "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "stage": cell.stage,
+        "failed_stage": failed_stage(cell), "error_first_line": first_line(cell.error), "reason": cell.reason,
+        "signature": cell.signature, "signature_regex": signature_pattern(cell),
+        "max_error_steps": cell.max_error_steps, "tolerance_steps": float(tolerance),
+    }
+
+
+def signature_pattern(cell: Cell) -> str:
+    """The regex of the documented signature the cell matched ("" if none, or the catalogue cannot say)."""
+    found = _signature(cell)
+    return found.pattern if found is not None else ""
+
+
+def signature_source(cell: Cell) -> str:
+    found = _signature(cell)
+    return found.source if found is not None else ""
+
+
+def _signature(cell: Cell) -> Any:
+    """The case's Signature record for the cell's matched signature, or None."""
+    if not cell.signature:
+        return None
+    try:
+        from cases import get_case
+
+        return get_case(cell.case).signature(cell.signature)
+    except Exception:  # an unknown case or signature: repro.py then checks status and stage only
+        return None
+
+
+def render_repro(cell: Cell, meta: Dict[str, Any]) -> str:
+    """repro.py for this cell's engine."""
+    if cell.engine not in ENGINE_TITLES:
+        raise Refused(f"no repro.py template for engine {cell.engine!r}")
+    return render(f"repro_{cell.engine}.py.j2", {
+        "cell": cell, "engine_title": ENGINE_TITLES[cell.engine], "requirement": REQUIREMENTS[cell.engine],
+        "recorded": recorded(cell, meta), "timeout": REPRO_TIMEOUT_S, "options": _engine_options(cell),
+        "trt_request": dict(meta.get("trt") or {}),
+    })
+
+
+def _engine_options(cell: Cell) -> Dict[str, Any]:
+    """The options the adapter used, with its defaults where a cell did not record them."""
+    opts = dict(cell.options)
+    if cell.engine == "onnxruntime":
+        opts.setdefault("graph_optimization_level", "ORT_ENABLE_ALL")
+        opts["providers"] = list(opts.get("providers") or opts.get("providers_requested") or ["CPUExecutionProvider"])
+    if cell.engine == "openvino":
+        opts.setdefault("device", "CPU")
+        opts["config"] = dict(opts.get("config") or {"INFERENCE_PRECISION_HINT": "f32"})
+    return opts
+
+
+def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[str, Any]:
+    """Everything ISSUE.md and commands.md show, in one dict."""
+    trt = dict(meta.get("trt") or {})
+    return {
+        "cell": cell, "meta": meta, "title": title(cell), "params": params_text(cell, meta),
+        "engine_title": ENGINE_TITLES.get(cell.engine, cell.engine),
+        "is_trt": cell.engine == "tensorrt", "failed_stage": failed_stage(cell), "device": device(cell),
+        "error_first_line": first_line(cell.error), "error_lines": _lines(cell.error, 30),
+        "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
+        "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
+        "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
+        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"),
+        "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": int(trt.get("workspace_mb", 1024)),
+        "tolerances": tolerances(meta),
+        "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
+        **tool_commands(cell, meta),
+    }
+
+
+def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
+    """trtexec and Polygraphy command lines closest to what the suite ran (one option a line), and how they differ."""
+    trt = dict(meta.get("trt") or {})
+    names = list(meta.get("inputs") or {})
+    load = ",".join(f"{n}:{n}.bin" if re.fullmatch(r"[A-Za-z0-9_.]+", n) else f"'{n}':'{n}.bin'" for n in names)
+    simple = all(re.fullmatch(r"[A-Za-z0-9_.]+", n) for n in names)
+    workspace = int(trt.get("workspace_mb", 1024))
+    trtexec = ["trtexec --onnx=model.onnx"]
+    polygraphy = ["polygraphy run model.onnx --trt --onnxrt"]
+    notes: List[str] = []
+    for key in ("int8", "fp16"):
+        if trt.get(key, key == "int8") and not trt.get("strongly_typed"):
+            trtexec.append(f"--{key}")
+            polygraphy.append(f"--{key}")
+    if trt.get("strongly_typed"):
+        trtexec.append("--stronglyTyped")
+        polygraphy.append("--strongly-typed")
+    trtexec.append("--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN")
+    sources = cell.options.get("tactic_sources")
+    if sources:
+        polygraphy.append("--tactic-sources " + " ".join(sources))
+    else:
+        notes.append("Polygraphy: give --tactic-sources every source of your TensorRT except CUBLAS, CUBLAS_LT "
+                     "and CUDNN (this cell did not record the list)")
+    trtexec.append(f"--memPoolSize=workspace:{workspace}")
+    polygraphy.append(f"--pool-limit workspace:{workspace}M")
+    for raw in trt.get("parser_flags") or []:
+        name = raw.lstrip("-")
+        if raw == "-NATIVE_INSTANCENORM":
+            trtexec.append("--pluginInstanceNorm")
+            polygraphy.append("--plugin-instancenorm")
+            notes.append("trtexec --pluginInstanceNorm and polygraphy --plugin-instancenorm clear NATIVE_INSTANCENORM "
+                         "in recent releases; older trtexec/Polygraphy may not know them")
+        elif raw.startswith("-"):
+            notes.append(f"the suite clears parser flag {name}; neither tool has a switch for that here")
+        else:
+            polygraphy.append(f"--onnx-flags {name.lower()}")
+            notes.append(f"trtexec: no switch sets parser flag {name}; repro.py sets it by name")
+    trtexec += ["--profilingVerbosity=detailed --exportLayerInfo=layers.json",
+                f"--loadInputs={load}" if simple else f'"--loadInputs={load}"',
+                "--exportOutput=outputs.json --iterations=1 --warmUp=0 --duration=0 --verbose"]
+    atol = " ".join(f"{t['name']}:{t['atol']}" for t in tolerances(meta))
+    polygraphy += ["--data-loader-script data_loader.py", f"--atol {atol} --rtol 0"]
+    if trt.get("int8_ranges") == "trtexec":
+        notes.append("the suite set trtexec-style dummy dynamic ranges (int8_ranges=trtexec); trtexec --int8 "
+                     "without --calib does the same for a network without Q/DQ layers; Polygraphy does not "
+                     "(it may calibrate with the data loader instead)")
+    elif trt.get("int8", True):
+        notes.append("the suite set no dynamic ranges; trtexec --int8 without --calib sets dummy ranges when the "
+                     "network has no Q/DQ layers, and Polygraphy may calibrate with the data loader: for such a "
+                     "network neither is the same build as repro.py")
+    if trt.get("plugins"):
+        notes.append(f"the model needs plugins {', '.join(trt['plugins'])}: load their library with "
+                     "trtexec --plugins / polygraphy --plugins")
+    return {"trtexec": trtexec, "polygraphy": polygraphy, "tool_notes": notes}
+
+
+def title(cell: Cell) -> str:
+    """The issue title, after NVIDIA/TensorRT's "XXX failure of TensorRT X.Y when running XXX on GPU XXX"."""
+    running = f"when running {cell.case} ({params_text(cell)})"
+    where = f"{ENGINE_TITLES.get(cell.engine, cell.engine)} {cell.engine_version} {running} INT8 ONNX model on " \
+            f"{device(cell)}"
+    if cell.status == "crashed":
+        return f"Crash failure of {where}"
+    if cell.status == "fail":
+        return f"{STAGE_WORDS.get(failed_stage(cell), 'Unknown-stage')} failure of {where}"
+    if cell.status == "pass" and cell.verdict == "regressed":
+        return f"INT8 fusion failure of {where}"
+    if cell.status == "pass" and cell.verdict == "fixed":
+        return f"Documented failure no longer seen on {where}"
+    if cell.status == "pass":
+        return f"No failure of {where}"
+    return f"Not run ({cell.status}): {where}"
+
+
+def params_text(cell: Cell, meta: Optional[Dict[str, Any]] = None) -> str:
+    """"k=v, ..." in the case's axis order where the catalogue knows it."""
+    order = list((meta or {}).get("params") or {})
+    if not order:
+        try:
+            from cases import get_case
+
+            order = list(get_case(cell.case).axes)
+        except Exception:  # an unknown case: the record's own order
+            order = []
+    keys = [k for k in order if k in cell.params] + [k for k in cell.params if k not in order]
+    return ", ".join(f"{k}={_param(cell.params[k])}" for k in keys)
+
+
+def device(cell: Cell) -> str:
+    """ "GPU NVIDIA H200" or "CPU Intel(R) Xeon(R) ..." from the recorded hardware."""
+    if cell.engine == "tensorrt":
+        return f"GPU {cell.hardware_detail.get('name') or cell.hardware}"
+    cpu = cell.hardware_detail.get("cpu") or cell.hardware.replace("cpu: ", "", 1)
+    return f"CPU {cpu}"
+
+
+def versions_tried(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any]]:
+    """Every version of this cell's engine that ran this bundle, oldest first, the newest marked."""
+    ran = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine
+           and c.status in ("pass", "fail", "crashed")]
+    ran.sort(key=lambda c: (version_key(c.engine_version), c.hardware))
+    newest = ran[-1].engine_version if ran else ""
+    return [{"version": c.engine_version, "hardware": c.hardware, "status": c.status, "verdict": c.verdict,
+             "stage": failed_stage(c), "this": c is cell or _same(c, cell), "newest": c.engine_version == newest,
+             "source": c.run.get("source", "local")} for c in ran]
+
+
+def other_engines(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any]]:
+    """The same bundle on every other engine: status, verdict, version, error in steps."""
+    found = [c for c in everything if c.bundle == cell.bundle and c.engine != cell.engine]
+    found.sort(key=lambda c: (c.engine, version_key(c.engine_version), c.hardware))
+    return [{"engine": ENGINE_TITLES.get(c.engine, c.engine), "version": c.engine_version, "hardware": c.hardware,
+             "status": c.status, "verdict": c.verdict, "stage": failed_stage(c), "max_error": _steps(c.max_error_steps),
+             "note": first_line(c.error or c.reason)} for c in found]
+
+
+def tolerances(meta: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Per output: the absolute tolerance the suite allows (tolerance in steps times the step)."""
+    steps = float(meta.get("tolerance_steps", 1.0))
+    out = []
+    for name, info in (meta.get("outputs") or {}).items():
+        step = info.get("step")
+        integer = "int" in str(info.get("dtype", ""))
+        atol = steps * (1.0 if integer or not step else float(step))
+        out.append({"name": name, "step": step, "atol": f"{atol:.6g}", "known": bool(step) or integer})
+    return out
+
+
+def render(name: str, data: Dict[str, Any]) -> str:
+    """One template under matrix/templates, not autoescaped (Markdown and Python, not HTML)."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, Undefined
+
+    # Python templates fail on any missing value; Markdown ones read optional record fields as empty.
+    strict = name.endswith(".py.j2")
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=False,
+                      undefined=StrictUndefined if strict else Undefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(pystr=py_str, pyjson=py_json, code=md_code)
+    return env.get_template(name).render(**data)
+
+
+def py_str(value: Any) -> str:
+    """A Python string literal for any value's text: safe to paste into generated source."""
+    return repr(str(value))
+
+
+def py_json(value: Any) -> str:
+    """A Python string literal holding the value as JSON, for json.loads in generated source."""
+    return repr(json.dumps(value, sort_keys=True, default=str))
+
+
+def md_code(value: Any) -> str:
+    """Inline Markdown code that survives backticks in the text."""
+    text = str(value).replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+
+
+def first_line(text: str) -> str:
+    lines = [x.strip() for x in (text or "").strip().splitlines() if x.strip()]
+    return lines[0] if lines else ""
+
+
+def _lines(text: str, limit: int) -> List[str]:
+    lines = (text or "").rstrip().splitlines()
+    return lines if len(lines) <= limit else lines[:limit] + [f"... ({len(lines) - limit} more lines in log.txt)"]
+
+
+def _steps(value: Optional[float]) -> str:
+    if value is None:
+        return "n/a"
+    return "inf" if math.isinf(value) else f"{value:.3g}"
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _same(a: Cell, b: Cell) -> bool:
+    return (a.bundle, a.engine, a.engine_version, a.hardware, a.run.get("source")) == \
+        (b.bundle, b.engine, b.engine_version, b.hardware, b.run.get("source"))

@@ -1,0 +1,133 @@
+"""The GPU matrix workflow template: valid GitHub Actions, and in step with noxfile.py's pin table."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the workflow (add it to the test group)")
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOW = REPO / "ci" / "github" / "gpu-matrix.yml"
+NOXFILE = REPO / "noxfile.py"
+
+
+def pin_table() -> Dict[str, Any]:
+    """The constants at the top of noxfile.py, read with ast (nox need not be installed)."""
+    found = {}
+    for node in ast.parse(NOXFILE.read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return found
+
+
+def nox_sessions() -> List[str]:
+    """Session names in noxfile.py: the name= of @nox.session, else the function name."""
+    names = []
+    for node in ast.parse(NOXFILE.read_text()).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            if ast.unparse(target) == "nox.session":
+                kw = {k.arg: k.value for k in getattr(deco, "keywords", [])}
+                names.append(ast.literal_eval(kw["name"]) if "name" in kw else node.name)
+    return names
+
+
+@pytest.fixture(scope="module")
+def workflow() -> Dict[str, Any]:
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def steps_running(job: Dict[str, Any]) -> List[str]:
+    return [s["run"] for s in job["steps"] if "run" in s]
+
+
+def check_jsonschema() -> List[str]:
+    """How to call check-jsonschema here, or skip: it vendors schemastore's GitHub workflow schema."""
+    if importlib.util.find_spec("check_jsonschema") is not None:
+        return [sys.executable, "-m", "check_jsonschema"]
+    exe = shutil.which("check-jsonschema")
+    if exe is None:
+        pytest.skip("check-jsonschema is not installed (add it to the test dependency group)")
+    return [exe]
+
+
+def test_workflow_validates_against_githubs_workflow_schema():
+    done = subprocess.run([*check_jsonschema(), "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_schema_check_catches_a_broken_workflow(tmp_path, workflow):
+    broken = dict(workflow)
+    broken["jobs"] = {"cells": {k: v for k, v in workflow["jobs"]["cells"].items() if k != "runs-on"}}
+    path = tmp_path / "broken.yml"
+    path.write_text(yaml.safe_dump(broken))
+    done = subprocess.run([*check_jsonschema(), "--builtin-schema", "vendor.github-workflows", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+
+
+def test_triggers_are_manual_and_scheduled(workflow):
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert set(triggers) == {"workflow_dispatch", "schedule"}
+    assert "trt_python" in triggers["workflow_dispatch"]["inputs"]
+
+
+def test_cells_job_runs_on_gpu_runners_over_the_pin_table(workflow):
+    pins = pin_table()
+    cells = workflow["jobs"]["cells"]
+    assert cells["runs-on"] == ["self-hosted", "linux", "gpu"]
+    entries = cells["strategy"]["matrix"]["include"]
+    versions = [e["trt"] for e in entries]
+    assert {"8.5.3.1", "8.6.0"} <= set(versions) and set(pins["TRT_NVIDIA"]) <= set(versions)
+    sessions = set(nox_sessions())
+    for e in entries:
+        assert e["trt"] in pins["TRT_PYPI"] + pins["TRT_NVIDIA"], e
+        family = "trt" if e["trt"] in pins["TRT_PYPI"] else "trt10"
+        assert family in sessions and e["session"] == f"{family}({e['trt']})", e
+
+
+def test_cells_job_installs_nox_runs_sessions_and_uploads_results(workflow):
+    cells = workflow["jobs"]["cells"]
+    runs = "\n".join(steps_running(cells))
+    assert "pip install --quiet nox uv" in runs and "nox -s generate" in runs and 'nox -s "$NOX_SESSION"' in runs
+    upload = next(s for s in cells["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["path"] == "results/*.jsonl"
+    assert "${{ matrix.trt }}" in upload["with"]["name"]
+
+
+def test_existing_interpreter_mode_passes_only_options_after_the_interpreter(workflow):
+    """trt_existing takes every argument not starting with '-' as another interpreter."""
+    script = next(r for r in steps_running(workflow["jobs"]["cells"]) if "trt_existing" in r)
+    line = next(x for x in script.splitlines() if "nox -s trt_existing" in x)
+    after = shlex.split(line.split("--", 1)[1])
+    assert after[0] == "$python" and all(a.startswith("-") for a in after[1:]), after
+    assert "trt_existing" in nox_sessions()
+
+
+def test_merge_job_reports_and_writes_the_diff_to_the_step_summary(workflow):
+    merge = workflow["jobs"]["merge"]
+    assert merge["needs"] in ("cells", ["cells"])
+    download = next(s for s in merge["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["pattern"] == "results-tensorrt-*" and download["with"]["path"] == "results"
+    runs = steps_running(merge)
+    assert any(r.strip() == "nox -s report" for r in runs)
+    diff = next(r for r in runs if "nox -s diff -- tensorrt" in r)
+    assert diff.rstrip().endswith('>> "$GITHUB_STEP_SUMMARY"') and "env -u GITHUB_STEP_SUMMARY" in diff
+    assert {"report", "diff"} <= set(nox_sessions())
+    uploads = [s for s in merge["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert any("reports/matrix.md" in s["with"]["path"] for s in uploads)

@@ -1,0 +1,271 @@
+"""Bug bundles: real ONNX Runtime/OpenVINO cells reproduce through their own repro.py; TensorRT bundles are complete."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from cases import get_case
+from cases.cell import Cell
+from engines import get_engine
+from engines.cells import judge_observation, run_cell
+from generators.bundle import load_bundle
+from generators.write import write_all
+from matrix.__main__ import main
+from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, VERSION_FIELDS
+from matrix.merge import load_results
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+OBSERVED = DATA / "observed-sample.jsonl"  # two real TensorRT cells (8.5.3.1, 8.6.0) from an H200
+FAKE_TRT = DATA / "trt" / "fake_tensorrt"  # not TensorRT: replays its API surface for plumbing tests
+BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
+PARAMS = {"cpg": [3], "weights": ["per_channel"], "activation": ["int8"], "output_qdq": [True], "epilogue": ["none"]}
+RUN = {"date": "2026-11-22T08:00:00Z", "source": "local"}
+ISSUE_SECTIONS = ("## Description", "## Environment", "## Relevant Files", "## Steps To Reproduce",
+                  "**Have you tried [the latest release]", "**Can this model run on other frameworks?**")
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory) -> Path:
+    """The grouped_conv bundle the observed TensorRT cells ran, rebuilt from its seed."""
+    root = tmp_path_factory.mktemp("bundles")
+    write_all(["grouped_conv"], PARAMS, root=root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def cpu_cells(bundles) -> List[Cell]:
+    """Real cells: the bundle on this machine's ONNX Runtime and OpenVINO."""
+    bundle = load_bundle(bundles / BUNDLE)
+    cells = []
+    for name in ("onnxruntime", "openvino"):
+        engine = get_engine(name, **({"providers": ["CPUExecutionProvider"]} if name == "onnxruntime" else {}))
+        cells.append(run_cell(get_case("grouped_conv"), bundle, engine, engine.probe(), dict(RUN)))
+    return cells
+
+
+def write_jsonl(path: Path, cells: List[Cell]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(c.to_json() + "\n" for c in cells), encoding="utf-8")
+    return path
+
+
+def bugs(*args: str) -> int:
+    return main(["bugs", *args])
+
+
+def run_repro(folder: Path, env: Dict[str, str] = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "repro.py"], cwd=str(folder), capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def only_folder(out: Path) -> Path:
+    found = [p.parent for p in out.glob("*/*/ISSUE.md")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_the_generator_rebuilds_the_bundle_the_observed_cells_ran(bundles):
+    observed = load_results([OBSERVED]).cells
+    assert {c.engine_version for c in observed} == {"8.5.3.1", "8.6.0"}
+    assert {c.digest for c in observed} == {load_bundle(bundles / BUNDLE).meta["digest"]}
+
+
+@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
+def test_repro_reproduces_a_real_cell(engine, bundles, cpu_cells, tmp_path):
+    cell = next(c for c in cpu_cells if c.engine == engine)
+    assert cell.status == "pass", cell.error
+    results = write_jsonl(tmp_path / "results" / "cpu.jsonl", cpu_cells)
+    out = tmp_path / "bug-bundles"
+    code = bugs("--results", str(results), "--bundles", str(bundles), "--out", str(out), "--cell", BUNDLE,
+                "--engine", engine, "--version", cell.engine_version)
+    assert code == 0
+    folder = only_folder(out)
+    assert folder == out / f"{engine}-{cell.engine_version}" / BUNDLE.replace("/", "__")
+    done = run_repro(folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1].startswith("REPRODUCED: pass (max error 0 steps")
+
+
+@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
+def test_repro_reproduces_a_real_failure(engine, tmp_path):
+    """A TensorRT-plugin model: the suite marks it not run on CPU engines; run anyway, it is a real load failure."""
+    root = tmp_path / "bundles"
+    bundle = load_bundle(write_all(["quantized_constant_plugin"], {"form": ["int8_const_to_plugin_v2"]}, root=root)[0])
+    adapter = get_engine(engine)
+    cell = judge_observation(get_case(bundle.meta["case"]), bundle, adapter.probe(), adapter.run(bundle), dict(RUN))
+    assert (cell.status, cell.stage) == ("fail", "")
+    results = write_jsonl(tmp_path / "results.jsonl", [cell])
+    out = tmp_path / "bug-bundles"
+    assert bugs("--results", str(results), "--bundles", str(root), "--out", str(out)) == 0
+    folder = only_folder(out)
+    assert (folder / "ISSUE.md").read_text().startswith("# Load failure of ")
+    done = run_repro(folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1].startswith("REPRODUCED: fail at load: ")
+
+
+def test_repro_says_so_when_the_recorded_outcome_does_not_happen(bundles, cpu_cells, tmp_path):
+    claimed = replace(next(c for c in cpu_cells if c.engine == "onnxruntime"), status="fail", stage="",
+                      verdict="regressed", error="claimed: the session cannot be created", max_error_steps=None)
+    results = write_jsonl(tmp_path / "claimed.jsonl", [claimed])
+    out = tmp_path / "bug-bundles"
+    assert bugs("--results", str(results), "--bundles", str(bundles), "--out", str(out)) == 0
+    done = run_repro(only_folder(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("DID NOT REPRODUCE: pass")
+    assert "recorded: fail at load: claimed: the session cannot be created" in last
+
+
+def test_default_run_bundles_failing_and_unexpected_cells_only(bundles, cpu_cells, tmp_path):
+    results = write_jsonl(tmp_path / "results" / "cpu.jsonl", cpu_cells)
+    out = tmp_path / "bug-bundles"
+    assert bugs("--results", str(results), "--results", str(OBSERVED), "--bundles", str(bundles),
+                "--out", str(out)) == 0
+    made = sorted(str(p.parent.relative_to(out)) for p in out.glob("*/*/ISSUE.md"))
+    assert made == [f"tensorrt-{v}/{BUNDLE.replace('/', '__')}" for v in ("8.5.3.1", "8.6.0")]
+
+
+@pytest.fixture
+def trt_bundle(bundles, cpu_cells, tmp_path) -> Path:
+    """The bug bundle of the observed TensorRT 8.6.0 cell, with the real CPU cells merged in."""
+    results = write_jsonl(tmp_path / "results" / "cpu.jsonl", cpu_cells)
+    out = tmp_path / "bug-bundles"
+    assert bugs("--results", str(results), "--results", str(OBSERVED), "--bundles", str(bundles), "--out", str(out),
+                "--cell", BUNDLE, "--engine", "tensorrt", "--version", "8.6.0", "--zip") == 0
+    return only_folder(out)
+
+
+def test_tensorrt_bundle_holds_every_file(trt_bundle):
+    names = {p.name for p in trt_bundle.iterdir()}
+    assert names == {"model.onnx", "inputs.npz", "expected.npz", "case.json", "repro.py", "commands.md",
+                     "data_loader.py", "environment.json", "log.txt", "ISSUE.md"}
+    with zipfile.ZipFile(str(trt_bundle) + ".zip") as z:
+        assert f"{trt_bundle.name}/repro.py" in z.namelist()
+
+
+def test_tensorrt_repro_is_python_39_with_only_stdlib_numpy_and_tensorrt(trt_bundle):
+    tree = ast.parse((trt_bundle / "repro.py").read_text(), feature_version=(3, 9))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert {"numpy", "tensorrt"} <= imported
+    assert imported - set(sys.stdlib_module_names) == {"numpy", "tensorrt"}
+    source = (trt_bundle / "repro.py").read_text()
+    assert "Error Code 10: Internal Error" in source  # the recorded error and signature are embedded
+    assert '"failed_stage": "build"' in source
+
+
+def test_tensorrt_issue_follows_nvidias_template(trt_bundle):
+    issue = (trt_bundle / "ISSUE.md").read_text()
+    title = issue.splitlines()[0]
+    assert re.fullmatch(r"# Build failure of TensorRT 8\.6\.0 when running grouped_conv \(cpg=3, .*\) .* on GPU "
+                        r"NVIDIA H200", title), title
+    positions = [issue.index(s) for s in ISSUE_SECTIONS]
+    assert positions == sorted(positions)
+    assert "**TensorRT Version**: 8.6.0" in issue and "**NVIDIA Driver Version**: 580.159.04" in issue
+    assert "https://github.com/NVIDIA/TensorRT/issues/4060" in issue
+    assert "`no_implementation`" in issue  # the matched signature
+    assert "8.5.3.1 on NVIDIA H200 (sm_90): fail at build" in issue  # versions tried
+    assert re.search(r"ONNX Runtime \S+ on cpu: .*: pass", issue) and re.search(r"OpenVINO \S+ on cpu: .*: pass", issue)
+    assert re.search(r"cross-checked:\n- onnxruntime \S+: agree", issue)  # case.json's cross_check
+    assert "trtexec --onnx=model.onnx" in issue and "polygraphy run model.onnx --trt --onnxrt" in issue
+
+
+def test_tensorrt_commands_and_data_loader(trt_bundle, monkeypatch):
+    commands = (trt_bundle / "commands.md").read_text()
+    assert "--int8" in commands and "--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN" in commands
+    assert "--loadInputs=x:x.bin" in commands and "--exportLayerInfo=layers.json" in commands
+    assert "--tactic-sources EDGE_MASK_CONVOLUTIONS JIT_CONVOLUTIONS" in commands
+    assert "--data-loader-script data_loader.py" in commands and "--atol y:0.015625 --rtol 0" in commands
+    monkeypatch.chdir(trt_bundle.parent)  # the loader finds inputs.npz next to itself, not in the working folder
+    namespace: dict = {"__file__": str(trt_bundle / "data_loader.py")}
+    exec(compile((trt_bundle / "data_loader.py").read_text(), str(trt_bundle / "data_loader.py"), "exec"), namespace)
+    feeds = list(namespace["load_data"]())
+    expected = load_bundle(trt_bundle).inputs()
+    assert len(feeds) == 1 and set(feeds[0]) == set(expected)
+    assert all((feeds[0][k] == expected[k]).all() for k in expected)
+
+
+def test_environment_json_holds_only_whitelisted_fields(trt_bundle, monkeypatch):
+    env = json.loads((trt_bundle / "environment.json").read_text())
+    assert set(env) <= set(ENVIRONMENT_FIELDS) | {"hardware_detail", "versions", "run"}
+    assert set(env["hardware_detail"]) <= set(DETAIL_FIELDS)
+    assert set(env["versions"]) <= set(VERSION_FIELDS)
+    assert set(env["run"]) <= set(RUN_FIELDS)  # no host, no command line
+    assert env["hardware_detail"]["name"] == "NVIDIA H200" and env["versions"]["tensorrt"] == "8.6.0"
+
+
+def test_nothing_from_the_process_environment_is_written(bundles, tmp_path, monkeypatch):
+    monkeypatch.setenv("QDQ_TEST_SECRET", "s3cr3t-token-value")
+    out = tmp_path / "bug-bundles"
+    assert bugs("--results", str(OBSERVED), "--bundles", str(bundles), "--out", str(out)) == 0
+    texts = [p.read_text(errors="replace") for p in out.rglob("*") if p.suffix in (".md", ".py", ".json", ".txt")]
+    assert texts and not any("s3cr3t-token-value" in t for t in texts)
+
+
+def test_tensorrt_repro_plumbing_with_a_fake_tensorrt(trt_bundle):
+    """Not TensorRT: the stand-in parses and builds, then running needs libcuda, so the build failure is not seen."""
+    env = dict(os.environ, PYTHONPATH=str(FAKE_TRT))
+    done = run_repro(trt_bundle, env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("DID NOT REPRODUCE: fail at run: run: ") and "recorded: fail at build" in last
+    assert "[signature no_implementation NOT matched]" in last
+
+
+def test_a_recorded_crash_is_reproduced_by_a_crash(bundles, tmp_path):
+    observed = next(c for c in load_results([OBSERVED]).cells if c.engine_version == "8.6.0")
+    crashed = replace(observed, status="crashed", reason="signal 11 (SIGSEGV)", signature="", error="")
+    results = write_jsonl(tmp_path / "crashed.jsonl", [crashed])
+    out = tmp_path / "bug-bundles"
+    assert bugs("--results", str(results), "--bundles", str(bundles), "--out", str(out)) == 0
+    folder = only_folder(out)
+    assert (folder / "ISSUE.md").read_text().startswith("# Crash failure of TensorRT 8.6.0")
+    done = run_repro(folder, dict(os.environ, PYTHONPATH=str(FAKE_TRT), FAKE_TRT_CRASH="build"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "REPRODUCED: crashed: killed by signal 11"
+
+
+def test_a_digest_mismatch_is_refused(bundles, tmp_path, capsys):
+    observed = next(c for c in load_results([OBSERVED]).cells if c.engine_version == "8.6.0")
+    results = write_jsonl(tmp_path / "other.jsonl", [replace(observed, digest="0" * 64)])
+    out = tmp_path / "bug-bundles"
+    assert bugs("--results", str(results), "--bundles", str(bundles), "--out", str(out)) == 1
+    err = capsys.readouterr().err
+    assert "refused" in err and "digest mismatch" in err and "not the model that ran" in err
+    assert not out.exists() or not list(out.rglob("ISSUE.md"))
+
+
+def test_edited_bundle_files_are_refused(bundles, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "bundles"
+    shutil.copytree(bundles, copy)
+    (copy / BUNDLE / "model.onnx").write_bytes((copy / BUNDLE / "model.onnx").read_bytes() + b"\0")
+    assert bugs("--results", str(OBSERVED), "--bundles", str(copy), "--out", str(tmp_path / "out")) == 1
+    assert "edited files?" in capsys.readouterr().err
+
+
+def test_a_missing_bundle_is_refused(tmp_path, capsys):
+    assert bugs("--results", str(OBSERVED), "--bundles", str(tmp_path / "none"), "--out", str(tmp_path / "out")) == 1
+    err = capsys.readouterr().err
+    assert "is not in" in err and "python -m generators write --case grouped_conv" in err
+
+
+def test_cell_selection_errors_are_usage_errors(bundles, tmp_path, capsys):
+    assert bugs("--results", str(OBSERVED), "--cell", BUNDLE) == 2
+    assert "--cell needs --engine and --version" in capsys.readouterr().err
+    assert bugs("--results", str(OBSERVED), "--bundles", str(bundles), "--cell", BUNDLE, "--engine", "tensorrt",
+                "--version", "10.0") == 2
+    assert "no cell" in capsys.readouterr().err
