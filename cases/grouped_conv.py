@@ -14,12 +14,11 @@ supports no outcome here: cpg 1, 2 and 3 carry no expectation from it. The sweep
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Params, Signature
+from cases.common import NONZERO_ZERO_POINT, OPERATORS_MD, nonzero_zero_point_fails
 
 ISSUE_4060 = "https://github.com/NVIDIA/TensorRT/issues/4060"
 ISSUE_3385 = "https://github.com/NVIDIA/TensorRT/issues/3385"
 NVINFER_H = "https://github.com/NVIDIA/TensorRT/blob/main/include/NvInfer.h"
-OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
-ZERO_POINT_ASSERT = "https://github.com/onnx/onnx-tensorrt/blob/10.1-GA/onnxOpImporters.cpp"
 
 NO_IMPLEMENTATION = Signature(
     name="no_implementation",
@@ -28,15 +27,6 @@ NO_IMPLEMENTATION = Signature(
     pattern=r"Error Code 10: Internal Error \(Could not find any implementation for node",
     kind="error",
     source=ISSUE_4060,
-)
-NONZERO_ZERO_POINT = Signature(
-    name="nonzero_zero_point",
-    # The ONNX parser's check on Q/DQ zero points: 8.x prints the failed assertion
-    # "shiftIsAllZeros(zeroPoint) && ...", 8.6 and 10.x say "TensorRT only supports symmetric
-    # quantization. The zero point for the QuantizeLinear/DequantizeLinear operator must be all zeros."
-    pattern=r"shiftIsAllZeros\(zeroPoint\)|TensorRT only supports symmetric quantization",
-    kind="error",
-    source=ZERO_POINT_ASSERT,
 )
 
 
@@ -109,18 +99,7 @@ CASE = Case(
             hardware="Jetson AGX Orin",
             note="reporter's table: DQ > DwConv > BN > Relu > Q is OK (it builds; accuracy not reported)",
         ),
-        Expectation(
-            engine="tensorrt",
-            versions=">=8.0",
-            outcome="fail",
-            stage="load",
-            signature="nonzero_zero_point",
-            source=OPERATORS_MD,
-            where={"activation": ("uint8",)},
-            note="operators.md: QuantizeLinear `y_zero_point` must be 0, DequantizeLinear `x_zero_point` "
-            "must be zero; the parser asserts it (onnx-tensorrt 8.0-GA to 10.1-GA); 10.x first warns "
-            "that UINT8 zero points are read as INT8",
-        ),
+        nonzero_zero_point_fails({"activation": ("uint8",)}),
     ),
     builder="generators.grouped_conv:build",
     valid=_epilogue_before_q,

@@ -15,16 +15,20 @@ scales: "none" (the Python API as is; TensorRT 8.5/8.6 then fail the build with 
 seen on an H200) or "trtexec" (the dummy dynamic ranges `trtexec --int8` sets without a calibration
 cache: +-2 on layer inputs, +-4 on layer outputs), the way most reporters build.
 
-No source here states an outcome (pass, fail or fallback) together with a TensorRT version, so the
-case declares signatures only; its cells are "undocumented" or "new failure" until a source does.
+No thread states an outcome for #3659's model together with a TensorRT version; the one expectation
+is the sampleINT8API README's rule that an INT8 build needs a calibrator or a dynamic range for
+every tensor (so int8_ranges="none" fails to build).
 """
 
 from __future__ import annotations
 
-from cases.base import Case, Signature
+from cases.base import Case, Expectation, Signature
 
 ISSUE_3659 = "https://github.com/NVIDIA/TensorRT/issues/3659"
 ISSUE_3603 = "https://github.com/NVIDIA/TensorRT/issues/3603"
+# "you need to provide TensorRT with the dynamic range for each network tensor ... One way ... is
+# the TensorRT INT8 calibrator": with neither, an INT8 build has nothing to quantize with.
+SAMPLE_INT8_API = "https://github.com/NVIDIA/TensorRT/tree/main/samples/sampleINT8API"
 # Shows the clamping warning verbatim next to the INT64 one.
 ISSUE_2966 = "https://github.com/NVIDIA/TensorRT/issues/2966"
 
@@ -50,6 +54,11 @@ CASE = Case(
         ),
         Signature("missing_scale", r"Missing scale and zero-point for tensor", "warning", ISSUE_3659),
     ),
-    expectations=(),
+    expectations=(
+        Expectation(
+            "tensorrt", ">=8.0", "fail", SAMPLE_INT8_API, stage="build", where={"int8_ranges": ("none",)},
+            note="INT8 with no calibrator and no per-tensor dynamic range: the build has no scales to use",
+        ),
+    ),
     builder="generators.instancenorm_int8:build",
 )

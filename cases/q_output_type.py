@@ -23,6 +23,7 @@ twin that engines/tensorrt/plugins.py registers beside the IPluginV3 `Int8Identi
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
+from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_fails
 
 ISSUE_3844 = "https://github.com/NVIDIA/TensorRT/issues/3844"
 ISSUE_3055 = "https://github.com/NVIDIA/TensorRT/issues/3055"
@@ -83,8 +84,9 @@ CASE = Case(
             "error",
             ISSUE_3055,
         ),
+        NONZERO_ZERO_POINT,
     ),
-    expectations=_issue_3055("8.5.3.1") + _issue_3055("8.6.0.12"),
+    expectations=_issue_3055("8.5.3.1") + _issue_3055("8.6.0.12") + (nonzero_zero_point_fails({"activation": ("uint8",)}),),
     builder="generators.q_output_type:build",
     valid=_valid,
 )

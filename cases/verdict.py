@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from dataclasses import replace
+from typing import Any, Dict, List, Optional, Tuple
 
-from cases.base import Expectation
+from cases.base import Case, Expectation
+from cases.cell import Cell
 
 
 def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:
@@ -31,3 +33,38 @@ def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]
 
 
 UNEXPECTED = ("fixed", "regressed", "new failure")
+
+
+def match_signatures(case: Case, text: str, kind: str) -> List[str]:
+    """Names of the case's signatures of one kind that occur in text."""
+    return [s.name for s in case.signatures if s.kind == kind and s.search(text)]
+
+
+def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
+    """The expectation a verdict was judged against, as stored in a cell."""
+    if expectation is None:
+        return {}
+    return {
+        "outcome": expectation.outcome, "versions": expectation.versions, "source": expectation.source,
+        "stage": expectation.stage or "", "signature": expectation.signature or "",
+        "hardware": expectation.hardware or "", "note": expectation.note,
+    }
+
+
+def rejudge(cell: Cell, case: Case) -> Cell:
+    """A stored cell judged again against the catalogue as it is now: observations stay, knowledge moves.
+
+    Observed results are kept for years; the expectations and signatures they are read against grow.
+    """
+    if cell.status in ("skipped", "not_run"):
+        return cell
+    text = "\n".join([cell.error, cell.reason, cell.log])
+    errors = match_signatures(case, text, "error")
+    expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params)
+    verdict, why = judge(expectation, cell.status, cell.fused)
+    if cell.status == "crashed":
+        why = f"the engine's process died before it reported a result; {why}"
+    return replace(
+        cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
+        signature=errors[0] if errors else "", warnings=match_signatures(case, text, "warning"),
+    )

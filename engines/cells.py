@@ -9,7 +9,7 @@ import numpy as np
 
 from cases.base import Case
 from cases.cell import Cell
-from cases.verdict import judge
+from cases.verdict import expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
 from generators.bundle import Bundle
 
@@ -51,11 +51,6 @@ def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[fl
         if err > tolerance:
             problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
     return worst, "; ".join(problems), dtypes
-
-
-def match_signatures(case: Case, text: str, kind: str) -> List[str]:
-    """Names of the case's signatures of one kind that occur in text."""
-    return [s.name for s in case.signatures if s.kind == kind and s.search(text)]
 
 
 def fused(precision: Dict[str, Dict[str, str]], targets: List[str]) -> Optional[bool]:
@@ -108,7 +103,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         network_dtypes=dict(obs.network_dtypes), max_error_steps=worst,
         tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),
         precision={t: _with_network_dtype(t, obs) for t in targets},
-        fused=is_fused, expectation=_expectation_record(expectation), explanation=why,
+        fused=is_fused, expectation=expectation_record(expectation), explanation=why,
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
         timings={k: round(v, 4) for k, v in obs.timings.items()}, log=obs.log[-LOG_LIMIT:], run=dict(run),
     )
@@ -132,13 +127,3 @@ def _with_network_dtype(target: str, obs: Observation) -> Dict[str, str]:
         entry["network_dtype"] = obs.network_dtypes[tensor]
         entry["evidence"] += f"; network definition types its output {obs.network_dtypes[tensor]}"
     return entry
-
-
-def _expectation_record(expectation) -> Dict[str, object]:
-    if expectation is None:
-        return {}
-    return {
-        "outcome": expectation.outcome, "versions": expectation.versions, "source": expectation.source,
-        "stage": expectation.stage or "", "signature": expectation.signature or "",
-        "hardware": expectation.hardware or "", "note": expectation.note,
-    }

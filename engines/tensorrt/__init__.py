@@ -107,7 +107,7 @@ class Adapter:
         if wanted and _major(info.version) < 10:
             return (f"needs plugin {', '.join(wanted)}; the suite's plugins are TensorRT Python plugins "
                     f"(TensorRT >= 10), and none is built for TensorRT {info.version}")
-        cudnn = bundle.meta.get("trt", {}).get("needs_cudnn")
+        cudnn = bundle.meta.get("trt", {}).get("needs_cudnn") or _instancenorm_plugin(bundle, info.version)
         if cudnn and info.versions.get("cudnn", "").startswith(("stub", "missing")):
             return f"needs cuDNN ({cudnn}), and this interpreter's cuDNN is {info.versions['cudnn']}"
         return ""
@@ -308,6 +308,18 @@ def _signal_text(num: int) -> str:
 def _tail(text: str, limit: int = STDERR_TAIL) -> str:
     text = text.strip()
     return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _instancenorm_plugin(bundle: Bundle, version: str) -> str:
+    """NATIVE_INSTANCENORM arrived in 8.6: before it, InstanceNormalization is always the cuDNN plugin."""
+    flags = bundle.meta.get("trt", {}).get("parser_flags") or []
+    if "NATIVE_INSTANCENORM" in flags and tuple(_numbers(version)[:2]) < (8, 6):
+        return f"TensorRT {version} has no NATIVE_INSTANCENORM flag, so InstanceNormalization_TRT (cuDNN) runs"
+    return ""
+
+
+def _numbers(version: str) -> List[int]:
+    return [int(p) for p in version.split(".") if p.isdigit()]
 
 
 def _major(version: str) -> int:

@@ -220,3 +220,12 @@ def test_cannot_run_says_why_before_anything_runs(bundle, version, cudnn, trt, w
     adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": cudnn})
     reason = adapter.cannot_run(Bundle(path=bundle.path, meta={**bundle.meta, "trt": trt}))
     assert (why in reason) if why else reason == ""
+
+
+@pytest.mark.parametrize("version, why", [("8.5.3.1", "no NATIVE_INSTANCENORM flag"), ("8.6.0", "")])
+def test_native_instancenorm_before_8_6_still_needs_cudnn(bundle, version, why):
+    adapter = Adapter()
+    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": "stub (x)"})
+    meta = {**bundle.meta, "trt": {"parser_flags": ["NATIVE_INSTANCENORM"]}}
+    reason = adapter.cannot_run(Bundle(path=bundle.path, meta=meta))
+    assert (why in reason and "needs cuDNN" in reason) if why else reason == ""

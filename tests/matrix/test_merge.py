@@ -117,3 +117,17 @@ def test_matrix_imports_no_engine(make_cell, write_results):
     repo = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_stored_cells_are_judged_against_the_catalogue_as_it_is_now(make_cell, write_results, tmp_path):
+    """A verdict written before an expectation existed is re-read: the observation stays, the verdict moves."""
+    old = make_cell(
+        bundle="q_output_type/variant=q_dq_chain+activation=uint8+plugin=none", case="q_output_type",
+        params={"variant": "q_dq_chain", "activation": "uint8", "plugin": "none"}, engine="tensorrt",
+        engine_version="8.6.0", status="fail", verdict="new failure", stage="",
+        error='ONNX parse failed: Assertion failed: shiftIsAllZeros(zeroPoint) && "TensorRT only supports symmetric"',
+    )
+    path = write_results("old.jsonl", [old])
+    (cell,) = load_results([path]).cells
+    assert (cell.verdict, cell.signature) == ("as documented", "nonzero_zero_point")
+    assert cell.expectation["source"].endswith("operators.md")
