@@ -226,7 +226,7 @@ def test_tensorrt_repro_plumbing_with_a_fake_tensorrt(trt_bundle):
 
 def test_a_recorded_crash_is_reproduced_by_a_crash(bundles, tmp_path):
     observed = next(c for c in load_results([OBSERVED]).cells if c.engine_version == "8.6.0")
-    crashed = replace(observed, status="crashed", reason="signal 11 (SIGSEGV)", signature="", error="")
+    crashed = replace(observed, status="crashed", reason="signal 11 (SIGSEGV)", signature="", error="", log="")
     results = write_jsonl(tmp_path / "crashed.jsonl", [crashed])
     out = tmp_path / "bug-bundles"
     assert bugs("--results", str(results), "--bundles", str(bundles), "--out", str(out)) == 0
