@@ -12,7 +12,8 @@ from matrix.render import FAILED_STAGE
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
-KINDS = BAD + GOOD + ("error changed", "numeric drift")
+REWORDED = "error reworded"  # same stage, same documented signature, other words: collapsed in the report
+KINDS = BAD + GOOD + ("error changed", "numeric drift", REWORDED)
 FAILED = ("fail", "crashed")
 
 
@@ -75,7 +76,12 @@ class DiffReport:
             changes = [c for c in self.changes if c.hardware == _pair_label(pair)]
             if len(self.hardware) > 1:
                 lines += [f"### {_pair_label(pair)}", ""]
-            lines += _table(changes) if changes else ["No changes.", ""]
+            main = [c for c in changes if c.kind != REWORDED]
+            minor = [c for c in changes if c.kind == REWORDED]
+            lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
+            if minor:
+                lines += [f"<details><summary>{len(minor)} {_plural(REWORDED, len(minor))}: same stage, same "
+                          "documented signature, other words</summary>", ""] + _table(minor) + ["</details>", ""]
         if self.not_compared:
             lines += ["<details><summary>" + f"{len(self.not_compared)} not compared</summary>", ""]
             lines += [f"- {_md(n)}" for n in self.not_compared] + ["", "</details>", ""]
@@ -137,7 +143,10 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     elif a.fused is False and b.fused is True:
         add("fusion gained", "not fused", "fused", _float_nodes(a))
     if a.status == "fail" and b.status == "fail":
-        if _first(a.error) != _first(b.error) or a.signature != b.signature or a.stage != b.stage:
+        same_symptom = a.signature == b.signature != "" and a.stage == b.stage
+        if same_symptom and _first(a.error) != _first(b.error):
+            add(REWORDED, _error_text(a), _error_text(b))
+        elif _first(a.error) != _first(b.error) or a.signature != b.signature or a.stage != b.stage:
             add("error changed", _error_text(a), _error_text(b))
     if a.max_error_steps is not None and b.max_error_steps is not None:
         if abs(b.max_error_steps - a.max_error_steps) > drift:
@@ -235,6 +244,7 @@ _NOUNS = {
     "regressed": ("regression", "regressions"), "fixed": ("fix", "fixes"),
     "now crashes": ("new crash", "new crashes"), "no longer crashes": ("crash gone", "crashes gone"),
     "error changed": ("error text changed", "error texts changed"),
+    REWORDED: ("error reworded", "errors reworded"),
 }
 
 

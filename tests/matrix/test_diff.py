@@ -101,3 +101,13 @@ def test_cli_diff_unknown_version_exits_2_naming_the_versions(cells, write_resul
     path = write_results("trt.jsonl", cells)
     assert main(["diff", "tensorrt", "8.6", NEW, "--results", str(path)]) == 2
     assert "versions present: 10.0.1" in capsys.readouterr().err
+
+
+def test_same_signature_in_other_words_is_collapsed_not_headlined(make_cell):
+    failed = dict(status="fail", stage="load", verdict="as documented", fused=None, signature="nonzero_zero_point")
+    cells = [make_cell("grouped_conv/g=1", engine_version=OLD, error="TRT only supports symmetric", **failed),
+             make_cell("grouped_conv/g=1", engine_version=NEW, error="TensorRT only supports symmetric", **failed)]
+    report = diff(cells, "tensorrt", OLD, NEW)
+    assert [c.kind for c in report.changes] == ["error reworded"]
+    assert report.regressions == 0 and "1 error reworded" in report.verdict
+    assert "<details><summary>1 error reworded" in report.markdown()
