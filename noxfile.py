@@ -154,6 +154,13 @@ def diff(session: nox.Session) -> None:
 
 
 @nox.session
+def benchmark(session: nox.Session) -> None:
+    """Bundle generation and CPU-engine cell throughput; figures go in the README, not in tests."""
+    session.install(*_group("generate"), "openvino")
+    session.run("python", "tools/benchmark.py", env=_env())
+
+
+@nox.session
 def bugs(session: nox.Session) -> None:
     """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip]."""
     session.install(*_group("report"), "numpy")
