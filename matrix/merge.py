@@ -142,7 +142,23 @@ def load_results(
         located.extend(found)
         problems.extend(file_problems)
     kept, notes = _dedupe(located)
-    return build(rejudge_all(kept), problems + notes, catalogue, cases, files=[_show(f) for f in files])
+    kept, hidden = _drop_idle_columns(kept)
+    return build(rejudge_all(kept), problems + notes + hidden, catalogue, cases, files=[_show(f) for f in files])
+
+
+def _drop_idle_columns(cells: List[Cell]) -> Tuple[List[Cell], List[Problem]]:
+    """Leave out a column where nothing ran (say, a GPU engine on a machine without one) when another
+    column of the same engine@version has cells that did: it adds no evidence, only width."""
+    by_column: Dict[ColumnKey, List[Cell]] = {}
+    for c in cells:
+        by_column.setdefault(column_key(c), []).append(c)
+    ran = {(k[0], k[1]) for k, cs in by_column.items() if any(c.status not in ("skipped", "not_run") for c in cs)}
+    idle = {k for k, cs in by_column.items()
+            if (k[0], k[1]) in ran and all(c.status in ("skipped", "not_run") for c in cs)}
+    notes = [Problem("", 0, f"{k[0]}@{k[1]} [{k[2]}] ({k[3]}): not run here ({by_column[k][0].reason}); "
+                     "its column is left out because another column of that version ran", "note")
+             for k in sorted(idle)]
+    return [c for c in cells if column_key(c) not in idle], notes
 
 
 def rejudge_all(cells: Sequence[Cell]) -> List[Cell]:

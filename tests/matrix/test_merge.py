@@ -131,3 +131,15 @@ def test_stored_cells_are_judged_against_the_catalogue_as_it_is_now(make_cell, w
     (cell,) = load_results([path]).cells
     assert (cell.verdict, cell.signature) == ("as documented", "nonzero_zero_point")
     assert cell.expectation["source"].endswith("operators.md")
+
+
+def test_a_column_where_nothing_ran_gives_way_to_one_that_ran(make_cell, write_results):
+    here = make_cell(engine="tensorrt", engine_version="8.6.0", hardware="no NVIDIA GPU", status="not_run",
+                     verdict="not run", reason="no NVIDIA GPU", fused=None)
+    there = make_cell(engine="tensorrt", engine_version="8.6.0", hardware="NVIDIA H200 (sm_90)")
+    alone = make_cell(engine="tensorrt", engine_version="8.5.1.7", hardware="no NVIDIA GPU", status="not_run",
+                      verdict="not run", reason="no NVIDIA GPU", fused=None)
+    result = load_results([write_results("a.jsonl", [here, there, alone])])
+    assert {(c.engine_version, c.hardware) for c in result.columns} == {
+        ("8.6.0", "NVIDIA H200 (sm_90)"), ("8.5.1.7", "no NVIDIA GPU")}
+    assert any("left out" in p.message and p.level == "note" for p in result.problems)
