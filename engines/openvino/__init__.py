@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from engines.base import EngineInfo, Observation, no_custom_ops
+from engines.base import EngineInfo, Observation, no_custom_ops, target_outputs
 from engines.hardware import captured_stderr, cpu_label, python_versions
 from generators.bundle import Bundle
 
@@ -112,7 +112,9 @@ class Adapter:
             obs.timings[stage] = time.perf_counter() - start
             obs.stage = stage
         compiled = value
-        obs.precision = precision_evidence(compiled, list(bundle.meta.get("target_nodes", [])))
+        obs.precision = precision_evidence(
+            compiled, list(bundle.meta.get("target_nodes", [])), target_outputs(bundle)
+        )
         start = time.perf_counter()
         try:
             obs.outputs = infer(compiled, bundle.inputs(), list(bundle.meta.get("outputs", {})))
@@ -165,18 +167,21 @@ def _rt(info: Any, key: str) -> str:
     return str(value)
 
 
-def precision_evidence(compiled: Any, targets: Sequence[str]) -> Dict[str, Dict[str, str]]:
+def precision_evidence(
+    compiled: Any, targets: Sequence[str], outputs: Optional[Dict[str, str]] = None
+) -> Dict[str, Dict[str, str]]:
     """node -> {precision, evidence} from the runtime layers whose originalLayersNames name the node."""
     try:
         layers = runtime_layers(compiled)
     except Exception as exc:
         return {t: {"precision": "unknown", "evidence": f"runtime model unreadable: {exc}"} for t in targets}
-    return {t: layer_precision(t, layers) for t in targets}
+    return {t: layer_precision(t, layers, (outputs or {}).get(t, "")) for t in targets}
 
 
-def layer_precision(target: str, layers: List[Dict[str, Any]]) -> Dict[str, str]:
-    """The precision of the runtime layer that executes target (exact name first, then "<target>/...")."""
-    layer = _find_layer(target, layers)
+def layer_precision(target: str, layers: List[Dict[str, Any]], output: str = "") -> Dict[str, str]:
+    """The runtime layer that executes target: by node name ("<target>", "<target>/..."), else by the
+    node's output tensor (OpenVINO renames a node that writes a graph output after that output)."""
+    layer = _find_layer(target, layers) or (_find_layer(output, layers) if output else None)
     if layer is None:
         return {"precision": "unknown", "evidence": f"no runtime layer lists {target} in originalLayersNames"}
     runtime = layer["precision"].lower()
