@@ -106,7 +106,8 @@ def _load(given: Optional[List[str]], catalogue: Sequence[str]) -> Optional[Merg
         return None
     result = load_results(paths, catalogue)
     for p in result.problems:
-        print(f"matrix: {p}", file=sys.stderr)
+        if p.level != "note":  # notes (duplicates resolved, idle columns) are in the reports themselves
+            print(f"matrix: {p}", file=sys.stderr)
     if not result.cells:
         print(f"matrix: nothing could be read: no cells in {len(result.files)} results files under "
               f"{', '.join(map(str, paths))}", file=sys.stderr)
