@@ -83,3 +83,13 @@ def captured_stderr(sink: List[str]) -> Iterator[None]:
 
 def _strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def not_installed(name: str, exc: Exception) -> "EngineInfo":
+    """The probe answer of a CPU engine whose package is missing: its cells are skipped, with why."""
+    from engines.base import EngineInfo
+
+    label, detail = cpu_label()
+    return EngineInfo(name=name, version="not installed", hardware=label, available=False,
+                      unavailable_status="skipped", reason=f"{name} is not installed: {exc}",
+                      hardware_detail=detail, versions=python_versions())

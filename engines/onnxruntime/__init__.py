@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from engines.base import EngineInfo, Observation, no_custom_ops
-from engines.hardware import captured_stderr, cpu_label, python_versions
+from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
 from generators.bundle import Bundle
 
 NAME = "onnxruntime"
@@ -59,13 +59,11 @@ class Adapter:
         return ([CUDA] if CUDA in ort.get_available_providers() else []) + [CPU]
 
     def probe(self) -> EngineInfo:
-        label, detail = cpu_label()
         try:
             ort = importlib.import_module("onnxruntime")
         except ImportError as exc:
-            return EngineInfo(name=NAME, version="not installed", hardware=label, available=False,
-                              unavailable_status="skipped", reason=f"onnxruntime is not installed: {exc}",
-                              hardware_detail=detail, versions=python_versions())
+            return not_installed(NAME, exc)
+        label, detail = cpu_label()
         available = ort.get_available_providers()
         providers = [p for p in self._providers(ort) if p in available]
         missing = [p for p in self._providers(ort) if p not in available]

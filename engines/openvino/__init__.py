@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from engines.base import EngineInfo, Observation, no_custom_ops, target_outputs
-from engines.hardware import captured_stderr, cpu_label, python_versions
+from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
 from generators.bundle import Bundle
 
 NAME = "openvino"
@@ -48,13 +48,11 @@ class Adapter:
         self.config = {"INFERENCE_PRECISION_HINT": inference_precision_hint}
 
     def probe(self) -> EngineInfo:
-        label, detail = cpu_label()
         try:
             ov = importlib.import_module("openvino")
         except ImportError as exc:
-            return EngineInfo(name=NAME, version="not installed", hardware=label, available=False,
-                              unavailable_status="skipped", reason=f"openvino is not installed: {exc}",
-                              hardware_detail=detail, versions=python_versions())
+            return not_installed(NAME, exc)
+        label, detail = cpu_label()
         full = _openvino_version(ov)
         versions = dict(python_versions(), openvino=full)
         try:
