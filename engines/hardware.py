@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
 
+from engines.base import EngineInfo
+
 CPUINFO = Path("/proc/cpuinfo")
 # ISA extensions that decide which INT8 kernels a CPU engine can pick.
 INT8_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "avx512_bf16")
@@ -85,10 +87,8 @@ def _strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
-def not_installed(name: str, exc: Exception) -> "EngineInfo":
+def not_installed(name: str, exc: Exception) -> EngineInfo:
     """The probe answer of a CPU engine whose package is missing: its cells are skipped, with why."""
-    from engines.base import EngineInfo
-
     label, detail = cpu_label()
     return EngineInfo(name=name, version="not installed", hardware=label, available=False,
                       unavailable_status="skipped", reason=f"{name} is not installed: {exc}",
