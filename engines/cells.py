@@ -11,6 +11,7 @@ from cases.base import Case
 from cases.cell import Cell
 from cases.verdict import expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
+from generators import steps
 from generators.bundle import Bundle
 
 LOG_LIMIT = 20_000  # characters of engine log kept per cell
@@ -20,16 +21,7 @@ def error_steps(got: np.ndarray, expected: np.ndarray, step: Optional[float]) ->
     """Worst absolute difference, in quantization steps (integer outputs: in integer units)."""
     if got.shape != expected.shape:
         raise ValueError(f"shape {list(got.shape)} differs from the reference's {list(expected.shape)}")
-    if expected.size == 0:
-        return 0.0
-    diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
-    if np.issubdtype(expected.dtype, np.integer):
-        return float(diff.max())
-    if not step:
-        step = float(np.abs(expected).max()) / 127.0 or 1.0
-    if not np.all(np.isfinite(got)):
-        return float("inf")
-    return float(diff.max() / step)
+    return steps.error_steps(expected, got, steps.comparison_step(expected, step)[0])
 
 
 def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[float], str, Dict[str, str]]:
