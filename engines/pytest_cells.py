@@ -23,7 +23,7 @@ import pytest
 
 from cases import get_case
 from cases.cell import Cell
-from cases.verdict import judge
+from cases.verdict import rejudge
 from engines.base import EngineInfo
 
 CELL_KEY = "qdq_cell"
@@ -178,19 +178,18 @@ def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str
     first = next((line for line in reason if "crashed" in line or "Timeout" in line), reason[0] if reason else "crashed")
     case_id = bundle_id.split("/", 1)[0]
     meta = _bundle_meta(bundle_id)
-    params = meta.get("params", {})
-    try:
-        expectation = get_case(case_id).expectation_for(info.name, info.version, params)
-    except KeyError:
-        expectation = None
-    verdict, why = judge(expectation, "crashed", None)
-    return Cell(
-        bundle=bundle_id, case=case_id, params=params, digest=meta.get("digest", ""), engine=info.name,
-        engine_version=info.version, hardware=info.hardware, status="crashed", verdict=verdict,
-        reason=first.strip()[:500], explanation=f"the engine's process died before it reported a result; {why}",
+    cell = Cell(
+        bundle=bundle_id, case=case_id, params=meta.get("params", {}), digest=meta.get("digest", ""),
+        engine=info.name, engine_version=info.version, hardware=info.hardware, status="crashed",
+        verdict="new failure", reason=first.strip()[:500],
+        explanation="the engine's process died before it reported a result",
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), log=str(report.longrepr)[-4000:],
         run=dict(run),
     )
+    try:
+        return rejudge(cell, get_case(case_id))
+    except KeyError:  # not a case of the catalogue: no expectation to judge against
+        return cell
 
 
 def _bundle_meta(bundle_id: str) -> Dict[str, Any]:
