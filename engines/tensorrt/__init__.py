@@ -21,7 +21,7 @@ import numpy as np
 
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu
-from engines.tensorrt.inspect import log_text, version_matches
+from engines.tensorrt.inspect import log_text, parse_version, version_matches
 from generators.bundle import Bundle
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -104,7 +104,7 @@ class Adapter:
         info = self.probe()
         if not info.available:
             return ""
-        if wanted and _major(info.version) < 10:
+        if wanted and parse_version(info.version)[:1] < (10,):
             return (f"needs plugin {', '.join(wanted)}; the suite's plugins are TensorRT Python plugins "
                     f"(TensorRT >= 10), and none is built for TensorRT {info.version}")
         cudnn = bundle.meta.get("trt", {}).get("needs_cudnn") or _instancenorm_plugin(bundle, info.version)
@@ -313,15 +313,6 @@ def _tail(text: str, limit: int = STDERR_TAIL) -> str:
 def _instancenorm_plugin(bundle: Bundle, version: str) -> str:
     """NATIVE_INSTANCENORM arrived in 8.6: before it, InstanceNormalization is always the cuDNN plugin."""
     flags = bundle.meta.get("trt", {}).get("parser_flags") or []
-    if "NATIVE_INSTANCENORM" in flags and tuple(_numbers(version)[:2]) < (8, 6):
+    if "NATIVE_INSTANCENORM" in flags and parse_version(version)[:2] < (8, 6):
         return f"TensorRT {version} has no NATIVE_INSTANCENORM flag, so InstanceNormalization_TRT (cuDNN) runs"
     return ""
-
-
-def _numbers(version: str) -> List[int]:
-    return [int(p) for p in version.split(".") if p.isdigit()]
-
-
-def _major(version: str) -> int:
-    head = version.split(".", 1)[0]
-    return int(head) if head.isdigit() else 0
