@@ -198,7 +198,9 @@ class _Server:
     """A worker in serve mode: one request path per stdin line, one RESULT_MARK line back."""
 
     def __init__(self, python: str) -> None:
-        self._stderr = tempfile.TemporaryFile(mode="w+")
+        # A file, not a pipe: whatever the worker wrote is there once it has exited, even after a signal.
+        self._stderr = tempfile.TemporaryFile(mode="w+b")
+        self._read_to = 0  # stderr before this offset belongs to earlier requests
         self.proc = subprocess.Popen(
             [python, str(WORKER), "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             start_new_session=True,
@@ -206,7 +208,7 @@ class _Server:
         self._buffer = b""
 
     def ask(self, request: Path, timeout: float) -> tuple:
-        start = self._stderr_size()
+        """(return code, stderr since the last answer, crash description); stderr written at start-up counts."""
         try:
             self.proc.stdin.write(f"{request}\n".encode())
             self.proc.stdin.flush()
@@ -218,13 +220,13 @@ class _Server:
             if line is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-                return self.proc.returncode, self._stderr_since(start), f"timeout after {timeout:g} s"
+                return self.proc.returncode, self._stderr_since_last(), f"timeout after {timeout:g} s"
             if line == b"":
                 rc = self.proc.wait()
                 crashed = _signal_text(-rc) if rc < 0 else ""
-                return rc if rc else 1, self._stderr_since(start), crashed or f"worker exited with status {rc}"
+                return rc if rc else 1, self._stderr_since_last(), crashed or f"worker exited with status {rc}"
             if line.startswith(RESULT_MARK):
-                return 0, self._stderr_since(start), ""
+                return 0, self._stderr_since_last(), ""
 
     def _line(self, deadline: float) -> Optional[bytes]:
         """The next stdout line; b"" at end of file; None when the deadline passes first."""
@@ -240,15 +242,11 @@ class _Server:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
-    def _stderr_size(self) -> int:
-        self._stderr.flush()
-        return os.fstat(self._stderr.fileno()).st_size
-
-    def _stderr_since(self, offset: int) -> str:
-        self._stderr.seek(offset)
-        text = self._stderr.read()
-        self._stderr.seek(0, os.SEEK_END)
-        return text
+    def _stderr_since_last(self) -> str:
+        self._stderr.seek(self._read_to)
+        data = self._stderr.read()
+        self._read_to += len(data)
+        return data.decode("utf-8", errors="replace")
 
     def close(self) -> None:
         if self.proc.poll() is None:

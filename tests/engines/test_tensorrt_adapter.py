@@ -145,13 +145,45 @@ def test_hang_is_a_timeout(fake_trt, bundle, monkeypatch):
     assert obs.stage == "load"
 
 
-def test_interpreter_that_segfaults_is_a_crash(bundle, tmp_path):
+@pytest.mark.parametrize("isolate", [False, True], ids=["serve", "isolate"])
+@pytest.mark.parametrize("when", ["at_start", "after_request"])
+def test_interpreter_that_segfaults_is_a_crash(bundle, tmp_path, isolate, when):
+    """Its last words are kept whether it wrote them before or after the request reached it."""
     python = tmp_path / "python-segv"
-    python.write_text("#!/bin/sh\necho about to crash >&2\nkill -SEGV $$\n")
+    wait = "read request\n" if when == "after_request" and not isolate else ""
+    python.write_text(f"#!/bin/sh\n{wait}echo about to crash >&2\nkill -SEGV $$\n")
     python.chmod(0o755)
-    obs = Adapter(python=str(python)).run(bundle)
+    obs = Adapter(python=str(python), isolate=isolate).run(bundle)
     assert (obs.crashed, obs.stage) == ("signal 11 (SIGSEGV)", "")
     assert "about to crash" in obs.log
+
+
+def _fault_bundle(root: Path, name: str, fault: str) -> Bundle:
+    """A bundle whose model makes the stand-in tensorrt segfault, abort or hang in its build ("" = none)."""
+    path = root / name
+    path.mkdir()
+    (path / "model.onnx").write_bytes(f"FAKE_TRT:{fault}".encode() if fault else b"")
+    np.savez(path / "inputs.npz", x=np.zeros((1, 16, 8, 8), np.float32))
+    return Bundle(path=path, meta={"bundle": f"grouped_conv/{name}", "target_nodes": ["node_of_c"], "trt": {}})
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["serve", "isolate"])
+@pytest.mark.parametrize("fault, crashed", [("segv", "signal 11 (SIGSEGV)"), ("abort", "signal 6 (SIGABRT)"),
+                                            ("hang", "timeout after 2 s")])
+def test_a_fault_in_one_cell_costs_that_cell_only(fake_trt, tmp_path, isolate, fault, crashed):
+    names = ["a", "b", "c", "d"]
+    bundles = [_fault_bundle(tmp_path, n, fault if n == "b" else "") for n in names]
+    adapter = Adapter(timeout=2, isolate=isolate)
+    try:
+        observed = {b.path.name: adapter.run(b) for b in bundles}
+    finally:
+        adapter.close()
+    alone = Adapter(isolate=True).run(_fault_bundle(tmp_path, "alone", ""))  # a healthy cell with nothing beside it
+    assert not alone.crashed and alone.stage == "build" and alone.precision  # the build ran; no GPU to run on
+    assert observed["b"].crashed == crashed and observed["b"].stage == "load"
+    for name in ("a", "c", "d"):
+        obs = observed[name]
+        assert (obs.crashed, obs.stage, obs.error, obs.precision) == ("", alone.stage, alone.error, alone.precision)
 
 
 def test_request_carries_the_bundles_trt_options(bundle, tmp_path):

@@ -3,7 +3,8 @@
 It mimics the TensorRT 8.5 Python API surface the worker touches (no OnnxParserFlag, bindings API)
 and replays the real 8.5.3.1 sample in ../../inspector-8.5.3.1-h200.json: the dense conv's network
 layers before the build and its engine inspector JSON after. $FAKE_TRT_CRASH=build makes the
-build take the process down with SIGSEGV; $FAKE_TRT_HANG=build makes it hang.
+build take the process down with SIGSEGV; $FAKE_TRT_HANG=build makes it hang. A model file whose
+bytes are "FAKE_TRT:segv", "FAKE_TRT:abort" or "FAKE_TRT:hang" faults that one model's build only.
 """
 
 import enum
@@ -15,6 +16,7 @@ import time
 __version__ = "8.5.3.1"
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "inspector-8.5.3.1-h200.json")
 MODEL = "conv_dense.onnx"
+_FAULT = ""  # the fault the last parsed model file asks for
 
 
 def _sample():
@@ -71,6 +73,10 @@ class OnnxParser:
         self.network, self.logger, self.num_errors = network, logger, 0
 
     def parse_from_file(self, path):
+        global _FAULT
+        with open(path, "rb") as f:
+            head = f.read(64)
+        _FAULT = head[len(b"FAKE_TRT:"):].decode().strip() if head.startswith(b"FAKE_TRT:") else ""
         rows = _sample()["network_layers (name, type, output dtype) before build"]
         self.network.layers = [_Layer(*row) for row in rows]
         return True
@@ -104,9 +110,11 @@ class Builder:
     def build_serialized_network(self, network, config):
         self.logger.log(ILogger.Severity.WARNING, "fake: Missing scale and zero-point for tensor x")
         self.logger.log(ILogger.Severity.VERBOSE, "fake: verbose chatter")
-        if os.environ.get("FAKE_TRT_CRASH") == "build":
+        if os.environ.get("FAKE_TRT_CRASH") == "build" or _FAULT == "segv":
             os.kill(os.getpid(), signal.SIGSEGV)
-        if os.environ.get("FAKE_TRT_HANG") == "build":
+        if _FAULT == "abort":
+            os.abort()
+        if os.environ.get("FAKE_TRT_HANG") == "build" or _FAULT == "hang":
             time.sleep(600)
         return b"fake engine"
 
