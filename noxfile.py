@@ -20,9 +20,11 @@ OPENVINO_VERSIONS = {"2024.6.0": ["numpy<2"], "2026.4.1": []}
 # trt.nptype needs numpy < 1.24. They need an NVIDIA GPU.
 TRT_PYPI = ["8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"]
 TRT_PYTHON = "3.10"
-# TensorRT 10.x installs from NVIDIA's own index (pip's --extra-index-url); run these on a
-# machine that reaches it. Not verified on real TensorRT here.
-TRT_NVIDIA = ["10.8.0.43", "10.13.3.9"]
+# TensorRT 10.x and 11.x install from NVIDIA's own index (pip's --extra-index-url); run these on a
+# machine that reaches it. Not verified on real TensorRT here. 10.16.1.11 is the last 10.x; 11.x
+# (11.0.0.114 .. 11.4.0.106, version strings as released) is strongly typed only: see worker.py.
+TRT_NVIDIA = ["10.8.0.43", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.1.0.106", "11.2.1.2", "11.3.0.99",
+              "11.4.0.106"]
 TRT10_PYTHON = "3.12"
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 
@@ -65,7 +67,8 @@ def has_nvidia_gpu() -> bool:
 def tests(session: nox.Session) -> None:
     """Unit tests: catalogue, generators, adapters (real ORT/OpenVINO), matrix; no GPU needed."""
     session.install(*_group("test"))
-    session.run("python", "-m", "pytest", "-n", "2", *session.posargs, env=_env())
+    named = any(a.startswith(("-n", "--numprocesses")) for a in session.posargs)  # nox -s tests -- -n 0
+    session.run("python", "-m", "pytest", *([] if named else ["-n", "2"]), *session.posargs, env=_env())
 
 
 @nox.session
@@ -109,7 +112,7 @@ def trt(session: nox.Session, version: str) -> None:
 @nox.session(name="trt10", python=TRT10_PYTHON)
 @nox.parametrize("version", TRT_NVIDIA, ids=TRT_NVIDIA)
 def trt10(session: nox.Session, version: str) -> None:
-    """Every bundle on one TensorRT 10.x from NVIDIA's index (not verified on real TensorRT here)."""
+    """Every bundle on one TensorRT 10.x or 11.x from NVIDIA's index (not verified on real TensorRT here)."""
     _trt_impl(session, version, NVIDIA_INDEX)
 
 
@@ -181,7 +184,7 @@ def matrix(session: nox.Session) -> None:
             session.notify(f"trt({version})")
         else:  # honest "not run here" cells, never guessed
             _run_cells(session, "tensorrt", "--engine-version", version)
-    if not gpu:  # 10.x needs NVIDIA's index too; without a GPU its cells are "not run" all the same
+    if not gpu:  # 10.x/11.x need NVIDIA's index too; without a GPU its cells are "not run" all the same
         for version in TRT_NVIDIA:
             _run_cells(session, "tensorrt", "--engine-version", version)
     for version in ORT_VERSIONS:
