@@ -17,19 +17,22 @@ CASE_MODULES = (
     "cases.dynamic_quantize",
     "cases.grouped_conv",
     "cases.quantized_constant_plugin",
+    # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
+    "cases.user_model",
 )
 
 __all__ = ["Case", "Expectation", "Signature", "all_cases", "get_case", "slug", "bundle_id"]
 
 
-def all_cases() -> List[Case]:
-    """Every case in the catalogue, in seed order."""
-    return [importlib.import_module(m).CASE for m in CASE_MODULES]
+def all_cases(external: bool = False) -> List[Case]:
+    """Every seed case of the catalogue, in seed order; with external=True also the external cases."""
+    found = [importlib.import_module(m).CASE for m in CASE_MODULES]
+    return [c for c in found if external or not c.external]
 
 
 def get_case(case_id: str) -> Case:
-    """One case by id, with a readable error for an unknown id."""
-    cases: Dict[str, Case] = {c.id: c for c in all_cases()}
+    """One case by id (seed or external), with a readable error for an unknown id."""
+    cases: Dict[str, Case] = {c.id: c for c in all_cases(external=True)}
     if case_id not in cases:
         raise KeyError(f"unknown case {case_id!r}; known cases: {', '.join(cases)}")
     return cases[case_id]

@@ -98,6 +98,7 @@ class Case:
     valid: Optional[Callable[[Params], bool]] = None  # drops combinations that make no sense
     opset: int = 13
     intentionally_invalid: str = ""  # non-empty: why the checker is expected to refuse the model
+    external: bool = False  # not a seed: bundles come from outside the catalogue (a user's model), not a sweep
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9_]+", self.id):

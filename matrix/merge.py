@@ -167,7 +167,7 @@ def rejudge_all(cells: Sequence[Cell]) -> List[Cell]:
     from cases.verdict import rejudge
 
     try:
-        known = {c.id: c for c in registry.all_cases()}
+        known = {c.id: c for c in registry.all_cases(external=True)}
     except Exception:  # a broken case module: keep the verdicts the cells were written with
         return list(cells)
     return [rejudge(c, known[c.case]) if c.case in known else c for c in cells]
@@ -267,7 +267,7 @@ def case_catalogue() -> Dict[str, CaseInfo]:
     import cases as registry
 
     try:
-        return {c.id: CaseInfo(c.id, c.seed, c.title, tuple(c.links)) for c in registry.all_cases()}
+        return {c.id: CaseInfo(c.id, c.seed, c.title, tuple(c.links)) for c in registry.all_cases(external=True)}
     except Exception:  # a case module missing or broken must not stop a report
         return {m.rsplit(".", 1)[1]: CaseInfo(m.rsplit(".", 1)[1], f"{i:03d}")
                 for i, m in enumerate(registry.CASE_MODULES)}

@@ -1,0 +1,61 @@
+"""A user's own quantized model: no upstream thread of its own; matched against every documented symptom (#3844 ...).
+
+Not a seed and not a sweep (`external=True`): each bundle is one model a user brought
+(`python -m check`), written under `user_model/<slug of its file name>`. There are no expectations,
+so a failure is a "new failure" and a pass "undocumented"; the signatures are the catalogue's, so a
+known upstream symptom is still named when a user's model shows it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Dict, Tuple, Union
+
+from cases.base import Case, Signature
+
+ID = "user_model"
+# The seed modules whose signatures a user's model is matched against (cases.CASE_MODULES minus external ones).
+SEED_MODULES = (
+    "cases.q_output_type",
+    "cases.instancenorm_int8",
+    "cases.dynamic_quantize",
+    "cases.grouped_conv",
+    "cases.quantized_constant_plugin",
+)
+
+
+def catalogue_signatures() -> Tuple[Signature, ...]:
+    """Every documented signature of the seed cases, once per name."""
+    found: Dict[str, Signature] = {}
+    for module in SEED_MODULES:
+        for s in importlib.import_module(module).CASE.signatures:
+            found.setdefault(s.name, s)
+    return tuple(found.values())
+
+
+def model_slug(model: Union[str, Path]) -> str:
+    """The bundle slug of a model file: its name without .onnx, in filesystem-safe characters."""
+    name = Path(model).name
+    stem = name[: -len(".onnx")] if name.lower().endswith(".onnx") else name
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "model"
+
+
+def bundle_id_for(model: Union[str, Path]) -> str:
+    """The bundle id a model file gets: user_model/<slug>."""
+    return f"{ID}/{model_slug(model)}"
+
+
+CASE = Case(
+    id=ID,
+    seed="",
+    title="a user's own quantized model",
+    links=(),
+    axes={},
+    target_nodes=(),  # per model: every node fed by a DequantizeLinear or feeding a QuantizeLinear
+    signatures=catalogue_signatures(),
+    expectations=(),
+    builder="check.bundle:bundle_from_model",
+    external=True,
+)

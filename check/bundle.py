@@ -1,0 +1,384 @@
+"""A user's model as a bundle in the catalogue's format (layout: generators/bundle.py), so cells run unchanged.
+
+The bundle's model.onnx is the user's model with unnamed nodes given stable names (`node_of_<first
+output>`), and, where it has external data, the data files beside it and their sha256 in the model's
+metadata, so the bundle digest (model bytes, inputs, expected outputs) covers the weights too.
+Reference outputs come from ONNX Runtime on CPU with every graph optimization off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from cases.user_model import CASE, model_slug
+from check import CheckError
+from generators.bundle import Bundle, load_bundle
+from generators.steps import comparison_step
+
+FORMAT_VERSION = "user-1"  # part of the cache key: bump when what a user bundle holds changes
+DEFAULT_TOLERANCE_STEPS = 2.0
+EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
+QUANTIZE = "QuantizeLinear"
+DEQUANTIZE = "DequantizeLinear"
+PathLike = Union[str, Path]
+Shapes = Mapping[str, Sequence[int]]
+
+
+def bundle_from_model(
+    model_path: PathLike,
+    out_root: PathLike,
+    inputs_npz: Optional[PathLike] = None,
+    shapes: Optional[Shapes] = None,
+    seed: int = 0,
+    name: Optional[str] = None,
+    tolerance_steps: float = DEFAULT_TOLERANCE_STEPS,
+) -> Bundle:
+    """Validate a user's model, make or load its inputs, compute the reference, write the bundle; CheckError on bad input."""
+    onnx = _onnx()
+    model_path = Path(model_path)
+    if not model_path.is_file():
+        raise CheckError(f"{model_path}: no such model file")
+    model = _load(onnx, model_path)
+    slug = name or model_slug(model_path)
+    target = Path(out_root) / CASE.id / slug
+    renamed = name_nodes(model)
+    external = external_files(model, model_path.parent)
+    if external:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = EXTERNAL_DIGEST_KEY, _files_sha256(model_path.parent, external)
+    model_bytes = model.SerializeToString()
+    inputs = _inputs(onnx, model, inputs_npz, shapes or {}, seed)
+    key = _cache_key(model_bytes, inputs, tolerance_steps)
+    cached = _cached(target, key)
+    if cached is not None:
+        return cached
+    holding = target.parent / ".staging"
+    holding.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{slug}.", dir=holding))
+    try:
+        (staging / "model.onnx").write_bytes(model_bytes)
+        for rel in external:
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(model_path.parent / rel, staging / rel)
+        checker = _check(onnx, staging / "model.onnx", model_path)
+        expected, reference = reference_outputs(staging / "model.onnx", inputs, model_path)
+        meta = _meta(model, model_path, slug, seed, inputs, expected, reference, model_bytes, tolerance_steps)
+        meta.update(checker=checker, cache_key=key, renamed_nodes=renamed, external_data=external)
+        np.savez(staging / "inputs.npz", **inputs)
+        np.savez(staging / "expected.npz", **expected)
+        (staging / "case.json").write_text(json.dumps(meta, indent=2) + "\n")
+        _swap_in(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return load_bundle(target)
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError as e:
+        raise CheckError(f"making a bundle needs the onnx package ({e}); install the 'generate' group") from e
+    return onnx
+
+
+def _load(onnx: Any, path: Path) -> Any:
+    """The model proto without external data; CheckError for a file that is not ONNX."""
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-free garbage gives others
+        raise CheckError(f"{path}: not an ONNX model ({type(e).__name__}: {_first(e)})") from e
+    if not model.graph.node and not model.graph.output:
+        raise CheckError(f"{path}: not an ONNX model (no graph in the file)")
+    return model
+
+
+def _check(onnx: Any, staged: Path, original: Path) -> str:
+    """onnx.checker on the bundle's copy (path form: works for models over 2 GB with external data)."""
+    try:
+        onnx.checker.check_model(str(staged))
+    except Exception as e:  # ValidationError and friends
+        raise CheckError(f"{original}: onnx.checker refused the model: {_first(e)}") from e
+    return "passed"
+
+
+def name_nodes(model: Any) -> Dict[str, str]:
+    """Give every unnamed top-level node a stable name, node_of_<first output>; returns {first output: name}."""
+    taken = {n.name for n in model.graph.node if n.name}
+    renamed: Dict[str, str] = {}
+    for i, node in enumerate(model.graph.node):
+        if node.name:
+            continue
+        base = f"node_of_{node.output[0]}" if node.output and node.output[0] else f"node_{i}_{node.op_type}"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        node.name = candidate
+        taken.add(candidate)
+        renamed[node.output[0] if node.output else str(i)] = candidate
+    return renamed
+
+
+def target_nodes(model: Any) -> List[str]:
+    """Quantized compute nodes: every node fed by a DequantizeLinear output or feeding a QuantizeLinear."""
+    nodes = list(model.graph.node)
+    dq_outputs = {o for n in nodes if n.op_type == DEQUANTIZE for o in n.output}
+    q_inputs = {n.input[0] for n in nodes if n.op_type == QUANTIZE and n.input}
+    found = []
+    for n in nodes:
+        if n.op_type in (QUANTIZE, DEQUANTIZE):
+            continue
+        if dq_outputs & set(n.input) or q_inputs & set(n.output):
+            found.append(n.name)
+    return found
+
+
+def external_files(model: Any, base: Path) -> List[str]:
+    """Relative paths of the external data files the model's initializers name; CheckError when one is missing."""
+    found: List[str] = []
+    for tensor in _tensors(model.graph):
+        if tensor.data_location != 1:  # TensorProto.EXTERNAL
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        rel = Path(location)
+        if not location or rel.is_absolute() or ".." in rel.parts:
+            raise CheckError(f"tensor {tensor.name!r}: external data location {location!r} is not beside the model")
+        if not (base / rel).is_file():
+            raise CheckError(f"tensor {tensor.name!r}: external data file {base / rel} is missing")
+        if location not in found:
+            found.append(location)
+    return sorted(found)
+
+
+def _tensors(graph: Any) -> List[Any]:
+    found = list(graph.initializer)
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                found.append(attr.t)
+            if attr.HasField("g"):
+                found.extend(_tensors(attr.g))
+            for g in attr.graphs:
+                found.extend(_tensors(g))
+    return found
+
+
+def _files_sha256(base: Path, files: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for rel in files:
+        h.update(f"\0{rel}\0".encode("utf-8"))
+        with open(base / rel, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def graph_inputs(onnx: Any, model: Any) -> Dict[str, Tuple[np.dtype, List[Union[int, str]]]]:
+    """Real graph inputs (not initializers): name -> (numpy dtype, dims, a str for a dynamic one)."""
+    initializers = {i.name for i in model.graph.initializer}
+    found = {}
+    for vi in model.graph.input:
+        if vi.name in initializers:
+            continue
+        ttype = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            raise CheckError(f"input {vi.name!r} is not a tensor; only tensor inputs are supported")
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(ttype.elem_type))
+        dims: List[Union[int, str]] = []
+        for i, d in enumerate(ttype.shape.dim):
+            dims.append(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else (d.dim_param or f"dim{i}"))
+        if not ttype.HasField("shape"):
+            dims = ["?"]
+        found[vi.name] = (dtype, dims)
+    return found
+
+
+def _inputs(onnx: Any, model: Any, npz: Optional[PathLike], shapes: Shapes, seed: int) -> Dict[str, np.ndarray]:
+    declared = graph_inputs(onnx, model)
+    unknown = [n for n in shapes if n not in declared]
+    if unknown:
+        raise CheckError(f"--shape names no input {unknown[0]!r}; the model's inputs: {', '.join(declared) or 'none'}")
+    if npz is not None:
+        return _given_inputs(Path(npz), declared, shapes)
+    rng = np.random.default_rng(seed)
+    return {name: _random(rng, dtype, _static_shape(name, dims, shapes.get(name))) for name, (dtype, dims) in
+            declared.items()}
+
+
+def _static_shape(name: str, dims: List[Union[int, str]], given: Optional[Sequence[int]]) -> List[int]:
+    """The declared shape, or --shape where given; CheckError for a dynamic dimension without --shape."""
+    if given is not None:
+        given = [int(d) for d in given]
+        if dims != ["?"] and (len(given) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, given))):
+            raise CheckError(f"--shape {name}:{'x'.join(map(str, given))} does not fit the declared shape "
+                             f"{_show_dims(dims)}")
+        return given
+    dynamic = [str(d) for d in dims if not isinstance(d, int)]
+    if dynamic:
+        example = "x".join(str(d) if isinstance(d, int) else "N" for d in dims) if dims != ["?"] else "1x3x224x224"
+        raise CheckError(f"input {name!r} has a dynamic shape {_show_dims(dims)} (dimension {dynamic[0]}): "
+                         f"give it with --shape {name}:{example}")
+    return [int(d) for d in dims]
+
+
+def _show_dims(dims: Sequence[Union[int, str]]) -> str:
+    return "[" + ", ".join(map(str, dims)) + "]"
+
+
+def _random(rng: np.random.Generator, dtype: np.dtype, shape: List[int]) -> np.ndarray:
+    """Seeded data of one input: floats uniform in [-1, 1), integers in [0, 10), booleans at random."""
+    if dtype.kind == "f":
+        return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(0, 10, size=shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    raise CheckError(f"cannot generate inputs of type {dtype}; give them with --inputs x.npz")
+
+
+def _given_inputs(path: Path, declared: Mapping[str, Tuple[np.dtype, List[Union[int, str]]]],
+                  shapes: Shapes) -> Dict[str, np.ndarray]:
+    """Inputs from an npz file, checked against the declared names, types and shapes."""
+    if not path.is_file():
+        raise CheckError(f"--inputs {path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except Exception as e:
+        raise CheckError(f"--inputs {path}: not a numpy .npz file ({_first(e)})") from e
+    missing = [n for n in declared if n not in arrays]
+    extra = [n for n in arrays if n not in declared]
+    if missing or extra:
+        raise CheckError(f"--inputs {path}: " + "; ".join(
+            ([f"missing inputs {', '.join(missing)}"] if missing else []) +
+            ([f"no model input named {', '.join(extra)}"] if extra else [])) +
+            f" (the model's inputs: {', '.join(declared)})")
+    for name, (dtype, dims) in declared.items():
+        a = arrays[name]
+        if a.dtype != dtype:
+            raise CheckError(f"--inputs {path}: input {name!r} is {a.dtype}, the model declares {dtype}")
+        want = list(shapes[name]) if name in shapes else dims
+        if want != ["?"] and (a.ndim != len(want) or any(isinstance(d, int) and d != s for d, s in zip(want, a.shape))):
+            raise CheckError(f"--inputs {path}: input {name!r} has shape {list(a.shape)}, the model declares "
+                             f"{_show_dims(want)}")
+    return arrays
+
+
+def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray], original: Path) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+    """Outputs from ONNX Runtime on CPU with graph optimizations off, and what computed them."""
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise CheckError(f"the reference outputs need onnxruntime ({e}); install the 'generate' group") from e
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        outputs = dict(zip(names, session.run(names, dict(inputs))))
+    except Exception as e:
+        raise CheckError(f"{original}: the reference (ONNX Runtime {ort.__version__}, CPU, optimizations off) "
+                         f"cannot run it: {_first(e)}") from e
+    reference = {"engine": "onnxruntime", "version": ort.__version__, "providers": ["CPUExecutionProvider"],
+                 "graph_optimization_level": "ORT_DISABLE_ALL"}
+    return {n: np.asarray(a) for n, a in outputs.items()}, reference
+
+
+def output_steps(model: Any, base: Path = Path(".")) -> Dict[str, Optional[float]]:
+    """Per graph output: the scale of the DequantizeLinear that writes it (a quantized output), else None."""
+    producers = {o: n for n in model.graph.node for o in n.output}
+    scalars = {i.name: i for i in model.graph.initializer}
+    constants = {n.output[0]: n for n in model.graph.node if n.op_type == "Constant" and n.output}
+    steps: Dict[str, Optional[float]] = {}
+    for out in model.graph.output:
+        node = producers.get(out.name)
+        steps[out.name] = None
+        if node is not None and node.op_type == DEQUANTIZE and len(node.input) > 1:
+            steps[out.name] = _scalar(node.input[1], scalars, constants, base)
+    return steps
+
+
+def _scalar(name: str, initializers: Mapping[str, Any], constants: Mapping[str, Any], base: Path) -> Optional[float]:
+    from onnx import numpy_helper
+
+    tensor = initializers.get(name)
+    if tensor is None and name in constants:
+        tensor = next((a.t for a in constants[name].attribute if a.name == "value"), None)
+    if tensor is None:
+        return None
+    value = numpy_helper.to_array(tensor, base_dir=str(base))
+    return float(value.reshape(-1)[0]) if value.size == 1 else None  # per-channel: no single step
+
+
+def _meta(model: Any, path: Path, slug: str, seed: int, inputs: Mapping[str, np.ndarray],
+          expected: Mapping[str, np.ndarray], reference: Dict[str, Any], model_bytes: bytes,
+          tolerance: float) -> Dict[str, Any]:
+    try:
+        from generators.bundle import digest
+    except ImportError:  # before generators.bundle took the digest over from generators.write
+        from generators.write import digest
+
+    steps = output_steps(model, path.parent)
+    outputs = {}
+    for name, a in expected.items():
+        step, kind = comparison_step(a, steps.get(name))
+        peak = float(np.max(np.abs(a.astype(np.float64)))) if a.size and a.dtype.kind in "fiub" else 0.0
+        entry = {"dtype": a.dtype.name, "shape": list(a.shape), "step": step, "step_kind": kind, "peak": peak}
+        if kind != "quantization":  # no quantization step of its own: state the tolerance as abs/rel error
+            entry["tolerance_abs"] = tolerance * step
+            entry["tolerance_rel"] = tolerance * step / peak if peak else None
+        outputs[name] = entry
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    return {
+        "bundle": f"{CASE.id}/{slug}", "case": CASE.id, "seed": CASE.seed, "title": f"{CASE.title}: {path.name}",
+        "links": [], "params": {"model": path.name}, "rng_seed": seed,
+        "digest": digest(model_bytes, inputs, expected), "generator_version": FORMAT_VERSION,
+        "opset": opset, "ir_version": model.ir_version, "target_nodes": target_nodes(model),
+        "inputs": {n: {"dtype": a.dtype.name, "shape": list(a.shape)} for n, a in inputs.items()},
+        "outputs": outputs, "tolerance_steps": tolerance, "trt": {"int8": True},
+        "intentionally_invalid": "", "reference": f"{reference['engine']} {reference['version']}",
+        "reference_engine": reference, "cross_check": {},
+        "source_model": {"path": str(path.resolve()), "name": path.name,
+                         "producer": f"{model.producer_name} {model.producer_version}".strip()},
+        "notes": "a user's model: bundle made by `python -m check`",
+    }
+
+
+def _cache_key(model_bytes: bytes, inputs: Mapping[str, np.ndarray], tolerance: float) -> str:
+    """What a user bundle is made from: model bytes (with external data's sha256), inputs, tolerance, format."""
+    h = hashlib.sha256(model_bytes)
+    for name in sorted(inputs):
+        a = np.ascontiguousarray(inputs[name])
+        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode("utf-8"))
+        h.update(a.tobytes())
+    h.update(json.dumps({"tolerance": tolerance, "format": FORMAT_VERSION}).encode("utf-8"))
+    return h.hexdigest()
+
+
+def _cached(target: Path, key: str) -> Optional[Bundle]:
+    try:
+        bundle = load_bundle(target)
+    except (FileNotFoundError, ValueError):
+        return None
+    return bundle if bundle.meta.get("cache_key") == key else None
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Replace target by the staged folder with renames, so no reader sees half a bundle."""
+    from generators.write import _swap_in as swap
+
+    swap(staging, target)
+
+
+def _first(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

@@ -1,0 +1,111 @@
+"""A user's model as a bundle: validation, inputs, reference, target nodes, digest, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from cases import all_cases, get_case
+from check import CheckError
+from check.bundle import bundle_from_model
+from generators.bundle import iter_bundles
+from tests.check.models import qdq_conv
+
+
+def test_a_qdq_conv_becomes_a_bundle_the_cells_can_read(tmp_path):
+    bundle = bundle_from_model(qdq_conv(tmp_path / "conv.onnx"), tmp_path / "out")
+    assert bundle.id == "user_model/conv"
+    assert [b.id for b in iter_bundles(tmp_path / "out")] == ["user_model/conv"]
+    meta = bundle.meta
+    assert meta["case"] == "user_model" and meta["checker"] == "passed"
+    assert meta["target_nodes"] == ["node_of_c"]  # the Conv: fed by DequantizeLinear, feeding QuantizeLinear
+    assert meta["reference_engine"]["engine"] == "onnxruntime"
+    assert meta["reference_engine"]["graph_optimization_level"] == "ORT_DISABLE_ALL"
+    assert meta["outputs"]["y"]["step_kind"] == "quantization" and meta["outputs"]["y"]["step"] == pytest.approx(0.05)
+    names = [n.name for n in onnx.load(str(bundle.model_path)).graph.node]
+    assert "node_of_c" in names and "" not in names
+    assert bundle.inputs()["x"].shape == (1, 3, 8, 8)
+    assert set(bundle.expected()) == {"y"}
+
+
+def test_named_nodes_keep_their_names_and_a_float_output_states_abs_rel_tolerance(tmp_path):
+    model = onnx.load(str(qdq_conv(tmp_path / "conv.onnx", unnamed=False)))
+    model.graph.node.pop()  # drop the last DequantizeLinear: the output is the quantized tensor itself
+    model.graph.output[0].name = "c_q"
+    model.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.INT8
+    onnx.save(model, str(tmp_path / "named.onnx"))
+    meta = bundle_from_model(tmp_path / "named.onnx", tmp_path / "out").meta
+    assert meta["target_nodes"] == ["conv"]
+    assert meta["outputs"]["c_q"]["step_kind"] == "integer"
+
+
+def test_the_digest_covers_model_and_inputs_and_the_bundle_is_cached(tmp_path):
+    model = qdq_conv(tmp_path / "conv.onnx")
+    first = bundle_from_model(model, tmp_path / "out", seed=0)
+    again = bundle_from_model(model, tmp_path / "out", seed=0)
+    assert again.meta["digest"] == first.meta["digest"]
+    other = bundle_from_model(model, tmp_path / "out", seed=1)
+    assert other.meta["digest"] != first.meta["digest"]
+
+
+def test_given_inputs_are_used_and_checked(tmp_path):
+    model = qdq_conv(tmp_path / "conv.onnx")
+    x = np.full((1, 3, 8, 8), 0.5, np.float32)
+    np.savez(tmp_path / "x.npz", x=x)
+    bundle = bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "x.npz")
+    np.testing.assert_array_equal(bundle.inputs()["x"], x)
+    np.savez(tmp_path / "wrong_name.npz", image=x)
+    with pytest.raises(CheckError, match="missing inputs x; no model input named image"):
+        bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "wrong_name.npz")
+    np.savez(tmp_path / "wrong_shape.npz", x=np.zeros((1, 3, 4, 4), np.float32))
+    with pytest.raises(CheckError, match=r"input 'x' has shape \[1, 3, 4, 4\]"):
+        bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "wrong_shape.npz")
+    with pytest.raises(CheckError, match="no such file"):
+        bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "absent.npz")
+
+
+def test_a_dynamic_dimension_needs_a_shape_and_names_the_input(tmp_path):
+    model = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
+    with pytest.raises(CheckError, match=r"input 'x' has a dynamic shape \[N, 3, 8, 8\].*--shape x:Nx3x8x8"):
+        bundle_from_model(model, tmp_path / "out")
+    bundle = bundle_from_model(model, tmp_path / "out", shapes={"x": [2, 3, 8, 8]})
+    assert bundle.inputs()["x"].shape == (2, 3, 8, 8)
+    with pytest.raises(CheckError, match="--shape names no input 'image'"):
+        bundle_from_model(model, tmp_path / "out", shapes={"image": [1, 3, 8, 8]})
+
+
+def test_not_onnx_and_checker_failures_are_refused(tmp_path):
+    (tmp_path / "junk.onnx").write_bytes(b"this is not a protobuf \xff\xfe")
+    with pytest.raises(CheckError, match="not an ONNX model"):
+        bundle_from_model(tmp_path / "junk.onnx", tmp_path / "out")
+    with pytest.raises(CheckError, match="no such model file"):
+        bundle_from_model(tmp_path / "absent.onnx", tmp_path / "out")
+    model = onnx.load(str(qdq_conv(tmp_path / "conv.onnx")))
+    model.graph.node[3].input[1] = "nowhere"  # the Conv reads a tensor nothing produces
+    onnx.save(model, str(tmp_path / "broken.onnx"))
+    with pytest.raises(CheckError, match="onnx.checker refused the model"):
+        bundle_from_model(tmp_path / "broken.onnx", tmp_path / "out")
+
+
+def test_external_data_is_copied_and_covered_by_the_digest(tmp_path):
+    model = onnx.load(str(qdq_conv(tmp_path / "conv.onnx")))
+    onnx.save(model, str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.data", size_threshold=0)
+    bundle = bundle_from_model(tmp_path / "ext.onnx", tmp_path / "out")
+    assert (bundle.path / "ext.data").is_file() and bundle.meta["external_data"] == ["ext.data"]
+    data = bytearray((tmp_path / "ext.data").read_bytes())
+    data[-1] ^= 1  # one bit of the weights changes, the model file does not
+    (tmp_path / "ext.data").write_bytes(bytes(data))
+    changed = bundle_from_model(tmp_path / "ext.onnx", tmp_path / "out")
+    assert changed.meta["digest"] != bundle.meta["digest"]
+
+
+def test_the_user_case_is_registered_but_not_a_seed():
+    assert "user_model" not in [c.id for c in all_cases()]
+    case = get_case("user_model")
+    assert case.external and not case.expectations
+    names = {s.name for s in case.signatures}
+    assert {s.name for c in all_cases() for s in c.signatures} == names
