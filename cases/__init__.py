@@ -17,6 +17,10 @@ CASE_MODULES = (
     "cases.dynamic_quantize",
     "cases.grouped_conv",
     "cases.quantized_constant_plugin",
+    # Grown from the tracker (issue 13): 005 onwards.
+    "cases.convtranspose_q_fusion",
+    "cases.convtranspose_weight_axis",
+    "cases.convtranspose_grouped",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )
