@@ -1,0 +1,501 @@
+"""TensorRT readiness lint: what each documented TensorRT version will do with a Q/DQ graph, before any engine runs.
+
+Knowledge comes from the catalogue (cases/*.py expectations, their PEP 440 ranges and sources) and from observed
+cells (reports/observed/<hardware>/trt-*.jsonl): a user's node is matched to a catalogue variant and the
+predictions are what the sources and the observed runs say for that variant. Rules with no catalogue variant
+cite their own source. Predictions have four values, so a report can put them next to what TensorRT did:
+
+    "parse fails"  the ONNX parser refuses the node       "build fails"  the builder finds no implementation
+    "float"        it runs, the node in a float kernel    "int8"         it runs, the node in an INT8 kernel
+
+    python -m check.lint model.onnx [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+PREDICTIONS = ("parse fails", "build fails", "float", "int8")
+ENGINE = "tensorrt"
+REPO = Path(__file__).resolve().parent.parent
+OBSERVED = REPO / "reports" / "observed"
+OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
+# 8.x: convMultiInput takes the kernel size from the `kernel_shape` attribute only (getKernelParams) and checks the
+# weight tensor against it; 10.x fills it from the weights' shape first.
+CONV_MULTI_INPUT_8X = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/onnx2trt_utils.cpp"
+ISSUE_3844 = "https://github.com/NVIDIA/TensorRT/issues/3844"
+QUANTIZE_STATIC = "onnxruntime.quantization.quantize_static"
+FIX_SYMMETRIC_INT8 = (f'{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, '
+                      'extra_options={"ActivationSymmetric": True})')
+FIX_SYMMETRIC_WEIGHTS = f'{QUANTIZE_STATIC}(..., weight_type=QuantType.QInt8, extra_options={{"WeightSymmetric": True}})'
+FIX_FLOAT_BIAS = f'{QUANTIZE_STATIC}(..., extra_options={{"QuantizeBias": False}})'
+FIX_STATIC_QDQ = f"{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ) instead of quantize_dynamic / QOperator"
+FIX_KERNEL_SHAPE = "write the Conv's kernel_shape attribute (torch.onnx does; onnx.helper graphs often do not)"
+STAGE_PREDICTION = {"load": "parse fails", "build": "build fails"}
+QUANT_OPS = ("QuantizeLinear", "DequantizeLinear")
+INTEGER_OPS = ("ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One prediction for one node over one version range, with its source."""
+
+    node: str
+    rule: str
+    versions: str  # PEP 440 specifier set over TensorRT versions; "" is every version
+    predicted: str  # one of PREDICTIONS
+    source: str  # URL, or the observed results file
+    detail: str = ""
+    fix: str = ""  # the producer option that avoids it, where one does
+    engine: str = ENGINE
+
+    def __post_init__(self) -> None:
+        if self.predicted not in PREDICTIONS:
+            raise ValueError(f"prediction {self.predicted!r} is not one of {PREDICTIONS}")
+        from packaging.specifiers import SpecifierSet
+
+        SpecifierSet(self.versions)
+
+    def covers(self, version: str) -> bool:
+        """Whether this finding speaks about one TensorRT version."""
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return SpecifierSet(self.versions).contains(Version(version), prereleases=True)
+        except InvalidVersion:
+            return False
+
+
+class LintInputError(Exception):
+    """The model cannot be read: not a file, not ONNX."""
+
+
+class Graph:
+    """A read-only view of one ONNX graph: producers, consumers and constant values."""
+
+    def __init__(self, model: Any) -> None:
+        from onnx import numpy_helper
+
+        self.model = model
+        self.nodes = list(model.graph.node)
+        self.const: Dict[str, Any] = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+        for n in self.nodes:
+            if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+                self.const[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+        self.producer = {o: n for n in self.nodes for o in n.output}
+        self.consumers: Dict[str, List[Any]] = {}
+        for n in self.nodes:
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(n)
+        self.outputs = {o.name for o in model.graph.output}
+
+    def op(self, tensor: str) -> str:
+        n = self.producer.get(tensor)
+        return n.op_type if n is not None else ""
+
+    def users(self, tensor: str) -> List[Any]:
+        return self.consumers.get(tensor, [])
+
+
+def node_name(node: Any) -> str:
+    """The name TensorRT's parser gives a node: its own, or node_of_<first output>."""
+    return node.name or f"node_of_{node.output[0]}"
+
+
+def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]:
+    """Every finding for one loaded ModelProto, in graph order."""
+    g = Graph(model)
+    cells = observed_cells(observed) if observed is not None else []
+    found: List[Finding] = []
+    for n in g.nodes:
+        for rule in RULES:
+            found.extend(rule(g, n, cells))
+    return found
+
+
+def lint_path(path: Path, observed: Optional[Path] = OBSERVED) -> List[Finding]:
+    """Lint a model file; LintInputError for a missing or non-ONNX file."""
+    import onnx
+
+    path = Path(path)
+    if not path.is_file():
+        raise LintInputError(f"no such model file: {path}")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise LintInputError(f"{path} is not an ONNX model: {e}") from e
+    if not model.graph.node:
+        raise LintInputError(f"{path} has no graph nodes (not an ONNX model?)")
+    return lint_model(model, observed)
+
+
+# ---- rules: (graph, node, observed cells) -> findings ----
+
+def zero_point_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """Q/DQ with a non-zero zero point: the parser asserts symmetric quantization (uint8 activations land here)."""
+    from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_fails
+
+    if n.op_type not in QUANT_OPS or len(n.input) < 3 or n.input[2] not in g.const:
+        return []
+    zp = g.const[n.input[2]]
+    if not zp.any():
+        return []
+    weight = n.op_type == "DequantizeLinear" and n.input[0] in g.const
+    unsigned = str(zp.dtype) == "uint8"
+    rule = "uint8_activation" if unsigned and not weight else "nonzero_zero_point"
+    expectation = nonzero_zero_point_fails({})
+    fix = FIX_SYMMETRIC_WEIGHTS if weight else FIX_SYMMETRIC_INT8
+    detail = (f"{n.op_type} zero point {zp.dtype} {_values(zp)}; the parser says "
+              f"'TensorRT only supports symmetric quantization' ({NONZERO_ZERO_POINT.source})")
+    out = [Finding(node_name(n), rule, expectation.versions, "parse fails", expectation.source, detail, fix)]
+    if unsigned and not weight:
+        out += observed_findings(node_name(n), rule, cells, "q_output_type", {"variant": "q_dq_chain",
+                                 "activation": "uint8", "plugin": "none"}, fix)
+    return out
+
+
+def int32_dq_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """DequantizeLinear of something that is not an INT8 activation or weight (an INT32 bias)."""
+    if n.op_type != "DequantizeLinear" or n.input[0] not in g.const:
+        return []
+    dtype = str(g.const[n.input[0]].dtype)
+    if dtype in ("int8", "uint8"):
+        return []
+    detail = (f"DequantizeLinear of a {dtype} initializer ({n.input[0]}); operators.md lists DequantizeLinear "
+              "for INT8 input only (8.x tables); onnxruntime's quantize_static writes Conv/Gemm biases this way")
+    return [Finding(node_name(n), "dq_non_activation", ">=8.0,<10.0", "parse fails", OPERATORS_MD, detail,
+                    FIX_FLOAT_BIAS)]
+
+
+def dynamic_quantize_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """DynamicQuantizeLinear and the integer ops: no TensorRT importer."""
+    if n.op_type == "DynamicQuantizeLinear":
+        users = {u.op_type for o in n.output for u in g.users(o)}
+        variant = ("dql_matmulinteger" if "MatMulInteger" in users else
+                   "dql_convinteger" if "ConvInteger" in users else "dql_alone")
+        return (catalogue_findings(node_name(n), "dynamic_quantize_linear", "dynamic_quantize",
+                                   {"variant": variant}, FIX_STATIC_QDQ)
+                + observed_findings(node_name(n), "dynamic_quantize_linear", cells, "dynamic_quantize",
+                                    {"variant": variant}, FIX_STATIC_QDQ))
+    if n.op_type in INTEGER_OPS:
+        detail = (f"{n.op_type}: operators.md lists it as not supported (ConvInteger and MatMulInteger in the 8.4 "
+                  "to 10.15 tables per cases/dynamic_quantize.py; QLinearConv/QLinearMatMul read in the 7.2 table)")
+        return [Finding(node_name(n), "integer_op", ">=8.4,<10.16", "parse fails", OPERATORS_MD, detail,
+                        FIX_STATIC_QDQ)]
+    return []
+
+
+def conv_kernel_shape_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A Conv whose weights come from DequantizeLinear and that has no kernel_shape attribute (8.x parser)."""
+    if n.op_type != "Conv" or len(n.input) < 2 or g.op(n.input[1]) != "DequantizeLinear":
+        return []
+    if any(a.name == "kernel_shape" for a in n.attribute):
+        return []
+    detail = ("8.x convMultiInput compares the weight tensor's spatial dims with kernel_shape and, without the "
+              "attribute, fails: 'The input tensor shape misaligns with the input kernel shape.'; 10.x reads the "
+              "kernel size from the weights")
+    return [Finding(node_name(n), "conv_without_kernel_shape", ">=8.0,<9", "parse fails", CONV_MULTI_INPUT_8X,
+                    detail, FIX_KERNEL_SHAPE)]
+
+
+def grouped_conv_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """An INT8 grouped/depthwise Conv matched to the grouped_conv case (seed 003): channels per group, epilogue."""
+    params = grouped_conv_params(g, n)
+    if params is None:
+        return []
+    from cases import get_case
+
+    case = get_case("grouped_conv")
+    if any(params[k] not in case.axes[k] for k in params):
+        return []
+    fix = "" if params["activation"] == "int8" else FIX_SYMMETRIC_INT8
+    return (catalogue_findings(node_name(n), "grouped_conv", "grouped_conv", params, fix)
+            + observed_findings(node_name(n), "grouped_conv", cells, "grouped_conv", params, fix))
+
+
+def q_graph_output_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A QuantizeLinear whose output is a graph output: TensorRT's network types it FLOAT (#3844)."""
+    if n.op_type != "QuantizeLinear" or n.output[0] not in g.outputs:
+        return []
+    zp = g.const.get(n.input[2]) if len(n.input) > 2 else None
+    activation = "uint8" if zp is not None and str(zp.dtype) == "uint8" else "int8"
+    return observed_findings(node_name(n), "q_graph_output", cells, "q_output_type",
+                             {"variant": "q_graph_output", "activation": activation, "plugin": "none"}, "",
+                             note=f"the network definition types a Q output FLOAT ({ISSUE_3844})")
+
+
+def int8_constant_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """An INT8 initializer feeding a node other than DequantizeLinear: a plugin (#3919), or refused."""
+    hits = [i for i in n.input if i in g.const and str(g.const[i].dtype) == "int8"]
+    if not hits or n.op_type in QUANT_OPS or n.op_type in INTEGER_OPS or n.op_type == "DynamicQuantizeLinear":
+        return []
+    plugin = n.domain not in ("", "ai.onnx")
+    if not plugin:
+        return []
+    from cases.quantized_constant_plugin import CASE
+
+    out = []
+    for form in ("int8_const_to_plugin_v3", "int8_const_to_plugin_v2"):
+        for f in catalogue_findings(node_name(n), "int8_constant_into_plugin", CASE.id, {"form": form}, ""):
+            api = "IPluginV3" if form.endswith("v3") else "IPluginV2"
+            out.append(Finding(f.node, f.rule, f.versions, f.predicted, f.source,
+                               f"if the plugin is an {api}: " + f.detail, f.fix))
+    return out
+
+
+def dq_constant_elementwise_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """INT8 initializer -> DequantizeLinear -> Add: observed to run in float on 8.5/8.6 (seed 004's DQ form)."""
+    if n.op_type != "Add":
+        return []
+    for i in n.input:
+        p = g.producer.get(i)
+        if p is not None and p.op_type == "DequantizeLinear" and p.input[0] in g.const \
+                and str(g.const[p.input[0]].dtype) == "int8":
+            return observed_findings(node_name(n), "dq_constant_into_add", cells, "quantized_constant_plugin",
+                                     {"form": "int8_const_dq_op"}, "")
+    return []
+
+
+RULES = (zero_point_rule, int32_dq_rule, dynamic_quantize_rule, conv_kernel_shape_rule, grouped_conv_rule,
+         q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule)
+
+
+# ---- matching a node to a catalogue variant ----
+
+def grouped_conv_params(g: Graph, n: Any) -> Optional[Dict[str, Any]]:
+    """grouped_conv's parameters for an INT8 Conv with group > 1, or None."""
+    if n.op_type != "Conv" or len(n.input) < 2:
+        return None
+    group = next((a.i for a in n.attribute if a.name == "group"), 1)
+    wdq, xdq = g.producer.get(n.input[1]), g.producer.get(n.input[0])
+    if group <= 1 or wdq is None or xdq is None or wdq.op_type != "DequantizeLinear" \
+            or xdq.op_type != "DequantizeLinear" or wdq.input[0] not in g.const:
+        return None
+    weights = g.const[wdq.input[0]]
+    scale = g.const.get(wdq.input[1])
+    zp = g.const.get(xdq.input[2]) if len(xdq.input) > 2 else None
+    epilogue, tail = _epilogue(g, n.output[0])
+    return {
+        "cpg": int(weights.shape[1]),
+        "weights": "per_channel" if scale is not None and scale.size > 1 else "per_tensor",
+        "activation": "uint8" if zp is not None and str(zp.dtype) == "uint8" else "int8",
+        "output_qdq": any(u.op_type == "QuantizeLinear" for u in g.users(tail)),
+        "epilogue": epilogue,
+    }
+
+
+def _epilogue(g: Graph, out: str) -> Tuple[str, str]:
+    """("none" | "relu" | "swish", the tensor the epilogue ends in) after a Conv output."""
+    users = g.users(out)
+    if len(users) == 1 and users[0].op_type == "Relu":
+        return "relu", users[0].output[0]
+    ops = {u.op_type: u for u in users}
+    if len(users) == 2 and set(ops) == {"Sigmoid", "Mul"} and ops["Sigmoid"].output[0] in ops["Mul"].input:
+        return "swish", ops["Mul"].output[0]
+    return "none", out
+
+
+def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, Any], fix: str) -> List[Finding]:
+    """Findings from the case's TensorRT expectations whose parameter filter matches."""
+    from cases import get_case
+
+    out = []
+    for e in get_case(case_id).expectations:
+        if e.engine != ENGINE or any(params.get(k, object()) not in v for k, v in e.where.items()):
+            continue
+        predicted = _predicted(e.outcome, e.stage)
+        if predicted is None:
+            continue
+        detail = f"catalogue case {case_id} ({_params(params)})" + (f"; {e.note}" if e.note else "") \
+            + (f"; seen on {e.hardware}" if e.hardware else "")
+        out.append(Finding(node, rule, e.versions, predicted, e.source, detail, fix))
+    return out
+
+
+def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
+    if outcome == "fail":
+        return STAGE_PREDICTION.get(stage or "")
+    return {"int8": "int8", "not_int8": "float"}.get(outcome)
+
+
+# ---- observed cells as knowledge ----
+
+def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
+    """Every TensorRT cell record under reports/observed (session headers skipped)."""
+    if root is None or not Path(root).is_dir():
+        return []
+    cells = []
+    for path in sorted(Path(root).glob("*/trt-*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("engine") == ENGINE and "case" in rec and "status" in rec:
+                rec["_file"] = _shown(path)
+                cells.append(rec)
+    return cells
+
+
+def _shown(path: Path) -> str:
+    """A results file as the repository names it (absolute outside the repository)."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def observed_outcome(cell: Mapping[str, Any]) -> Optional[str]:
+    """What a cell shows, in prediction words; None for a cell that did not run or ran out of words."""
+    status = cell.get("status")
+    if status == "fail" and cell.get("stage") in ("", "load"):
+        return STAGE_PREDICTION["load" if not cell.get("stage") else "build"]
+    if status == "pass":
+        return {True: "int8", False: "float"}.get(cell.get("fused"))
+    return None
+
+
+def observed_findings(node: str, rule: str, cells: Sequence[Dict[str, Any]], case_id: str,
+                      params: Mapping[str, Any], fix: str, note: str = "") -> List[Finding]:
+    """Findings from observed cells of the matching variant: one per run of equal outcomes over versions."""
+    from matrix.merge import version_key
+
+    ran: Dict[str, Tuple[str, str, str]] = {}
+    for c in cells:
+        if c.get("case") != case_id or any(c.get("params", {}).get(k) != v for k, v in params.items()):
+            continue
+        outcome = observed_outcome(c)
+        if outcome is not None:
+            ran[c["engine_version"]] = (outcome, c["_file"], c.get("hardware", ""))
+    out: List[Finding] = []
+    versions = sorted(ran, key=version_key)
+    start = 0
+    for i in range(1, len(versions) + 1):
+        if i == len(versions) or ran[versions[i]][0] != ran[versions[start]][0]:
+            lo, hi = versions[start], versions[i - 1]
+            spec = f"=={lo}" if lo == hi else f">={lo},<={hi}"
+            outcome, path, hardware = ran[lo]
+            path = path if lo == hi else str(Path(path).parent)
+            detail = f"observed: catalogue case {case_id} ({_params(params)}) on {hardware}" + (f"; {note}" if note else "")
+            out.append(Finding(node, rule, spec, outcome, path, detail, fix))
+            start = i
+    return out
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _values(a: Any) -> str:
+    flat = a.reshape(-1)
+    shown = ", ".join(str(v) for v in flat[:4]) + (", ..." if flat.size > 4 else "")
+    return f"[{shown}]"
+
+
+# ---- prediction against observation ----
+
+@dataclass(frozen=True)
+class Comparison:
+    """One finding next to what one TensorRT version did with that node."""
+
+    node: str
+    rule: str
+    version: str
+    predicted: str
+    observed: str  # a prediction word, "not observable" (the model stopped before the node) or "unknown"
+    agrees: Optional[bool]  # None where the observation cannot say
+    source: str
+
+    @property
+    def news(self) -> bool:
+        """A miss: the catalogue's knowledge does not hold here."""
+        return self.agrees is False
+
+
+def compare(findings: Iterable[Finding], cells: Iterable[Any]) -> List[Comparison]:
+    """Each finding against each TensorRT cell of a version it covers (cells: Cell records or dicts)."""
+    rows = []
+    cells = [c if isinstance(c, dict) else asdict(c) for c in cells]
+    for f in findings:
+        for c in cells:
+            if c.get("engine") != ENGINE or not f.covers(str(c.get("engine_version", ""))):
+                continue
+            observed = node_outcome(c, f.node)
+            if observed in PREDICTIONS:
+                agrees: Optional[bool] = observed == f.predicted
+                if f.predicted in ("int8", "float") and observed in ("parse fails", "build fails"):
+                    observed, agrees = "not observable", None
+            else:
+                agrees = None
+            rows.append(Comparison(f.node, f.rule, str(c["engine_version"]), f.predicted, observed, agrees, f.source))
+    return rows
+
+
+def node_outcome(cell: Mapping[str, Any], node: str) -> str:
+    """What a cell shows for one node: a model-level failure, or the node's precision."""
+    status = cell.get("status")
+    if status in ("fail", "crashed") and cell.get("stage", "") in ("", "load"):
+        return "parse fails" if not cell.get("stage") else "build fails"
+    if status in ("pass", "fail") and cell.get("stage") in ("run", "compare"):
+        precision = (cell.get("precision") or {}).get(node, {}).get("precision", "unknown")
+        return precision if precision in ("int8", "float") else "unknown"
+    return "unknown"
+
+
+# ---- output ----
+
+def to_json(findings: Sequence[Finding]) -> str:
+    return json.dumps({"schema": "qdq-matrix/lint/1", "findings": [asdict(f) for f in findings]}, indent=2) + "\n"
+
+
+def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") -> str:
+    """A table of findings in graph order; each producer fix is said once, below it."""
+    lines = [f"# {title}", ""]
+    if not findings:
+        return "\n".join(lines + ["No findings: no catalogue rule matched this graph.", ""])
+    fixes: List[str] = []
+    for f in findings:
+        if f.fix and f.fix not in fixes:
+            fixes.append(f.fix)
+    lines += [f"{len(findings)} findings on {len({f.node for f in findings})} nodes.", "",
+              "| node | rule | TensorRT | predicted | source | fix |", "| --- | --- | --- | --- | --- | --- |"]
+    for f in findings:
+        fix = f"[{fixes.index(f.fix) + 1}]" if f.fix else ""
+        lines.append(f"| `{f.node}` | {f.rule} | `{f.versions or 'any'}` | **{f.predicted}** | {f.source} | {fix} |")
+    if fixes:
+        lines += ["", "Avoid with:"] + [f"{i}. `{fix}`" for i, fix in enumerate(fixes, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def comparison_markdown(rows: Sequence[Comparison]) -> str:
+    """Prediction next to observation; misses first, as news for the catalogue."""
+    lines = ["| node | rule | TensorRT | predicted | observed | |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.version)):
+        mark = {True: "agrees", False: "**miss: news for the catalogue**", None: "cannot say"}[r.agrees]
+        lines.append(f"| `{r.node}` | {r.rule} | {r.version} | {r.predicted} | {r.observed} | {mark} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m check.lint", description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--observed", type=Path, default=OBSERVED, help="observed results folder (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        findings = lint_path(args.model, args.observed)
+    except LintInputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(to_json(findings) if args.json else to_markdown(findings, f"TensorRT readiness: {args.model.name}"), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""Real producer models: tiny float blocks built with onnx.helper, quantized by the tools users use.
+
+Blocks (seeded, a few KB each): a MobileNet-like block with a depthwise Conv, a ResNet-like residual
+block, and a small transformer block (MatMul, Add, Softmax, LayerNormalization). Each is quantized by
+onnxruntime.quantization.quantize_static in QDQ format with a seeded CalibrationDataReader, under the
+option sets in RECIPES (per-channel and per-tensor weights, int8 and uint8 activations, float bias).
+Models are pinned to IR 8 so ONNX Runtime 1.16 and the TensorRT 8.x parsers read them.
+
+    python -m check.producers --out DIR [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+IR_VERSION = 8
+CALIBRATION_SAMPLES = 8
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One quantize_static option set, as a user would write it."""
+
+    name: str
+    per_channel: bool
+    activation: str  # "int8" (QInt8) or "uint8" (QUInt8, onnxruntime's default)
+    extra_options: Dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+RECIPES = (
+    Recipe("u8_per_tensor", False, "uint8", {}, "onnxruntime's defaults: uint8 asymmetric activations"),
+    Recipe("s8_per_channel", True, "int8", {"ActivationSymmetric": True}, "symmetric int8, per-channel weights"),
+    Recipe("s8_per_tensor", False, "int8", {"ActivationSymmetric": True}, "symmetric int8, per-tensor weights"),
+    Recipe("s8_per_channel_float_bias", True, "int8", {"ActivationSymmetric": True, "QuantizeBias": False},
+           "symmetric int8, per-channel weights, float bias (no INT32 DequantizeLinear)"),
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A float model builder and its input."""
+
+    name: str
+    build: Callable[[np.random.Generator], Any]  # -> onnx.ModelProto (float)
+    input_shape: Sequence[int]
+    opset: int
+
+
+def _helper() -> Any:
+    import onnx.helper
+
+    return onnx.helper
+
+
+def _init(name: str, array: np.ndarray) -> Any:
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def _model(nodes: List[Any], inits: List[Any], x_shape: Sequence[int], y_shape: Sequence[int], name: str,
+           opset: int) -> Any:
+    import onnx
+
+    h = _helper()
+    graph = h.make_graph(nodes, name, [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x_shape))],
+                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list(y_shape))], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="qdq-matrix.producers")
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)
+    return model
+
+
+def _conv(h: Any, name: str, x: str, w: str, b: str, out: str, k: int, group: int = 1,
+          kernel_shape: bool = True) -> Any:
+    attrs: Dict[str, Any] = {"pads": [k // 2] * 4, "group": group}
+    if kernel_shape:
+        attrs["kernel_shape"] = [k, k]
+    return h.make_node("Conv", [x, w, b], [out], name=name, **attrs)
+
+
+def _weights(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
+    return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+
+
+def mobilenet_block(rng: np.random.Generator, kernel_shape: bool = True) -> Any:
+    """x -> 1x1 Conv (expand) -> ReLU -> 3x3 depthwise Conv -> ReLU -> 1x1 Conv (project) -> y."""
+    h = _helper()
+    c, e = 8, 16
+    inits = [_init("w_expand", _weights(rng, e, c, 1, 1)), _init("b_expand", rng.standard_normal(e).astype(np.float32) * 0.1),
+             _init("w_dw", _weights(rng, e, 1, 3, 3)), _init("b_dw", rng.standard_normal(e).astype(np.float32) * 0.1),
+             _init("w_project", _weights(rng, c, e, 1, 1)), _init("b_project", rng.standard_normal(c).astype(np.float32) * 0.1)]
+    nodes = [_conv(h, "expand", "x", "w_expand", "b_expand", "expand_out", 1, kernel_shape=kernel_shape),
+             h.make_node("Relu", ["expand_out"], ["expand_relu"], name="expand_relu"),
+             _conv(h, "depthwise", "expand_relu", "w_dw", "b_dw", "dw_out", 3, group=e, kernel_shape=kernel_shape),
+             h.make_node("Relu", ["dw_out"], ["dw_relu"], name="depthwise_relu"),
+             _conv(h, "project", "dw_relu", "w_project", "b_project", "y", 1, kernel_shape=kernel_shape)]
+    return _model(nodes, inits, (1, c, 16, 16), (1, c, 16, 16), "mobilenet_block", 13)
+
+
+def resnet_block(rng: np.random.Generator) -> Any:
+    """x -> 3x3 Conv -> ReLU -> 3x3 Conv -> Add(x) -> ReLU -> y."""
+    h = _helper()
+    c = 16
+    inits = [_init("w_conv1", _weights(rng, c, c, 3, 3)), _init("b_conv1", rng.standard_normal(c).astype(np.float32) * 0.1),
+             _init("w_conv2", _weights(rng, c, c, 3, 3)), _init("b_conv2", rng.standard_normal(c).astype(np.float32) * 0.1)]
+    nodes = [_conv(h, "conv1", "x", "w_conv1", "b_conv1", "conv1_out", 3),
+             h.make_node("Relu", ["conv1_out"], ["conv1_relu"], name="conv1_relu"),
+             _conv(h, "conv2", "conv1_relu", "w_conv2", "b_conv2", "conv2_out", 3),
+             h.make_node("Add", ["conv2_out", "x"], ["residual"], name="residual_add"),
+             h.make_node("Relu", ["residual"], ["y"], name="out_relu")]
+    return _model(nodes, inits, (1, c, 8, 8), (1, c, 8, 8), "resnet_block", 13)
+
+
+def transformer_block(rng: np.random.Generator) -> Any:
+    """Pre-norm single-head attention and an MLP: LayerNormalization, MatMul, Add, Softmax, residual Adds."""
+    h = _helper()
+    t, d, f = 8, 32, 64
+    ones, zeros = np.ones(d, np.float32), np.zeros(d, np.float32)
+    inits = [_init("ln1_scale", ones), _init("ln1_bias", zeros), _init("ln2_scale", ones), _init("ln2_bias", zeros),
+             _init("w_q", _weights(rng, d, d)), _init("w_k", _weights(rng, d, d)), _init("w_v", _weights(rng, d, d)),
+             _init("w_o", _weights(rng, d, d)), _init("b_o", np.zeros(d, np.float32)),
+             _init("w_fc1", _weights(rng, d, f)), _init("b_fc1", rng.standard_normal(f).astype(np.float32) * 0.1),
+             _init("w_fc2", _weights(rng, f, d)), _init("b_fc2", rng.standard_normal(d).astype(np.float32) * 0.1),
+             _init("inv_sqrt_d", np.array(1 / np.sqrt(d), np.float32))]
+    mm = lambda name, a, b, out: h.make_node("MatMul", [a, b], [out], name=name)  # noqa: E731
+    nodes = [h.make_node("LayerNormalization", ["x", "ln1_scale", "ln1_bias"], ["ln1"], name="ln1", axis=-1),
+             mm("q_proj", "ln1", "w_q", "q"), mm("k_proj", "ln1", "w_k", "k"), mm("v_proj", "ln1", "w_v", "v"),
+             h.make_node("Transpose", ["k"], ["k_t"], name="k_transpose", perm=[0, 2, 1]),
+             mm("scores", "q", "k_t", "scores"),
+             h.make_node("Mul", ["scores", "inv_sqrt_d"], ["scaled"], name="scale"),
+             h.make_node("Softmax", ["scaled"], ["attn"], name="softmax", axis=-1),
+             mm("context", "attn", "v", "context"), mm("o_proj", "context", "w_o", "o"),
+             h.make_node("Add", ["o", "b_o"], ["o_bias"], name="o_bias"),
+             h.make_node("Add", ["x", "o_bias"], ["res1"], name="residual1"),
+             h.make_node("LayerNormalization", ["res1", "ln2_scale", "ln2_bias"], ["ln2"], name="ln2", axis=-1),
+             mm("fc1", "ln2", "w_fc1", "fc1"), h.make_node("Add", ["fc1", "b_fc1"], ["fc1_bias"], name="fc1_bias"),
+             h.make_node("Relu", ["fc1_bias"], ["fc1_relu"], name="fc1_relu"),
+             mm("fc2", "fc1_relu", "w_fc2", "fc2"), h.make_node("Add", ["fc2", "b_fc2"], ["fc2_bias"], name="fc2_bias"),
+             h.make_node("Add", ["res1", "fc2_bias"], ["y"], name="residual2")]
+    return _model(nodes, inits, (1, t, d), (1, t, d), "transformer_block", 17)
+
+
+BLOCKS = (
+    Block("mobilenet", mobilenet_block, (1, 8, 16, 16), 13),
+    Block("resnet", resnet_block, (1, 16, 8, 8), 13),
+    Block("transformer", transformer_block, (1, 8, 32), 17),
+)
+# One extra: the depthwise block as onnx.helper users often write it, without kernel_shape (check.lint's 8.x rule).
+NO_KERNEL_SHAPE = Block("mobilenet_no_kernel_shape", lambda rng: mobilenet_block(rng, kernel_shape=False),
+                        (1, 8, 16, 16), 13)
+
+
+class SeededReader:
+    """A CalibrationDataReader over seeded standard-normal samples."""
+
+    def __init__(self, shape: Sequence[int], seed: int = SEED, count: int = CALIBRATION_SAMPLES) -> None:
+        rng = np.random.default_rng(seed)
+        self._samples = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(count)])
+
+    def get_next(self) -> Optional[Dict[str, np.ndarray]]:
+        return next(self._samples, None)
+
+    def rewind(self) -> None:  # some onnxruntime versions call it
+        pass
+
+
+@dataclass(frozen=True)
+class Produced:
+    """One quantized model written by a producer."""
+
+    name: str
+    path: str
+    block: str
+    producer: str
+    recipe: str
+    options: Dict[str, Any]
+    nodes: int
+    quantized_nodes: int
+    versions: Dict[str, str]
+
+
+def quantize_ort(float_model: Any, block: Block, recipe: Recipe, out: Path) -> Path:
+    """onnxruntime.quantization.quantize_static in QDQ format; the result pinned to IR 8."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "float.onnx"
+        onnx.save(float_model, str(src))
+        quantize_static(
+            str(src), str(out), SeededReader(block.input_shape), quant_format=QuantFormat.QDQ,
+            per_channel=recipe.per_channel,
+            activation_type=QuantType.QInt8 if recipe.activation == "int8" else QuantType.QUInt8,
+            weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
+            extra_options=dict(recipe.extra_options),
+        )
+    pin(out, block.opset)
+    return out
+
+
+def pin(path: Path, opset: int) -> None:
+    """IR 8 and the block's own opset, so ONNX Runtime 1.16 and TensorRT 8.x read the model; checker-clean."""
+    import onnx
+
+    model = onnx.load(str(path))
+    model.ir_version = IR_VERSION
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            entry.version = opset
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+
+
+def quantized_nodes(model: Any) -> int:
+    """Compute nodes fed by a DequantizeLinear or feeding a QuantizeLinear."""
+    dq = {o for n in model.graph.node if n.op_type == "DequantizeLinear" for o in n.output}
+    q_in = {i for n in model.graph.node if n.op_type == "QuantizeLinear" for i in n.input[:1]}
+    return sum(1 for n in model.graph.node if n.op_type not in ("QuantizeLinear", "DequantizeLinear")
+               and (any(i in dq for i in n.input) or any(o in q_in for o in n.output)))
+
+
+def plan(only: Sequence[str] = ()) -> Iterator[tuple]:
+    """(model name, block, recipe) for every model produce() writes."""
+    for block in BLOCKS:
+        for recipe in RECIPES:
+            yield f"ort_{block.name}_{recipe.name}", block, recipe
+    yield f"ort_{NO_KERNEL_SHAPE.name}_s8_per_channel", NO_KERNEL_SHAPE, RECIPES[1]
+
+
+def produce(out: Path, only: Sequence[str] = ()) -> List[Produced]:
+    """Write every producer model under out (and manifest.json); `only` keeps names containing one of its words."""
+    import onnx
+    import onnxruntime
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    for name, block, recipe in plan():
+        if only and not any(word in name for word in only):
+            continue
+        path = out / f"{name}.onnx"
+        quantize_ort(block.build(np.random.default_rng(SEED)), block, recipe, path)
+        model = onnx.load(str(path))
+        made.append(Produced(name, path.name, block.name, "onnxruntime.quantization.quantize_static", recipe.name,
+                             {"quant_format": "QDQ", "per_channel": recipe.per_channel,
+                              "activation_type": "QInt8" if recipe.activation == "int8" else "QUInt8",
+                              "weight_type": "QInt8", "calibrate_method": "MinMax",
+                              "extra_options": dict(recipe.extra_options)},
+                             len(model.graph.node), quantized_nodes(model),
+                             {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}))
+    (out / "manifest.json").write_text(json.dumps([asdict(m) for m in made], indent=2) + "\n")
+    return made
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m check.producers", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the .onnx files and manifest.json")
+    parser.add_argument("--only", nargs="*", default=(), help="keep models whose name contains one of these")
+    args = parser.parse_args(argv)
+    try:
+        made = produce(args.out, args.only)
+    except ImportError as e:
+        print(f"error: the producers need onnx and onnxruntime ({e})", file=sys.stderr)
+        return 2
+    for m in made:
+        print(f"{m.path}: {m.nodes} nodes, {m.quantized_nodes} quantized ({m.recipe})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
