@@ -21,6 +21,9 @@ CASE_MODULES = (
     "cases.convtranspose_q_fusion",
     "cases.convtranspose_weight_axis",
     "cases.convtranspose_grouped",
+    "cases.resize_qdq",
+    "cases.residual_add_qdq",
+    "cases.concat_requant",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )
