@@ -68,6 +68,17 @@ def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, st
     )
 
 
+def corrupt_cell(bundle_id: str, why: str, info: EngineInfo, run: Dict[str, str]) -> Cell:
+    """The not-run cell of a bundle whose files do not match their digest: never a verdict on a wrong model."""
+    case_id = bundle_id.split("/", 1)[0]
+    return Cell(
+        bundle=bundle_id, case=case_id, params={}, digest="", engine=info.name, engine_version=info.version,
+        hardware=info.hardware, status="not_run", verdict="not run", reason=why,
+        explanation=f"the engine did not run: {why}; regenerate it with `python -m generators write`",
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), run=dict(run),
+    )
+
+
 def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observation, run: Dict[str, str]) -> Cell:
     """Compare, match signatures, decide precision and verdict for one observation."""
     params = dict(bundle.meta["params"])
@@ -75,6 +86,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     stage, error, worst, dtypes = obs.stage, obs.error, None, {}
     if obs.crashed:
         status = "crashed"
+    elif obs.options.get("not_applicable"):  # the version removed the API the documented path needs
+        status = "not_applicable"
     elif stage == "run" and not error:
         worst, mismatch, dtypes = compare(bundle, obs.outputs)
         status = "fail" if mismatch else "pass"
@@ -87,10 +100,12 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     is_fused = fused(obs.precision, targets) if status == "pass" else None
     expectation = case.expectation_for(info.name, info.version, params)
     verdict, why = judge(expectation, status, is_fused)
+    if status == "not_applicable":
+        why = f"{why}: {obs.options['not_applicable']}"
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,
-        stage=stage, reason=obs.crashed, error=error[:4000], signature=errors[0] if errors else "",
+        stage=stage, reason=obs.crashed or obs.options.get("not_applicable", ""), error=error[:4000], signature=errors[0] if errors else "",
         warnings=match_signatures(case, text, "warning"), output_dtypes=dtypes,
         network_dtypes=dict(obs.network_dtypes), max_error_steps=worst,
         tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),

@@ -7,17 +7,24 @@ A worker builds the cell and hands it to the controller in the report's user_pro
 controller appends it to the results file and flushes, so a crash loses nothing already run. A
 test whose worker died (segfault, hang past --timeout) has no cell: the controller records it as
 crashed and the run goes on (pytest-xdist starts a new worker).
+
+Runs resume: a results file is appended to, never truncated, and a cell it already holds for the
+same bundle digest, engine, engine version, hardware and cell options is reused instead of run
+again (`--fresh` runs everything). One run at a time holds a results file (an OS file lock); a
+second run on it waits `--results-wait` seconds, then stops with a message naming the holder.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import json
 import os
 import platform
 import re
+import time
 from pathlib import Path
-from typing import Any, Dict, IO, Optional
+from typing import Any, Dict, IO, Optional, Tuple
 
 import pytest
 
@@ -27,6 +34,7 @@ from cases.verdict import rejudge
 from engines.base import EngineInfo
 
 CELL_KEY = "qdq_cell"
+REUSED_KEY = "qdq_reused"
 SESSION_SCHEMA = "qdq-matrix/session/1"
 REPO = Path(__file__).resolve().parent.parent
 
@@ -41,6 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results", default=None, help="JSONL results file (default results/<engine>-<version>-<hardware>.jsonl)")
     group.addoption("--results-source", default="local", help="'local' for this machine's runs, 'observed' for committed data")
     group.addoption("--bundles", default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
+    group.addoption("--fresh", action="store_true", help="run every cell again, even those the results file holds")
+    group.addoption("--results-wait", type=float, default=0.0,
+                    help="seconds to wait for another run that holds the results file (default: stop at once)")
+
+# Options that do not change what a cell observes, so they are left out of its reuse key.
+NOT_CELL_OPTIONS = ("engine", "trt_python", "trt_isolate", "results", "results_source", "bundles", "fresh",
+                    "results_wait", "engine_version")
+REUSABLE = ("pass", "fail")  # observations stand; crashed, skipped and not-run cells are tried again
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:
@@ -58,12 +74,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         config._qdq_info = EngineInfo(**json.loads(config.workerinput["qdq_engine_info"]))
         config._qdq_run = json.loads(config.workerinput["qdq_run"])
+        config._qdq_reuse = json.loads(config.workerinput["qdq_reuse"])
         return
     engine = make_engine(config)
     info = engine.probe()
     config._qdq_info = info
     config._qdq_run = run_record(config)
-    config._qdq_writer = ResultsWriter(results_path(config, info), info, config._qdq_run)
+    writer = ResultsWriter(results_path(config, info), info, config._qdq_run, wait=config.getoption("--results-wait"))
+    config._qdq_writer = writer
+    config._qdq_reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
     config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
 
 
@@ -96,7 +115,63 @@ def run_record(config: pytest.Config) -> Dict[str, str]:
         "command": argv,
         "source": config.getoption("--results-source"),
         "python": platform.python_version(),
+        "cell_options": json.dumps(cell_options(config), sort_keys=True),
     }
+
+
+def cell_options(config: pytest.Config) -> Dict[str, Any]:
+    """The options of this plugin that change what a cell observes (an ORT optimization level, say)."""
+    group = config.getoption
+    names = [a.dest for a in config._parser.getgroup("qdq-matrix cells").options]
+    return {n: group(n) for n in sorted(names) if n not in NOT_CELL_OPTIONS}
+
+
+ReuseKey = Tuple[str, str, str, str, str, str]
+
+
+def reuse_key(cell: Cell) -> ReuseKey:
+    """What must match for a stored cell to stand for a new run of it."""
+    return (cell.bundle, cell.digest, cell.engine, cell.engine_version, cell.hardware,
+            cell.run.get("cell_options", ""))
+
+
+def stored_cells(path: Path, upto: int) -> Dict[ReuseKey, Cell]:
+    """The reusable cells in the first `upto` bytes of a results file, the last of each key winning."""
+    found: Dict[ReuseKey, Cell] = {}
+    try:
+        with open(path, "rb") as f:
+            data = f.read(upto)
+    except OSError:
+        return found
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            if record.get("schema") == SESSION_SCHEMA:
+                continue
+            cell = Cell.from_dict(record)
+        except (ValueError, AttributeError, TypeError):  # another schema or a damaged line: never reused
+            continue
+        if cell.status != "crashed":
+            found[reuse_key(cell)] = cell
+    return found
+
+
+def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
+    """A not-run cell that says what the stored one said: nothing new to write."""
+    return (stored is not None and new.status in ("skipped", "not_run") and new.status == stored.status
+            and new.reason == stored.reason)
+
+
+def stored_cell(config: pytest.Config, bundle_id: str, digest: str) -> Optional[Cell]:
+    """The stored cell of this bundle under this run's key, if any (the file is read once per process)."""
+    reuse = config._qdq_reuse
+    if not reuse:
+        return None
+    if not hasattr(config, "_qdq_stored"):
+        config._qdq_stored = stored_cells(Path(reuse["path"]), int(reuse["upto"]))
+    info: EngineInfo = config._qdq_info
+    key = (bundle_id, digest, info.name, info.version, info.hardware, config._qdq_run.get("cell_options", ""))
+    return config._qdq_stored.get(key)
 
 
 def results_path(config: pytest.Config, info: EngineInfo) -> Path:
@@ -107,13 +182,26 @@ def results_path(config: pytest.Config, info: EngineInfo) -> Path:
     return REPO / "results" / f"{info.name}-{info.version}-{hw}.jsonl"
 
 
-class ResultsWriter:
-    """Appends one JSON object per line and flushes it; the controller is its only user."""
+class ResultsBusy(pytest.UsageError):
+    """Another run holds the results file."""
 
-    def __init__(self, path: Path, info: EngineInfo, run: Dict[str, str]) -> None:
+
+class ResultsWriter:
+    """Appends one JSON object per line and flushes it; the controller is its only user.
+
+    It holds an exclusive lock on the file for the whole run (fcntl.flock: the OS drops it when the
+    process dies, so a killed run never leaves a stale lock). A line cut off by a killed run is
+    removed before anything is appended: it was never a finished cell.
+    """
+
+    def __init__(self, path: Path, info: EngineInfo, run: Dict[str, str], wait: float = 0.0) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] = open(path, "w", encoding="utf-8")
+        self._file: IO[str] = open(path, "a+", encoding="utf-8")
+        self._owner = path.with_name(path.name + ".owner")
+        self._lock(wait, run)
+        self._refuse_foreign()
+        self.resume_offset = self._drop_cut_off_line()
         header = {
             "schema": SESSION_SCHEMA, "kind": "session", "engine": info.name, "engine_version": info.version,
             "hardware": info.hardware, "hardware_detail": info.hardware_detail, "versions": info.versions,
@@ -121,6 +209,59 @@ class ResultsWriter:
         }
         self.write_line(json.dumps(header, sort_keys=True))
         self.counts: Dict[str, int] = {}
+        self.reused = 0
+
+    def _lock(self, wait: float, run: Dict[str, str]) -> None:
+        deadline = time.monotonic() + max(0.0, wait)
+        while True:
+            try:
+                fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = self._holder()
+                    self._file.close()
+                    raise ResultsBusy(
+                        f"results file {self.path} is in use by another run ({holder}); wait for it to finish, "
+                        "pass --results-wait SECONDS, or choose another --results file"
+                    ) from None
+                time.sleep(0.2)
+        owner = {"pid": os.getpid(), "host": platform.node(), "date": run.get("date", ""),
+                 "command": run.get("command", "")}
+        self._owner.write_text(json.dumps(owner), encoding="utf-8")
+
+    def _holder(self) -> str:
+        try:
+            o = json.loads(self._owner.read_text(encoding="utf-8"))
+            return f"pid {o['pid']} on {o['host']}, started {o['date']}: {o['command']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "holder unknown"
+
+    def _refuse_foreign(self) -> None:
+        """Never append to a file that is not a results file (a typo in --results must not damage it)."""
+        with open(self.path, "rb") as f:
+            first = f.readline(1 << 20)
+        if not first.strip():
+            return
+        try:
+            ours = json.loads(first).get("schema") == SESSION_SCHEMA
+        except (ValueError, AttributeError):
+            ours = False
+        if not ours:
+            self.close()
+            raise pytest.UsageError(f"{self.path} is not a qdq-matrix results file (its first line is not a "
+                                    f"{SESSION_SCHEMA} header); refusing to append to it: name another --results")
+
+    def _drop_cut_off_line(self) -> int:
+        """Truncate a last line without its newline (a killed writer's); return the size after that."""
+        self._file.flush()
+        with open(self.path, "rb") as f:
+            data = f.read()
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+            os.truncate(self.path, keep)
+            return keep
+        return len(data)
 
     def write_line(self, line: str) -> None:
         self._file.write(line + "\n")
@@ -131,7 +272,13 @@ class ResultsWriter:
         self.counts[cell.status] = self.counts.get(cell.status, 0) + 1
 
     def close(self) -> None:
-        self._file.close()
+        if self._file.closed:
+            return
+        try:
+            self._owner.unlink()
+        except OSError:
+            pass
+        self._file.close()  # closing the file releases the lock
 
 
 class _ControllerHooks:
@@ -146,12 +293,16 @@ class _ControllerHooks:
         info = config._qdq_info
         node.workerinput["qdq_engine_info"] = json.dumps(info.__dict__)
         node.workerinput["qdq_run"] = json.dumps(config._qdq_run)
+        node.workerinput["qdq_reuse"] = json.dumps(config._qdq_reuse)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self._config
         writer: ResultsWriter = config._qdq_writer
         props = dict(report.user_properties)
         if CELL_KEY in props and report.when == "call":
+            if REUSED_KEY in props:  # already in the file
+                writer.reused += 1
+                return
             writer.write(Cell.from_dict(json.loads(props[CELL_KEY])))
             return
         crashed = report.failed and report.when in ("call", "???")
@@ -162,8 +313,9 @@ class _ControllerHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         writer: ResultsWriter = session.config._qdq_writer
         writer.close()
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "no cells"
-        session.config._qdq_summary = f"cells: {counts} -> {writer.path}"
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
+        session.config._qdq_summary = (f"cells: {writer.reused} reused from earlier runs, run now: {counts} "
+                                       f"-> {writer.path}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         summary = getattr(terminalreporter.config, "_qdq_summary", "")

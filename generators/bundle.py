@@ -12,15 +12,21 @@ A bundle is a folder `<root>/<case id>/<param slug>/` holding:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / ".bundles"
+FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
+
+
+class BundleCorrupt(Exception):
+    """A bundle's files are missing, unreadable, or differ from the digest they were written with."""
 
 
 def bundles_root() -> Path:
@@ -55,10 +61,52 @@ class Bundle:
         return self.meta["outputs"].get(name, {}).get("step")
 
 
+def digest(model_bytes: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> str:
+    """sha256 over the model and every array's name, dtype, shape and bytes (not over npz files)."""
+    h = hashlib.sha256(model_bytes)
+    for kind, arrays in (("input", inputs), ("expected", expected)):
+        for name in sorted(arrays):
+            a = np.ascontiguousarray(arrays[name])
+            h.update(f"\0{kind}\0{name}\0{a.dtype.str}\0{a.shape}\0".encode("utf-8"))
+            h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def meta_digest(meta: Mapping[str, Any]) -> str:
+    """sha256 of case.json's content without its own `meta_digest` field, so an edited case.json shows."""
+    body = {k: v for k, v in meta.items() if k != "meta_digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def verify_bundle(path: Path) -> Bundle:
+    """Load a bundle and check every file against its digests; raise BundleCorrupt saying what is wrong."""
+    path = Path(path)
+    missing = [n for n in FILES if not (path / n).is_file()]
+    if missing:
+        raise BundleCorrupt(f"bundle corrupt: {', '.join(missing)} missing in {path}")
+    try:
+        meta = json.loads((path / "case.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise BundleCorrupt(f"bundle corrupt: case.json does not parse ({e})") from e
+    if not isinstance(meta, dict) or not meta.get("digest"):
+        raise BundleCorrupt("bundle corrupt: case.json has no digest")
+    if "meta_digest" in meta and meta["meta_digest"] != meta_digest(meta):
+        raise BundleCorrupt("bundle corrupt: case.json was changed after it was written (meta_digest differs)")
+    bundle = Bundle(path=path, meta=meta)
+    try:
+        actual = digest((path / "model.onnx").read_bytes(), bundle.inputs(), bundle.expected())
+    except Exception as e:  # a truncated or garbled npz raises one of several types
+        raise BundleCorrupt(f"bundle corrupt: cannot read its arrays ({type(e).__name__}: {e})") from e
+    if actual != meta["digest"]:
+        raise BundleCorrupt(f"bundle corrupt: model.onnx, inputs.npz or expected.npz changed on disk "
+                            f"(they hash to {actual[:12]}, case.json says {str(meta['digest'])[:12]})")
+    return bundle
+
+
 def load_bundle(path: Path) -> Bundle:
     """Load one bundle folder; raise FileNotFoundError naming what is missing."""
     path = Path(path)
-    for name in ("model.onnx", "inputs.npz", "expected.npz", "case.json"):
+    for name in FILES:
         if not (path / name).is_file():
             raise FileNotFoundError(f"bundle {path} has no {name}; regenerate it with `python -m generators write`")
     return Bundle(path=path, meta=json.loads((path / "case.json").read_text()))
@@ -72,4 +120,6 @@ def iter_bundles(root: Optional[Path] = None) -> Iterator[Bundle]:
 
 
 def bundle_ids(root: Optional[Path] = None) -> List[str]:
-    return [b.id for b in iter_bundles(root)]
+    """Every bundle folder's id (`<case>/<slug>`), complete or not: a damaged one still gets its cell."""
+    root = bundles_root() if root is None else Path(root)
+    return [f"{m.parent.parent.name}/{m.parent.name}" for m in sorted(root.glob("*/*/case.json"))]

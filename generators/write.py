@@ -17,11 +17,11 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 import numpy as np
 
 from cases import Case, all_cases, bundle_id, get_case
-from generators.bundle import bundles_root
+from generators.bundle import bundles_root, digest, meta_digest
 from generators.reproducer import Reproducer
 
 # Bump when a builder or the bundle format changes: it is part of the cache key.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: case.json carries meta_digest
 
 # progress(done, total, bundle id, "written" or "cached")
 Progress = Callable[[int, int, str, str], None]
@@ -64,17 +64,6 @@ def _source_digest(case_id: str, builder: str) -> str:
         except ImportError:  # a case declared outside cases/ (tests do this)
             source = None
         h.update(Path(source).read_bytes() if source else name.encode())
-    return h.hexdigest()
-
-
-def digest(model_bytes: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> str:
-    """sha256 over the model and every array's name, dtype, shape and bytes (not over npz files)."""
-    h = hashlib.sha256(model_bytes)
-    for kind, arrays in (("input", inputs), ("expected", expected)):
-        for name in sorted(arrays):
-            a = np.ascontiguousarray(arrays[name])
-            h.update(f"\0{kind}\0{name}\0{a.dtype.str}\0{a.shape}\0".encode("utf-8"))
-            h.update(a.tobytes())
     return h.hexdigest()
 
 
@@ -133,6 +122,7 @@ def _write_one(case: Case, params: Mapping[str, Any], root: Optional[Path]) -> T
         return target, "cached"
     files = render(case, params)
     files["case.json"]["cache_key"] = key
+    files["case.json"]["meta_digest"] = meta_digest(files["case.json"])
     _publish(target, files)
     return target, "written"
 

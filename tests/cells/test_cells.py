@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from cases import get_case
-from cases.verdict import UNEXPECTED
-from engines.cells import run_cell
-from generators.bundle import bundle_ids, bundles_root, load_bundle
+from cases.verdict import UNEXPECTED, rejudge
+from engines.cells import corrupt_cell, run_cell
+from engines.pytest_cells import CELL_KEY, REUSED_KEY, REUSABLE, same_not_run, stored_cell
+from generators.bundle import BundleCorrupt, bundle_ids, bundles_root, verify_bundle
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -19,12 +20,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def test_cell(bundle_id: str, request: pytest.FixtureRequest, cell_engine) -> None:
-    """Run the bundle, hand the cell to the controller, fail on an unexpected verdict."""
+    """Run the bundle (or reuse its stored cell), hand the cell to the controller, fail on an unexpected verdict."""
     config = request.config
-    bundle = load_bundle(bundles_root() / bundle_id)
+    try:
+        bundle = verify_bundle(bundles_root() / bundle_id)
+    except BundleCorrupt as e:
+        cell = corrupt_cell(bundle_id, str(e), config._qdq_info, config._qdq_run)
+        request.node.user_properties.append((CELL_KEY, cell.to_json()))
+        pytest.skip(f"not run: {e}")
     case = get_case(bundle.meta["case"])
-    cell = run_cell(case, bundle, cell_engine, config._qdq_info, config._qdq_run)
-    request.node.user_properties.append(("qdq_cell", cell.to_json()))
+    stored = stored_cell(config, bundle.id, bundle.meta["digest"])
+    if stored is not None and stored.status in REUSABLE:
+        cell, reused = rejudge(stored, case), True
+    else:
+        cell = run_cell(case, bundle, cell_engine, config._qdq_info, config._qdq_run)
+        reused = same_not_run(cell, stored)
+    if reused:  # the results file holds it already
+        request.node.user_properties.append((REUSED_KEY, "1"))
+    request.node.user_properties.append((CELL_KEY, cell.to_json()))
     if cell.status in ("skipped", "not_run"):
         pytest.skip(f"{cell.status}: {cell.reason}")
     if cell.verdict in UNEXPECTED:

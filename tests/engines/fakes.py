@@ -3,10 +3,33 @@
 from __future__ import annotations
 
 import ctypes
+import json
+import os
 import time
+from pathlib import Path
+
+import numpy as np
 
 from engines.base import EngineInfo, Observation
-from generators.bundle import Bundle
+from generators.bundle import Bundle, digest, meta_digest
+
+
+def write_fake_bundle(root: Path, name: str, case: str = "grouped_conv") -> Path:
+    """A hand-made bundle with true digests; only the plumbing reads it (the model is not ONNX)."""
+    path = root / case / name
+    path.mkdir(parents=True)
+    model = f"not a model: the test double never reads it ({name})".encode()
+    inputs, expected = {"x": np.zeros((1, 4), np.float32)}, {"y": np.arange(4, dtype=np.float32)}
+    (path / "model.onnx").write_bytes(model)
+    np.savez(path / "inputs.npz", **inputs)
+    np.savez(path / "expected.npz", **expected)
+    meta = {
+        "bundle": f"{case}/{name}", "case": case, "params": {}, "digest": digest(model, inputs, expected),
+        "target_nodes": [], "outputs": {"y": {"step": 0.5}}, "tolerance_steps": 1.0,
+    }
+    meta["meta_digest"] = meta_digest(meta)
+    (path / "case.json").write_text(json.dumps(meta))
+    return path
 
 
 class PlumbingEngine:
@@ -23,3 +46,11 @@ class PlumbingEngine:
         if bundle.id.endswith("hang"):
             time.sleep(60)
         return Observation(stage="run", outputs=bundle.expected())
+
+
+class SlowEngine(PlumbingEngine):
+    """Echoes the reference after $QDQ_FAKE_DELAY seconds, so that a test can kill a run midway."""
+
+    def run(self, bundle: Bundle) -> Observation:
+        time.sleep(float(os.environ.get("QDQ_FAKE_DELAY", "0.2")))
+        return super().run(bundle)

@@ -7,23 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
+from tests.engines.fakes import write_fake_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _fake_bundle(root: Path, name: str) -> None:
     """A hand-made bundle of the grouped_conv case; only the plumbing reads it."""
-    path = root / "grouped_conv" / name
-    path.mkdir(parents=True)
-    (path / "model.onnx").write_bytes(b"not a model: the test double never reads it")
-    np.savez(path / "inputs.npz", x=np.zeros((1, 4), np.float32))
-    np.savez(path / "expected.npz", y=np.arange(4, dtype=np.float32))
-    meta = {
-        "bundle": f"grouped_conv/{name}", "case": "grouped_conv", "params": {}, "digest": "d-" + name,
-        "target_nodes": [], "outputs": {"y": {"step": 0.5}}, "tolerance_steps": 1.0,
-    }
-    (path / "case.json").write_text(json.dumps(meta))
+    write_fake_bundle(root, name)
 
 
 def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
@@ -48,7 +39,7 @@ def test_crash_and_hang_cost_one_cell_each(tmp_path: Path) -> None:
     assert cells["a-ok"]["status"] == cells["d-ok"]["status"] == "pass"
     assert cells["b-crash"]["status"] == "crashed" and "crashed" in cells["b-crash"]["reason"]
     assert cells["c-hang"]["status"] == "crashed" and "Timeout" in cells["c-hang"]["reason"]
-    assert cells["b-crash"]["digest"] == "d-b-crash"
+    assert cells["b-crash"]["digest"] == json.loads((tmp_path / "bundles/grouped_conv/b-crash/case.json").read_text())["digest"]
     assert proc.returncode == 1  # the crashed cells fail their tests; the others still ran
 
 

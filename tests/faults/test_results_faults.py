@@ -1,0 +1,194 @@
+"""Faults around the results file: kill -9 and resume, two runs at once, damaged files, damaged bundles."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List
+
+import numpy as np
+import pytest
+
+from matrix.merge import load_results
+from tests.engines.fakes import write_fake_bundle
+
+REPO = Path(__file__).resolve().parents[2]
+NAMES = [f"b{i:02d}" for i in range(12)]
+
+
+def _bundles(tmp_path: Path) -> Path:
+    root = tmp_path / "bundles"
+    for name in NAMES:
+        write_fake_bundle(root, name)
+    return root
+
+
+def _cmd(bundles: Path, results: Path, *args: str) -> List[str]:
+    return [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-p", "no:xdist",
+            "--engine", "tests.engines.fakes:SlowEngine", "--bundles", str(bundles), "--results", str(results), *args]
+
+
+def _env(delay: float) -> dict:
+    return {**os.environ, "PYTHONPATH": str(REPO), "QDQ_FAKE_DELAY": str(delay)}
+
+
+def _run(bundles: Path, results: Path, *args: str, delay: float = 0.0) -> subprocess.CompletedProcess:
+    return subprocess.run(_cmd(bundles, results, *args), cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=_env(delay))
+
+
+def _cells(results: Path) -> List[dict]:
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    return [r for r in records if r.get("kind") != "session"]
+
+
+def _wait_for_cells(results: Path, n: int, proc: subprocess.Popen, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.exists() and len(_cells_so_far(results)) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the run did not reach {n} cells")
+
+
+def _cells_so_far(results: Path) -> List[str]:
+    return [line for line in results.read_text().splitlines() if '"kind": "session"' not in line and line.strip()]
+
+
+def test_second_run_reuses_every_cell(tmp_path: Path) -> None:
+    bundles, results = _bundles(tmp_path), tmp_path / "out.jsonl"
+    first = _run(bundles, results)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = _run(bundles, results)
+    assert f"cells: {len(NAMES)} reused from earlier runs, run now: none" in second.stdout, second.stdout
+    assert sorted(c["bundle"] for c in _cells(results)) == sorted(f"grouped_conv/{n}" for n in NAMES)
+    third = _run(bundles, results, "--fresh")
+    assert f"cells: 0 reused from earlier runs, run now: {len(NAMES)} pass" in third.stdout, third.stdout
+
+
+def test_changed_bundle_is_run_again(tmp_path: Path) -> None:
+    """A cell is reused only for the same digest: a regenerated bundle runs again."""
+    bundles, results = _bundles(tmp_path), tmp_path / "out.jsonl"
+    assert _run(bundles, results).returncode == 0
+    import shutil
+
+    shutil.rmtree(bundles / "grouped_conv" / "b03")
+    path = write_fake_bundle(bundles, "b03")
+    np.savez(path / "expected.npz", y=np.arange(4, dtype=np.float32) * 2)  # a new reference ...
+    meta = json.loads((path / "case.json").read_text())
+    from generators.bundle import Bundle, digest, meta_digest
+
+    b = Bundle(path, meta)
+    meta["digest"] = digest((path / "model.onnx").read_bytes(), b.inputs(), b.expected())  # ... a new digest
+    meta["meta_digest"] = meta_digest(meta)
+    (path / "case.json").write_text(json.dumps(meta))
+    second = _run(bundles, results)
+    assert f"cells: {len(NAMES) - 1} reused from earlier runs" in second.stdout, second.stdout
+
+
+def test_kill_9_then_resume_loses_no_finished_cell(tmp_path: Path) -> None:
+    bundles, results = _bundles(tmp_path), tmp_path / "out.jsonl"
+    for kill_after in (3, 7):  # killed twice, at different points, then finished
+        proc = subprocess.Popen(_cmd(bundles, results), cwd=REPO, env=_env(0.3), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        _wait_for_cells(results, kill_after, proc)
+        before = _cells_so_far(results)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert _cells_so_far(results)[: len(before)] == before  # nothing that finished is lost
+    with results.open("a") as f:  # a line cut off mid-write, as a kill can leave it
+        f.write('{"schema": "qdq-matrix/cell/1", "bundle": "grouped_conv/b1')
+    done = _run(bundles, results)
+    assert done.returncode == 0, done.stdout + done.stderr
+    bundles_seen = [c["bundle"] for c in _cells(results)]
+    assert sorted(bundles_seen) == sorted(f"grouped_conv/{n}" for n in NAMES)  # each exactly once
+    merged = load_results([results])
+    assert not merged.errors and len(merged.cells) == len(NAMES)
+
+
+def test_second_run_on_the_same_file_is_refused_naming_the_first(tmp_path: Path) -> None:
+    bundles, results = _bundles(tmp_path), tmp_path / "out.jsonl"
+    first = subprocess.Popen(_cmd(bundles, results), cwd=REPO, env=_env(0.3), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_cells(results, 1, first)
+        second = _run(bundles, results)
+        assert second.returncode != 0
+        message = second.stdout + second.stderr
+        assert "is in use by another run" in message and f"pid {first.pid}" in message, message
+        waiting = _run(bundles, results, "--results-wait", "60")  # waits for the first, then reuses its cells
+        assert waiting.returncode == 0, waiting.stdout + waiting.stderr
+    finally:
+        first.wait(timeout=60)
+    assert first.returncode == 0
+    assert sorted(c["bundle"] for c in _cells(results)) == sorted(f"grouped_conv/{n}" for n in NAMES)
+    assert f"cells: {len(NAMES)} reused" in waiting.stdout
+
+
+def test_a_file_that_is_not_results_is_never_appended_to(tmp_path: Path) -> None:
+    bundles, results = _bundles(tmp_path), tmp_path / "notes.txt"
+    results.write_text("my notes\n")
+    proc = _run(bundles, results)
+    assert proc.returncode != 0 and "not a qdq-matrix results file" in proc.stdout + proc.stderr
+    assert results.read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("damage", ["model", "inputs", "case", "missing", "truncated"])
+def test_corrupt_bundle_is_not_run_never_judged(tmp_path: Path, damage: str) -> None:
+    bundles, results = _bundles(tmp_path), tmp_path / "out.jsonl"
+    path = bundles / "grouped_conv" / "b05"
+    if damage == "model":
+        (path / "model.onnx").write_bytes(b"changed on disk")
+    elif damage == "inputs":
+        np.savez(path / "inputs.npz", x=np.ones((1, 4), np.float32))
+    elif damage == "case":
+        meta = json.loads((path / "case.json").read_text())
+        meta["target_nodes"] = ["someone edited this"]
+        (path / "case.json").write_text(json.dumps(meta))
+    elif damage == "missing":
+        (path / "expected.npz").unlink()
+    else:
+        data = (path / "inputs.npz").read_bytes()
+        (path / "inputs.npz").write_bytes(data[: len(data) // 2])
+    proc = _run(bundles, results)
+    cells = {c["bundle"]: c for c in _cells(results)}
+    bad = cells["grouped_conv/b05"]
+    assert (bad["status"], bad["verdict"]) == ("not_run", "not run"), proc.stdout
+    assert bad["reason"].startswith("bundle corrupt: "), bad["reason"]
+    assert all(c["status"] == "pass" for b, c in cells.items() if b != "grouped_conv/b05")
+
+
+def _good_line(bundle: str = "grouped_conv/x") -> str:
+    from cases.cell import Cell
+
+    return Cell(bundle=bundle, case="grouped_conv", params={}, digest="d", engine="fake", engine_version="0",
+                hardware="hw", status="pass", verdict="undocumented").to_json()
+
+
+@pytest.mark.parametrize("content,expect", [
+    ("{not json\n" + "{}\n", "not JSON"),
+    ('{"schema": "someone-else/1", "x": 1}\n', "not a qdq-matrix record"),
+    ("\x00\x01garbage\xff\n", "not JSON"),
+    ('"' + "x" * 3_000_000 + '\n' + "{}\n", "not JSON"),
+])
+def test_damaged_results_file_is_refused_by_line_and_others_kept(tmp_path: Path, content: str, expect: str) -> None:
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_text(_good_line() + "\n")
+    bad.write_text(_good_line("grouped_conv/y") + "\n" + content, errors="surrogateescape")
+    merged = load_results([good, bad])
+    assert [c.bundle for c in merged.cells] == ["grouped_conv/x"]  # the good file is intact
+    refused = [p for p in merged.errors if "bad.jsonl" in p.file]
+    assert refused and refused[0].line == 2 and expect in refused[0].message, merged.problems
+
+
+def test_truncated_results_file_keeps_its_complete_cells(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    path.write_text(_good_line("grouped_conv/a") + "\n" + _good_line("grouped_conv/b")[:40])
+    merged = load_results([path])
+    assert [c.bundle for c in merged.cells] == ["grouped_conv/a"] and not merged.errors
+    assert any("cut off" in p.message for p in merged.problems)
