@@ -141,6 +141,23 @@ def target_nodes(model: Any) -> List[str]:
     return found
 
 
+def target_details(model: Any) -> Dict[str, Dict[str, Any]]:
+    """Per target node: its op type and the DequantizeLinear/QuantizeLinear nodes around it (its Q/DQ pairs)."""
+    nodes = list(model.graph.node)
+    producer = {o: n for n in nodes for o in n.output}
+    consumers: Dict[str, List[Any]] = {}
+    for n in nodes:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    details = {}
+    for name in target_nodes(model):
+        node = next(n for n in nodes if n.name == name)
+        dq = [producer[i].name for i in node.input if i in producer and producer[i].op_type == DEQUANTIZE]
+        q = [c.name for o in node.output for c in consumers.get(o, []) if c.op_type == QUANTIZE]
+        details[name] = {"op": node.op_type, "dequantize": list(dict.fromkeys(dq)), "quantize": list(dict.fromkeys(q))}
+    return details
+
+
 def external_files(model: Any, base: Path) -> List[str]:
     """Relative paths of the external data files the model's initializers name; CheckError when one is missing."""
     found: List[str] = []
@@ -343,6 +360,7 @@ def _meta(model: Any, path: Path, slug: str, seed: int, inputs: Mapping[str, np.
         "links": [], "params": {"model": path.name}, "rng_seed": seed,
         "digest": digest(model_bytes, inputs, expected), "generator_version": FORMAT_VERSION,
         "opset": opset, "ir_version": model.ir_version, "target_nodes": target_nodes(model),
+        "target_details": target_details(model),
         "inputs": {n: {"dtype": a.dtype.name, "shape": list(a.shape)} for n, a in inputs.items()},
         "outputs": outputs, "tolerance_steps": tolerance, "trt": {"int8": True},
         "intentionally_invalid": "", "reference": f"{reference['engine']} {reference['version']}",
