@@ -3,12 +3,14 @@
     bug-bundles/<engine>-<version>/<bundle id, "/" -> "__">/
         model.onnx inputs.npz expected.npz case.json   the reproducer bundle that ran (digest checked)
         repro.py                                       standalone: Python 3.9+, numpy and the engine
+        cell.json                                      what repro.py reads: the recorded cell, as data
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
         log.txt                                        the cell's error and engine log
         ISSUE.md                                       NVIDIA/TensorRT's bug report template, filled in
 
-Never imports an engine: repro.py is generated text.
+Never imports an engine. repro.py is the same text for every cell of an engine: everything from a
+results file (ids, error texts) reaches it as JSON data in cell.json, never as code.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 from cases.cell import Cell
 from cases.verdict import UNEXPECTED
 from matrix.merge import version_key
+from matrix.safe import clean, md_cell, md_code, md_fence
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
@@ -138,7 +141,8 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     target.mkdir(parents=True)
     for name in SOURCE_FILES:
         shutil.copyfile(source / name, target / name)
-    texts = {"repro.py": render_repro(cell, meta), "log.txt": log_text(cell),
+    texts = {"repro.py": render_repro(cell, meta), "cell.json": json.dumps(repro_cell(cell, meta), indent=2) + "\n",
+             "log.txt": log_text(cell),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if cell.engine == "tensorrt":
         texts["commands.md"] = render("commands_tensorrt.md.j2", view(cell, meta, everything))
@@ -185,7 +189,7 @@ def log_text(cell: Cell) -> str:
     if cell.reason:
         head.append(f"reason: {cell.reason}")
     body = ["", "== error ==", cell.error or "(none)", "", "== engine log ==", cell.log or "(empty)"]
-    return "\n".join(head + body) + "\n"
+    return clean("\n".join(head + body) + "\n")  # terminal colours dropped, control characters made visible
 
 
 def recorded(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
@@ -224,14 +228,18 @@ def _signature(cell: Cell) -> Any:
 
 
 def render_repro(cell: Cell, meta: Dict[str, Any]) -> str:
-    """repro.py for this cell's engine."""
+    """repro.py for this cell's engine: it reads the cell from cell.json (repro_cell)."""
     if cell.engine not in ENGINE_TITLES:
         raise Refused(f"no repro.py template for engine {cell.engine!r}")
     return render(f"repro_{cell.engine}.py.j2", {
-        "cell": cell, "engine_title": ENGINE_TITLES[cell.engine], "requirement": REQUIREMENTS[cell.engine],
-        "recorded": recorded(cell, meta), "timeout": REPRO_TIMEOUT_S, "options": _engine_options(cell),
-        "trt_request": dict(meta.get("trt") or {}),
+        "engine_title": ENGINE_TITLES[cell.engine], "requirement": REQUIREMENTS[cell.engine],
     })
+
+
+def repro_cell(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
+    """cell.json: the recorded outcome and how the adapter ran it."""
+    return {"recorded": recorded(cell, meta), "timeout_s": REPRO_TIMEOUT_S, "options": _engine_options(cell),
+            "trt_request": dict(meta.get("trt") or {})}
 
 
 def _engine_options(cell: Cell) -> Dict[str, Any]:
@@ -401,27 +409,15 @@ def render(name: str, data: Dict[str, Any]) -> str:
     # Python templates fail on any missing value; Markdown ones read optional record fields as empty.
     strict = name.endswith(".py.j2")
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=False,
-                      undefined=StrictUndefined if strict else Undefined,
+                      undefined=StrictUndefined if strict else Undefined, finalize=clean,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(pystr=py_str, pyjson=py_json, code=md_code)
+    env.filters.update(code=md_code, md=md_cell, fence=md_fence, line=one_line)
     return env.get_template(name).render(**data)
 
 
-def py_str(value: Any) -> str:
-    """A Python string literal for any value's text: safe to paste into generated source."""
-    return repr(str(value))
-
-
-def py_json(value: Any) -> str:
-    """A Python string literal holding the value as JSON, for json.loads in generated source."""
-    return repr(json.dumps(value, sort_keys=True, default=str))
-
-
-def md_code(value: Any) -> str:
-    """Inline Markdown code that survives backticks in the text."""
-    text = str(value).replace("\n", " ")
-    fence = "``" if "`" in text else "`"
-    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+def one_line(value: Any) -> str:
+    """Text for one line of an indented code block: nothing can end the block early."""
+    return clean(str(value)).replace("\r", " ").replace("\n", " ")
 
 
 def first_line(text: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
 from matrix.merge import Column, MergeResult, Row, column_key
+from matrix.safe import clean, md_cell
 
 REPORT_SCHEMA = "qdq-matrix/report/1"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -39,12 +40,12 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
 
 
 def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
-    """Render one template with the whole view in a single render call."""
+    """Render one template with the whole view in a single render call (control characters made visible)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)), autoescape=html, undefined=StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=clean,
     )
     env.filters["md"] = md_escape
     return env.get_template(name).render(report=view)
@@ -180,6 +181,10 @@ def junit_xml(result: MergeResult) -> bytes:
     for k, v in totals.items():
         root.set(k, str(v))
     root.set("errors", "0")
+    for node in root.iter():  # XML 1.0 has no escape for most control characters: make them visible text
+        node.text = clean(node.text)
+        for k, v in node.attrib.items():
+            node.set(k, clean(v))
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
@@ -204,8 +209,8 @@ def _junit_case(suite: ET.Element, cell: Cell) -> str:
 
 
 def md_escape(text: Any) -> str:
-    """Text safe inside a Markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    """Text safe inside a Markdown table cell: no raw HTML, no cell break, one line."""
+    return md_cell(text)
 
 
 def first_line(text: str) -> str:

@@ -149,7 +149,7 @@ def trt_bundle(bundles, cpu_cells, tmp_path) -> Path:
 
 def test_tensorrt_bundle_holds_every_file(trt_bundle):
     names = {p.name for p in trt_bundle.iterdir()}
-    assert names == {"model.onnx", "inputs.npz", "expected.npz", "case.json", "repro.py", "commands.md",
+    assert names == {"model.onnx", "inputs.npz", "expected.npz", "case.json", "cell.json", "repro.py", "commands.md",
                      "data_loader.py", "environment.json", "log.txt", "ISSUE.md"}
     with zipfile.ZipFile(str(trt_bundle) + ".zip") as z:
         assert f"{trt_bundle.name}/repro.py" in z.namelist()
@@ -161,9 +161,10 @@ def test_tensorrt_repro_is_python_39_with_only_stdlib_numpy_and_tensorrt(trt_bun
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert {"numpy", "tensorrt"} <= imported
     assert imported - set(sys.stdlib_module_names) == {"numpy", "tensorrt"}
-    source = (trt_bundle / "repro.py").read_text()
-    assert "Error Code 10: Internal Error" in source  # the recorded error and signature are embedded
-    assert '"failed_stage": "build"' in source
+    cell = json.loads((trt_bundle / "cell.json").read_text())  # the recorded error and signature, as data
+    assert "Error Code 10: Internal Error" in cell["recorded"]["error_first_line"]
+    assert cell["recorded"]["failed_stage"] == "build"
+    assert "Error Code 10" not in (trt_bundle / "repro.py").read_text()  # no cell text in the code
 
 
 def test_tensorrt_issue_follows_nvidias_template(trt_bundle):
