@@ -18,6 +18,28 @@ is op_type `Int8Identity` in ONNX domain `qdq_matrix`, with plugin_version "1" a
 log names IPluginV2IOExt/IPluginV2DynamicExt; #3844's supportsFormatCombination takes a
 PluginTensorDesc), so the `plugin` axis also asks for `Int8IdentityV2`, the IPluginV2DynamicExt
 twin that engines/tensorrt/plugins.py registers beside the IPluginV3 `Int8Identity`.
+
+TensorRT 8.x cannot host Python plugins, so on 8.5/8.6 the thread's placements use a plugin from
+TensorRT's own library (libnvinfer_plugin, registered by trt.init_libnvinfer_plugins): `plugin`
+"trt_skip_layernorm" is CustomSkipLayerNormPluginDynamic version "1" with type_id 2 (kINT8). Why
+that one, from NVIDIA/TensorRT plugin/skipLayerNormPlugin/ on tags 8.5.1, 8.5.2, 8.5.3 and v8.6.0:
+- skipLayerNormPlugin.cpp, SkipLayerNormPluginDynamic::supportsFormatCombination: with type_id
+  kINT8, input 0 must be INT8 in kCHW32 (kCHW4 when ld < 32), and the skip input and the output
+  must match it: INT8 in and out, nothing else, like the INT8-only plugins of #3055 and #3844
+  (#3844's was a LayerNorm accepting INT8 kCHW4/kCHW32 only). Its source is public for every 8.x
+  release, unlike the registry's "LayerNorm" and "GroupNorm", whose formats cannot be read.
+- configurePlugin: inputs are [S, B, ld, 1, 1]; creator fields ld, type_id, beta, gamma (bias
+  optional; validateRequiredAttributesExist names the four). No SM check on this path.
+- skipLayerNormKernel.cu, computeSkipLayerNormDQQ: the INT8 kernel exists for ld 768 and 1024
+  only (8.5 logs "SkipLayerNormDQQ - FATAL: unsupported hidden layer size" and calls exit(0);
+  8.6 throws), so ld is 768 and the format is kCHW32, which with H = W = 1 lays out like linear.
+  skiplnDQQ computes in __half: y = gamma * (h - mean) / sqrt(var) + beta with h = DQ(x) + DQ(skip)
+  + bias, variance E[h^2] - mean^2, and no epsilon.
+Versions 3 and 4 (skipLayerNormInt8InterleavedPlugin.cpp, INT8 kCHW32 only) take another
+layout and are not used. The ONNX parser reaches the creator through its fallback importer
+(onnx-tensorrt release/8.5-GA and 8.6-GA builtin_op_importers.cpp, FallbackPluginImporter): op_type
+is the creator name, `plugin_version`/`plugin_namespace` attributes select it, INT and FLOATS
+attributes become kINT32 and kFLOAT32 PluginFields; ModelImporter.cpp ignores the node's domain.
 """
 
 from __future__ import annotations
@@ -32,6 +54,12 @@ ISSUE_3314 = "https://github.com/NVIDIA/TensorRT/issues/3314"
 PLUGIN_NAMESPACE = "qdq_matrix"  # also the ONNX domain of the node
 PLUGIN_VERSION = "1"
 PLUGIN_OPS = {"v2": "Int8IdentityV2", "v3": "Int8Identity"}  # plugin API -> op_type and plugin name
+# TensorRT's own plugins (empty plugin namespace): `plugin` value -> (creator name, version).
+BUILTIN_PLUGINS = {"trt_skip_layernorm": ("CustomSkipLayerNormPluginDynamic", "1")}
+BUILTIN_DOMAIN = "trt.plugins"  # only so that onnx.checker accepts the node; TensorRT ignores it
+_SKIP_LAYERNORM = "https://github.com/NVIDIA/TensorRT/blob/release/8.6/plugin/skipLayerNormPlugin/"
+SKIP_LAYERNORM_SOURCE = _SKIP_LAYERNORM + "skipLayerNormPlugin.cpp"
+SKIP_LAYERNORM_KERNEL = _SKIP_LAYERNORM + "skipLayerNormKernel.cu"
 
 VARIANTS = ("q_dq_chain", "q_graph_output", "plugin_qdq_around", "plugin_q_direct")
 PLUGIN_VARIANTS = ("plugin_qdq_around", "plugin_q_direct")
@@ -49,17 +77,23 @@ def _valid(params: dict) -> bool:
     return params["plugin"] != "none" and params["activation"] == "int8"
 
 
-def _issue_3055(version: str) -> tuple:
+def _issue_3055(version: str, plugin: str = "v2") -> tuple:
     hardware = "NVIDIA RTX 3090"
+    which = "" if plugin == "v2" else (
+        "the thread's plugin was the reporter's own INT8-only plugin; this is TensorRT's "
+        "CustomSkipLayerNormPluginDynamic v1 with type_id kINT8, INT8-only too (kCHW32)"
+    )
+    workaround = "the maintainer's Q -> plugin -> DQ workaround; the reporter (8.5.3.1 & 8.6.0.12) said it worked"
     return (
         Expectation(
             "tensorrt", f"=={version}", "fail", ISSUE_3055, stage="build", signature="candidate_requirements",
-            where={"variant": ("plugin_qdq_around",), "activation": ("int8",), "plugin": ("v2",)}, hardware=hardware,
+            where={"variant": ("plugin_qdq_around",), "activation": ("int8",), "plugin": (plugin,)},
+            hardware=hardware, note=which,
         ),
         Expectation(
             "tensorrt", f"=={version}", "pass", ISSUE_3055,
-            where={"variant": ("plugin_q_direct",), "activation": ("int8",), "plugin": ("v2",)}, hardware=hardware,
-            note="the maintainer's Q -> plugin -> DQ workaround; the reporter (8.5.3.1 & 8.6.0.12) said it worked",
+            where={"variant": ("plugin_q_direct",), "activation": ("int8",), "plugin": (plugin,)}, hardware=hardware,
+            note="; ".join(x for x in (workaround, which) if x),
         ),
     )
 
@@ -68,8 +102,8 @@ CASE = Case(
     id="q_output_type",
     seed="000",
     title="QuantizeLinear output type and INT8 plugins between Q/DQ",
-    links=(ISSUE_3844, ISSUE_3055, ISSUE_3314),
-    axes={"variant": VARIANTS, "activation": ("int8", "uint8"), "plugin": ("none", "v2", "v3")},
+    links=(ISSUE_3844, ISSUE_3055, ISSUE_3314, SKIP_LAYERNORM_SOURCE),
+    axes={"variant": VARIANTS, "activation": ("int8", "uint8"), "plugin": ("none", "v2", "v3", *BUILTIN_PLUGINS)},
     target_nodes=("node_of_x_q", "node_of_p"),
     signatures=(
         Signature(
@@ -84,9 +118,25 @@ CASE = Case(
             "error",
             ISSUE_3055,
         ),
+        Signature(
+            "format_combination_limit",
+            r"ignores some format combinations because combination limit of \d+ was reached",
+            "warning",
+            ISSUE_3055,
+        ),
+        Signature(
+            "skip_layernorm_int8_hidden_size",
+            r"SkipLayerNormDQQ - FATAL: unsupported hidden layer size",
+            "error",
+            SKIP_LAYERNORM_KERNEL,
+        ),
         NONZERO_ZERO_POINT,
     ),
-    expectations=_issue_3055("8.5.3.1") + _issue_3055("8.6.0.12") + (nonzero_zero_point_fails({"activation": ("uint8",)}),),
+    expectations=(
+        _issue_3055("8.5.3.1") + _issue_3055("8.6.0.12")
+        + _issue_3055("8.5.3.1", "trt_skip_layernorm") + _issue_3055("8.6.0.12", "trt_skip_layernorm")
+        + (nonzero_zero_point_fails({"activation": ("uint8",)}),)
+    ),
     builder="generators.q_output_type:build",
     valid=_valid,
 )

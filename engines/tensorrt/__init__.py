@@ -22,6 +22,7 @@ import numpy as np
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu
 from engines.tensorrt.inspect import log_text, parse_version, version_matches
+from engines.tensorrt.plugins import python_plugins
 from generators.bundle import Bundle
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -99,8 +100,8 @@ class Adapter:
         return json.loads(lines[-1])
 
     def cannot_run(self, bundle: Bundle) -> str:
-        """Plugin models on TensorRT < 10 (ours are Python plugins); cuDNN paths where cuDNN is a stub."""
-        wanted = plugins_needed(bundle)
+        """Our Python plugins on TensorRT < 10 (TensorRT's own plugins run); cuDNN paths where cuDNN is a stub."""
+        wanted = python_plugins(plugins_needed(bundle))
         info = self.probe()
         if not info.available:
             return ""

@@ -11,7 +11,9 @@ input's network type and shape, and copies its input (cuMemcpyDtoDAsync on Tenso
 
 Class-based rather than `tensorrt.plugin` (the decorator API): that API arrived in TensorRT 10.6,
 while #3919 is about 10.0 and 10.1; both register the same "qdq_matrix::<name>" creators.
-Only worker.py loads this file, and only on TensorRT >= 10 (Python plugins do not exist in 8.x).
+Only worker.py loads this file, and only on TensorRT >= 10 (Python plugins do not exist in 8.x);
+the adapter imports it for `python_plugins` alone. Plugin names without this namespace are TensorRT's
+own (libnvinfer_plugin registers its creators in the empty namespace), which 8.x hosts too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ V2_PLUGINS = ("Int8IdentityV2",)
 PROVIDED = V3_PLUGINS + V2_PLUGINS
 _ITEMSIZE = {"FLOAT": 4, "HALF": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "FP8": 1, "INT32": 4, "INT64": 8, "BOOL": 1}
 _KEEP: List[Any] = []  # TensorRT holds raw pointers to the creators: they must outlive the build
+
+
+def python_plugins(names: List[str]) -> List[str]:
+    """The names among `names` that are this file's Python plugins ("qdq_matrix::<name>"), not TensorRT's own."""
+    return [n for n in names if n.startswith(f"{NAMESPACE}::")]
 
 
 def register(trt: Any, cuda: Any) -> Dict[str, str]:

@@ -415,8 +415,11 @@ def prepare_plugins(session: Session, opts: Dict[str, Any], result: Result) -> N
         notes.append(ours["error"])
     elif ours:
         options["plugins_registered"] = ours
-    if wanted and trt_major(trt) < 10:
+    if any("::" in p for p in wanted) and trt_major(trt) < 10:  # "qdq_matrix::..." are ours; bare names TensorRT's
         notes.append(f"Python plugins need TensorRT >= 10; this is {trt.__version__}")
+    builtin = [p for p in wanted if "::" not in p and not namespace]
+    if builtin:
+        options["plugin_creators"] = creator_versions(trt, builtin)
     have = registered_plugins(trt)
     have.update(name for name, status in ours.items() if status == "registered")
     full = [p if "::" in p or not namespace else f"{namespace}::{p}" for p in wanted]
@@ -425,6 +428,19 @@ def prepare_plugins(session: Session, opts: Dict[str, Any], result: Result) -> N
         notes.insert(0, f"not provided by this TensorRT: {', '.join(missing)}")
     if missing or notes:
         options["plugins_missing"] = "; ".join(notes)
+
+
+def creator_versions(trt: Any, names: List[str]) -> Dict[str, List[str]]:
+    """The versions the registry holds of each plugin name (TensorRT's own share a name across versions)."""
+    registry = trt.get_plugin_registry()
+    creators = getattr(registry, "all_creators", None)
+    if creators is None:
+        creators = getattr(registry, "plugin_creator_list", [])
+    found: Dict[str, List[str]] = {n: [] for n in names}
+    for c in creators:
+        if getattr(c, "name", "") in found:
+            found[c.name].append(str(getattr(c, "plugin_version", "")))
+    return {n: sorted(v) for n, v in found.items()}
 
 
 def registered_plugins(trt: Any) -> set:

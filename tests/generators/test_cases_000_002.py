@@ -17,9 +17,10 @@ VARIANTS = [(c, p) for c in MY_CASES for p in c.variants()]
 IDS = [bundle_id(c, p) for c, p in VARIANTS]
 # Only the custom-op variants are beyond ONNX Runtime.
 ORT_CANNOT_RUN = {
-    f"q_output_type/variant={v}+activation=int8+plugin={api}"
+    f"q_output_type/variant={v}+activation=int8+plugin={api}": op
     for v in ("plugin_qdq_around", "plugin_q_direct")
-    for api in ("v2", "v3")
+    for api, op in (("v2", "qdq_matrix:Int8Identity"), ("v3", "qdq_matrix:Int8Identity"),
+                    ("trt_skip_layernorm", "trt.plugins:CustomSkipLayerNormPluginDynamic"))
 }
 
 
@@ -29,7 +30,8 @@ def rendered():
 
 
 def test_bundle_count():
-    assert [len(list(c.variants())) for c in MY_CASES] == [8, 4, 5]
+    # q_output_type: 2 Q/DQ variants x 2 activations, 2 plugin placements x 3 plugins (int8 only)
+    assert [len(list(c.variants())) for c in MY_CASES] == [10, 4, 5]
 
 
 @pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
@@ -61,7 +63,7 @@ def test_targets_exist_and_convs_carry_kernel_shape(case, params):
 def test_reference_agrees_with_onnxruntime(rendered, bundle):
     check = rendered[bundle]["case.json"]["cross_check"]["onnxruntime"]
     if bundle in ORT_CANNOT_RUN:
-        assert check["status"] == "cannot run" and "qdq_matrix:Int8Identity" in check["detail"]
+        assert check["status"] == "cannot run" and ORT_CANNOT_RUN[bundle] in check["detail"]
     else:
         assert check["status"] == "agree", check["detail"]
 
