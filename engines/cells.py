@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
@@ -123,7 +124,10 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
     why = engine.cannot_run(bundle) if hasattr(engine, "cannot_run") else ""
     if why:
         return not_run_cell(case, bundle, replace(info, available=False, unavailable_status="not_run", reason=why), run)
-    return judge_observation(case, bundle, info, engine.run(bundle), run)
+    start = time.perf_counter()
+    cell = judge_observation(case, bundle, info, engine.run(bundle), run)
+    # "cell": the harness's whole time for it (adapter, worker round trip, judging), beside the engine's stages
+    return replace(cell, timings={**cell.timings, "cell": round(time.perf_counter() - start, 4)})
 
 
 def _with_network_dtype(target: str, obs: Observation) -> Dict[str, str]:
