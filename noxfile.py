@@ -157,6 +157,13 @@ def diff(session: nox.Session) -> None:
 
 
 @nox.session
+def check(session: nox.Session) -> None:
+    """Your own quantized model on every engine here, with a per-node INT8 report: nox -s check -- model.onnx [...]."""
+    session.install(*_group("check"))
+    session.run("python", "-m", "check", *session.posargs, env=_env(), success_codes=[0, 1])
+
+
+@nox.session
 def benchmark(session: nox.Session) -> None:
     """Bundle generation and CPU-engine cell throughput; figures go in the README, not in tests."""
     session.install(*_group("generate"), "openvino")

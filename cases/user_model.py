@@ -16,21 +16,18 @@ from typing import Dict, Tuple, Union
 from cases.base import Case, Signature
 
 ID = "user_model"
-# The seed modules whose signatures a user's model is matched against (cases.CASE_MODULES minus external ones).
-SEED_MODULES = (
-    "cases.q_output_type",
-    "cases.instancenorm_int8",
-    "cases.dynamic_quantize",
-    "cases.grouped_conv",
-    "cases.quantized_constant_plugin",
-)
-
-
 def catalogue_signatures() -> Tuple[Signature, ...]:
-    """Every documented signature of the seed cases, once per name."""
+    """Every documented signature of the seed cases (cases.CASE_MODULES, external ones left out), once per name."""
+    from cases import CASE_MODULES
+
     found: Dict[str, Signature] = {}
-    for module in SEED_MODULES:
-        for s in importlib.import_module(module).CASE.signatures:
+    for module in CASE_MODULES:
+        if module == __name__:
+            continue
+        case = importlib.import_module(module).CASE
+        if case.external:
+            continue
+        for s in case.signatures:
             found.setdefault(s.name, s)
     return tuple(found.values())
 

@@ -23,10 +23,14 @@ def report(args: argparse.Namespace) -> int:
     """Merge every results file and write matrix.md, matrix.html, matrix.json and junit.xml."""
     from matrix.render import write_reports
 
+    from matrix.nodes import write_all
+
     result = _load(args.results, catalogue_bundles(args.bundles))
     if result is None:
         return 2
-    paths = write_reports(result, Path(args.out))
+    nodes = write_all(result.cells, Path(args.out) / "nodes", [Path(args.bundles), REPO / ".bundles-user"])
+    paths = write_reports(result, Path(args.out), node_reports=nodes)
+    paths += [n["html"] for n in nodes]
     unexpected = sum(s["unexpected"] for s in _summary(result))
     print(f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
           f"{len(result.columns)} columns, {unexpected} unexpected")
@@ -45,8 +49,18 @@ def diff_cmd(args: argparse.Namespace) -> int:
     result = _load(args.results, ())
     if result is None:
         return 2
+    cells = result.cells
+    if args.model:  # a user's model: its bundle only (python -m check made it)
+        from cases.user_model import bundle_id_for
+
+        wanted = [bundle_id_for(m) for m in args.model]
+        cells = tuple(c for c in cells if c.bundle in wanted)
+        if not cells:
+            print(f"matrix diff: no cells for {', '.join(wanted)}; run `python -m check` on the model first",
+                  file=sys.stderr)
+            return 2
     try:
-        found = diff(result.cells, args.engine, args.from_version, args.to_version, args.hardware, args.drift)
+        found = diff(cells, args.engine, args.from_version, args.to_version, args.hardware, args.drift)
     except ValueError as e:
         print(f"matrix diff: {e}", file=sys.stderr)
         return 2
@@ -141,6 +155,8 @@ def _parser() -> argparse.ArgumentParser:
     dif.add_argument("--drift", type=float, default=0.5, help="numeric drift threshold in steps (default 0.5)")
     dif.add_argument("--out", default=None, help="also write the Markdown to this file")
     dif.add_argument("--strict", action="store_true", help="exit 1 when anything regressed")
+    dif.add_argument("--model", action="append", metavar="MODEL.onnx",
+                     help="only the bundle of this user model (checked with `python -m check`; repeatable)")
     dif.set_defaults(func=diff_cmd)
     bug = sub.add_parser("bugs", help="bug bundles (model, data, repro.py, ISSUE.md) for failing or unexpected cells")
     bug.add_argument("--results", action="append", metavar="PATH",

@@ -142,6 +142,13 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
         add("fusion lost", "fused", "not fused", _float_nodes(b))
     elif a.fused is False and b.fused is True:
         add("fusion gained", "not fused", "fused", _float_nodes(a))
+    else:  # a model with many target nodes: INT8 lost or gained node by node
+        lost, gained = _moved(a, b, "int8", "float"), _moved(a, b, "float", "int8")
+        if lost:
+            add("fusion lost", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes", "float: " + ", ".join(lost))
+        if gained:
+            add("fusion gained", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
+                "INT8: " + ", ".join(gained))
     if a.status == "fail" and b.status == "fail":
         same_symptom = a.signature == b.signature != "" and a.stage == b.stage
         if same_symptom and _first(a.error) != _first(b.error):
@@ -234,6 +241,16 @@ def _error_text(c: Cell) -> str:
 def _float_nodes(c: Cell) -> str:
     nodes = [n for n, p in sorted(c.precision.items()) if p.get("precision") == "float"]
     return ("float: " + ", ".join(nodes)) if nodes else ""
+
+
+def _moved(a: Cell, b: Cell, was: str, now: str) -> List[str]:
+    """Target nodes whose precision went from `was` in cell a to `now` in cell b."""
+    return [n for n, p in sorted(a.precision.items())
+            if p.get("precision") == was and b.precision.get(n, {}).get("precision") == now]
+
+
+def _int8_count(c: Cell) -> str:
+    return f"{sum(p.get('precision') == 'int8' for p in c.precision.values())} of {len(c.precision)}"
 
 
 def _first(text: str) -> str:

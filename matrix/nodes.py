@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from cases.cell import Cell
 from matrix.merge import version_key
@@ -57,14 +57,15 @@ def layer_of(entry: Mapping[str, str]) -> str:
     return f"{m.group(2)} ({m.group(1)})" if m else ""
 
 
-def read_meta(bundles: Optional[Path], bundle: str) -> Dict[str, Any]:
-    """A bundle's case.json, {} where it is not at hand."""
-    if bundles is None:
-        return {}
-    try:
-        return json.loads((Path(bundles) / bundle / "case.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+def read_meta(bundles: Union[None, Path, Sequence[Path]], bundle: str) -> Dict[str, Any]:
+    """A bundle's case.json from the first bundle folder that has it, {} where none is at hand."""
+    roots = [] if bundles is None else [bundles] if isinstance(bundles, (str, Path)) else list(bundles)
+    for root in roots:
+        try:
+            return json.loads((Path(root) / bundle / "case.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+    return {}
 
 
 def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
@@ -90,7 +91,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
 
 
 def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Mapping[str, Any]) -> Dict[str, Any]:
-    ran = cell.status in ("pass", "fail", "crashed") and bool(cell.precision)
+    ran = any(p.get("precision") in ("int8", "float") for p in cell.precision.values())  # evidence, not status
     nodes = {}
     for t in targets:
         entry = cell.precision.get(t, {"precision": "unknown", "evidence": "not reported"})
@@ -160,7 +161,7 @@ def write_node_reports(report: Mapping[str, Any], out: Path, stem: str) -> List[
     return [out / name for name in written]
 
 
-def write_all(cells: Sequence[Cell], out: Path, bundles: Optional[Path] = None,
+def write_all(cells: Sequence[Cell], out: Path, bundles: Union[None, Path, Sequence[Path]] = None,
               cases: Sequence[str] = ("user_model",)) -> List[Dict[str, Any]]:
     """A per-node report for every bundle of the given cases that has cells; returns [{bundle, md, html, json}]."""
     by_bundle: Dict[str, List[Cell]] = {}

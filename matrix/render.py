@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
@@ -20,11 +20,14 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
 
 
-def write_reports(result: MergeResult, out: Path, generated: Optional[str] = None) -> List[Path]:
-    """Write the four reports into out; return their paths."""
+def write_reports(result: MergeResult, out: Path, generated: Optional[str] = None,
+                  node_reports: Sequence[Dict[str, Any]] = ()) -> List[Path]:
+    """Write the four reports into out (linking the per-node reports given: bundle, md, html); return their paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     view = build_view(result, generated)
+    view["node_reports"] = [{"bundle": n["bundle"], "md": _relative(n["md"], out), "html": _relative(n["html"], out)}
+                            for n in node_reports]
     written = {
         "matrix.md": render_template("matrix.md.j2", view, html=False),
         "matrix.html": render_template("matrix.html.j2", view, html=True),
@@ -255,6 +258,13 @@ def _count(values: Any) -> Dict[str, int]:
     for v in values:
         out[v] = out.get(v, 0) + 1
     return out
+
+
+def _relative(path: Any, base: Path) -> str:
+    """A link from a report in base to path."""
+    import os
+
+    return Path(os.path.relpath(Path(path), base)).as_posix()
 
 
 def _clip(text: str, limit: int) -> str:

@@ -1,0 +1,74 @@
+"""python -m check end to end on a model quantized by onnxruntime.quantization, and its refusals of bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from check.__main__ import main
+from tests.check.models import float_convnet, qdq_conv, quantize_static
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models")
+    return quantize_static(float_convnet(folder / "float.onnx", blocks=2), folder / "convnet_int8.onnx")
+
+
+def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantized, tmp_path, capsys):
+    out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
+    assert main([str(quantized), *out]) == 0
+    printed = capsys.readouterr().out
+    assert "quantized nodes ran in INT8" in printed and "## Nodes" in printed
+    report = json.loads((tmp_path / "rep" / "convnet_int8.json").read_text())
+    engines = {c["engine"] for c in report["columns"]}
+    assert engines == {"onnxruntime", "openvino"}
+    assert report["targets"] == 3 and {n["name"] for n in report["nodes"]} == {"conv0", "conv1", "add_out"}
+    for col in report["columns"]:
+        assert col["status"] == "pass" and col["ran"]
+        assert f"of {report['targets']} quantized nodes ran in INT8" in col["summary"]
+        assert col["numerics"].endswith("output quantization steps (tolerance 2)")
+    openvino = next(c for c in report["columns"] if c["engine"] == "openvino")
+    assert openvino["int8"] >= 2  # both convolutions run as i8/u8 kernels on any x86-64 CPU
+    assert (tmp_path / "rep" / "convnet_int8.html").read_text().count("<table>") == 2
+    cells = sorted((tmp_path / "r" / "convnet_int8").glob("*.jsonl"))
+    assert [p.name.split("-")[0] for p in cells] == ["onnxruntime", "openvino"]
+
+
+def test_prepare_only_then_from_bundles(quantized, tmp_path, capsys):
+    assert main([str(quantized), "--prepare-only", "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "user_model" / "convnet_int8" / "case.json").is_file()
+    assert main(["--from-bundles", str(tmp_path / "b"), "--engine", "onnxruntime", "--results", str(tmp_path / "r"),
+                 "--reports", str(tmp_path / "rep")]) == 0
+    assert "onnxruntime@" in capsys.readouterr().out
+
+
+def _refused(argv, capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("check: ") and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("extra", [["--engine", "tensorflow"], ["--trt-python", sys.executable]])
+def test_unknown_engine_and_an_interpreter_without_tensorrt_are_refused(extra, tmp_path, capsys):
+    model = qdq_conv(tmp_path / "conv.onnx")
+    err = _refused([str(model), "--out", str(tmp_path / "b"), *extra], capsys)
+    assert "unknown engine 'tensorflow'" in err or "has no TensorRT" in err
+
+
+def test_bad_models_and_inputs_are_refused_with_one_line(tmp_path, capsys):
+    (tmp_path / "junk.onnx").write_text("not a model")
+    out = ["--out", str(tmp_path / "b"), "--engine", "onnxruntime"]
+    assert "not an ONNX model" in _refused([str(tmp_path / "junk.onnx"), *out], capsys)
+    assert "no such model file" in _refused([str(tmp_path / "absent.onnx"), *out], capsys)
+    model = qdq_conv(tmp_path / "conv.onnx")
+    assert "--inputs" in _refused([str(model), "--inputs", str(tmp_path / "absent.npz"), *out], capsys)
+    np.savez(tmp_path / "bad.npz", image=np.zeros((1, 3, 8, 8), np.float32))
+    assert "no model input named image" in _refused([str(model), "--inputs", str(tmp_path / "bad.npz"), *out], capsys)
+    assert "write it as NAME:1x3x224x224" in _refused([str(model), "--shape", "x=1,3", *out], capsys)
+    dynamic = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
+    assert "input 'x' has a dynamic shape" in _refused([str(dynamic), *out], capsys)

@@ -1,0 +1,67 @@
+"""The per-node report reads each engine's evidence: layer, precision (int8, fp16, fp32), fallbacks, numerics."""
+
+from __future__ import annotations
+
+from cases.cell import Cell
+from matrix.diff import compare_cells
+from matrix.nodes import layer_of, node_report, precision_of
+
+TRT = "layer 'conv0 + relu0' CaskConvolution: weights Int8, input Int8 (Int8 NC/32HW32), output Int8 (Int8 NC/32HW32)"
+TRT_HALF = "layer 'add_out' ElementWise: input FP16 (Row major linear FP16 format), output FP16 (Row major linear FP16)"
+OV = ("runtime layer 'conv1/WithoutBiases' type Convolution, runtimePrecision f32, outputPrecisions f32, "
+      "originalLayersNames conv1")
+ORT = "optimized graph: conv0 fused into QLinearConv 'conv0_token_7'; profile: QLinearConv ran on CPU, first input int8"
+ORT_FLOAT = "optimized graph: add_out stays a float Add 'add_out' with DequantizeLinear inputs"
+
+
+def _cell(engine: str, version: str, precision, status: str = "pass", max_error=0.5) -> Cell:
+    return Cell(bundle="user_model/net", case="user_model", params={"model": "net.onnx"}, digest="d", engine=engine,
+                engine_version=version, hardware="hw", status=status, verdict="undocumented",
+                precision={n: {"precision": p, "evidence": e} for n, (p, e) in precision.items()},
+                max_error_steps=max_error, tolerance_steps=2.0)
+
+
+def test_layer_and_precision_come_from_each_engines_evidence():
+    assert (layer_of({"evidence": TRT}), precision_of({"precision": "int8", "evidence": TRT})) == ("conv0 + relu0", "int8")
+    assert precision_of({"precision": "float", "evidence": TRT_HALF}) == "fp16"
+    assert (layer_of({"evidence": OV}), precision_of({"precision": "float", "evidence": OV})) == \
+        ("conv1/WithoutBiases", "fp32")
+    assert layer_of({"evidence": ORT}) == "conv0_token_7 (QLinearConv)"
+    assert precision_of({"precision": "float", "evidence": ORT_FLOAT}) == "float"  # the width is not stated
+    assert precision_of({"precision": "unknown", "evidence": "not reported"}) == "unknown"
+
+
+def test_the_report_counts_int8_nodes_and_names_the_float_fallback():
+    meta = {"bundle": "user_model/net", "params": {"model": "net.onnx"}, "target_nodes": ["conv0", "add_out"],
+            "target_details": {"conv0": {"op": "Conv", "dequantize": ["dq_x", "dq_w"], "quantize": ["q_c"]},
+                               "add_out": {"op": "Add", "dequantize": ["dq_c"], "quantize": ["q_y"]}},
+            "outputs": {"y": {"step": 0.1, "step_kind": "quantization", "peak": 3.0}}}
+    cells = [_cell("tensorrt", "8.6.0", {"conv0": ("int8", TRT), "add_out": ("float", TRT_HALF)}),
+             _cell("onnxruntime", "1.31.1", {"conv0": ("int8", ORT), "add_out": ("float", ORT_FLOAT)})]
+    report = node_report(cells, meta)
+    assert [c["heading"] for c in report["columns"]] == ["onnxruntime@1.31.1", "tensorrt@8.6.0"]
+    trt = report["columns"][1]
+    assert trt["summary"] == "1 of 2 quantized nodes ran in INT8"
+    assert trt["fallbacks"][0]["text"] == "dq_c → add_out (Add) → q_y: not fused; float fallback (fp16) in layer add_out"
+    assert trt["numerics"] == "0.5 output quantization steps (tolerance 2)"
+
+
+def test_a_float_output_states_abs_and_rel_error():
+    meta = {"target_nodes": [], "outputs": {"y": {"step": 0.02, "step_kind": "max/127", "peak": 2.54}}}
+    column = node_report([_cell("openvino", "2026.4.1", {}, max_error=1.5)], meta)["columns"][0]
+    assert column["numerics"] == "abs 0.03, rel 0.0118 of peak 2.54 (tolerance abs 0.04, rel 0.0157)"
+
+
+def test_a_failed_build_has_no_per_node_claims():
+    cell = _cell("tensorrt", "8.5.3.1", {"conv0": ("unknown", "no engine layer names conv0")}, status="fail",
+                 max_error=None)
+    column = node_report([cell], {"target_nodes": ["conv0"]})["columns"][0]
+    assert not column["ran"] and column["summary"].startswith("no per-node evidence: fail")
+
+
+def test_the_diff_lists_nodes_that_lost_int8():
+    old = _cell("tensorrt", "8.5.3.1", {"conv0": ("int8", TRT), "add_out": ("unknown", "")})
+    new = _cell("tensorrt", "8.6.0", {"conv0": ("float", TRT_HALF), "add_out": ("unknown", "")})
+    changes = compare_cells(old, new, "hw")
+    assert [(c.kind, c.before, c.after, c.detail) for c in changes] == [
+        ("fusion lost", "1 of 2 INT8 nodes", "0 of 2 INT8 nodes", "float: conv0")]
