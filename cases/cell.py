@@ -13,8 +13,10 @@ SCHEMA = "qdq-matrix/cell/1"
 #   crashed  - the engine took its process down (signal, hang past the timeout)
 #   skipped  - the engine is not installed here; `reason` says why
 #   not_run  - it cannot run here (for example: no NVIDIA GPU); `reason` says why
-STATUSES = ("pass", "fail", "crashed", "skipped", "not_run")
-VERDICTS = ("as documented", "fixed", "regressed", "new failure", "undocumented", "not run")
+#   not_applicable - the engine ran, but this version removed the API the reproducer's documented
+#              path needs (TensorRT 11.0 removed INT8 calibration); `reason` says which, with its source
+STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable")
+VERDICTS = ("as documented", "fixed", "regressed", "new failure", "undocumented", "not run", "not applicable")
 PRECISIONS = ("int8", "float", "unknown")
 
 

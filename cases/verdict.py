@@ -13,6 +13,8 @@ def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]
     """(verdict, explanation) for an observed status against what the sources document."""
     if status in ("skipped", "not_run"):
         return "not run", "the engine did not run here"
+    if status == "not_applicable":
+        return "not applicable", "this engine version removed the API the reproducer's documented path needs"
     failed = status in ("fail", "crashed")
     if expectation is None or expectation.outcome == "unknown":
         if failed:
@@ -56,7 +58,7 @@ def rejudge(cell: Cell, case: Case) -> Cell:
 
     Observed results are kept for years; the expectations and signatures they are read against grow.
     """
-    if cell.status in ("skipped", "not_run"):
+    if cell.status in ("skipped", "not_run", "not_applicable"):
         return cell
     text = "\n".join([cell.error, cell.reason, cell.log])
     errors = match_signatures(case, text, "error")

@@ -104,6 +104,8 @@ def cell_label(cell: Cell) -> Tuple[str, str, str]:
         return "❌", FAILED_STAGE.get(cell.stage, cell.stage or "fail"), "fail"
     if cell.status == "crashed":
         return "💥", "crashed", "crashed"
+    if cell.status == "not_applicable":
+        return "⊘", "not applicable" + (f": {first_line(cell.reason)}" if cell.reason else ""), "notrun"
     word = "skipped" if cell.status == "skipped" else "not run"
     return "⏭", word + (f": {first_line(cell.reason)}" if cell.reason else ""), "notrun"
 
@@ -112,7 +114,7 @@ def cell_text(cell: Cell) -> str:
     """The one-line Markdown text of a cell: "❌ build · as documented (sig: ...)"."""
     symbol, label, _ = cell_label(cell)
     text = f"{symbol} {label}"
-    if cell.verdict != "not run":
+    if cell.verdict not in ("not run", "not applicable"):
         text += f" · {cell.verdict}"
     if cell.signature:
         text += f" (sig: {cell.signature})"
@@ -194,7 +196,7 @@ def junit_xml(result: MergeResult) -> bytes:
 def _junit_kind(cell: Cell) -> str:
     if cell.verdict in UNEXPECTED:
         return "failures"
-    if cell.status in ("skipped", "not_run"):
+    if cell.status in ("skipped", "not_run", "not_applicable"):
         return "skipped"
     return ""
 

@@ -117,6 +117,16 @@ def network_dtypes(layers: Iterable[Sequence[str]]) -> Dict[str, str]:
     return found
 
 
+def io_tensors(inspector: Inspector) -> List[str]:
+    """The engine's I/O tensor names: 8.x/10.x "Bindings" (names), 11.x "I/O Tensors" (objects with "Name")."""
+    data = json.loads(inspector) if isinstance(inspector, str) else inspector
+    if not isinstance(data, Mapping):
+        return []
+    if "I/O Tensors" in data:  # 11.x, from NVIDIA's IEngineInspector migration page: NOT VERIFIED ON REAL TENSORRT
+        return [str(t.get("Name", "")) for t in data["I/O Tensors"] if isinstance(t, Mapping)]
+    return [str(t) for t in data.get("Bindings", [])]
+
+
 def engine_layers(inspector: Inspector) -> List[Any]:
     """The engine's layers from the inspector's JSON: dicts when DETAILED, names otherwise."""
     data = json.loads(inspector) if isinstance(inspector, str) else inspector
@@ -165,14 +175,16 @@ def _judge_layer(layer: Any) -> Tuple[str, str]:
     weights = _weights_type(layer)
     ins = [_io_format(t) for t in layer.get("Inputs", [])]
     outs = [_io_format(t) for t in layer.get("Outputs", [])]
-    int8 = weights == "Int8" or any(_format_dtype(f) == "Int8" for f in ins + outs)
+    in_types = [_io_dtype(t) for t in layer.get("Inputs", [])]
+    out_types = [_io_dtype(t) for t in layer.get("Outputs", [])]
+    int8 = weights == "Int8" or "Int8" in in_types + out_types
     parts = []
     if weights:
         parts.append(f"weights {weights}")
     if ins:
-        parts.append(f"input {_format_dtype(ins[0])} ({ins[0]})")
+        parts.append(f"input {in_types[0]} ({ins[0]})")
     if outs:
-        parts.append(f"output {_format_dtype(outs[0])} ({outs[0]})")
+        parts.append(f"output {out_types[0]} ({outs[0]})")
     tactic = layer.get("TacticName") or layer.get("TacticValue")
     if tactic:
         parts.append(f"tactic {tactic}")
@@ -186,9 +198,17 @@ def _weights_type(layer: Mapping[str, Any]) -> str:
 
 
 def _io_format(tensor: Any) -> str:
+    """The format text: 8.x/10.x "Format/Datatype"; 11.x splits it into "Format" and "DataType"."""
     if isinstance(tensor, Mapping):
-        return str(tensor.get("Format/Datatype", ""))
+        return str(tensor.get("Format/Datatype", tensor.get("Format", "")))
     return str(tensor)
+
+
+def _io_dtype(tensor: Any) -> str:
+    """The data type word of a layer input/output: 11.x's own "DataType" field, else read from the format text."""
+    if isinstance(tensor, Mapping) and "Format/Datatype" not in tensor and tensor.get("DataType"):
+        return _format_dtype(str(tensor["DataType"]))
+    return _format_dtype(_io_format(tensor))
 
 
 def _format_dtype(fmt: str) -> str:

@@ -6,7 +6,8 @@
 
 Runs inside the TensorRT interpreter: Python 3.9+, standard library, numpy and tensorrt only (plus
 its sibling files inspect.py, gpu.py and, on TensorRT >= 10, plugins.py, loaded by path). Works
-across TensorRT 8.5 .. 10.x by looking enums up by name. Stages: "load" (ONNX parsed), "build"
+across TensorRT 8.5 .. 11.x by looking enums up by name; on 11.x (NOT VERIFIED ON REAL TENSORRT) every
+network is strongly typed and no API that 11.0 removed is touched (see removed_in_11). Stages: "load" (ONNX parsed), "build"
 (engine built and deserialized), "run" (executed with device memory from the CUDA driver API).
 Each stage's exception becomes that stage's error; result.json is rewritten after every stage, and
 every logger message is appended to log.jsonl as it comes, so a crash still leaves evidence.
@@ -35,6 +36,8 @@ from typing import Any, Dict, List, Optional  # noqa: E402
 RESULT_MARK = "QDQ-RESULT "  # serve mode: the line that answers one request
 MIN_SEVERITY = "INFO"  # recorded; the adapter keeps WARNING and worse for the cell's log
 DEFAULT_WORKSPACE_MB = 1024
+# NVIDIA, "Migrating from TensorRT 10.x to 11.x": weak typing, INT8 calibration and dynamic ranges are gone.
+MIGRATION_11 = "https://docs.nvidia.com/deeplearning/tensorrt/11.4.0/api/migration/tensorrt-10x-to-11x.html"
 
 
 def load_sibling(name: str) -> Any:
@@ -137,7 +140,10 @@ def stage_load(trt: Any, req: Dict[str, Any], result: Result, logger: Any) -> An
         flags |= 1 << int(explicit)
         used.append("EXPLICIT_BATCH")
     options["strongly_typed"] = False
-    if opts.get("strongly_typed"):  # exists from TensorRT 9: NOT VERIFIED ON REAL TENSORRT (8.5/8.6 lack it)
+    if trt_major(trt) >= 11:  # STRONGLY_TYPED is deprecated there: always on. NOT VERIFIED ON REAL TENSORRT
+        options["strongly_typed"] = True
+        result.note("TensorRT 11 networks are always strongly typed; no network flag set")
+    elif opts.get("strongly_typed"):  # exists from TensorRT 9: NOT VERIFIED ON REAL TENSORRT (8.5/8.6 lack it)
         strong = tinspect.lookup_flag(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED")
         if strong is None:
             result.note("network flag STRONGLY_TYPED not in this TensorRT; built weakly typed")
@@ -307,7 +313,7 @@ def stage_run(trt: Any, engine: Any, req: Dict[str, Any], result: Result) -> Dic
     context = engine.create_execution_context()
     if context is None:
         raise RuntimeError("create_execution_context returned None" + last_error(result))
-    if hasattr(engine, "num_bindings"):
+    if trt_major(trt) < 10:  # num_bindings and the bindings API went in 10.0
         result.data["options"]["io_api"] = "bindings"
         return run_bindings(engine, context, inputs, cuda, result)
     result.data["options"]["io_api"] = "tensors"
@@ -430,6 +436,15 @@ def prepare_plugins(session: Session, opts: Dict[str, Any], result: Result) -> N
         options["plugins_missing"] = "; ".join(notes)
 
 
+def removed_in_11(trt: Any, opts: Dict[str, Any]) -> str:
+    """Why the request's documented path needs an API TensorRT 11.0 removed, or "". NOT VERIFIED ON REAL TENSORRT."""
+    if trt_major(trt) < 11:
+        return ""
+    if "calibrator" in opts or opts.get("int8_ranges"):  # implicit INT8: BuilderFlag.INT8 + calibrator/ranges
+        return f"INT8 calibration removed in TensorRT 11.0 ({MIGRATION_11})"
+    return ""
+
+
 def creator_versions(trt: Any, names: List[str]) -> Dict[str, List[str]]:
     """The versions the registry holds of each plugin name (TensorRT's own share a name across versions)."""
     registry = trt.get_plugin_registry()
@@ -481,6 +496,10 @@ def run_request(path: str, session: Optional[Session] = None) -> str:
         except Exception as e:
             result.note(f"plugin registration failed: {type(e).__name__}: {e}")
         result.write()
+        removed = removed_in_11(trt, req.get("trt") or {})
+        if removed:
+            result.data["options"]["not_applicable"] = removed
+            return result.write()
         loaded = timed(result, "load", lambda: stage_load(trt, req, result, logger))
         if loaded is None:
             return result.write()
