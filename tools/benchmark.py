@@ -130,5 +130,39 @@ def main() -> int:
     return 0
 
 
+def user_model_check(engine_name: str = "onnxruntime", blocks: int = 50) -> int:
+    """A quantize_static model with >= 50 quantized nodes: `python -m check` on one engine against the bare engine."""
+    from check.bundle import bundle_from_model
+    from tests.check.models import float_convnet, quantize_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        model = quantize_static(float_convnet(root / "float.onnx", blocks=blocks, channels=32), root / "deep.onnx")
+        bundle, prepare = timed(lambda: bundle_from_model(model, root / "b"))
+        engine = get_engine(engine_name)
+        info = engine.probe()
+        bare = min(timed(lambda: (bare_onnxruntime if engine_name == "onnxruntime" else bare_openvino)([bundle]))[1]
+                   for _ in range(3))
+        harness = min(timed(lambda: run_cell(get_case("user_model"), bundle, engine, info, {}))[1] for _ in range(3))
+        cmd = [sys.executable, "-m", "check", str(model), "--engine", engine_name, "--out", str(root / "b2"),
+               "--results", str(root / "r"), "--reports", str(root / "rep")]
+        done, whole = timed(lambda: subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                                                   env={**os.environ, "PYTHONPATH": str(REPO)}))
+        int8 = next((line for line in done.stdout.splitlines() if "quantized nodes ran in INT8" in line), "")
+    targets = len(bundle.meta["target_nodes"])
+    print(f"\nYour own model: {targets} quantized nodes, {engine_name} {info.version} (bare: load with full "
+          "optimization, build, run once; best of 3):\n")
+    print("| step | seconds | against bare engine |")
+    print("| --- | ---: | ---: |")
+    for step, seconds in (("bare engine load+build+run", bare), ("bundle (checker, inputs, ORT reference)", prepare),
+                          ("cell through the harness (run_cell, precision evidence)", harness),
+                          ("whole `python -m check` command (interpreters, pytest, reports)", whole)):
+        print(f"| {step} | {seconds:.2f} | {seconds / bare:.2f}x |")
+    print(f"\n{int8.strip(' |')}")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--user-model"]:
+        sys.exit(user_model_check(*(sys.argv[2:3] or ["onnxruntime"])))
     sys.exit(main())
