@@ -116,7 +116,10 @@ def _keeps(case: Case, params: Mapping[str, Any], wanted: Mapping[str, List[Any]
 
 def _write_one(case: Case, params: Mapping[str, Any], root: Optional[Path]) -> Tuple[Path, str]:
     params = dict(params)
-    target = (bundles_root() if root is None else Path(root)) / case.id / bundle_id(case, params).split("/", 1)[1]
+    base = bundles_root() if root is None else Path(root)
+    target = base / case.id / bundle_id(case, params).split("/", 1)[1]
+    if base.resolve() not in target.resolve().parents:  # a case id or parameter value like "../x" or "/x"
+        raise ValueError(f"bundle {bundle_id(case, params)!r} would be written outside {base}; refused")
     key = cache_key(case, params)
     if _cached(target, key):
         return target, "cached"

@@ -88,11 +88,16 @@ def failed_stage(cell: Cell) -> str:
 
 
 def folder_for(cell: Cell, out: Path, with_hardware: bool = False) -> Path:
-    """<out>/<engine>-<version>[-<hardware>]/<bundle id with "/" -> "__">."""
+    """<out>/<engine>-<version>[-<hardware>]/<bundle id with "/" -> "__">, each a plain name inside out."""
     column = f"{cell.engine}-{cell.engine_version}"
     if with_hardware:
         column += "-" + re.sub(r"[^A-Za-z0-9.]+", "-", cell.hardware).strip("-").lower()
-    return out / column / cell.bundle.replace("/", "__")
+    return out / folder_name(column) / folder_name(cell.bundle.replace("/", "__"))
+
+
+def folder_name(text: str) -> str:
+    """One folder name from text out of a results file: no separator, no "..", never absolute."""
+    return re.sub(r"[^A-Za-z0-9._=+,-]+", "_", text).strip(".") or "_"
 
 
 def source_bundle(cell: Cell, root: Path) -> Path:
@@ -100,6 +105,9 @@ def source_bundle(cell: Cell, root: Path) -> Path:
     from generators.bundle import load_bundle
     from generators.write import digest
 
+    parts = cell.bundle.replace("\\", "/").split("/")
+    if cell.bundle.startswith(("/", "\\")) or any(p in ("", ".", "..") or ":" in p for p in parts):
+        raise Refused(f"bundle id {cell.bundle!r} is not a relative <case>/<params> path; refused")
     path = Path(root) / cell.bundle
     missing = [n for n in SOURCE_FILES if not (path / n).is_file()]
     if missing:
@@ -137,10 +145,8 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     source = source_bundle(cell, bundles)
     meta = json.loads((source / "case.json").read_text())
     target = folder_for(cell, Path(out), with_hardware)
-    _clear(target)
-    target.mkdir(parents=True)
-    for name in SOURCE_FILES:
-        shutil.copyfile(source / name, target / name)
+    if Path(out).resolve() not in target.resolve().parents:
+        raise Refused(f"{target} is not inside {out}; refused")
     texts = {"repro.py": render_repro(cell, meta), "cell.json": json.dumps(repro_cell(cell, meta), indent=2) + "\n",
              "log.txt": log_text(cell),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
@@ -149,6 +155,10 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
         texts["data_loader.py"] = render("data_loader.py.j2", {})
     files = sorted([*SOURCE_FILES, *texts, "ISSUE.md"])
     texts["ISSUE.md"] = render("ISSUE.md.j2", dict(view(cell, meta, everything), files=files))
+    _clear(target)  # only now: a cell that cannot be rendered leaves nothing behind
+    target.mkdir(parents=True)
+    for name in SOURCE_FILES:
+        shutil.copyfile(source / name, target / name)
     for name, text in texts.items():
         (target / name).write_text(text, encoding="utf-8")
     return target
@@ -273,6 +283,12 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
     }
 
 
+def _major(version: str) -> int:
+    """The leading number of an engine version ("11.4.0.106" -> 11); 0 when there is none."""
+    m = re.match(r"\d+", version or "")
+    return int(m.group()) if m else 0
+
+
 def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     """trtexec and Polygraphy command lines closest to what the suite ran (one option a line), and how they differ."""
     trt = dict(meta.get("trt") or {})
@@ -283,14 +299,20 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     trtexec = ["trtexec --onnx=model.onnx"]
     polygraphy = ["polygraphy run model.onnx --trt --onnxrt"]
     notes: List[str] = []
+    # TensorRT 11 removed --int8/--fp16 (weak typing): every network is strongly typed. NOT VERIFIED ON REAL TENSORRT
+    v11 = _major(cell.engine_version) >= 11
     for key in ("int8", "fp16"):
-        if trt.get(key, key == "int8") and not trt.get("strongly_typed"):
+        if trt.get(key, key == "int8") and not trt.get("strongly_typed") and not v11:
             trtexec.append(f"--{key}")
             polygraphy.append(f"--{key}")
-    if trt.get("strongly_typed"):
+    if v11:
+        notes.append("TensorRT 11 builds every network strongly typed (no --int8/--fp16/--stronglyTyped): the "
+                     "model's Q/DQ nodes set the precision")
+    elif trt.get("strongly_typed"):
         trtexec.append("--stronglyTyped")
         polygraphy.append("--strongly-typed")
-    trtexec.append("--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN")
+    if not v11:  # 11.0 removed the CUBLAS, CUBLAS_LT and CUDNN tactic sources
+        trtexec.append("--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN")
     sources = cell.options.get("tactic_sources")
     if sources:
         polygraphy.append("--tactic-sources " + " ".join(sources))
@@ -316,11 +338,14 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
                 "--exportOutput=outputs.json --iterations=1 --warmUp=0 --duration=0 --verbose"]
     atol = " ".join(f"{t['name']}:{t['atol']}" for t in tolerances(meta))
     polygraphy += ["--data-loader-script data_loader.py", f"--atol {atol} --rtol 0"]
-    if trt.get("int8_ranges") == "trtexec":
+    if v11 and ("calibrator" in trt or trt.get("int8_ranges")):
+        notes.append("not applicable on TensorRT 11: INT8 calibration and dynamic ranges were removed in 11.0 "
+                     "(NVIDIA, Migrating from TensorRT 10.x to 11.x); this reproducer's path is implicit INT8")
+    elif trt.get("int8_ranges") == "trtexec":
         notes.append("the suite set trtexec-style dummy dynamic ranges (int8_ranges=trtexec); trtexec --int8 "
                      "without --calib does the same for a network without Q/DQ layers; Polygraphy does not "
                      "(it may calibrate with the data loader instead)")
-    elif trt.get("int8", True):
+    elif trt.get("int8", True) and not v11:
         notes.append("the suite set no dynamic ranges; trtexec --int8 without --calib sets dummy ranges when the "
                      "network has no Q/DQ layers, and Polygraphy may calibrate with the data loader: for such a "
                      "network neither is the same build as repro.py")
