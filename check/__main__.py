@@ -12,6 +12,7 @@ interpreter without TensorRT) is one line on stderr and exit status 2; a cell th
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -84,9 +85,18 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
         cells = [c for c in merged.cells if c.bundle == bundle]
         failed += sum(c.status in ("fail", "crashed") for c in cells)
         report = node_report(cells, read_meta(root, bundle))
-        paths = write_node_reports(report, reports, bundle.split("/", 1)[1])
-        md = paths[0].read_text(encoding="utf-8")
-        print(md.split("\n## Evidence", 1)[0].rstrip() + "\n")
+        stem = bundle.split("/", 1)[1]
+        try:
+            paths = write_node_reports(report, reports, stem)
+        except ImportError:  # no jinja2 (a GPU box's bare controller): JSON now, Markdown/HTML via `nox -s report`
+            reports.mkdir(parents=True, exist_ok=True)
+            paths = [reports / f"{stem}.json"]
+            paths[0].write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            for col in report["columns"]:
+                print(f"{col['heading']} [{col['hardware']}]: {col['status']}; {col['summary']}; {col['numerics']}")
+        else:
+            md = paths[0].read_text(encoding="utf-8")
+            print(md.split("\n## Evidence", 1)[0].rstrip() + "\n")
         print("wrote " + ", ".join(str(p) for p in paths))
     print("cells: " + ", ".join(str(f) for f in files))
     return 1 if failed else 0
