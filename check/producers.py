@@ -128,14 +128,16 @@ def transformer_block(rng: np.random.Generator) -> Any:
     h = _helper()
     t, d, f = 8, 32, 64
     ones, zeros = np.ones(d, np.float32), np.zeros(d, np.float32)
-    inits = [_init("ln1_scale", ones), _init("ln1_bias", zeros), _init("ln2_scale", ones), _init("ln2_bias", zeros),
+    # Not "<tensor>_scale": onnxruntime's quantizer names a tensor's activation scale that way, and an
+    # initializer of the same name ("ln1_scale" beside tensor "ln1") is silently taken as that scale.
+    inits = [_init("ln1_gamma", ones), _init("ln1_beta", zeros), _init("ln2_gamma", ones), _init("ln2_beta", zeros),
              _init("w_q", _weights(rng, d, d)), _init("w_k", _weights(rng, d, d)), _init("w_v", _weights(rng, d, d)),
              _init("w_o", _weights(rng, d, d)), _init("b_o", np.zeros(d, np.float32)),
              _init("w_fc1", _weights(rng, d, f)), _init("b_fc1", rng.standard_normal(f).astype(np.float32) * 0.1),
              _init("w_fc2", _weights(rng, f, d)), _init("b_fc2", rng.standard_normal(d).astype(np.float32) * 0.1),
              _init("inv_sqrt_d", np.array(1 / np.sqrt(d), np.float32))]
     mm = lambda name, a, b, out: h.make_node("MatMul", [a, b], [out], name=name)  # noqa: E731
-    nodes = [h.make_node("LayerNormalization", ["x", "ln1_scale", "ln1_bias"], ["ln1"], name="ln1", axis=-1),
+    nodes = [h.make_node("LayerNormalization", ["x", "ln1_gamma", "ln1_beta"], ["ln1"], name="ln1", axis=-1),
              mm("q_proj", "ln1", "w_q", "q"), mm("k_proj", "ln1", "w_k", "k"), mm("v_proj", "ln1", "w_v", "v"),
              h.make_node("Transpose", ["k"], ["k_t"], name="k_transpose", perm=[0, 2, 1]),
              mm("scores", "q", "k_t", "scores"),
@@ -144,7 +146,7 @@ def transformer_block(rng: np.random.Generator) -> Any:
              mm("context", "attn", "v", "context"), mm("o_proj", "context", "w_o", "o"),
              h.make_node("Add", ["o", "b_o"], ["o_bias"], name="o_bias"),
              h.make_node("Add", ["x", "o_bias"], ["res1"], name="residual1"),
-             h.make_node("LayerNormalization", ["res1", "ln2_scale", "ln2_bias"], ["ln2"], name="ln2", axis=-1),
+             h.make_node("LayerNormalization", ["res1", "ln2_gamma", "ln2_beta"], ["ln2"], name="ln2", axis=-1),
              mm("fc1", "ln2", "w_fc1", "fc1"), h.make_node("Add", ["fc1", "b_fc1"], ["fc1_bias"], name="fc1_bias"),
              h.make_node("Relu", ["fc1_bias"], ["fc1_relu"], name="fc1_relu"),
              mm("fc2", "fc1_relu", "w_fc2", "fc2"), h.make_node("Add", ["fc2", "b_fc2"], ["fc2_bias"], name="fc2_bias"),
