@@ -4,8 +4,8 @@ The onnx wheel ships the node test generators (onnx/backend/test/case/node/*.py;
 left the wheel with onnx#7959). For QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv,
 QLinearMatMul, ConvInteger and MatMulInteger each test's model and data set 0 become a bundle through
 check.bundle.bundle_from_model, with the test's inputs; the reference is ONNX Runtime (optimizations off)
-where it runs the model, else the test's own expected outputs. Each model is pinned to the lowest of
-opsets 10, 11 and 13 that passes onnx's full check, and IR 8, so TensorRT 8.x and ONNX Runtime 1.16 read
+where it runs the model, else the test's own expected outputs. Each model is pinned to the first of
+opsets 13, 11 and 10 that passes onnx's full check, and IR 8, so TensorRT 8.x and ONNX Runtime 1.16 read
 it; a test whose types no such opset allows (float8, int4, int16, blocked) is listed as left out.
 
     python -m check.backend_nodes --out DIR     then    pytest tests/cells --bundles DIR ...
@@ -27,7 +27,7 @@ import numpy as np
 
 OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
        "ConvInteger", "MatMulInteger")
-PIN_OPSETS = (10, 11, 13)
+PIN_OPSETS = (13, 11, 10)  # 13 first: TensorRT's explicit quantization (per-axis Q/DQ) is opset 13
 IR_VERSION = 8
 
 
@@ -55,7 +55,7 @@ def node_tests(ops: Sequence[str] = OPS) -> List[Any]:
 
 
 def pinned(model: Any) -> Optional[Any]:
-    """A copy at the lowest opset in PIN_OPSETS that passes the full check, IR 8; None if none does."""
+    """A copy at the first opset in PIN_OPSETS that passes the full check, IR 8; None if none does."""
     import onnx
 
     for opset in PIN_OPSETS:
@@ -111,7 +111,7 @@ def write(out: Path, ops: Sequence[str] = OPS) -> List[NodeTest]:
         model = pinned(case.model)
         if model is None:
             written.append(NodeTest(case.name, op, case.model.opset_import[0].version,
-                                    left_out="no opset in 10, 11, 13 allows its types or attributes"))
+                                    left_out="no opset in 13, 11, 10 allows its types or attributes"))
             continue
         inputs, outputs = case.data_sets[0]
         names_in = [i.name for i in model.graph.input]
