@@ -164,6 +164,27 @@ def check(session: nox.Session) -> None:
 
 
 @nox.session
+def lint(session: nox.Session) -> None:
+    """TensorRT readiness of a model without any engine: nox -s lint -- model.onnx [--json]."""
+    session.install(*_group("generate"))
+    session.run("python", "-m", "check.lint", *session.posargs, env=_env())
+
+
+@nox.session
+def reduce(session: nox.Session) -> None:
+    """A failing model -> minimal reproducer -> bug bundle: nox -s reduce -- model.onnx --engine E --out DIR."""
+    session.install(*_group("check"))
+    session.run("python", "-m", "check.reduce", *session.posargs, env=_env())
+
+
+@nox.session
+def producers(session: nox.Session) -> None:
+    """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR."""
+    session.install(*_group("generate"))
+    session.run("python", "-m", "check.producers", *session.posargs, env=_env())
+
+
+@nox.session
 def benchmark(session: nox.Session) -> None:
     """Bundle generation and CPU-engine cell throughput; figures go in the README, not in tests."""
     session.install(*_group("generate"), "openvino")
