@@ -487,14 +487,43 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("model", type=Path)
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     parser.add_argument("--observed", type=Path, default=OBSERVED, help="observed results folder (default: %(default)s)")
+    parser.add_argument("--cells", type=Path, action="append", default=[],
+                        help="results JSONL with this model's TensorRT cells: print prediction against observation")
     args = parser.parse_args(argv)
     try:
         findings = lint_path(args.model, args.observed)
+        cells = model_cells(args.cells, args.model)
     except LintInputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.cells:
+        rows = compare(findings, cells)
+        if args.json:
+            print(json.dumps([dict(asdict(r), news=r.news) for r in rows], indent=2))
+        else:
+            print(comparison_markdown(rows), end="")
+        return 0
     print(to_json(findings) if args.json else to_markdown(findings, f"TensorRT readiness: {args.model.name}"), end="")
     return 0
+
+
+def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
+    """The TensorRT cells of this model's bundle (user_model/<slug of its file name>) in results files."""
+    from cases.user_model import bundle_id_for
+
+    wanted = bundle_id_for(model)
+    cells = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise LintInputError(f"no such results file: {path}")
+        for line in Path(path).read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("bundle") == wanted and rec.get("engine") == ENGINE:
+                cells.append(rec)
+    return cells
 
 
 if __name__ == "__main__":

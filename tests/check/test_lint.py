@@ -131,3 +131,15 @@ def test_compare_agrees_misses_and_cannot_say():
     assert rows[("mm", "8.6.0")].observed == "not observable" and rows[("mm", "8.6.0")].agrees is None
     assert rows[("mm", "8.5.3.1")].agrees is False
     assert not any(r.version == "1.31.1" for r in rows.values())
+
+
+def test_cli_compares_predictions_with_a_results_file(tmp_path, capsys):
+    onnx.save(_grouped_conv(3), str(tmp_path / "gc.onnx"))
+    cell = {"bundle": "user_model/gc", "engine": "tensorrt", "engine_version": "8.6.0", "status": "pass",
+            "stage": "compare", "precision": {"node_of_conv": {"precision": "int8"}}}
+    other = dict(cell, bundle="user_model/other", status="fail", stage="load")
+    (tmp_path / "r.jsonl").write_text(json.dumps(cell) + "\n" + json.dumps(other) + "\n")
+    assert main([str(tmp_path / "gc.onnx"), "--cells", str(tmp_path / "r.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "| `node_of_conv` | grouped_conv | 8.6.0 | build fails | int8 | **miss: news for the catalogue** |" in out
+    assert main([str(tmp_path / "gc.onnx"), "--cells", str(tmp_path / "none.jsonl")]) == 2
