@@ -32,7 +32,8 @@ ISSUE_3844 = "https://github.com/NVIDIA/TensorRT/issues/3844"
 QUANTIZE_STATIC = "onnxruntime.quantization.quantize_static"
 FIX_SYMMETRIC_INT8 = (f'{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, '
                       'extra_options={"ActivationSymmetric": True})')
-FIX_SYMMETRIC_WEIGHTS = f'{QUANTIZE_STATIC}(..., weight_type=QuantType.QInt8, extra_options={{"WeightSymmetric": True}})'
+FIX_SYMMETRIC_WEIGHTS = (f'{QUANTIZE_STATIC}(..., weight_type=QuantType.QInt8, '
+                         'extra_options={"WeightSymmetric": True})')
 FIX_FLOAT_BIAS = f'{QUANTIZE_STATIC}(..., extra_options={{"QuantizeBias": False}})'
 FIX_STATIC_QDQ = f"{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ) instead of quantize_dynamic / QOperator"
 FIX_KERNEL_SHAPE = "write the Conv's kernel_shape attribute (torch.onnx does; onnx.helper graphs often do not)"
@@ -382,7 +383,8 @@ def observed_findings(node: str, rule: str, cells: Sequence[Dict[str, Any]], cas
             spec = f"=={lo}" if lo == hi else f">={lo},<={hi}"
             outcome, path, hardware = ran[lo]
             path = path if lo == hi else str(Path(path).parent)
-            detail = f"observed: catalogue case {case_id} ({_params(params)}) on {hardware}" + (f"; {note}" if note else "")
+            detail = f"observed: catalogue case {case_id} ({_params(params)}) on {hardware}"
+            detail += f"; {note}" if note else ""
             out.append(Finding(node, rule, spec, outcome, path, detail, fix))
             start = i
     return out
@@ -486,7 +488,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m check.lint", description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
-    parser.add_argument("--observed", type=Path, default=OBSERVED, help="observed results folder (default: %(default)s)")
+    parser.add_argument("--observed", type=Path, default=OBSERVED,
+                        help="observed results folder (default: %(default)s)")
     parser.add_argument("--cells", type=Path, action="append", default=[],
                         help="results JSONL with this model's TensorRT cells: print prediction against observation")
     args = parser.parse_args(argv)

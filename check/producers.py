@@ -94,13 +94,17 @@ def _weights(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
 
 
+def _bias(rng: np.random.Generator, n: int) -> np.ndarray:
+    return (rng.standard_normal(n) * 0.1).astype(np.float32)
+
+
 def mobilenet_block(rng: np.random.Generator, kernel_shape: bool = True) -> Any:
     """x -> 1x1 Conv (expand) -> ReLU -> 3x3 depthwise Conv -> ReLU -> 1x1 Conv (project) -> y."""
     h = _helper()
     c, e = 8, 16
-    inits = [_init("w_expand", _weights(rng, e, c, 1, 1)), _init("b_expand", rng.standard_normal(e).astype(np.float32) * 0.1),
-             _init("w_dw", _weights(rng, e, 1, 3, 3)), _init("b_dw", rng.standard_normal(e).astype(np.float32) * 0.1),
-             _init("w_project", _weights(rng, c, e, 1, 1)), _init("b_project", rng.standard_normal(c).astype(np.float32) * 0.1)]
+    inits = [_init("w_expand", _weights(rng, e, c, 1, 1)), _init("b_expand", _bias(rng, e)),
+             _init("w_dw", _weights(rng, e, 1, 3, 3)), _init("b_dw", _bias(rng, e)),
+             _init("w_project", _weights(rng, c, e, 1, 1)), _init("b_project", _bias(rng, c))]
     nodes = [_conv(h, "expand", "x", "w_expand", "b_expand", "expand_out", 1, kernel_shape=kernel_shape),
              h.make_node("Relu", ["expand_out"], ["expand_relu"], name="expand_relu"),
              _conv(h, "depthwise", "expand_relu", "w_dw", "b_dw", "dw_out", 3, group=e, kernel_shape=kernel_shape),
@@ -113,8 +117,8 @@ def resnet_block(rng: np.random.Generator) -> Any:
     """x -> 3x3 Conv -> ReLU -> 3x3 Conv -> Add(x) -> ReLU -> y."""
     h = _helper()
     c = 16
-    inits = [_init("w_conv1", _weights(rng, c, c, 3, 3)), _init("b_conv1", rng.standard_normal(c).astype(np.float32) * 0.1),
-             _init("w_conv2", _weights(rng, c, c, 3, 3)), _init("b_conv2", rng.standard_normal(c).astype(np.float32) * 0.1)]
+    inits = [_init("w_conv1", _weights(rng, c, c, 3, 3)), _init("b_conv1", _bias(rng, c)),
+             _init("w_conv2", _weights(rng, c, c, 3, 3)), _init("b_conv2", _bias(rng, c))]
     nodes = [_conv(h, "conv1", "x", "w_conv1", "b_conv1", "conv1_out", 3),
              h.make_node("Relu", ["conv1_out"], ["conv1_relu"], name="conv1_relu"),
              _conv(h, "conv2", "conv1_relu", "w_conv2", "b_conv2", "conv2_out", 3),
@@ -133,8 +137,8 @@ def transformer_block(rng: np.random.Generator) -> Any:
     inits = [_init("ln1_gamma", ones), _init("ln1_beta", zeros), _init("ln2_gamma", ones), _init("ln2_beta", zeros),
              _init("w_q", _weights(rng, d, d)), _init("w_k", _weights(rng, d, d)), _init("w_v", _weights(rng, d, d)),
              _init("w_o", _weights(rng, d, d)), _init("b_o", np.zeros(d, np.float32)),
-             _init("w_fc1", _weights(rng, d, f)), _init("b_fc1", rng.standard_normal(f).astype(np.float32) * 0.1),
-             _init("w_fc2", _weights(rng, f, d)), _init("b_fc2", rng.standard_normal(d).astype(np.float32) * 0.1),
+             _init("w_fc1", _weights(rng, d, f)), _init("b_fc1", _bias(rng, f)),
+             _init("w_fc2", _weights(rng, f, d)), _init("b_fc2", _bias(rng, d)),
              _init("inv_sqrt_d", np.array(1 / np.sqrt(d), np.float32))]
     mm = lambda name, a, b, out: h.make_node("MatMul", [a, b], [out], name=name)  # noqa: E731
     nodes = [h.make_node("LayerNormalization", ["x", "ln1_gamma", "ln1_beta"], ["ln1"], name="ln1", axis=-1),

@@ -142,7 +142,7 @@ def extract(model: Any, keep: Sequence[int]) -> Any:
 
 
 def complete_value_info(model: Any) -> Any:
-    """Give every node output a value_info, so any cut can name it; float of unknown shape where inference knows nothing.
+    """Give every node output a value_info, so any cut can name it; float, unknown shape, where inference knows none.
 
     Shape inference knows nothing of custom ops (TensorRT plugins); their outputs are declared float, a guess
     an engine may refuse differently, so the reduced model's signature is checked again by the oracle anyway.
@@ -223,7 +223,7 @@ def _same(got: str, want: str) -> bool:
 # ---- oracles ----
 
 def observation_signature(obs: Any, node: Optional[str] = None, bundle: Any = None) -> str:
-    """An engine observation in signature words: catalogue signature, failed stage, lost INT8 or drift; "" if healthy."""
+    """An engine observation in signature words (catalogue signature, failed stage, lost INT8, drift); "" if healthy."""
     if obs.crashed:
         return f"crashed: {obs.crashed.splitlines()[0] if obs.crashed else ''}"
     if obs.error:
@@ -347,7 +347,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     options = {"python": args.trt_python} if args.trt_python else {}
     try:
         oracle = engine_oracle(args.engine, args.out / "candidate-bundles", args.node, args.seed, **options)
-        result = reduce_model(args.model, oracle, args.out, args.signature or (f"float:{args.node}" if args.node else None))
+        signature = args.signature or (f"float:{args.node}" if args.node else None)
+        result = reduce_model(args.model, oracle, args.out, signature)
         made = bug_bundle(Path(result.model), args.engine, args.out, args.seed, **options)
     except (ReduceError, CheckError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
