@@ -45,6 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--engine-version", default=None, help="version label for an engine that is not here")
     group.addoption("--trt-python", default=None, help="interpreter that already has TensorRT (existing-interpreter mode)")
     group.addoption("--trt-isolate", action="store_true", help="one TensorRT process per cell (slower; no shared state)")
+    group.addoption("--trt-tactics", default=None, choices=("default", "tensorrt-only"),
+                    help="TensorRT tactic sources: its default, or its own kernels only (no cuBLAS/cuDNN); "
+                         "default $QDQ_TRT_TACTICS or 'default'")
     group.addoption("--ort-opt-level", default="ORT_ENABLE_ALL", help="ONNX Runtime graph optimization level name")
     group.addoption("--results", default=None, help="JSONL results file (default results/<engine>-<version>-<hardware>.jsonl)")
     group.addoption("--results-source", default="local", help="'local' for this machine's runs, 'observed' for committed data")
@@ -99,7 +102,8 @@ def make_engine(config: pytest.Config):
         return getattr(importlib.import_module(module), cls)()
     if name == "tensorrt":
         return get_engine(
-            name, python=config.getoption("--trt-python"), version=version, isolate=config.getoption("--trt-isolate")
+            name, python=config.getoption("--trt-python"), version=version, isolate=config.getoption("--trt-isolate"),
+            tactics=config.getoption("--trt-tactics"),
         )
     if name == "onnxruntime":
         return get_engine(name, graph_optimization_level=config.getoption("--ort-opt-level"))

@@ -21,7 +21,7 @@ import numpy as np
 
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu
-from engines.tensorrt.inspect import log_text, parse_version, version_matches
+from engines.tensorrt.inspect import TACTICS_CHOICES, log_text, parse_version, version_matches
 from engines.tensorrt.plugins import python_plugins
 from generators.bundle import Bundle
 
@@ -36,9 +36,14 @@ class Adapter:
     name = "tensorrt"
 
     def __init__(
-        self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600, isolate: bool = False
+        self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600, isolate: bool = False,
+        tactics: Optional[str] = None,
     ) -> None:
         self.python = python or sys.executable
+        # "default": TensorRT's default tactic sources; "tensorrt-only": no cuBLAS/cuBLASLt/cuDNN tactics.
+        self.tactics = tactics or os.environ.get("QDQ_TRT_TACTICS") or "default"
+        if self.tactics not in TACTICS_CHOICES:
+            raise ValueError(f"TensorRT tactics must be one of {', '.join(TACTICS_CHOICES)}, not {self.tactics!r}")
         self.version = version
         self.timeout = timeout
         # isolate: one process per cell (slow: TensorRT and CUDA start each time); otherwise one
@@ -73,7 +78,9 @@ class Adapter:
             reason = f"requested TensorRT {self.version}, but {self.python} has {actual}"
             return self._unavailable("skipped", reason, hardware, detail)
         versions = {"tensorrt": actual, "python": report.get("python", ""), "numpy": report["numpy"],
-                    "cudnn": report.get("cudnn", "unknown")}
+                    "cudnn": report.get("cudnn", "unknown"), "cublas": report.get("cublas", "unknown")}
+        if report.get("payload"):
+            versions["payload"] = ", ".join(f"{k}=={v}" for k, v in sorted(report["payload"].items()))
         versions.update({k: v for k, v in detail.items() if k in ("driver", "cuda_driver")})
         return EngineInfo(
             name=self.name, version=actual, hardware=hardware, available=True,
@@ -111,6 +118,11 @@ class Adapter:
         cudnn = bundle.meta.get("trt", {}).get("needs_cudnn") or _instancenorm_plugin(bundle, info.version)
         if cudnn and info.versions.get("cudnn", "").startswith(("stub", "missing")):
             return f"needs cuDNN ({cudnn}), and this interpreter's cuDNN is {info.versions['cudnn']}"
+        stubs = [k for k in ("cudnn", "cublas") if info.versions.get(k, "").startswith(("stub", "missing"))]
+        if self.tactics == "default" and stubs and parse_version(info.version)[:1] < (10,):
+            return (f"TensorRT {info.version}'s default tactic sources call cuBLAS/cuDNN, and this interpreter's "
+                    f"{' and '.join(stubs)} {'is' if len(stubs) == 1 else 'are'} not real "
+                    "(run with --trt-tactics tensorrt-only)")
         return ""
 
     def run(self, bundle: Bundle) -> Observation:
@@ -144,7 +156,7 @@ class Adapter:
             "model": str(bundle.model_path.resolve()),
             "inputs": str((bundle.path / "inputs.npz").resolve()),
             "target_nodes": list(bundle.meta.get("target_nodes") or []),
-            "trt": dict(bundle.meta.get("trt") or {}),
+            "trt": dict(bundle.meta.get("trt") or {}, tactics=self.tactics),
             "out": str(tmp / "out"),
         }
         path = tmp / "request.json"

@@ -11,8 +11,9 @@ import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")  # most severe first
-# cuBLAS/cuDNN are stubs in the GPU runner's environment: build with TensorRT's own kernels only.
+# What the "tensorrt-only" tactics choice leaves out (for stub cuBLAS/cuDNN): TensorRT's own kernels only.
 EXCLUDED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
+TACTICS_CHOICES = ("default", "tensorrt-only")
 KNOWN_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS")
 # trt.DataType member name -> numpy dtype name (trt.nptype uses np.bool, gone in numpy 1.24)
 NUMPY_DTYPES = {
@@ -73,6 +74,14 @@ def tactic_sources_mask(trt: Any, exclude: Sequence[str] = EXCLUDED_TACTIC_SOURC
     for name in names:
         mask |= 1 << int(members[name])
     return mask, names
+
+
+def tactic_source_names(trt: Any, mask: Optional[int]) -> List[str]:
+    """The names of the tactic sources set in `mask` (a builder config's default); [] where unknown."""
+    members = enum_members(getattr(trt, "TacticSource", None))
+    if mask is None:
+        return []
+    return sorted(n for n, m in members.items() if mask & (1 << int(m)))
 
 
 def parse_version(version: str) -> Tuple[int, ...]:

@@ -14,7 +14,8 @@ every logger message is appended to log.jsonl as it comes, so a crash still leav
 
 Request JSON: {"model", "inputs" (npz path), "out" (folder), "target_nodes", "trt": {"int8" (default
 true), "fp16", "strongly_typed", "parser_flags" (OnnxParserFlag names; "-NAME" clears one),
-"plugins" (plugin names the model needs), "plugin_api", "workspace_mb"}}.
+"plugins" (plugin names the model needs), "plugin_api", "workspace_mb", "tactics" ("default": TensorRT's
+default tactic sources; "tensorrt-only": no cuBLAS/cuBLASLt/cuDNN)}}.
 """
 
 from __future__ import annotations
@@ -260,9 +261,16 @@ def configure(trt: Any, builder: Any, opts: Dict[str, Any], result: Result) -> A
         options[key] = True
         flags.append(name)
     options["builder_flags"] = flags
-    mask, sources = tinspect.tactic_sources_mask(trt)
-    if sources and hasattr(config, "set_tactic_sources"):
-        config.set_tactic_sources(mask)
+    # "default": TensorRT's own choice (cuBLAS/cuDNN included); "tensorrt-only": its own kernels only.
+    tactics = opts.get("tactics") or "default"
+    if tactics == "tensorrt-only":
+        mask, sources = tinspect.tactic_sources_mask(trt)
+        if sources and hasattr(config, "set_tactic_sources"):
+            config.set_tactic_sources(mask)
+    else:
+        mask = config.get_tactic_sources() if hasattr(config, "get_tactic_sources") else None
+        sources = tinspect.tactic_source_names(trt, mask)
+    options["tactics"] = tactics
     options["tactic_sources"] = sources
     workspace = int(opts.get("workspace_mb", DEFAULT_WORKSPACE_MB)) << 20
     pool = tinspect.lookup_flag(getattr(trt, "MemoryPoolType", None), "WORKSPACE")
@@ -575,18 +583,62 @@ def probe() -> Dict[str, Any]:
     g = gpu.detect()
     info["gpu"] = dict(g.detail(), label=g.label, present=g.present, reason=g.reason)
     info["cudnn"] = cudnn_status()
+    info["cublas"] = cublas_status()
+    if os.environ.get("QDQ_GPU_PAYLOAD"):  # tools/gpu-payload's launcher: what the payload pinned
+        try:
+            with open(os.environ["QDQ_GPU_PAYLOAD"]) as f:
+                info["payload"] = json.load(f)["tensorrt"][info.get("tensorrt", "")]
+        except (OSError, ValueError, KeyError) as e:
+            info["payload"] = {"error": f"{type(e).__name__}: {e}"}
     return info
+
+
+def loaded_library(stem: str) -> Optional[str]:
+    """The path of `stem`.so.N already mapped into this process (TensorRT's bindings load cuBLAS/cuDNN), or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith(stem + ".so."):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def cublas_status() -> str:
+    """The cuBLAS that TensorRT links: "libcublas.so.11 11.11.3", "stub (...)" or "missing"."""
+    import ctypes
+
+    for name in tuple(filter(None, [loaded_library("libcublas")])) + ("libcublas.so.12", "libcublas.so.11"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        label = os.path.basename(name)
+        try:
+            get = lib.cublasGetProperty
+        except AttributeError:
+            return f"stub ({label} has no cublasGetProperty)"
+        parts = []
+        for prop in (0, 1, 2):  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+            value = ctypes.c_int(-1)
+            get(prop, ctypes.byref(value))
+            parts.append(str(value.value))
+        return f"{label} {'.'.join(parts)}"
+    return "missing"
 
 
 def cudnn_status() -> str:
     """The cuDNN that TensorRT's plugins would call: its version, "stub" (a library that only lets them load), or why none."""
     import ctypes
 
-    for name in ("libcudnn.so.8", "libcudnn.so.9", "libcudnn.so"):
+    for name in tuple(filter(None, [loaded_library("libcudnn")])) + ("libcudnn.so.8", "libcudnn.so.9", "libcudnn.so"):
         try:
             lib = ctypes.CDLL(name)
         except OSError:
             continue
+        name = os.path.basename(name)
         try:
             version = int(lib.cudnnGetVersion())
         except AttributeError:

@@ -122,7 +122,8 @@ def test_run_maps_stages_precision_dtypes_and_notes(fake_trt, bundle):
     assert obs.network_dtypes["xq"] == "FLOAT"  # the Q layer's output before the build, as in #3844
     assert "[WARNING] fake: Missing scale and zero-point for tensor x" in obs.log
     assert "verbose chatter" not in obs.log
-    assert obs.options["tactic_sources"] == ["EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
+    assert obs.options["tactics"] == "default"  # TensorRT's own default: the stand-in turns every source on
+    assert obs.options["tactic_sources"] == ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
     assert obs.options["builder_flags"] == ["INT8"] and obs.options["profiling_verbosity"] == "DETAILED"
     assert "parser flag NATIVE_INSTANCENORM not in this TensorRT" in obs.options["notes"]
     assert "Python plugins need TensorRT >= 10" in obs.options["plugins_missing"]
@@ -256,7 +257,7 @@ def test_cannot_run_says_why_before_anything_runs(bundle, version, cudnn, trt, w
 
 @pytest.mark.parametrize("version, why", [("8.5.3.1", "no NATIVE_INSTANCENORM flag"), ("8.6.0", "")])
 def test_native_instancenorm_before_8_6_still_needs_cudnn(bundle, version, why):
-    adapter = Adapter()
+    adapter = Adapter(tactics="tensorrt-only")  # a stub cuDNN: only TensorRT's own tactics can build
     adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": "stub (x)"})
     meta = {**bundle.meta, "trt": {"parser_flags": ["NATIVE_INSTANCENORM"]}}
     reason = adapter.cannot_run(Bundle(path=bundle.path, meta=meta))

@@ -93,6 +93,9 @@ class _Config:
     def set_tactic_sources(self, mask):
         self.tactic_sources = mask
 
+    def get_tactic_sources(self):  # every source on unless set
+        return (1 << len(TacticSource)) - 1 if self.tactic_sources is None else self.tactic_sources
+
     def set_memory_pool_limit(self, pool, size):
         self.pools[pool] = size
 
