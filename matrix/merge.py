@@ -298,7 +298,17 @@ def _with_run(cell: Cell, header: Dict[str, Any], path: Path) -> Cell:
     run["date"] = str(run.get("date") or "")
     run["file"] = _show(path)
     detail = cell.hardware_detail or dict(header.get("hardware_detail") or {})
-    return replace(cell, run=run, hardware_detail=detail)
+    label = tactics_label(cell.options)
+    hardware = cell.hardware if not label or cell.hardware.endswith(label) else cell.hardware + label
+    return replace(cell, run=run, hardware_detail=detail, hardware=hardware)
+
+
+def tactics_label(options: Dict[str, Any]) -> str:
+    """"" for an engine's default tactic sources, else ", tensorrt-only tactics": such builds get a column of their own."""
+    choice = options.get("tactics")
+    if choice is None and options.get("tactic_sources"):  # cells from before the choice was recorded
+        choice = "default" if {"CUBLAS", "CUDNN"} & set(options["tactic_sources"]) else "tensorrt-only"
+    return "" if choice in (None, "default") else f", {choice} tactics"
 
 
 def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:
