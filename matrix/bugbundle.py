@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.cell import Cell
 from cases.verdict import UNEXPECTED
-from matrix.merge import version_key
+from matrix.merge import tactics_label, version_key
 from matrix.safe import clean, md_cell, md_code, md_fence
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -261,6 +261,8 @@ def _engine_options(cell: Cell) -> Dict[str, Any]:
     if cell.engine == "openvino":
         opts.setdefault("device", "CPU")
         opts["config"] = dict(opts.get("config") or {"INFERENCE_PRECISION_HINT": "f32"})
+    if cell.engine == "tensorrt":
+        opts["tactics"] = "tensorrt-only" if tactics_label(opts) else "default"
     return opts
 
 
@@ -275,7 +277,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
-        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"),
+        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"), "tensorrt_only": bool(tactics_label(cell.options)),
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": int(trt.get("workspace_mb", 1024)),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
@@ -311,12 +313,14 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     elif trt.get("strongly_typed"):
         trtexec.append("--stronglyTyped")
         polygraphy.append("--strongly-typed")
-    if not v11:  # 11.0 removed the CUBLAS, CUBLAS_LT and CUDNN tactic sources
+    # A cell built with TensorRT's default tactic sources needs no option; one built without cuBLAS/cuDNN does.
+    tensorrt_only = bool(tactics_label(cell.options))
+    if not v11 and tensorrt_only:  # 11.0 removed the CUBLAS, CUBLAS_LT and CUDNN tactic sources
         trtexec.append("--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN")
     sources = cell.options.get("tactic_sources")
-    if sources:
+    if sources and tensorrt_only:
         polygraphy.append("--tactic-sources " + " ".join(sources))
-    else:
+    elif not sources:
         notes.append("Polygraphy: give --tactic-sources every source of your TensorRT except CUBLAS, CUBLAS_LT "
                      "and CUDNN (this cell did not record the list)")
     trtexec.append(f"--memPoolSize=workspace:{workspace}")

@@ -171,3 +171,18 @@ def test_loaded_library_reads_this_process(worker):
 )
 def test_a_build_without_cublas_cudnn_gets_its_own_column(options, label):
     assert tactics_label(options) == label
+
+
+def test_bug_bundle_commands_follow_the_cells_tactics():
+    from dataclasses import replace
+
+    from matrix.bugbundle import tool_commands
+    from matrix.merge import load_results
+
+    observed = Path(__file__).resolve().parent.parent / "data" / "observed-sample.jsonl"
+    old = next(c for c in load_results([observed]).cells if c.engine_version == "8.6.0")  # tensorrt-only
+    new = replace(old, options=dict(old.options, tactics="default", tactic_sources=ALL))
+    meta = {"trt": {"int8": True}, "inputs": {"x": {}}, "outputs": {"y": {}}}
+    assert "--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN" in tool_commands(old, meta)["trtexec"]
+    lines = tool_commands(new, meta)["trtexec"] + tool_commands(new, meta)["polygraphy"]
+    assert not any("actic" in line for line in lines)  # TensorRT's default needs no option
