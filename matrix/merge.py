@@ -155,7 +155,8 @@ def _drop_idle_columns(cells: List[Cell]) -> Tuple[List[Cell], List[Problem]]:
     ran = {(k[0], k[1]) for k, cs in by_column.items() if any(c.status not in ("skipped", "not_run") for c in cs)}
     idle = {k for k, cs in by_column.items()
             if (k[0], k[1]) in ran and all(c.status in ("skipped", "not_run") for c in cs)}
-    notes = [Problem("", 0, f"{k[0]}@{k[1]} [{k[2]}] ({k[3]}): not run here ({by_column[k][0].reason}); "
+    notes = [Problem(", ".join(dict.fromkeys(c.run.get("file", "") for c in by_column[k])) or "(no file)", 0,
+                     f"{k[0]}@{k[1]} [{k[2]}] ({k[3]}): not run here ({by_column[k][0].reason}); "
                      "its column is left out because another column of that version ran", "note")
              for k in sorted(idle)]
     return [c for c in cells if column_key(c) not in idle], notes

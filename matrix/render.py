@@ -5,16 +5,16 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import asdict
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
-from matrix.merge import Column, MergeResult, Row, column_key
+from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.safe import clean, md_cell
 
-REPORT_SCHEMA = "qdq-matrix/report/1"
+REPORT_SCHEMA = "qdq-matrix/report/2"  # 2: cells leave out fields at their default (Cell.from_dict fills them)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # The stage that failed, from the last stage a cell completed (cells record the last one completed).
 FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
@@ -26,12 +26,12 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     view = build_view(result, generated)
-    view["node_reports"] = [{"bundle": n["bundle"], "md": _relative(n["md"], out), "html": _relative(n["html"], out)}
-                            for n in node_reports]
+    view["node_reports"] = [_node_view(n, out) for n in node_reports]
     written = {
         "matrix.md": render_template("matrix.md.j2", view, html=False),
         "matrix.html": render_template("matrix.html.j2", view, html=True),
-        "matrix.json": json.dumps(report_json(result, view), indent=1, sort_keys=True, default=str) + "\n",
+        "matrix.json": json.dumps(report_json(result, view), separators=(",", ":"), sort_keys=True,
+                                  default=str) + "\n",
     }
     paths = []
     for name, text in written.items():
@@ -45,10 +45,14 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
 def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
     """Render one template with the whole view in a single render call (control characters made visible)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
+    from markupsafe import Markup
+
+    def finalize(value: Any) -> Any:  # a macro's output is markup made from values already cleaned
+        return value if isinstance(value, Markup) else clean(value)
 
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)), autoescape=html, undefined=StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=clean,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=finalize,
     )
     env.filters["md"] = md_escape
     return env.get_template(name).render(report=view)
@@ -56,26 +60,24 @@ def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
 
 def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once."""
-    grid = result.grid()
-    columns = [_column_view(c, i) for i, c in enumerate(result.columns)]
-    cases = []
-    for case_id in dict.fromkeys(r.case for r in result.rows):
-        info = result.cases.get(case_id)
-        rows = [r for r in result.rows if r.case == case_id]
-        cases.append({
-            "id": case_id, "seed": info.seed if info else "", "title": info.title if info else "",
-            "links": list(info.links) if info else [],
-            "rows": [_row_view(r, result.columns, grid) for r in rows],
-        })
+    from matrix.grid import grid_view
+    from matrix.plots import plots_view
+    from matrix.upgrade import upgrade_view
+
     return {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "columns": columns,
-        "cases": cases,
-        "summary": summary(result),
+        "upgrade": upgrade_view(result.cells),
+        "grid": grid_view(result),
+        "plots": plots_view(result),
+        "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
+        "unexpected": [{"bundle": c.bundle, "column": c.column, "text": cell_text(c), "explanation": c.explanation}
+                       for c in sorted(result.cells, key=lambda c: (c.bundle, c.column)) if c.verdict in UNEXPECTED],
         "verdicts": list(VERDICTS),
-        "problems": [{"text": str(p), "level": p.level} for p in result.problems],
+        "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
+        "notes": [_problem_view(p) for p in result.problems if p.level == "note"],
         "files": list(result.files),
         "totals": _totals(result),
+        "node_reports": [],
     }
 
 
@@ -94,26 +96,21 @@ def summary(result: MergeResult) -> List[Dict[str, Any]]:
     return out
 
 
-def cell_label(cell: Cell) -> Tuple[str, str, str]:
-    """(symbol, short status, css class) as a reader sees the cell."""
+def cell_label(cell: Cell) -> str:
+    """The short status a reader sees, in words: "fused", "fails at build", "not run: no NVIDIA GPU"."""
     if cell.status == "pass":
-        if cell.fused is True:
-            return "✅", "fused", "pass"
-        return "✅", "pass (not fused)" if cell.fused is False else "pass", "pass"
+        return "fused" if cell.fused is True else "pass (not fused)" if cell.fused is False else "pass"
     if cell.status == "fail":
-        return "❌", FAILED_STAGE.get(cell.stage, cell.stage or "fail"), "fail"
+        return "fails at " + FAILED_STAGE.get(cell.stage, cell.stage or "compare")
     if cell.status == "crashed":
-        return "💥", "crashed", "crashed"
-    if cell.status == "not_applicable":
-        return "⊘", "not applicable" + (f": {first_line(cell.reason)}" if cell.reason else ""), "notrun"
-    word = "skipped" if cell.status == "skipped" else "not run"
-    return "⏭", word + (f": {first_line(cell.reason)}" if cell.reason else ""), "notrun"
+        return "crashed"
+    word = cell.status.replace("_", " ")
+    return word + (f": {first_line(cell.reason)}" if cell.reason else "")
 
 
 def cell_text(cell: Cell) -> str:
-    """The one-line Markdown text of a cell: "❌ build · as documented (sig: ...)"."""
-    symbol, label, _ = cell_label(cell)
-    text = f"{symbol} {label}"
+    """One line per cell, no emoji: "fails at build · as documented (sig: ...)"."""
+    text = cell_label(cell)
     if cell.verdict not in ("not run", "not applicable"):
         text += f" · {cell.verdict}"
     if cell.signature:
@@ -153,18 +150,61 @@ def cell_details(cell: Cell) -> List[Tuple[str, str]]:
 
 
 def report_json(result: MergeResult, view: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The machine-readable report: columns, rows, summary, problems and every merged cell."""
+    """The machine-readable report: columns, rows, summary, problems and every merged cell, whole.
+
+    A cell names its column by index; the context its column's cells all share (engine, version,
+    hardware, versions, options, run) is stored once, in that column's "shared", and fields at their
+    default are left out. cells_from_report() gives the cells back exactly.
+    """
     view = view or build_view(result)
+    keys = [c.key for c in result.columns]
+    by_column: Dict[Any, List[Dict[str, Any]]] = {k: [] for k in keys}
+    for c in result.cells:
+        by_column[column_key(c)].append(compact_cell(c))
+    shared = {k: _shared(cells) for k, cells in by_column.items()}
+    cells = []
+    for index, key in enumerate(keys):
+        for cell in by_column[key]:
+            cells.append(dict({k: v for k, v in cell.items() if k not in shared[key]}, column=index))
     return {
         "schema": REPORT_SCHEMA,
         "generated": view["generated"],
-        "columns": [dict(asdict(c), id=c.id, provenance=c.provenance) for c in result.columns],
+        "columns": [dict(asdict(c), id=c.id, provenance=c.provenance, shared=shared[c.key]) for c in result.columns],
         "rows": [dict(asdict(r), slug=r.slug) for r in result.rows],
         "summary": view["summary"],
+        "upgrade": [{"engine": e["engine"], "pairs": [{k: p[k] for k in ("from", "to", "headline", "counts")}
+                                                      for p in e["pairs"]]} for e in view["upgrade"]],
         "problems": [asdict(p) for p in result.problems],
         "files": list(result.files),
-        "cells": [asdict(c) for c in result.cells],
+        "cells": cells,
     }
+
+
+def cells_from_report(data: Dict[str, Any]) -> List[Cell]:
+    """The cells of a matrix.json, each with its column's shared fields put back."""
+    columns = data["columns"]
+    return [Cell.from_dict(dict(columns[c["column"]]["shared"], **{k: v for k, v in c.items() if k != "column"}))
+            for c in data["cells"]]
+
+
+SHARED = ("schema", "engine", "engine_version", "hardware", "hardware_detail", "versions", "options", "run")
+
+
+def _shared(cells: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The context fields with one value (present) in every cell of a column."""
+    out = {}
+    for key in SHARED:
+        values = [json.dumps(c.get(key), sort_keys=True) for c in cells]
+        if cells and all(key in c for c in cells) and len(set(values)) == 1:
+            out[key] = cells[0][key]
+    return out
+
+
+def compact_cell(cell: Cell) -> Dict[str, Any]:
+    """A cell as a dict without the fields at their default value: Cell.from_dict gives the same cell back."""
+    defaults = {f.name: (f.default if f.default is not MISSING else f.default_factory())
+                for f in fields(Cell) if f.default is not MISSING or f.default_factory is not MISSING}
+    return {k: v for k, v in asdict(cell).items() if k not in defaults or v != defaults[k] or k == "schema"}
 
 
 def junit_xml(result: MergeResult) -> bytes:
@@ -222,27 +262,22 @@ def first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
-def _column_view(col: Column, index: int) -> Dict[str, Any]:
-    return {"id": col.id, "anchor": f"col{index}", "heading": col.heading, "hardware": col.hardware,
-            "source": col.source, "provenance": col.provenance, "engine": col.engine,
-            "version": col.engine_version}
+def _node_view(node: Dict[str, Any], out: Path) -> Dict[str, Any]:
+    """A user model's per-node report: its links and, where its JSON is at hand, one summary line per engine."""
+    lines: List[str] = []
+    try:
+        data = json.loads(Path(node["json"]).read_text(encoding="utf-8")) if node.get("json") else {}
+        lines = [f"{c['heading']} [{c['hardware']}]: {c['summary']}" for c in data.get("columns", [])]
+        model = data.get("model", node["bundle"])
+    except (OSError, ValueError, KeyError, TypeError):
+        model = node["bundle"]
+    return {"bundle": node["bundle"], "model": model, "md": _relative(node["md"], out),
+            "html": _relative(node["html"], out), "lines": lines}
 
 
-def _row_view(row: Row, columns: Tuple[Column, ...], grid: Dict[Any, Cell]) -> Dict[str, Any]:
-    cells = []
-    for col in columns:
-        cell = grid.get((row.bundle, col.key))
-        if cell is None:
-            cells.append(None)
-            continue
-        symbol, label, css = cell_label(cell)
-        details = cell_details(cell)
-        cells.append({
-            "symbol": symbol, "label": label, "css": css, "verdict": cell.verdict,
-            "unexpected": cell.verdict in UNEXPECTED, "text": cell_text(cell), "details": details,
-            "title": "\n".join(f"{k}: {first_line(v)}" for k, v in details),
-        })
-    return {"bundle": row.bundle, "slug": row.slug, "params": row.params, "cells": cells}
+def _problem_view(p: Problem) -> Dict[str, Any]:
+    return {"file": p.file, "line": p.line, "level": p.level, "message": p.message,
+            "where": f"{p.file}:{p.line}" if p.line else p.file}
 
 
 def _totals(result: MergeResult) -> Dict[str, int]:

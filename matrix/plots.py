@@ -1,0 +1,109 @@
+"""Two small plots as SVG geometry for the HTML template: fused and failing cells per version, outcome per seed."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from cases.cell import Cell
+from matrix.merge import Column, MergeResult, column_key
+
+# Outcome classes in drawing order, with the css class the template colours them by.
+OUTCOMES = (("INT8 fused", "k8"), ("pass", "kp"), ("float fallback", "kf"), ("fail", "kx"), ("crashed", "kc"),
+            ("not run", "kn"))
+BAR, GAP, PLOT_H, LEFT, TOP, PANEL_MIN = 14, 10, 120, 34, 18, 80
+
+
+def outcome(cell: Cell) -> str:
+    """The outcome class of one cell, as the plots count it."""
+    if cell.status == "pass":
+        return "INT8 fused" if cell.fused is True else "float fallback" if cell.fused is False else "pass"
+    if cell.status in ("fail", "crashed"):
+        return cell.status
+    return "not run"
+
+
+def plots_view(result: MergeResult) -> Dict[str, Any]:
+    """Both plots' geometry."""
+    return {"versions": versions_plot(result), "seeds": seeds_plot(result), "outcomes": _legend()}
+
+
+def versions_plot(result: MergeResult) -> Dict[str, Any]:
+    """Per engine, per column: bars for INT8-fused cells and for failing (fail or crashed) cells."""
+    by_col = _by_column(result)
+    top = max([1] + [len(v) for v in by_col.values()])
+    bars: List[Dict[str, Any]] = []
+    labels: List[Dict[str, Any]] = []
+    panels: List[Dict[str, Any]] = []
+    x = LEFT
+    for engine in dict.fromkeys(c.engine for c in result.columns):
+        start = x
+        for col in (c for c in result.columns if c.engine == engine):
+            cells = by_col.get(col.key, [])
+            fused = sum(outcome(c) == "INT8 fused" for c in cells)
+            failed = sum(outcome(c) in ("fail", "crashed") for c in cells)
+            for offset, (n, css, what) in enumerate(((fused, "k8", "INT8 fused"), (failed, "kx", "failing"))):
+                h = round(PLOT_H * n / top, 1)
+                bars.append({"x": x + offset * BAR, "y": TOP + PLOT_H - h, "w": BAR - 1, "h": h, "css": css,
+                             "n": n, "title": f"{col.heading} [{col.hardware}]: {n} {what} of {len(cells)} cells"})
+            labels.append({"x": x + BAR, "y": TOP + PLOT_H + 6, "text": col.engine_version})
+            x += 2 * BAR + GAP
+        x = max(x, start + PANEL_MIN)  # room for the engine's name over a panel of one version
+        panels.append({"x": start, "w": x - start - GAP, "name": engine})
+        x += GAP * 2
+    return {"width": x, "height": TOP + PLOT_H + 80, "bars": bars, "labels": labels, "panels": panels,
+            "top": top, "base": TOP + PLOT_H, "ticks": _ticks(top)}
+
+
+def seeds_plot(result: MergeResult) -> Dict[str, Any]:
+    """Per seed (case) and column: one bar split by outcome share, so a version's change shows as a colour shift."""
+    cols = list(result.columns)
+    cases = list(dict.fromkeys(r.case for r in result.rows))
+    width, row_h, left, cell_w = 0, 16, 190, 44
+    bars: List[Dict[str, Any]] = []
+    grid = [(case, col, [c for c in result.cells if c.case == case and column_key(c) == col.key])
+            for case in cases for col in cols]
+    for case, col, cells in grid:
+        i, j = cases.index(case), cols.index(col)
+        x, y = left + j * cell_w, TOP + 84 + i * row_h
+        total = len(cells)
+        for name, css in OUTCOMES:
+            n = sum(outcome(c) == name for c in cells)
+            if n:
+                w = round((cell_w - 4) * n / total, 1)
+                bars.append({"x": x, "y": y, "w": w, "h": row_h - 3, "css": css,
+                             "title": f"{case} on {col.heading} [{col.hardware}]: {n} of {total} {name}"})
+                x += w
+        width = max(width, left + (j + 1) * cell_w)
+    seeds = [{"y": TOP + 84 + i * row_h + row_h - 5, "text": _case_label(result, case)} for i, case in enumerate(cases)]
+    heads = [{"x": left + j * cell_w + cell_w / 2 - 4, "y": TOP + 80, "text": _short(col)}
+             for j, col in enumerate(cols)]
+    return {"width": max(width, left) + 10, "height": TOP + 90 + len(cases) * row_h, "bars": bars,
+            "seeds": seeds, "heads": heads, "left": left - 6}
+
+
+def _by_column(result: MergeResult) -> Dict[Any, List[Cell]]:
+    out: Dict[Any, List[Cell]] = {}
+    for c in result.cells:
+        out.setdefault(column_key(c), []).append(c)
+    return out
+
+
+def _ticks(top: int) -> List[Dict[str, Any]]:
+    step = max(1, round(top / 4, -1) if top > 20 else round(top / 4) or 1)
+    return [{"y": TOP + PLOT_H - round(PLOT_H * v / top, 1), "text": str(int(v))}
+            for v in range(0, top + 1, int(step))]
+
+
+def _case_label(result: MergeResult, case: str) -> str:
+    info = result.cases.get(case)
+    return f"{info.seed} {case}" if info and info.seed else case
+
+
+def _short(col: Column) -> str:
+    names = {"tensorrt": "trt", "onnxruntime": "ort", "openvino": "ov"}
+    return f"{names.get(col.engine, col.engine)} {col.engine_version}"
+
+
+def _legend() -> List[Dict[str, str]]:
+    return [{"name": n, "css": c} for n, c in OUTCOMES]
+
