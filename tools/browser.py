@@ -1,0 +1,207 @@
+"""Drive a headless Chromium over the DevTools protocol: open a page, evaluate JavaScript, click, screenshot.
+
+    python tools/browser.py reports/matrix.html docs/report.png   # a screenshot of the report
+
+Uses the system's Chromium (Debian's `chromium`) and websocket-client; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def find_chromium() -> Optional[str]:
+    """The Chromium binary: $CHROMIUM, or the first of the usual names on PATH."""
+    given = os.environ.get("CHROMIUM")
+    if given:
+        return given if Path(given).exists() else shutil.which(given)
+    return next((p for p in map(shutil.which, NAMES) if p), None)
+
+
+class Browser:
+    """One headless Chromium with one page, spoken to over a DevTools websocket."""
+
+    def __init__(self, binary: str, width: int = 1280, height: int = 900, timeout: float = 30.0) -> None:
+        import websocket  # websocket-client
+
+        self.profile = tempfile.mkdtemp(prefix="qdq-chromium-")
+        port = _free_port()
+        self.process = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+             "--hide-scrollbars", f"--remote-debugging-port={port}", f"--user-data-dir={self.profile}",
+             f"--window-size={width},{height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.timeout = timeout
+        target = self._page_target(port)
+        self.ws = websocket.create_connection(target, timeout=timeout, suppress_origin=True)
+        self.next_id = 0
+        self.call("Page.enable")
+        self.call("Runtime.enable")
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+
+    def _page_target(self, port: int) -> str:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"chromium exited with {self.process.returncode} before it listened")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as answer:
+                    pages = [t for t in json.load(answer) if t.get("type") == "page"]
+                if pages:
+                    return pages[0]["webSocketDebuggerUrl"]
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"chromium did not open its DevTools port within {self.timeout:.0f} s")
+
+    def call(self, method: str, **params: Any) -> Dict[str, Any]:
+        """Send one DevTools command and return its result (events in between are skipped)."""
+        self.next_id += 1
+        ident = self.next_id
+        self.ws.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def open(self, path: Path) -> None:
+        """Load a local file and wait until it has loaded."""
+        self.call("Page.navigate", url=Path(path).resolve().as_uri())
+        deadline = time.monotonic() + self.timeout
+        while self.evaluate("document.readyState") != "complete":
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path} did not finish loading")
+            time.sleep(0.05)
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page."""
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails'].get('text')}")
+        return result["result"].get("value")
+
+    def click(self, selector: str) -> None:
+        """A real mouse click (pressed and released) at the middle of the element."""
+        box = self.evaluate(f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
+                            " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
+                            " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
+
+    def screenshot(self, full_page: bool = False) -> bytes:
+        """The page as PNG bytes (the viewport, or the whole page up to 4000 px high)."""
+        params: Dict[str, Any] = {"format": "png"}
+        if full_page:
+            width, height = self.evaluate("[document.documentElement.scrollWidth,"
+                                          " document.documentElement.scrollHeight]")
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": min(height, 4000), "scale": 1}
+            params["captureBeyondViewport"] = True
+        return base64.b64decode(self.call("Page.captureScreenshot", **params)["data"])
+
+    def close(self) -> None:
+        try:
+            self.ws.close()
+        finally:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+    def __enter__(self) -> "Browser":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def png_colours(data: bytes, limit: int = 5000) -> int:
+    """How many distinct pixel colours a PNG has (up to limit): a blank page has one."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, chunks, header = 8, [], b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + length
+    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
+    if depth != 8 or colour_type not in (2, 6):
+        raise ValueError(f"PNG colour type {colour_type} depth {depth} is not RGB(A) 8-bit")
+    channels = 3 if colour_type == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * channels
+    previous = bytearray(stride)
+    seen = set()
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        _unfilter(kind, line, previous, channels)
+        for x in range(0, stride, channels * 7):  # every 7th pixel is plenty to tell a blank page
+            seen.add(bytes(line[x:x + 3]))
+        if len(seen) >= limit:
+            break
+        previous = line
+    return len(seen)
+
+
+def _unfilter(kind: int, line: bytearray, prev: bytearray, bpp: int) -> None:
+    for i in range(len(line)):
+        left = line[i - bpp] if i >= bpp else 0
+        up, corner = prev[i], prev[i - bpp] if i >= bpp else 0
+        if kind == 1:
+            line[i] = (line[i] + left) & 0xFF
+        elif kind == 2:
+            line[i] = (line[i] + up) & 0xFF
+        elif kind == 3:
+            line[i] = (line[i] + (left + up) // 2) & 0xFF
+        elif kind == 4:
+            p = left + up - corner
+            pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+            line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main(argv: Optional[list] = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    binary = find_chromium()
+    if not binary:
+        print("tools/browser.py: no chromium found (apt-get install chromium)", file=sys.stderr)
+        return 2
+    with Browser(binary, width=1280, height=1000) as browser:
+        browser.open(Path(args[0]))
+        Path(args[1]).write_bytes(browser.screenshot())
+    print(f"wrote {args[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
