@@ -191,3 +191,20 @@ def test_html_grows_linearly_and_stays_small(tmp_path, make_cell):
     per_cell = (large - small) / (120 * 5)
     assert per_cell < 200, per_cell
     assert 3.5 < (large - size(0 + 1)) / (small - size(1)) < 4.5
+
+
+def test_a_user_models_node_report_plugs_into_the_page(tmp_path, make_cell):
+    nodes = tmp_path / "out" / "nodes"
+    nodes.mkdir(parents=True)
+    summary = {"model": "mine.onnx", "columns": [{"heading": "onnxruntime@1.31.1", "hardware": "cpu",
+                                                  "summary": "3 of 4 quantized nodes ran in INT8"}]}
+    (nodes / "user_model__mine.json").write_text(json.dumps(summary))
+    node = {"bundle": "user_model/mine", "md": nodes / "user_model__mine.md", "html": nodes / "user_model__mine.html",
+            "json": nodes / "user_model__mine.json"}
+    write_reports(build([make_cell()]), tmp_path / "out", generated="2026-01-01", node_reports=[node])
+    html = (tmp_path / "out" / "matrix.html").read_text()
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    models = html[html.index('id="models"'):html.index('id="grid"')]
+    assert '<a href="nodes/user_model__mine.html">mine.onnx</a>' in models
+    assert "onnxruntime@1.31.1 [cpu]: 3 of 4 quantized nodes ran in INT8" in models
+    assert "[mine.onnx](nodes/user_model__mine.md); onnxruntime@1.31.1 [cpu]: 3 of 4" in md
