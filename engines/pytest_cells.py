@@ -45,7 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--engine-version", default=None, help="version label for an engine that is not here")
     group.addoption("--trt-python", default=None, help="interpreter that already has TensorRT (existing-interpreter mode)")
     group.addoption("--trt-isolate", action="store_true", help="one TensorRT process per cell (slower; no shared state)")
-    group.addoption("--trt-tactics", default=None, choices=("default", "tensorrt-only"),
+    group.addoption("--trt-tactics", default=os.environ.get("QDQ_TRT_TACTICS") or "default",
+                    choices=("default", "tensorrt-only"),
                     help="TensorRT tactic sources: its default, or its own kernels only (no cuBLAS/cuDNN); "
                          "default $QDQ_TRT_TACTICS or 'default'")
     group.addoption("--ort-opt-level", default="ORT_ENABLE_ALL", help="ONNX Runtime graph optimization level name")
