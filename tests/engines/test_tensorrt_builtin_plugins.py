@@ -24,7 +24,7 @@ def _bundle(tmp_path, plugins: list) -> Bundle:
 
 
 def _adapter(version: str) -> Adapter:
-    adapter = Adapter()
+    adapter = Adapter(tactics="tensorrt-only")  # a stub cuDNN: default tactic sources would be not run
     adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": "stub (x)"})
     return adapter
 
