@@ -96,7 +96,8 @@ def _cells(generation: str, root: Path, log: Path, monkeypatch) -> list:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKES / f"trt{generation}"), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("FAKE_TRT_ACCESS_LOG", str(log))
     monkeypatch.setattr(gpu, "detect", lambda: H200)
-    adapter = Adapter()
+    # The stand-ins have no real cuBLAS/cuDNN: TensorRT's own tactics, as on a stub-cuDNN runner.
+    adapter = Adapter(tactics="tensorrt-only")
     info = adapter.probe()
     assert info.available and info.version == _api().GENERATIONS[generation]
     cells = []
