@@ -19,10 +19,10 @@ import numpy as np
 
 from cases.user_model import CASE, model_slug
 from check import CheckError
-from generators.bundle import Bundle, load_bundle
+from generators.bundle import Bundle, load_bundle, meta_digest
 from generators.steps import comparison_step
 
-FORMAT_VERSION = "user-1"  # part of the cache key: bump when what a user bundle holds changes
+FORMAT_VERSION = "user-2"  # part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest)
 DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
 QUANTIZE = "QuantizeLinear"
@@ -71,6 +71,8 @@ def bundle_from_model(
         expected, reference = reference_outputs(staging / "model.onnx", inputs, model_path)
         meta = _meta(model, model_path, slug, seed, inputs, expected, reference, model_bytes, tolerance_steps)
         meta.update(checker=checker, cache_key=key, renamed_nodes=renamed, external_data=external)
+        meta["lint"] = lint_record(onnx, staging / "model.onnx")
+        meta["meta_digest"] = meta_digest(meta)  # last: it covers every other field, the lint included
         np.savez(staging / "inputs.npz", **inputs)
         np.savez(staging / "expected.npz", **expected)
         (staging / "case.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -79,6 +81,21 @@ def bundle_from_model(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return load_bundle(target)
+
+
+def lint_record(onnx: Any, staged: Path) -> Dict[str, Any]:
+    """The TensorRT lint's findings for the bundle's model, as `python -m check.lint --json` prints them.
+
+    Predictions, not observations: they travel with the bundle so a GPU box's report can put them next to
+    what TensorRT did. A lint that cannot read the model is recorded as an error, never a failed bundle.
+    """
+    from check.lint import lint_model, to_json
+
+    try:
+        model = onnx.load(str(staged))  # with its external data: the rules read weights and zero points
+        return json.loads(to_json(lint_model(model)))
+    except Exception as e:  # a rule meeting a graph shape it was not written for
+        return {"schema": "qdq-matrix/lint/1", "findings": [], "error": f"{type(e).__name__}: {_first(e)}"}
 
 
 def _onnx() -> Any:

@@ -11,7 +11,7 @@ import pytest
 from cases import all_cases, get_case
 from check import CheckError
 from check.bundle import bundle_from_model
-from generators.bundle import iter_bundles
+from generators.bundle import BundleCorrupt, iter_bundles, verify_bundle
 from tests.check.models import qdq_conv
 
 
@@ -101,6 +101,38 @@ def test_external_data_is_copied_and_covered_by_the_digest(tmp_path):
     (tmp_path / "ext.data").write_bytes(bytes(data))
     changed = bundle_from_model(tmp_path / "ext.onnx", tmp_path / "out")
     assert changed.meta["digest"] != bundle.meta["digest"]
+
+
+def _grouped_conv_file(path, cpg=3, activation="int8"):
+    from generators.grouped_conv import build
+
+    params = {"cpg": cpg, "weights": "per_channel", "activation": activation, "output_qdq": True, "epilogue": "relu"}
+    onnx.save(build(params, np.random.default_rng(0)).model, str(path))
+    return path
+
+
+def test_the_bundle_carries_the_lint_as_data_and_still_verifies(tmp_path, capsys):
+    from check.lint import main as lint_main
+
+    model = _grouped_conv_file(tmp_path / "gc.onnx")
+    bundle = bundle_from_model(model, tmp_path / "out")
+    lint = bundle.meta["lint"]
+    assert lint_main([str(model), "--json"]) == 0
+    assert lint == json.loads(capsys.readouterr().out), "case.json holds what `check.lint --json` prints"
+    assert any(f["rule"] == "grouped_conv" and f["predicted"] == "build fails" and f["node"] == "node_of_conv"
+               for f in lint["findings"])
+    assert verify_bundle(bundle.path).meta["lint"] == lint, "meta_digest is computed after the lint went in"
+    meta = json.loads((bundle.path / "case.json").read_text())
+    meta["lint"]["findings"] = []  # someone edits the predictions on the way to the GPU box
+    (bundle.path / "case.json").write_text(json.dumps(meta))
+    with pytest.raises(BundleCorrupt, match="meta_digest"):
+        verify_bundle(bundle.path)
+
+
+def test_a_model_with_nothing_to_say_carries_an_empty_lint(tmp_path):
+    bundle = bundle_from_model(qdq_conv(tmp_path / "conv.onnx"), tmp_path / "out")
+    assert bundle.meta["lint"] == {"schema": "qdq-matrix/lint/1", "findings": []}
+    verify_bundle(bundle.path)
 
 
 def test_the_user_case_is_registered_but_not_a_seed():
