@@ -24,6 +24,7 @@ CASE_MODULES = (
     "cases.resize_qdq",
     "cases.residual_add_qdq",
     "cases.concat_requant",
+    "cases.matmul_per_channel",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )
