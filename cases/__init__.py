@@ -25,6 +25,7 @@ CASE_MODULES = (
     "cases.residual_add_qdq",
     "cases.concat_requant",
     "cases.matmul_per_channel",
+    "cases.transformer_qdq_pattern",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )

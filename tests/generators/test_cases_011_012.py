@@ -17,12 +17,13 @@ from generators.reproducer import Reproducer
 from generators.steps import comparison_step, error_steps
 from generators.write import build
 
-NEW_MODULES = ("cases.matmul_per_channel",)
+NEW_MODULES = ("cases.matmul_per_channel", "cases.transformer_qdq_pattern")
 CASES: Dict[str, Case] = {m.split(".")[1]: importlib.import_module(m).CASE for m in NEW_MODULES}
 VARIANTS: List[Tuple[Case, dict]] = [(c, p) for c in CASES.values() for p in c.variants()]
 IDS = [f"{c.id}/{slug(p)}" for c, p in VARIANTS]
 SIZES = {
     "matmul_per_channel": 8,  # 2 ops x 2 weight granularities x output Q/DQ
+    "transformer_qdq_pattern": 4,  # BMM input Q/DQ x softmax output Q/DQ
 }
 
 
@@ -124,5 +125,42 @@ def test_matmul_weights_are_quantized_on_the_output_channel_axis():
         assert readers == (["QuantizeLinear"] if params["output_qdq"] else [])
 
 
-def test_no_version_is_guessed_for_matmul_per_channel():
-    assert CASES["matmul_per_channel"].expectations == () and CASES["matmul_per_channel"].signatures == ()
+def _producers(model: onnx.ModelProto) -> Dict[str, onnx.NodeProto]:
+    return {o: n for n in model.graph.node for o in n.output}
+
+
+def test_transformer_block_puts_q_dq_where_the_sweep_says():
+    case = CASES["transformer_qdq_pattern"]
+    for params in case.variants():
+        rep = build(case, params)
+        nodes = {n.name: n for n in rep.model.graph.node}
+        producers = _producers(rep.model)
+        bmm1, bmm2 = nodes["node_of_scores"], nodes["node_of_ctx"]
+        assert bmm1.op_type == bmm2.op_type == "MatMul" and rep.target_nodes == (bmm1.name, bmm2.name)
+        want = "DequantizeLinear" if params["bmm_inputs"] == "both" else "Transpose"
+        assert [producers[i].op_type for i in bmm1.input] == [want, want]
+        assert producers[bmm2.input[1]].op_type == want
+        assert producers[bmm2.input[0]].op_type == ("DequantizeLinear" if params["softmax_qdq"] else "Softmax")
+        # Every projection MatMul reads a Q/DQ activation and per-channel INT8 weights on the output axis.
+        for name in ("node_of_q_lin", "node_of_k_lin", "node_of_v_lin", "node_of_attn_out"):
+            act, weight = (producers[i] for i in nodes[name].input)
+            assert act.op_type == weight.op_type == "DequantizeLinear" and _attrs(weight)["axis"] == 1
+        # The residual Add and the LayerNorm after it stay in float: no Q reads them.
+        float_part = {"h", "h_mean", "h_centred", "h_sq", "h_var", "h_var_eps", "h_std", "y"}
+        assert not any(n.op_type == "QuantizeLinear" and n.input[0] in float_part for n in rep.model.graph.node)
+        assert nodes["node_of_h"].input[1] == "x"  # the float block input, not its DQ
+
+
+def test_attention_activation_scales_avoid_rounding_ties():
+    """q, k, v and ctx scales are 3 * 2^j: a Q/DQ there never meets an exact .5 whatever the engine's rounding."""
+    for params in CASES["transformer_qdq_pattern"].variants():
+        init = _initializers(build(CASES["transformer_qdq_pattern"], params).model)
+        for name in ("qh_scale", "kh_scale", "vh_scale", "ctx_scale"):
+            if name in init:
+                mantissa, _ = np.frexp(float(init[name]) / 3.0)
+                assert mantissa == 0.5, name
+
+
+def test_no_version_is_guessed():
+    for case in CASES.values():  # no source states a TensorRT version for these shapes
+        assert case.expectations == () and case.signatures == ()

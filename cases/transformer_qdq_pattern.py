@@ -1,0 +1,39 @@
+"""NVIDIA/TensorRT#3243: attention BMMs run in INT8 only with Q/DQ on their inputs (ModelOpt / pytorch-quantization).
+
+#3243: a maintainer, "TRT's MHA fusion does not support implicit quantizations yet. Please use explicit quantization
+instead: Add Q/DQ ops before the two batch gemms in the MHA and also add Q/DQ ops before the ResidualAdd." TensorRT's
+developer guide, "Q/DQ Layer-Placement Recommendations" (explicit quantization): quantize all inputs of weighted
+operations and put the Q/DQ right at the operator's input. ModelOpt's ONNX PTQ (`modelopt.onnx.quantization.quantize`)
+quantizes MatMul inputs and, unless `disable_mha_qdq`, the MatMuls of the MHA pattern (Q.K^T and softmax.V); it
+leaves LayerNorm and the residual Add in float here, as this block does. No source states a TensorRT version for
+this pattern, so there is no expectation and no signature: the sweep records what 8.5/8.6 do.
+
+The block (seq 8, hidden 32, 2 heads): x -> Q/DQ -> Q/K/V MatMuls on per-channel INT8 weights -> Q.K^T (BMM1) ->
+* 0.25 -> Softmax -> softmax.V (BMM2) -> Q/DQ -> output MatMul -> + x -> LayerNorm. The sweep: Q/DQ on the BMM
+inputs from the projections (Q, K^T and V: both BMMs, or none), and Q/DQ on the softmax output (BMM2's other
+input) or not. The targets are the two BMMs.
+"""
+
+from __future__ import annotations
+
+from cases.base import Case
+
+ISSUE_3243 = "https://github.com/NVIDIA/TensorRT/issues/3243"
+PLACEMENT = ("https://docs.nvidia.com/deeplearning/tensorrt/developer-guide/index.html#qdq-placement-recs")
+MODELOPT_ONNX_PTQ = "https://nvidia.github.io/TensorRT-Model-Optimizer/guides/_onnx_quantization.html"
+MODELOPT_QUANTIZE = (
+    "https://nvidia.github.io/Model-Optimizer/reference/generated/modelopt.onnx.quantization.quantize.html"
+)
+
+CASE = Case(
+    id="transformer_qdq_pattern",
+    seed="012",
+    title="Transformer attention block: Q/DQ on the attention BMMs and on the softmax output, or not",
+    links=(ISSUE_3243, PLACEMENT, MODELOPT_ONNX_PTQ, MODELOPT_QUANTIZE),
+    axes={"bmm_inputs": ("both", "none"), "softmax_qdq": (True, False)},
+    # BMM1 (Q.K^T) and BMM2 (softmax.V).
+    target_nodes=("node_of_scores", "node_of_ctx"),
+    signatures=(),
+    expectations=(),
+    builder="generators.transformer_qdq_pattern:build",
+)
