@@ -18,10 +18,10 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-PREDICTIONS = ("parse fails", "build fails", "float", "int8")
-ENGINE = "tensorrt"
+from matrix.predict import ENGINE, PREDICTIONS, Comparison, compare, covers, node_outcome  # noqa: F401 (re-exported)
+
 REPO = Path(__file__).resolve().parent.parent
 OBSERVED = REPO / "reports" / "observed"
 OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
@@ -64,13 +64,7 @@ class Finding:
 
     def covers(self, version: str) -> bool:
         """Whether this finding speaks about one TensorRT version."""
-        from packaging.specifiers import SpecifierSet
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            return SpecifierSet(self.versions).contains(Version(version), prereleases=True)
-        except InvalidVersion:
-            return False
+        return covers(self.versions, version)
 
 
 class LintInputError(Exception):
@@ -400,55 +394,7 @@ def _values(a: Any) -> str:
     return f"[{shown}]"
 
 
-# ---- prediction against observation ----
-
-@dataclass(frozen=True)
-class Comparison:
-    """One finding next to what one TensorRT version did with that node."""
-
-    node: str
-    rule: str
-    version: str
-    predicted: str
-    observed: str  # a prediction word, "not observable" (the model stopped before the node) or "unknown"
-    agrees: Optional[bool]  # None where the observation cannot say
-    source: str
-
-    @property
-    def news(self) -> bool:
-        """A miss: the catalogue's knowledge does not hold here."""
-        return self.agrees is False
-
-
-def compare(findings: Iterable[Finding], cells: Iterable[Any]) -> List[Comparison]:
-    """Each finding against each TensorRT cell of a version it covers (cells: Cell records or dicts)."""
-    rows = []
-    cells = [c if isinstance(c, dict) else asdict(c) for c in cells]
-    for f in findings:
-        for c in cells:
-            if c.get("engine") != ENGINE or not f.covers(str(c.get("engine_version", ""))):
-                continue
-            observed = node_outcome(c, f.node)
-            if observed in PREDICTIONS:
-                agrees: Optional[bool] = observed == f.predicted
-                if f.predicted in ("int8", "float") and observed in ("parse fails", "build fails"):
-                    observed, agrees = "not observable", None
-            else:
-                agrees = None
-            rows.append(Comparison(f.node, f.rule, str(c["engine_version"]), f.predicted, observed, agrees, f.source))
-    return rows
-
-
-def node_outcome(cell: Mapping[str, Any], node: str) -> str:
-    """What a cell shows for one node: a model-level failure, or the node's precision."""
-    status = cell.get("status")
-    if status in ("fail", "crashed") and cell.get("stage", "") in ("", "load"):
-        return "parse fails" if not cell.get("stage") else "build fails"
-    if status in ("pass", "fail") and cell.get("stage") in ("run", "compare"):
-        precision = (cell.get("precision") or {}).get(node, {}).get("precision", "unknown")
-        return precision if precision in ("int8", "float") else "unknown"
-    return "unknown"
-
+# ---- prediction against observation: one implementation, in matrix.predict (reports read it from data) ----
 
 # ---- output ----
 

@@ -1,8 +1,9 @@
 """Per-node fusion report for one model: which engine layer ran each quantized node, and in which precision.
 
-Reads cells (and the bundle's case.json where it is at hand, for op types and Q/DQ neighbours);
-never imports an engine. The layer and the precision come from the evidence each adapter wrote:
-TensorRT's inspector layer, ONNX Runtime's optimized-graph node, OpenVINO's runtime layer.
+Reads cells (and the bundle's case.json where it is at hand: op types, Q/DQ neighbours, and the TensorRT lint's
+predictions, set against what each TensorRT version did by matrix.predict); never imports an engine. The layer and
+the precision come from the evidence each adapter wrote: TensorRT's inspector layer, ONNX Runtime's optimized-graph
+node, OpenVINO's runtime layer.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from cases.cell import Cell
 from matrix.merge import version_key
+from matrix.predict import predictions_view
 
 NODES_SCHEMA = "qdq-matrix/nodes/1"
 # What a float precision was, where the evidence says: TensorRT formats, OpenVINO runtimePrecision, ORT profile types.
@@ -86,7 +88,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "schema": NODES_SCHEMA, "bundle": bundle, "model": (meta.get("params") or {}).get("model", bundle),
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
         "targets": len(targets), "columns": [{k: v for k, v in col.items() if k != "nodes"} for col in columns],
-        "nodes": nodes,
+        "nodes": nodes, "predictions": predictions_view(meta.get("lint"), cells),
     }
 
 

@@ -33,7 +33,11 @@ def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantize
         assert col["numerics"].endswith("output quantization steps (tolerance 2)")
     openvino = next(c for c in report["columns"] if c["engine"] == "openvino")
     assert openvino["int8"] >= 2  # both convolutions run as i8/u8 kernels on any x86-64 CPU
-    assert (tmp_path / "rep" / "convnet_int8.html").read_text().count("<table>") == 2
+    assert (tmp_path / "rep" / "convnet_int8.html").read_text().count("<table>") == 3  # engines, lint, nodes
+    lint = report["predictions"]
+    assert lint["findings"] and lint["ran"] == [] and lint["not_run"] == len(lint["rows"]), \
+        "no TensorRT ran here: every prediction is 'predicted, not run here'"
+    assert {r["rule"] for r in lint["rows"]} >= {"dq_non_activation"}  # quantize_static's INT32 bias
     cells = sorted((tmp_path / "r" / "convnet_int8").glob("*.jsonl"))
     assert [p.name.split("-")[0] for p in cells] == ["onnxruntime", "openvino"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from cases.cell import Cell
 from matrix.diff import compare_cells
 from matrix.nodes import layer_of, node_report, precision_of
@@ -65,3 +67,83 @@ def test_the_diff_lists_nodes_that_lost_int8():
     changes = compare_cells(old, new, "hw")
     assert [(c.kind, c.before, c.after, c.detail) for c in changes] == [
         ("fusion lost", "1 of 2 INT8 nodes", "0 of 2 INT8 nodes", "float: conv0")]
+
+
+# ---- the lint's predictions (case.json's `lint`, as check.lint --json writes it) against what TensorRT did ----
+
+LINT = {"schema": "qdq-matrix/lint/1", "findings": [
+    {"node": "conv0", "rule": "grouped_conv", "versions": ">=8.5.3.1,<=8.6.0", "predicted": "build fails",
+     "source": "reports/observed/nvidia-h200", "detail": "observed", "fix": "", "engine": "tensorrt"},
+    {"node": "add_out", "rule": "dq_constant_into_add", "versions": "==8.6.0", "predicted": "float",
+     "source": "reports/observed/nvidia-h200/trt-8.6.0.jsonl", "detail": "", "fix": "", "engine": "tensorrt"},
+    {"node": "q_x", "rule": "nonzero_zero_point", "versions": ">=8.0,<10.0", "predicted": "parse fails",
+     "source": "https://example.org/<script>|`x`", "detail": "", "fix": "WeightSymmetric", "engine": "tensorrt"},
+]}
+
+
+def _trt(version: str, status: str, stage: str, precision) -> Cell:
+    return Cell(bundle="user_model/net", case="user_model", params={"model": "net.onnx"}, digest="d",
+                engine="tensorrt", engine_version=version, hardware="hw", status=status, stage=stage,
+                verdict="undocumented", precision={n: {"precision": p, "evidence": ""} for n, p in precision.items()})
+
+
+def _rows(report):
+    return {(r["node"], r["version"]): r for r in report["predictions"]["rows"]}
+
+
+def test_each_prediction_stands_next_to_what_each_tensorrt_version_did():
+    cells = [_trt("8.6.0", "pass", "compare", {"conv0": "int8", "add_out": "float"}),
+             _trt("10.8.0.43", "pass", "compare", {"conv0": "int8", "add_out": "int8"}),
+             _cell("onnxruntime", "1.31.1", {"conv0": ("int8", ORT)})]
+    report = node_report(cells, {"target_nodes": ["conv0", "add_out"], "lint": LINT})
+    rows, p = _rows(report), report["predictions"]
+    assert rows[("conv0", "8.6.0")]["observed"] == "int8" and rows[("conv0", "8.6.0")]["verdict"] == "news for the catalogue"
+    assert rows[("add_out", "8.6.0")]["verdict"] == "agrees"
+    assert rows[("conv0", "8.5.3.1")]["verdict"] == "predicted, not run here", "a version its range names, not run"
+    assert rows[("q_x", "8.6.0")]["verdict"] == "cannot say", "the cell has no precision for the quantizer"
+    assert not any(r["version"] in ("10.8.0.43", "1.31.1") for r in p["rows"]), "no prediction there"
+    assert p["rows"][0]["news"] and (p["news"], p["agrees"], p["ran"]) == (1, 1, ["8.6.0", "10.8.0.43"])
+    only_10 = _rows(node_report(cells[1:], {"target_nodes": ["conv0"], "lint": LINT}))
+    assert only_10[("q_x", ">=8.0,<10.0")]["verdict"] == "predicted, not run here", "no run falls in the range"
+
+
+def test_a_failed_parse_agrees_or_hides_the_node_and_an_old_bundle_says_it_has_no_lint():
+    cells = [_trt("8.6.0", "fail", "", {}), _trt("8.5.3.1", "fail", "load", {})]
+    rows = _rows(node_report(cells, {"target_nodes": ["conv0"], "lint": LINT}))
+    assert (rows[("q_x", "8.6.0")]["observed"], rows[("q_x", "8.6.0")]["verdict"]) == ("parse fails", "agrees")
+    assert rows[("conv0", "8.5.3.1")]["verdict"] == "agrees"  # stage load reached, the build failed
+    assert rows[("conv0", "8.6.0")]["news"], "predicted a build failure, the parser refused it first"
+    assert (rows[("add_out", "8.6.0")]["observed"], rows[("add_out", "8.6.0")]["verdict"]) == \
+        ("not observable", "cannot say")
+    assert node_report(cells, {"target_nodes": ["conv0"]})["predictions"]["present"] is False
+
+
+def test_the_markdown_and_html_reports_show_misses_and_keep_sources_as_text(tmp_path):
+    from matrix.nodes import write_node_reports
+
+    cells = [_trt("8.6.0", "pass", "compare", {"conv0": "int8", "add_out": "float"})]
+    md, html, data = write_node_reports(node_report(cells, {"target_nodes": ["conv0"], "lint": LINT}), tmp_path, "n")
+    text = md.read_text()
+    assert "| conv0 | grouped_conv | 8.6.0 [hw] | build fails | int8 | **miss: news for the catalogue** | [1] |  |" in text
+    assert "| q_x | nonzero_zero_point | 8.6.0 [hw] | parse fails | unknown | cannot say | [3] | (1) |" in text
+    assert "<script>" not in text and "&lt;script&gt;\\|\\`x\\`" in text
+    page = html.read_text()
+    assert "<script>" not in page and '<tr class="news">' in page and "predicted, not run here" in page
+    assert json.loads(data.read_text())["predictions"]["news"] == 1
+
+
+def test_the_report_side_never_imports_onnx_or_the_lint():
+    import subprocess
+    import sys
+
+    code = ("import sys, matrix.nodes, matrix.predict; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'onnx' or m == 'check.lint'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_check_lint_compare_is_the_same_implementation():
+    import check.lint
+    import matrix.predict
+
+    assert check.lint.compare is matrix.predict.compare and check.lint.Comparison is matrix.predict.Comparison

@@ -1,0 +1,128 @@
+"""The TensorRT lint's predictions against what TensorRT did, from data: findings (case.json's `lint`) and cells.
+
+check.lint writes the findings (it needs onnx); this module only reads them, so a report built on a GPU box
+or any other machine can say per node and per TensorRT version whether the catalogue's knowledge held.
+A miss is news for the catalogue: a documented behaviour that did not reproduce, or one nobody documented.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, is_dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from matrix.merge import version_key
+
+PREDICTIONS = ("parse fails", "build fails", "float", "int8")
+ENGINE = "tensorrt"
+NEWS = "news for the catalogue"
+NOT_RUN = "predicted, not run here"
+VERDICTS = {True: "agrees", False: NEWS, None: "cannot say"}
+# A version a specifier names and includes: ==X, >=X, <=X, ~=X (not the open bounds > and <).
+_NAMED = re.compile(r"(?:==|>=|<=|~=)\s*([0-9][0-9A-Za-z.+!-]*)")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One finding next to what one TensorRT version did with that node."""
+
+    node: str
+    rule: str
+    version: str
+    predicted: str
+    observed: str  # a prediction word, "not observable" (the model stopped before the node) or "unknown"
+    agrees: Optional[bool]  # None where the observation cannot say
+    source: str
+    hardware: str = ""
+
+    @property
+    def news(self) -> bool:
+        """A miss: the catalogue's knowledge does not hold here."""
+        return self.agrees is False
+
+
+def covers(versions: str, version: str) -> bool:
+    """Whether a PEP 440 specifier set ("" is every version) speaks about one TensorRT version."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return SpecifierSet(versions).contains(Version(version), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def record(item: Any) -> Dict[str, Any]:
+    """A finding or a cell as a dict, whether it came as a dataclass or as JSON."""
+    return asdict(item) if is_dataclass(item) else dict(item)
+
+
+def node_outcome(cell: Mapping[str, Any], node: str) -> str:
+    """What a cell shows for one node: a model-level failure, or the node's precision."""
+    status = cell.get("status")
+    if status in ("fail", "crashed") and cell.get("stage", "") in ("", "load"):
+        return "parse fails" if not cell.get("stage") else "build fails"  # stage is the last stage reached
+    if status in ("pass", "fail") and cell.get("stage") in ("run", "compare"):
+        precision = (cell.get("precision") or {}).get(node, {}).get("precision", "unknown")
+        return precision if precision in ("int8", "float") else "unknown"
+    return "unknown"
+
+
+def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
+    """Each finding against each TensorRT cell of a version it covers (findings and cells: records or dicts)."""
+    rows = []
+    cells = [record(c) for c in cells]
+    for f in map(record, findings):
+        for c in cells:
+            if c.get("engine") != ENGINE or not covers(f.get("versions", ""), str(c.get("engine_version", ""))):
+                continue
+            observed = node_outcome(c, f["node"])
+            agrees: Optional[bool] = None
+            if observed in PREDICTIONS:
+                agrees = observed == f["predicted"]
+                if f["predicted"] in ("int8", "float") and observed in ("parse fails", "build fails"):
+                    observed, agrees = "not observable", None
+            rows.append(Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
+                                   f.get("source", ""), str(c.get("hardware", ""))))
+    return rows
+
+
+def not_run(finding: Mapping[str, Any], ran: Sequence[str]) -> List[str]:
+    """What a finding predicts for that no cell ran: its whole range when no run falls in it, else the versions
+    its range names (==, >=, <=) that did not run."""
+    versions = finding.get("versions", "")
+    if not any(covers(versions, v) for v in ran):
+        return [versions or "any version"]
+    named = dict.fromkeys(v for v in _NAMED.findall(versions) if covers(versions, v))
+    return [v for v in named if v not in ran]
+
+
+def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) -> Dict[str, Any]:
+    """The report's prediction-against-observation section: misses first, then findings in graph order."""
+    lint = dict(lint or {})
+    findings = [record(f) for f in lint.get("findings") or []]
+    cells = [record(c) for c in cells]
+    ran = sorted({str(c.get("engine_version", "")) for c in cells if c.get("engine") == ENGINE}, key=version_key)
+    rows: List[Dict[str, Any]] = []
+    for order, f in enumerate(findings):
+        base = {"node": f["node"], "rule": f["rule"], "predicted": f["predicted"], "source": f.get("source", ""),
+                "detail": f.get("detail", ""), "fix": f.get("fix", ""), "range": f.get("versions", ""),
+                "order": order}
+        for r in compare([f], cells):
+            rows.append(dict(base, version=r.version, hardware=r.hardware, observed=r.observed, ran=True,
+                             verdict=VERDICTS[r.agrees], news=r.news))
+        for v in not_run(f, ran):
+            rows.append(dict(base, version=v, hardware="", observed="", ran=False, verdict=NOT_RUN, news=False))
+    rows.sort(key=lambda r: (not r["news"], not r["ran"], r["order"], version_key(r["version"]), r["hardware"]))
+    sources = list(dict.fromkeys(r["source"] for r in rows if r["source"]))
+    fixes = list(dict.fromkeys(r["fix"] for r in rows if r["fix"]))
+    for r in rows:  # each source and fix is said once, under the table; a row names it by number
+        del r["order"]
+        r["source_no"] = sources.index(r["source"]) + 1 if r["source"] else 0
+        r["fix_no"] = fixes.index(r["fix"]) + 1 if r["fix"] else 0
+    return {
+        "findings": len(findings), "error": lint.get("error", ""), "present": "findings" in lint,
+        "ran": ran, "rows": rows, "news": sum(r["news"] for r in rows),
+        "agrees": sum(r["verdict"] == "agrees" for r in rows), "not_run": sum(not r["ran"] for r in rows),
+        "nodes": list(dict.fromkeys(f["node"] for f in findings)), "sources": sources, "fixes": fixes,
+    }
