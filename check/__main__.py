@@ -4,6 +4,10 @@
     python -m check model.onnx --engine tensorrt --trt-python /path/py-8.5 --trt-python /path/py-8.6
     python -m check model.onnx --prepare-only --out user-bundles/    # bundles to run on a GPU machine
     python -m check --from-bundles user-bundles/ --trt-python bin/python-trt-8.6.0   # there: pytest + numpy only
+    python -m check model.onnx --lint-only       # the TensorRT lint's predictions alone, no bundle, no engine
+
+Before any engine runs, each bundle's lint findings (predictions, stored in its case.json) are printed one a line;
+the per-node report then sets them against what each TensorRT version did.
 
 Bad input (not ONNX, checker failure, missing files, wrong input names or shapes, unknown engine, an
 interpreter without TensorRT) is one line on stderr and exit status 2; a cell that fails is exit 1.
@@ -40,16 +44,45 @@ def check(args: argparse.Namespace) -> int:
 
     if not args.models and not args.from_bundles:
         raise CheckError("name a model (.onnx file or folder), or --from-bundles DIR")
-    runs = [] if args.prepare_only else plan(args.engine or [], args.trt_python or [])
+    if args.lint_only and not args.from_bundles:
+        return lint_only(args.models)
+    runs = [] if args.prepare_only or args.lint_only else plan(args.engine or [], args.trt_python or [])
     if args.from_bundles:
         root, ids = Path(args.from_bundles), prepared_ids(Path(args.from_bundles))
     else:
         root, ids = Path(args.out), prepare(args)
     for bundle in ids:
         print(f"bundle {bundle} in {root}")
-    if args.prepare_only:
+    print_lint(root, ids)
+    if args.prepare_only or args.lint_only:
         return 0
     return run_and_report(runs, root, ids, Path(args.results), Path(args.reports))
+
+
+def print_lint(root: Path, ids: Sequence[str]) -> None:
+    """Each bundle's lint findings, one a line, from its case.json (no onnx needed: a GPU box can print them)."""
+    from matrix.nodes import read_meta
+    from matrix.predict import summary_lines
+
+    for bundle in ids:
+        for line in summary_lines(bundle, read_meta(root, bundle).get("lint")):
+            print(line)
+    sys.stdout.flush()
+
+
+def lint_only(models: Sequence[str]) -> int:
+    """The TensorRT lint for each model, one line a finding; no bundle, no engine."""
+    from check.lint import LintInputError, lint_path, to_json
+    from matrix.predict import summary_lines
+
+    for model in model_files(models):
+        try:
+            findings = lint_path(model)
+        except LintInputError as e:
+            raise CheckError(str(e)) from e
+        for line in summary_lines(str(model), json.loads(to_json(findings))):
+            print(line)
+    return 0
 
 
 def prepare(args: argparse.Namespace) -> List[str]:
@@ -178,6 +211,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="bundle folder (default: .bundles-user/)")
     parser.add_argument("--prepare-only", action="store_true", help="write the bundles and stop (ship them to a GPU box)")
     parser.add_argument("--from-bundles", metavar="DIR", help="run bundles made by --prepare-only (needs no onnx)")
+    parser.add_argument("--lint-only", action="store_true",
+                        help="print the TensorRT lint's predictions and stop: no bundle, no engine "
+                             "(with --from-bundles: the predictions stored in the bundles)")
     parser.add_argument("--results", default=str(DEFAULT_RESULTS), help="results folder (default: results/check/)")
     parser.add_argument("--reports", default=str(DEFAULT_REPORTS), help="report folder (default: reports/check/)")
     return parser

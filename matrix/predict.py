@@ -126,3 +126,17 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
         "agrees": sum(r["verdict"] == "agrees" for r in rows), "not_run": sum(not r["ran"] for r in rows),
         "nodes": list(dict.fromkeys(f["node"] for f in findings)), "sources": sources, "fixes": fixes,
     }
+
+
+def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
+    """One line per finding (what `python -m check` prints before any engine runs)."""
+    lint = dict(lint or {})
+    if "findings" not in lint:
+        return [f"lint {name}: no lint in this bundle (made before bundles carried one)"]
+    if lint.get("error"):
+        return [f"lint {name}: the lint could not read the model: {lint['error']}"]
+    findings = [record(f) for f in lint["findings"]]
+    if not findings:
+        return [f"lint {name}: no findings (no catalogue rule matched this graph)"]
+    return [f"lint {name}: {f['node']} ({f['rule']}): TensorRT {f.get('versions') or 'any version'} "
+            f"predicted {f['predicted']} [{f.get('source', '')}]" for f in findings]

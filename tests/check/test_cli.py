@@ -23,6 +23,8 @@ def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantize
     assert main([str(quantized), *out]) == 0
     printed = capsys.readouterr().out
     assert "quantized nodes ran in INT8" in printed and "## Nodes" in printed
+    lint = "lint user_model/convnet_int8: "
+    assert lint in printed and printed.index(lint) < printed.index("running "), "predictions come before engines"
     report = json.loads((tmp_path / "rep" / "convnet_int8.json").read_text())
     engines = {c["engine"] for c in report["columns"]}
     assert engines == {"onnxruntime", "openvino"}
@@ -48,6 +50,25 @@ def test_prepare_only_then_from_bundles(quantized, tmp_path, capsys):
     assert main(["--from-bundles", str(tmp_path / "b"), "--engine", "onnxruntime", "--results", str(tmp_path / "r"),
                  "--reports", str(tmp_path / "rep")]) == 0
     assert "onnxruntime@" in capsys.readouterr().out
+    assert main(["--from-bundles", str(tmp_path / "b"), "--lint-only"]) == 0, "the GPU box prints what was predicted"
+    printed = capsys.readouterr().out
+    assert "predicted parse fails" in printed and "running" not in printed
+
+
+def test_lint_only_prints_one_line_per_finding_and_runs_nothing(quantized, tmp_path, capsys, monkeypatch):
+    from check.lint import lint_path
+
+    monkeypatch.chdir(tmp_path)
+    assert main([str(quantized), "--lint-only", "--out", str(tmp_path / "b"), "--engine", "tensorflow"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(lint_path(quantized)) > 0
+    assert all(line.startswith(f"lint {quantized}: ") and " predicted " in line for line in lines)
+    assert any("(dq_non_activation): TensorRT >=8.0,<10.0 predicted parse fails" in line for line in lines)
+    assert not (tmp_path / "b").exists(), "no bundle is made"
+    assert main([str(qdq_conv(tmp_path / "conv.onnx")), "--lint-only"]) == 0
+    assert capsys.readouterr().out.strip().endswith("conv.onnx: no findings (no catalogue rule matched this graph)")
+    (tmp_path / "junk.onnx").write_text("not a model")
+    assert "not an ONNX model" in _refused([str(tmp_path / "junk.onnx"), "--lint-only"], capsys)
 
 
 def _refused(argv, capsys) -> str:
