@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from cases.cell import Cell
 from matrix.merge import version_key
 from matrix.render import FAILED_STAGE
+from matrix.safe import md_cell, md_code
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
@@ -15,6 +16,7 @@ GOOD = ("fixed", "fusion gained", "no longer crashes")
 REWORDED = "error reworded"  # same stage, same documented signature, other words: collapsed in the report
 KINDS = BAD + GOOD + ("error changed", "numeric drift", REWORDED)
 FAILED = ("fail", "crashed")
+ERROR_DETAIL = ("regressed", "fixed", "now crashes", "no longer crashes")  # the detail is an engine's error text
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,14 @@ class DiffReport:
 
     def markdown(self) -> str:
         """The report as Markdown for a PR comment or a CI job summary."""
-        lines = [f"## {self.engine} {self.from_version} → {self.to_version}", "", f"**{self.verdict}**", ""]
-        lines += [f"> {n}" for n in self.notes] + ([""] if self.notes else [])
+        # Every text here comes from results files anyone can edit: escaped (md_cell) or a code span (md_code).
+        heading = f"## {md_cell(self.engine)} {md_cell(self.from_version)} → {md_cell(self.to_version)}"
+        lines = [heading, "", f"**{md_cell(self.verdict)}**", ""]
+        lines += [f"> {md_cell(n)}" for n in self.notes] + ([""] if self.notes else [])
         for pair in self.hardware:
             changes = [c for c in self.changes if c.hardware == _pair_label(pair)]
             if len(self.hardware) > 1:
-                lines += [f"### {_pair_label(pair)}", ""]
+                lines += [f"### {' → '.join(md_cell(h) for h in dict.fromkeys(pair))}", ""]
             main = [c for c in changes if c.kind != REWORDED]
             minor = [c for c in changes if c.kind == REWORDED]
             lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
@@ -84,7 +88,7 @@ class DiffReport:
                           "documented signature, other words</summary>", ""] + _table(minor) + ["</details>", ""]
         if self.not_compared:
             lines += ["<details><summary>" + f"{len(self.not_compared)} not compared</summary>", ""]
-            lines += [f"- {_md(n)}" for n in self.not_compared] + ["", "</details>", ""]
+            lines += [f"- {md_cell(n)}" for n in self.not_compared] + ["", "</details>", ""]
         return "\n".join(lines)
 
 
@@ -273,9 +277,12 @@ def _plural(kind: str, n: int) -> str:
 def _table(changes: List[Change]) -> List[str]:
     lines = ["| case | params | change | before | after | detail |", "| --- | --- | --- | --- | --- | --- |"]
     for c in sorted(changes, key=lambda c: (KINDS.index(c.kind), c.bundle)):
-        lines.append("| " + " | ".join(_md(x) for x in (c.case, c.slug, c.kind, c.before, c.after, c.detail)) + " |")
+        cells = [md_cell(x) for x in (c.case, c.slug, c.kind, c.before, c.after)]
+        detail = _code_cell(c.detail) if c.kind in ERROR_DETAIL and c.detail else md_cell(c.detail)
+        lines.append("| " + " | ".join(cells + [detail]) + " |")
     return lines + [""]
 
 
-def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _code_cell(text: str) -> str:
+    """A code span inside a table cell: GFM splits cells on | before it reads code spans, so | is escaped."""
+    return md_code(text).replace("|", "\\|")

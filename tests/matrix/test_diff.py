@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from matrix.diff import diff
@@ -111,3 +113,44 @@ def test_same_signature_in_other_words_is_collapsed_not_headlined(make_cell):
     assert [c.kind for c in report.changes] == ["error reworded"]
     assert report.regressions == 0 and "1 error reworded" in report.verdict
     assert "<details><summary>1 error reworded" in report.markdown()
+
+
+def _unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+OPENER = re.compile(r"(?<!\\)(?:\\\\)*(`+)")  # a backtick run no backslash escapes
+
+
+def _without_code_spans(text: str) -> str:
+    """The Markdown with every code span removed (CommonMark: a run of n backticks closes at the next run of n)."""
+    out, i = [], 0
+    while True:
+        m = OPENER.search(text, i)
+        if not m:
+            return "".join(out) + text[i:]
+        fence = m.group(1)
+        close = re.compile(r"(?<!`)" + fence + r"(?!`)").search(text, m.end(1))
+        out.append(text[i:m.start(1)] if close else text[i:m.end(1)])  # an unclosed run is literal text
+        i = close.end() if close else m.end(1)
+
+
+def test_text_from_results_files_stays_text_in_the_markdown(make_cell):
+    evil = "<script>alert(1)</script> | a`b``c"
+    hw = "GPU <img src=x onerror=alert(1)> | `x`"
+    failed = dict(status="fail", stage="build", verdict="regressed", fused=None, max_error_steps=None, hardware=hw)
+    cells = [make_cell("grouped_conv/<b>g</b>|1", engine_version=OLD, hardware=hw),
+             make_cell("grouped_conv/<b>g</b>|1", engine_version=NEW, error=evil, **failed),
+             make_cell("grouped_conv/g=2", engine_version=OLD, error="old | text", **failed),
+             make_cell("grouped_conv/g=2", engine_version=NEW, error=evil, **failed),
+             make_cell("grouped_conv/g=3", engine_version=OLD, hardware=hw)]
+    md = diff(cells, "tensorrt", OLD, NEW).markdown()
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert len(rows) == 4 and all(_unescaped_pipes(r) == 7 for r in rows), "six cells a row, whatever the text"
+    regressed = next(r for r in rows if "| regressed |" in r)
+    span = regressed.rsplit(" | ", 1)[1][:-2]
+    assert span.startswith("```") and span.strip("` ").replace("\\|", "|") == evil, "the error is one code span"
+    outside = _without_code_spans(md).replace("<details><summary>", "").replace("</summary>", "")
+    outside = outside.replace("</details>", "")
+    assert "<" not in outside and "&lt;script&gt;" in outside and "&lt;img src=x" in outside
+    assert "\\`x\\`" in outside, "a backtick outside a code span is escaped, not a code span"
