@@ -8,6 +8,12 @@ from cases.base import Expectation, Signature
 
 OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
 ZERO_POINT_ASSERT = "https://github.com/onnx/onnx-tensorrt/blob/10.1-GA/onnxOpImporters.cpp"
+# The parser's operator tables for one release: the 10.1-GA tag's table (its header still says "TensorRT 10.0"), and
+# the 10.15 table ("TensorRT 10.15 supports operators in the inclusive range of opset 9 to opset 24").
+OPERATORS_MD_10_1 = "https://github.com/onnx/onnx-tensorrt/blob/release/10.1-GA/docs/operators.md"
+OPERATORS_MD_10_15 = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md"
+# TensorRT 11.0 developer guide: "TensorRT uses a symmetric quantization scheme" (the 11.3.0 page says the same).
+QUANTIZED_TYPES_11 = "https://docs.nvidia.com/deeplearning/tensorrt/11.0.0/inference-library/work-quantized-types.html"
 
 NONZERO_ZERO_POINT = Signature(
     name="nonzero_zero_point",
@@ -33,4 +39,31 @@ def nonzero_zero_point_fails(where: Mapping[str, Tuple]) -> Expectation:
         note="operators.md: QuantizeLinear `y_zero_point` must be 0, DequantizeLinear `x_zero_point` "
         "must be zero; the parser asserts it (onnx-tensorrt 8.0-GA to 10.1-GA); 10.x first warns "
         "that UINT8 zero points are read as INT8",
+    )
+
+
+def nonzero_zero_point_by_version(where: Mapping[str, Tuple]) -> Tuple[Expectation, ...]:
+    """The zero-point rule per release line (10.x tables, 11.x guide), then the general one; this order wins ties."""
+    where = dict(where)
+    return (
+        Expectation(
+            "tensorrt", ">=10.0,<10.2", "fail", OPERATORS_MD_10_1, stage="load", signature=NONZERO_ZERO_POINT.name,
+            where=where,
+            note="10.1-GA operators.md: QuantizeLinear `y_zero_point` must be 0, DequantizeLinear `x_zero_point` "
+            "must be zero; the 10.1-GA parser warns that a UINT8 zero point is read as INT8, then asserts "
+            "'TensorRT only supports symmetric quantization'",
+        ),
+        Expectation(
+            "tensorrt", ">=10.2,<10.16", "fail", OPERATORS_MD_10_15, stage="load", signature=NONZERO_ZERO_POINT.name,
+            where=where,
+            note="10.15 operators.md: the same two restrictions (10.2 to 10.14 lie between two tables that agree; "
+            "the parser message is the one read at 10.1-GA); the 10.11 parser flag "
+            "kENABLE_UINT8_AND_ASYMMETRIC_QUANTIZATION_DLA is for DLA engines only",
+        ),
+        Expectation(
+            "tensorrt", ">=11.0,<11.4", "fail", QUANTIZED_TYPES_11, where=where,
+            note="TensorRT 11.0 and 11.3 guides: TensorRT uses a symmetric quantization scheme; they do not say "
+            "whether the parser or the builder refuses a non-zero zero point",
+        ),
+        nonzero_zero_point_fails(where),
     )

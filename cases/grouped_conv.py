@@ -14,7 +14,7 @@ supports no outcome here: cpg 1, 2 and 3 carry no expectation from it. The sweep
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Params, Signature
-from cases.common import NONZERO_ZERO_POINT, OPERATORS_MD, nonzero_zero_point_fails
+from cases.common import NONZERO_ZERO_POINT, OPERATORS_MD, nonzero_zero_point_by_version
 
 ISSUE_4060 = "https://github.com/NVIDIA/TensorRT/issues/4060"
 ISSUE_3385 = "https://github.com/NVIDIA/TensorRT/issues/3385"
@@ -99,7 +99,7 @@ CASE = Case(
             hardware="Jetson AGX Orin",
             note="reporter's table: DQ > DwConv > BN > Relu > Q is OK (it builds; accuracy not reported)",
         ),
-        nonzero_zero_point_fails({"activation": ("uint8",)}),
+        *nonzero_zero_point_by_version({"activation": ("uint8",)}),
     ),
     builder="generators.grouped_conv:build",
     valid=_epilogue_before_q,

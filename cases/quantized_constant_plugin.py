@@ -64,7 +64,8 @@ CASE = Case(
             outcome="pass",
             source=ISSUE_3919,
             where={"form": ("int8_const_to_plugin_v3",)},
-            note="the reporter, closing the thread: 'It is fixed in V10.1.' (no release note names it)",
+            note="the reporter, closing the thread: 'It is fixed in V10.1.' (no release note names it); read as "
+            "from 10.1 on, 11.x included: no 10.x or 11.x source read here says it came back",
         ),
         Expectation(
             engine="tensorrt",
