@@ -97,7 +97,8 @@ def test_each_prediction_stands_next_to_what_each_tensorrt_version_did():
              _cell("onnxruntime", "1.31.1", {"conv0": ("int8", ORT)})]
     report = node_report(cells, {"target_nodes": ["conv0", "add_out"], "lint": LINT})
     rows, p = _rows(report), report["predictions"]
-    assert rows[("conv0", "8.6.0")]["observed"] == "int8" and rows[("conv0", "8.6.0")]["verdict"] == "news for the catalogue"
+    miss = rows[("conv0", "8.6.0")]
+    assert (miss["observed"], miss["verdict"], miss["news"]) == ("int8", "news for the catalogue", True)
     assert rows[("add_out", "8.6.0")]["verdict"] == "agrees"
     assert rows[("conv0", "8.5.3.1")]["verdict"] == "predicted, not run here", "a version its range names, not run"
     assert rows[("q_x", "8.6.0")]["verdict"] == "cannot say", "the cell has no precision for the quantizer"
@@ -124,7 +125,8 @@ def test_the_markdown_and_html_reports_show_misses_and_keep_sources_as_text(tmp_
     cells = [_trt("8.6.0", "pass", "compare", {"conv0": "int8", "add_out": "float"})]
     md, html, data = write_node_reports(node_report(cells, {"target_nodes": ["conv0"], "lint": LINT}), tmp_path, "n")
     text = md.read_text()
-    assert "| conv0 | grouped_conv | 8.6.0 [hw] | build fails | int8 | **miss: news for the catalogue** | [1] |  |" in text
+    miss = "| conv0 | grouped_conv | 8.6.0 [hw] | build fails | int8 | **miss: news for the catalogue** | [1] |  |"
+    assert miss in text and text.index(miss) < text.index("## Nodes")
     assert "| q_x | nonzero_zero_point | 8.6.0 [hw] | parse fails | unknown | cannot say | [3] | (1) |" in text
     assert "<script>" not in text and "&lt;script&gt;\\|\\`x\\`" in text
     page = html.read_text()
