@@ -423,10 +423,11 @@ def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") 
 
 def comparison_markdown(rows: Sequence[Comparison]) -> str:
     """Prediction next to observation; misses first, as news for the catalogue."""
-    lines = ["| node | rule | TensorRT | predicted | observed | |", "| --- | --- | --- | --- | --- | --- |"]
-    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.version)):
+    lines = ["| node | rule | TensorRT | hardware | predicted | observed | |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.version, r.hardware)):
         mark = {True: "agrees", False: "**miss: news for the catalogue**", None: "cannot say"}[r.agrees]
-        lines.append(f"| `{r.node}` | {r.rule} | {r.version} | {r.predicted} | {r.observed} | {mark} |")
+        lines.append(f"| `{r.node}` | {r.rule} | {r.version} | {r.hardware} | {r.predicted} | {r.observed} | {mark} |")
     return "\n".join(lines) + "\n"
 
 

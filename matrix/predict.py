@@ -19,6 +19,8 @@ NEWS = "news for the catalogue"
 NOT_RUN = "predicted, not run here"
 VERDICTS = {True: "agrees", False: NEWS, None: "cannot say"}
 # A version a specifier names and includes: ==X, >=X, <=X, ~=X (not the open bounds > and <).
+# The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>".
+_INVALID_NODE = re.compile(r"Invalid Node - (\S+)")
 _NAMED = re.compile(r"(?:==|>=|<=|~=)\s*([0-9][0-9A-Za-z.+!-]*)")
 
 
@@ -61,6 +63,9 @@ def node_outcome(cell: Mapping[str, Any], node: str) -> str:
     """What a cell shows for one node: a model-level failure, or the node's precision."""
     status = cell.get("status")
     if status in ("fail", "crashed") and cell.get("stage", "") in ("", "load"):
+        named = _INVALID_NODE.search(cell.get("error") or "")
+        if named and named.group(1) != node:  # the parser stopped at another node: this one was never judged
+            return "not observable"
         return "parse fails" if not cell.get("stage") else "build fails"  # stage is the last stage reached
     if status in ("pass", "fail") and cell.get("stage") in ("run", "compare"):
         precision = (cell.get("precision") or {}).get(node, {}).get("precision", "unknown")

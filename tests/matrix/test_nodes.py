@@ -149,3 +149,12 @@ def test_check_lint_compare_is_the_same_implementation():
     import matrix.predict
 
     assert check.lint.compare is matrix.predict.compare and check.lint.Comparison is matrix.predict.Comparison
+
+
+def test_a_parse_failure_at_another_node_says_nothing_about_this_one() -> None:
+    from matrix.predict import node_outcome
+
+    cell = {"status": "fail", "stage": "", "error": "ONNX parse failed: Invalid Node - b_conv1_DequantizeLinear"}
+    assert node_outcome(cell, "b_conv1_DequantizeLinear") == "parse fails"
+    assert node_outcome(cell, "x_QuantizeLinear") == "not observable"
+    assert node_outcome({"status": "fail", "stage": "", "error": "zero point must be all zeros"}, "x") == "parse fails"
