@@ -52,12 +52,23 @@ class DiffReport:
     not_compared: Tuple[str, ...]  # "bundle [hardware]: why"
     notes: Tuple[str, ...] = ()
 
+    def merged(self) -> List[Tuple[Change, Tuple[str, ...]]]:
+        """Each change once, with every hardware label that gives the same change (H100 and H200 often agree)."""
+        where: Dict[Tuple[str, str, str, str, str], List[str]] = {}
+        first: Dict[Tuple[str, str, str, str, str], Change] = {}
+        for c in self.changes:
+            key = (c.bundle, c.kind, c.before, c.after, c.detail)
+            first.setdefault(key, c)
+            where.setdefault(key, []).append(c.hardware)
+        return [(first[k], tuple(where[k])) for k in first]
+
     def count(self, kind: str) -> int:
-        return sum(c.kind == kind for c in self.changes)
+        """Distinct changes of one kind: the same change on several hardware labels counts once."""
+        return sum(c.kind == kind for c, _ in self.merged())
 
     @property
     def regressions(self) -> int:
-        return sum(c.kind in BAD for c in self.changes)
+        return sum(self.count(k) for k in BAD)
 
     @property
     def verdict(self) -> str:
@@ -76,10 +87,9 @@ class DiffReport:
         heading = f"## {md_cell(self.engine)} {md_cell(self.from_version)} → {md_cell(self.to_version)}"
         lines = [heading, "", f"**{md_cell(self.verdict)}**", ""]
         lines += [f"> {md_cell(n)}" for n in self.notes] + ([""] if self.notes else [])
-        for pair in self.hardware:
-            changes = [c for c in self.changes if c.hardware == _pair_label(pair)]
+        for labels, changes in self.by_hardware():
             if len(self.hardware) > 1:
-                lines += [f"### {' → '.join(md_cell(h) for h in dict.fromkeys(pair))}", ""]
+                lines += [f"### on {md_cell(say_list(labels))}", ""]
             main = [c for c in changes if c.kind != REWORDED]
             minor = [c for c in changes if c.kind == REWORDED]
             lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
@@ -90,6 +100,25 @@ class DiffReport:
             lines += ["<details><summary>" + f"{len(self.not_compared)} not compared</summary>", ""]
             lines += [f"- {md_cell(n)}" for n in self.not_compared] + ["", "</details>", ""]
         return "\n".join(lines)
+
+
+    def by_hardware(self) -> List[Tuple[Tuple[str, ...], List[Change]]]:
+        """The merged changes grouped by the hardware labels they hold on, widest group first."""
+        groups: Dict[Tuple[str, ...], List[Change]] = {}
+        for change, labels in self.merged():
+            groups.setdefault(labels, []).append(change)
+        if not groups:  # no change anywhere: one group over every pair compared, to say so once
+            return [(tuple(_pair_label(p) for p in self.hardware), [])]
+        order = [_pair_label(p) for p in self.hardware]
+        out = sorted(groups.items(), key=lambda g: (-len(g[0]), [order.index(h) for h in g[0]]))
+        quiet = tuple(h for h in order if not any(h in labels for labels in groups))
+        return out + ([(quiet, [])] if quiet else [])
+
+
+def say_list(items: Sequence[str]) -> str:
+    """ "A", "A and B", "A, B and C"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def diff(

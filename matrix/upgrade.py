@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence
 
 from cases.cell import Cell
-from matrix.diff import BAD, GOOD, KINDS, REWORDED, DiffReport, diff
+from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, diff, say_list
 from matrix.merge import version_key
 
 IDLE = ("skipped", "not_run", "not_applicable")
@@ -42,16 +42,37 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
         report = diff(cells, engine, old, new)
     except ValueError as e:  # no shared hardware and several on each side: say so, as `matrix diff` does
         return {"engine": engine, "from": old, "to": new, "headline": str(e), "tone": "none", "counts": [], "notes": [],
-                "changes": [], "reworded": [], "not_compared": [], "compared": 0}
-    changes = sorted(report.changes, key=lambda c: (KINDS.index(c.kind), c.bundle))
+                "groups": [], "changes": [], "reworded": 0, "not_compared": [], "compared": 0}
+    several = len(report.hardware) > 1
+    groups = []
+    for labels, changes in report.by_hardware():
+        changes = sorted(changes, key=lambda c: (KINDS.index(c.kind), c.bundle))
+        groups.append({"where": f"on {say_list(labels)}" if several else "",
+                       "changes": [_change(c) for c in changes if c.kind != REWORDED],
+                       "reworded": reworded_summary([c for c in changes if c.kind == REWORDED])})
     return {
         "engine": engine, "from": old, "to": new, "headline": headline(report), "tone": tone(report),
         "counts": [{"kind": k, "n": report.count(k)} for k in KINDS if report.count(k)],
-        "notes": list(report.notes), "compared": report.compared,
-        "changes": [_change(c) for c in changes if c.kind != REWORDED],
-        "reworded": [_change(c) for c in changes if c.kind == REWORDED],
+        "notes": list(report.notes), "compared": report.compared, "groups": groups,
+        "changes": [dict(c, where=g["where"]) for g in groups for c in g["changes"]],
+        "reworded": report.count(REWORDED),
         "not_compared": group_not_compared(report.not_compared),
     }
+
+
+def reworded_summary(changes: Sequence[Change]) -> List[Dict[str, Any]]:
+    """Rewordings counted per documented signature, with one example each: the detail is `matrix diff`'s."""
+    groups: Dict[str, List[Change]] = {}
+    for c in changes:
+        groups.setdefault(_signature(c.after), []).append(c)
+    return [{"signature": sig, "n": len(items), "example": _change(items[0])}
+            for sig, items in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
+
+
+def _signature(text: str) -> str:
+    """The signature in a diff's error text ("... [sig: X]")."""
+    head, found, tail = text.rpartition(" [sig: ")
+    return tail[:-1] if found and tail.endswith("]") else ""
 
 
 def headline(report: DiffReport) -> str:

@@ -72,8 +72,20 @@ def test_several_gpus_are_compared_per_hardware(make_cell):
     report = diff(cells, "tensorrt", OLD, NEW)
     assert [(c.hardware, c.kind) for c in report.changes] == [("A", "fusion lost")]
     assert "compared per hardware" in report.notes[0]
-    assert "### A" in report.markdown() and "### B" in report.markdown()
+    assert "### on A\n" in report.markdown() and "### on B\n\nNo changes." in report.markdown()
     assert [c.kind for c in diff(cells, "tensorrt", OLD, NEW, hardware="B").changes] == []
+
+
+def test_the_same_change_on_several_gpus_is_said_once_with_their_list(make_cell):
+    cells = [make_cell(engine_version=v, hardware=h, fused=(v == OLD or h == "C"))
+             for v in (OLD, NEW) for h in ("A", "B", "C")]
+    report = diff(cells, "tensorrt", OLD, NEW)
+    assert [(c.hardware, c.kind) for c in report.changes] == [("A", "fusion lost"), ("B", "fusion lost")]
+    assert [labels for _, labels in report.merged()] == [("A", "B")]
+    assert report.count("fusion lost") == 1 and report.regressions == 1
+    text = report.markdown()
+    assert text.count("| fusion lost |") == 1
+    assert "### on A and B\n" in text and "### on C\n\nNo changes." in text
 
 
 def test_unknown_engine_or_version_lists_what_is_there(cells):
