@@ -165,9 +165,7 @@ def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, A
     present = sorted({VERDICTS.index(c.verdict) for c in cells_shown if c and c.verdict in VERDICTS})
     return {
         "columns": columns,
-        "collapsed": [{"index": result.columns.index(k.column) + 1, "heading": k.column.heading,
-                       "hardware": k.column.hardware, "provenance": k.column.provenance, "cells": k.cells,
-                       "status": k.status, "reason": k.reason} for k in collapsed.values()],
+        "collapsed": collapsed_view(result, collapsed.values()),
         "groups": groups,
         "engines": [{"index": i, "name": e, "hide": [c["nth"] for c in columns if c["e"] != i]}
                     for i, e in enumerate(engines)],
@@ -179,6 +177,25 @@ def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, A
         "notes": notes.listing(),
         "width": len(columns) + 1,
     }
+
+
+def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[Dict[str, Any]]:
+    """Idle columns as lines: columns idle on the same hardware for the same reason share one line."""
+    from matrix.diff import say_list
+
+    groups: Dict[Tuple[str, str, int, str, str], List[Column]] = {}
+    for k in collapsed:
+        groups.setdefault((k.column.hardware, k.column.provenance, k.cells, k.status, k.reason), []).append(k.column)
+    out = []
+    for (hardware, provenance, cells, status, reason), cols in groups.items():
+        numbers = [result.columns.index(c) + 1 for c in cols]
+        engines = list(dict.fromkeys(c.engine for c in cols))
+        heading = (say_list([c.heading for c in cols]) if len(engines) > 1 or len(cols) == 1 else
+                   f"{engines[0]} " + say_list([c.engine_version for c in cols]))
+        out.append({"index": say_list([str(n) for n in numbers]), "heading": heading, "hardware": hardware,
+                    "provenance": provenance, "cells": cells, "status": status, "reason": reason,
+                    "columns": len(cols)})
+    return out
 
 
 def _cell_view(cell: Optional[Cell], notes: Notes) -> Optional[Dict[str, Any]]:

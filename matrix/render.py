@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
@@ -70,15 +71,26 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "grid": grid_view(result),
         "plots": plots_view(result),
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
-        "unexpected": [{"bundle": c.bundle, "column": c.column, "text": cell_text(c), "explanation": c.explanation}
-                       for c in sorted(result.cells, key=lambda c: (c.bundle, c.column)) if c.verdict in UNEXPECTED],
+        "unexpected": unexpected_view(result),
         "verdicts": list(VERDICTS),
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
-        "notes": [_problem_view(p) for p in result.problems if p.level == "note"],
+        "notes": group_notes([p for p in result.problems if p.level == "note"]),
         "files": list(result.files),
         "totals": _totals(result),
         "node_reports": [],
     }
+
+
+def unexpected_view(result: MergeResult) -> List[Dict[str, Any]]:
+    """Unexpected cells, one line per reproducer and outcome, naming every column that gives it."""
+    from matrix.diff import say_list
+
+    groups: Dict[Tuple[str, str, str], List[str]] = {}
+    for c in sorted(result.cells, key=lambda c: (c.bundle, c.column)):
+        if c.verdict in UNEXPECTED:
+            groups.setdefault((c.bundle, cell_text(c), c.explanation), []).append(c.column)
+    return [{"bundle": b, "column": say_list(cols), "text": text, "explanation": why}
+            for (b, text, why), cols in groups.items()]
 
 
 def summary(result: MergeResult) -> List[Dict[str, Any]]:
@@ -273,6 +285,32 @@ def _node_view(node: Dict[str, Any], out: Path) -> Dict[str, Any]:
         model = node["bundle"]
     return {"bundle": node["bundle"], "model": model, "md": _relative(node["md"], out),
             "html": _relative(node["html"], out), "lines": lines}
+
+
+_DUPLICATE = re.compile(r"duplicate cell (?P<bundle>\S+) in (?P<column>.+): kept (?P<kept>.+?):\d+ \((?P<new>[^()]*)\), "
+                        r"dropped (?P<dropped>.+?):\d+ \((?P<old>[^()]*)\)$")
+
+
+def group_notes(notes: Sequence[Problem]) -> List[Dict[str, Any]]:
+    """Merge notes as the reports list them: duplicate cells counted per (kept file, dropped file), one example."""
+    out: List[Dict[str, Any]] = []
+    groups: Dict[Tuple[str, ...], Dict[str, Any]] = {}
+    for p in notes:
+        m = _DUPLICATE.match(p.message)
+        if not m:
+            out.append(_problem_view(p))
+            continue
+        key = (m["column"], m["kept"], m["new"], m["dropped"], m["old"])
+        if key not in groups:
+            groups[key] = {"file": m["dropped"], "line": 0, "level": "note", "where": m["dropped"], "n": 0,
+                           "bundle": m["bundle"]}
+            out.append(groups[key])
+        groups[key]["n"] += 1
+    for (column, kept, new, dropped, old), g in groups.items():
+        many = f"{g['n']} duplicate cells" if g["n"] > 1 else "a duplicate cell"
+        g["message"] = (f"{many} in {column} (e.g. {g.pop('bundle')}): kept {kept} ({new or 'no date'}), "
+                        f"dropped {dropped} ({old or 'no date'})")
+    return out
 
 
 def _problem_view(p: Problem) -> Dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.cell import Cell
 from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, diff, say_list
@@ -18,7 +18,7 @@ def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
         mine = [c for c in cells if c.engine == engine]
         every = sorted({c.engine_version for c in mine}, key=version_key)
         versions = [v for v in every if any(c.status not in IDLE for c in mine if c.engine_version == v)]
-        idle = [_idle_line(v, [c for c in mine if c.engine_version == v]) for v in every if v not in versions]
+        idle = idle_lines([v for v in every if v not in versions], mine)
         pairs = []
         for i, old in enumerate(versions):
             for j in range(i + 1, len(versions)):
@@ -28,12 +28,18 @@ def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
     return engines
 
 
-def _idle_line(version: str, cells: Sequence[Cell]) -> str:
-    """Why a version takes no part in the comparison: nothing ran there."""
-    reasons = sorted({f"{c.status.replace('_', ' ')}: {c.reason}" if c.reason else c.status.replace("_", " ")
-                      for c in cells})
-    why = reasons[0] if len(reasons) == 1 else f"{len(reasons)} reasons, see the grid"
-    return f"{version} is not compared: none of its {len(cells)} cells ran ({why})"
+def idle_lines(idle: Sequence[str], cells: Sequence[Cell]) -> List[str]:
+    """Why versions take no part in the comparison (nothing ran there): versions idle alike share one line."""
+    groups: Dict[Tuple[int, str], List[str]] = {}
+    for version in idle:
+        mine = [c for c in cells if c.engine_version == version]
+        reasons = sorted({f"{c.status.replace('_', ' ')}: {c.reason}" if c.reason else c.status.replace("_", " ")
+                          for c in mine})
+        why = reasons[0] if len(reasons) == 1 else f"{len(reasons)} reasons, see the grid"
+        groups.setdefault((len(mine), why), []).append(version)
+    return [f"{version} is not compared: none of its {n} cells ran ({why})" if len(versions) == 1 else
+            f"{say_list(versions)} are not compared: none of the {n} cells of each ran ({why})"
+            for (n, why), versions in groups.items() for version in versions[:1]]
 
 
 def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[str, Any]:
