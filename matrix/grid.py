@@ -153,13 +153,14 @@ def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, A
                 "provenance": c.provenance, "id": c.id, "nth": i + 2, "index": result.columns.index(c) + 1,
                 "e": engines.index(c.engine), "h": hardware.index(c.hardware)} for i, c in enumerate(shown)]
     groups = []
+    sets: Dict[Tuple[Any, ...], int] = {}  # each distinct details text once; cells refer to it by number
     case_ids = list(dict.fromkeys(r.case for r in result.rows))
     for index, case_id in enumerate(case_ids):
         info = result.cases.get(case_id)
         rows = []
         for row in (r for r in result.rows if r.case == case_id):
             rows.append({"slug": row.slug, "bundle": row.bundle,
-                         "cells": [_cell_view(grid.get((row.bundle, c.key)), notes) for c in shown]})
+                         "cells": [_cell_view(grid.get((row.bundle, c.key)), notes, sets) for c in shown]})
         groups.append({"index": index, "id": case_id, "seed": info.seed if info else "",
                        "title": info.title if info else "", "rows": rows})
     present = sorted({VERDICTS.index(c.verdict) for c in cells_shown if c and c.verdict in VERDICTS})
@@ -176,6 +177,9 @@ def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, A
         "legend": legend(),
         "notes": notes.listing(),
         "width": len(columns) + 1,
+        "details": [{"verdict": key[0], "items": [dict(zip(("label", "kind", "value"), d)) for d in key[1:]]}
+                    for key in sets],
+        "order": [c["d"] for g in groups for r in g["rows"] for c in r["cells"] if c],
     }
 
 
@@ -198,13 +202,17 @@ def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[
     return out
 
 
-def _cell_view(cell: Optional[Cell], notes: Notes) -> Optional[Dict[str, Any]]:
+def _cell_view(cell: Optional[Cell], notes: Notes, sets: Dict[Tuple[Any, ...], int]) -> Optional[Dict[str, Any]]:
+    """A cell's code, classes and the number of its details text (cells with the same details share one)."""
     if cell is None:
         return None
     code, css = cell_code(cell)
-    details = [dict(notes.ref(text) if long else {"text": text}, label=label)
-               for label, text, long in detail_texts(cell)]
-    return {"code": code, "css": css, "details": details}
+    items = []
+    for label, text, long in detail_texts(cell):
+        ref = notes.ref(text) if long else {"text": text}
+        items.append((label, "note", ref["note"]) if "note" in ref else (label, "text", ref["text"]))
+    key = (cell.verdict, *items)
+    return {"code": code, "css": css, "d": sets.setdefault(key, len(sets))}
 
 
 def _clip(text: str, limit: int) -> str:

@@ -103,11 +103,13 @@ def test_a_filter_click_changes_the_visible_rows(page):
 
 
 def test_a_cell_click_shows_its_details(page):
+    assert page.evaluate("document.getElementById('dp').hidden")
     page.click("#g td.vu")
-    details = page.evaluate("[...document.querySelectorAll('#g td > p')]"
-                            ".filter(p => getComputedStyle(p).display !== 'none')"
-                            ".map(p => p.innerText).join('|')")
-    assert "no implementation" in details and "python -m matrix bugs --cell grouped_conv/g=2" in details
+    details = page.evaluate("document.getElementById('dp').innerText")
+    assert "regressed" in details and "no implementation" in details
+    assert "python -m matrix bugs --cell grouped_conv/g=2" in details
+    page.evaluate("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'}))")
+    assert page.evaluate("document.getElementById('dp').hidden")
 
 
 def test_a_screenshot_is_not_blank(page):
