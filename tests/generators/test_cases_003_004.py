@@ -8,7 +8,6 @@ from typing import Dict, List, Tuple
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
 
 from cases import slug
 from cases.base import Case
@@ -17,6 +16,7 @@ from cases.quantized_constant_plugin import CASE as QUANTIZED_CONSTANT_PLUGIN
 from generators.grouped_conv import build as build_grouped_conv
 from generators.quantized_constant_plugin import build as build_quantized_constant_plugin
 from generators.reproducer import Reproducer
+from tests.generators.helpers import initializers as _initializers, run_onnxruntime as _run_onnxruntime
 
 BUILDERS = {GROUPED_CONV.id: build_grouped_conv, QUANTIZED_CONSTANT_PLUGIN.id: build_quantized_constant_plugin}
 VARIANTS: List[Tuple[Case, dict]] = [(c, p) for c in (GROUPED_CONV, QUANTIZED_CONSTANT_PLUGIN) for p in c.variants()]
@@ -27,18 +27,6 @@ def _build(case: Case, params: dict) -> Reproducer:
     return BUILDERS[case.id](dict(params), np.random.default_rng(0))
 
 
-def _run_onnxruntime(rep: Reproducer) -> Dict[str, np.ndarray]:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(rep.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, rep.inputs)))
-
-
-def _initializers(model: onnx.ModelProto) -> Dict[str, np.ndarray]:
-    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
 def _grouped_conv_float(x: np.ndarray, w: np.ndarray, groups: int) -> np.ndarray:

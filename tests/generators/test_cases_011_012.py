@@ -8,7 +8,6 @@ from typing import Dict, List, Tuple
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
 
 from cases import CASE_MODULES, slug
 from cases.base import Case
@@ -16,6 +15,7 @@ from generators.reference import expected_outputs
 from generators.reproducer import Reproducer
 from generators.steps import comparison_step, error_steps
 from generators.write import build
+from tests.generators.helpers import initializers as _initializers, run_onnxruntime as _run_onnxruntime
 
 NEW_MODULES = ("cases.matmul_per_channel", "cases.transformer_qdq_pattern")
 CASES: Dict[str, Case] = {m.split(".")[1]: importlib.import_module(m).CASE for m in NEW_MODULES}
@@ -27,18 +27,6 @@ SIZES = {
 }
 
 
-def _run_onnxruntime(rep: Reproducer) -> Dict[str, np.ndarray]:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(rep.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, rep.inputs)))
-
-
-def _initializers(model: onnx.ModelProto) -> Dict[str, np.ndarray]:
-    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
 def _only(model: onnx.ModelProto, op: str) -> onnx.NodeProto:

@@ -8,7 +8,6 @@ from typing import Dict, List, Tuple
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
 
 from cases import CASE_MODULES, slug
 from cases.base import Case
@@ -17,6 +16,7 @@ from generators.reference import expected_outputs
 from generators.reproducer import Reproducer
 from generators.steps import comparison_step, error_steps
 from generators.write import build
+from tests.generators.helpers import initializers as _initializers, run_onnxruntime as _run_onnxruntime
 
 NEW_MODULES = (
     "cases.convtranspose_q_fusion",
@@ -39,18 +39,6 @@ SIZES = {
 }
 
 
-def _run_onnxruntime(rep: Reproducer) -> Dict[str, np.ndarray]:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(rep.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, rep.inputs)))
-
-
-def _initializers(model: onnx.ModelProto) -> Dict[str, np.ndarray]:
-    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
 def _only(model: onnx.ModelProto, op: str) -> onnx.NodeProto:
