@@ -129,14 +129,8 @@ def detail_texts(cell: Cell) -> List[Tuple[str, str, bool]]:
         said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
         source = " ".join(x for x in (e.get("note", ""), e.get("source", "")) if x)
         out.append(("expected", f"{said}: {source}".strip(": "), True))
-    if cell.status == "crashed" or cell.verdict in UNEXPECTED:  # documented failures cite their upstream issue
-        out.append(("bug bundle", bug_command(cell), False))
     return out
 
-
-def bug_command(cell: Cell) -> str:
-    """The command that writes this cell's bug bundle (add --hardware where a version ran on several)."""
-    return f"python -m matrix bugs --cell {cell.bundle} --engine {cell.engine} --version {cell.engine_version}"
 
 
 def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Collection, Dict, List
 
 from cases.cell import Cell
 from matrix.merge import Column, MergeResult, column_key
@@ -22,9 +22,9 @@ def outcome(cell: Cell) -> str:
     return "not run"
 
 
-def plots_view(result: MergeResult) -> Dict[str, Any]:
-    """Both plots' geometry."""
-    return {"versions": versions_plot(result), "seeds": seeds_plot(result), "outcomes": _legend()}
+def plots_view(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any]:
+    """Both plots' geometry; the seed plot leaves out the idle columns (keys), which the grid states in one line."""
+    return {"versions": versions_plot(result), "seeds": seeds_plot(result, idle), "outcomes": _legend()}
 
 
 def versions_plot(result: MergeResult) -> Dict[str, Any]:
@@ -54,9 +54,9 @@ def versions_plot(result: MergeResult) -> Dict[str, Any]:
             "top": top, "base": TOP + PLOT_H, "ticks": _ticks(top)}
 
 
-def seeds_plot(result: MergeResult) -> Dict[str, Any]:
+def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any]:
     """Per seed (case) and column: one bar split by outcome share, so a version's change shows as a colour shift."""
-    cols = list(result.columns)
+    cols = [c for c in result.columns if c.key not in idle]
     cases = list(dict.fromkeys(r.case for r in result.rows))
     width, row_h, left, cell_w = 0, 16, 190, 44
     bars: List[Dict[str, Any]] = []

@@ -61,7 +61,7 @@ def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
 
 def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once."""
-    from matrix.grid import grid_view
+    from matrix.grid import collapsed_columns, grid_view
     from matrix.plots import plots_view
     from matrix.upgrade import upgrade_view
 
@@ -69,7 +69,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "upgrade": upgrade_view(result.cells),
         "grid": grid_view(result),
-        "plots": plots_view(result),
+        "plots": plots_view(result, idle=collapsed_columns(result)),
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
         "unexpected": unexpected_view(result),
         "verdicts": list(VERDICTS),
