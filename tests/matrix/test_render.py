@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,52 @@ def test_a_user_models_node_report_plugs_into_the_page(tmp_path, make_cell):
     assert '<a href="nodes/user_model__mine.html">mine.onnx</a>' in models
     assert "onnxruntime@1.31.1 [cpu]: 3 of 4 quantized nodes ran in INT8" in models
     assert "[mine.onnx](nodes/user_model__mine.md); onnxruntime@1.31.1 [cpu]: 3 of 4" in md
+
+
+OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"
+LATER_TRT = ("10.8.0.43", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.1.0.106", "11.2.1.2", "11.3.0.99", "11.4.0.106")
+
+
+def _cpu_cells(bundles, precision_of, make_cell):
+    """Synthetic CPU columns of today's shape (plumbing only: the sizes, never a matrix cell)."""
+    out = []
+    for engine, versions in (("onnxruntime", ("1.16.3", "1.31.1")), ("openvino", ("2024.6.0", "2026.4.1"))):
+        for version in versions:
+            for i, bundle in enumerate(bundles):
+                failing = i % 9 == 0
+                nodes = precision_of.get(bundle) or ["node_of_y"]
+                precision = {n: {"precision": "int8", "evidence": f"runtime layer '{n}' type Convolution, "
+                                 f"runtimePrecision u8, outputPrecisions u8, originalLayersNames {n}"} for n in nodes}
+                out.append(make_cell(
+                    bundle, engine=engine, engine_version=version, hardware="cpu: synthetic x86-64",
+                    status="fail" if failing else "pass", stage="run" if failing else "compare",
+                    verdict="new failure" if failing else "undocumented", fused=None if failing else i % 2 == 0,
+                    error=f"output 'y' differs from the reference by {i % 7 + 2} steps (tolerance 1)" if failing else "",
+                    explanation="fail, and no source documents a failure here" if failing else "passed",
+                    max_error_steps=float(i % 7 + 2) if failing else 0.0, precision=precision, expectation={}))
+    for version in LATER_TRT:
+        out += [make_cell(b, engine_version=version, hardware="no NVIDIA GPU", status="not_run", verdict="not run",
+                          reason="no NVIDIA GPU", fused=None, precision={}, expectation={}, stage="",
+                          max_error_steps=None, explanation="") for b in bundles]
+    return out
+
+
+@pytest.mark.skipif(not OBSERVED.is_dir(), reason="reports/observed is not in this checkout")
+def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
+    from matrix.merge import catalogue_bundles, load_results
+
+    catalogue = catalogue_bundles()
+    observed = load_results([OBSERVED], catalogue)
+    precision_of = {c.bundle: sorted(c.precision) for c in observed.cells}
+    bundles = [r.bundle for r in observed.rows]
+    cells = list(observed.cells) + _cpu_cells(bundles, precision_of, make_cell)
+    result = build(cells, observed.problems, catalogue, files=observed.files)
+    assert len(result.columns) >= 28 and len(result.rows) >= 180 and len(result.cells) > 3500
+    write_reports(result, tmp_path, generated="2026-01-01")
+    html, md = (tmp_path / "matrix.html").read_text(), (tmp_path / "matrix.md").read_text()
+    print(f"matrix.html {len(html.encode())} bytes, matrix.md {len(md.encode())} bytes")
+    assert len(html.encode()) < 400_000, len(html.encode())
+    assert len(md.encode()) < 100_000, len(md.encode())
+    assert html.index('id="upgrade"') < html.index('id="grid"') and md.index("## Upgrade answer") < md.index("## Grid")
+    assert md.count("Left out of the grid.") == 1 and "tensorrt 10.8.0.43, 10.13.3.9, " in md  # idle: one line
+    assert "11.4.0.106" not in html[html.index('<table id="g">'):html.index("</table>")]
