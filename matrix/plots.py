@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Collection, Dict, List
 
 from cases.cell import Cell
@@ -66,13 +67,18 @@ def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
         i, j = cases.index(case), cols.index(col)
         x, y = left + j * cell_w, TOP + 84 + i * row_h
         total = len(cells)
+        parts, said = [], []
         for name, css in OUTCOMES:
             n = sum(outcome(c) == name for c in cells)
             if n:
                 w = round((cell_w - 4) * n / total, 1)
-                bars.append({"x": x, "y": y, "w": w, "h": row_h - 3, "css": css,
-                             "title": f"{case} on {col.heading} [{col.hardware}]: {n} of {total} {name}"})
+                parts.append({"x": x, "y": y, "w": w, "h": row_h - 3, "css": css})
+                said.append(f"{n} {name}")
                 x += w
+        if parts:  # one tooltip per seed and column, not one per coloured part
+            source = col.provenance.split(" ")[0]  # local or observed
+            bars.append({"title": f"{case} on {col.heading} [{col.hardware}] ({source}), {total} cells: "
+                                  + ", ".join(said), "parts": parts})
         width = max(width, left + (j + 1) * cell_w)
     seeds = [{"y": TOP + 84 + i * row_h + row_h - 5, "text": _case_label(result, case)} for i, case in enumerate(cases)]
     heads = [{"x": left + j * cell_w + cell_w / 2 - 4, "y": TOP + 80, "text": _short(col)}
@@ -100,8 +106,10 @@ def _case_label(result: MergeResult, case: str) -> str:
 
 
 def _short(col: Column) -> str:
+    """A column head that fits a rotated label: "trt 8.6.0 H200", "ov 2024.6.0 AMD EPYC"."""
     names = {"tensorrt": "trt", "onnxruntime": "ort", "openvino": "ov"}
-    return f"{names.get(col.engine, col.engine)} {col.engine_version}"
+    hardware = re.sub(r"NVIDIA |cpu: | \(sm_\d+\)| \d+GB \w+|tactics", "", col.hardware).strip(" ,")
+    return f"{names.get(col.engine, col.engine)} {col.engine_version} {hardware}"
 
 
 def _legend() -> List[Dict[str, str]]:

@@ -287,7 +287,8 @@ def _node_view(node: Dict[str, Any], out: Path) -> Dict[str, Any]:
             "html": _relative(node["html"], out), "lines": lines}
 
 
-_DUPLICATE = re.compile(r"duplicate cell (?P<bundle>\S+) in (?P<column>.+): kept (?P<kept>.+?):\d+ \((?P<new>[^()]*)\), "
+_DUPLICATE = re.compile(r"duplicate cell (?P<bundle>\S+) in (?P<column>.+): "
+                        r"kept (?P<kept>.+?):\d+ \((?P<new>[^()]*)\), "
                         r"dropped (?P<dropped>.+?):\d+ \((?P<old>[^()]*)\)$")
 
 
