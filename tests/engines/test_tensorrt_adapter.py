@@ -7,7 +7,6 @@ is a test double for the subprocess plumbing, never a source of matrix cells.
 from __future__ import annotations
 
 import ast
-import ctypes
 import json
 import os
 import signal
@@ -19,28 +18,12 @@ import pytest
 
 from engines.base import EngineInfo
 from engines.tensorrt import WORKER, Adapter, gpu
+from tests.engines.trt_stand_in import H200, libcuda_loads as _libcuda_loads
 from generators.bundle import Bundle
 
 ENGINE_DIR = WORKER.parent
-FAKE_TRT = Path(__file__).resolve().parent.parent / "data" / "trt" / "fake_tensorrt"
-H200 = gpu.GpuInfo(present=True, name="NVIDIA H200", compute_capability="9.0", driver="580.159.04", cuda_driver="13.0")
 IN_TRT_ENV = ("worker.py", "gpu.py", "inspect.py", "plugins.py")
 NO_GPU_HERE = not any(os.path.exists(p) for p in gpu.DEVICE_FILES)
-
-
-def _libcuda_loads() -> bool:
-    try:
-        ctypes.CDLL(gpu.LIBCUDA)
-    except OSError:
-        return False
-    return True
-
-
-@pytest.fixture
-def fake_trt(monkeypatch):
-    """Interpreters started from here import the stand-in tensorrt; the adapter sees an H200."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_TRT), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setattr(gpu, "detect", lambda: H200)
 
 
 @pytest.fixture

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from engines.base import EngineInfo, no_custom_ops
-from engines.tensorrt import WORKER, Adapter
+from engines.tensorrt import Adapter
 from generators.bundle import Bundle
 
 SKIPLN = "CustomSkipLayerNormPluginDynamic"
@@ -45,19 +43,6 @@ def test_a_python_plugin_is_not_run_before_10_and_named_alone(tmp_path, version,
 def test_cpu_engines_still_cannot_run_a_tensorrt_plugin(tmp_path):
     reason = no_custom_ops("onnxruntime", _bundle(tmp_path, [SKIPLN]))
     assert reason.startswith("needs custom op CustomSkipLayerNormPluginDynamic")
-
-
-@pytest.fixture(scope="module")
-def worker():
-    """worker.py imported in this process: it needs nothing but the standard library until TensorRT is asked for."""
-    spec = importlib.util.spec_from_file_location("qdq_trt_worker_under_test", WORKER)
-    module = importlib.util.module_from_spec(spec)
-    path = list(sys.path)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path  # the worker drops its own folder from sys.path; leave this process's alone
-    return module
 
 
 def _fake_trt(version: str, calls: list):

@@ -6,32 +6,20 @@ The stand-in `tensorrt` (tests/data/trt/fake_tensorrt) checks the plumbing only;
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import json
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engines.base import EngineInfo
-from engines.tensorrt import WORKER, Adapter, gpu
+from engines.tensorrt import Adapter
 from engines.tensorrt.inspect import tactic_source_names, tactic_sources_mask
+from tests.engines.trt_stand_in import libcuda_loads as _libcuda_loads
 from generators.bundle import Bundle
 from matrix.merge import tactics_label
 
-FAKE_TRT = Path(__file__).resolve().parent.parent / "data" / "trt" / "fake_tensorrt"
-H200 = gpu.GpuInfo(present=True, name="NVIDIA H200", compute_capability="9.0", driver="580.159.04", cuda_driver="13.0")
 ALL = ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
-
-
-def _libcuda_loads() -> bool:
-    try:
-        ctypes.CDLL(gpu.LIBCUDA)
-    except OSError:
-        return False
-    return True
 
 
 @pytest.fixture
@@ -39,24 +27,6 @@ def bundle(tmp_path) -> Bundle:
     (tmp_path / "model.onnx").write_bytes(b"")  # the stand-in never reads it
     np.savez(tmp_path / "inputs.npz", x=np.zeros((1, 16, 8, 8), np.float32))
     return Bundle(path=tmp_path, meta={"bundle": "grouped_conv/fake", "target_nodes": ["node_of_c"], "trt": {"int8": True}})
-
-
-@pytest.fixture
-def fake_trt(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_TRT), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setattr(gpu, "detect", lambda: H200)
-
-
-@pytest.fixture(scope="module")
-def worker():
-    spec = importlib.util.spec_from_file_location("qdq_trt_worker_tactics_test", WORKER)
-    module = importlib.util.module_from_spec(spec)
-    path = list(sys.path)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path
-    return module
 
 
 def test_default_tactics_unless_asked(monkeypatch):

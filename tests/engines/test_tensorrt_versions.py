@@ -18,12 +18,12 @@ from cases import get_case
 from engines.cells import run_cell
 from engines.tensorrt import Adapter, gpu
 from engines.tensorrt.inspect import io_tensors, layer_precision
+from tests.engines.trt_stand_in import H200
 from generators.bundle import bundle_ids, load_bundle
 from generators.write import write_all
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "trt"
 FAKES = DATA / "fake_api"
-H200 = gpu.GpuInfo(present=True, name="NVIDIA H200", compute_capability="9.0", driver="580.159.04", cuda_driver="13.0")
 INSPECTOR_KEY = "engine inspector JSON (get_engine_information, DETAILED)"
 NODES = ["node_of_xq", "node_of_c", "node_of_wd", "node_of_y"]
 
