@@ -16,7 +16,7 @@ import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import List, Set
 
 import pytest
 

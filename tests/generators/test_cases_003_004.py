@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 import numpy as np
 import onnx

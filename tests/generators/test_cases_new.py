@@ -13,7 +13,6 @@ from cases import CASE_MODULES, slug
 from cases.base import Case
 from generators.qdq_parts import conv_transpose
 from generators.reference import expected_outputs
-from generators.reproducer import Reproducer
 from generators.steps import comparison_step, error_steps
 from generators.write import build
 from tests.generators.helpers import initializers as _initializers, run_onnxruntime as _run_onnxruntime
