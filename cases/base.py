@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
 
-ENGINES = ("tensorrt", "onnxruntime", "openvino")
+from cases.engines import ENGINES as _SPECS
+
+ENGINES = tuple(_SPECS)
 STAGES = ("load", "build", "run", "compare")
 # What a documentation source says happens to a cell:
 #   fail      - the engine fails (at `stage`, with `signature` where given)
@@ -52,6 +54,9 @@ class Expectation:
     where: Mapping[str, Tuple[ParamValue, ...]] = field(default_factory=dict)  # param filter
     hardware: Optional[str] = None  # hardware the source observed it on, where it says
     note: str = ""
+    # Cell filter: the CPU's INT8 level ("isa": ("avx2", "avx512")) and the engine's column options
+    # ("x64quantprecision": ("0",)); an option the cell does not set counts at its default.
+    when: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from packaging.specifiers import SpecifierSet
@@ -65,8 +70,12 @@ class Expectation:
         if not self.source:
             raise ValueError("every expectation names its source")
         SpecifierSet(self.versions)  # raises InvalidSpecifier on a bad range
+        allowed = {"isa"} | {o.name for o in _SPECS[self.engine].options}
+        unknown = [k for k in self.when if k not in allowed]
+        if unknown:
+            raise ValueError(f"expectation filters on {unknown}; {self.engine} cells know {sorted(allowed)}")
 
-    def applies(self, engine: str, version: str, params: Params) -> bool:
+    def applies(self, engine: str, version: str, params: Params, context: Optional[Mapping[str, str]] = None) -> bool:
         from packaging.specifiers import SpecifierSet
         from packaging.version import InvalidVersion, Version
 
@@ -79,7 +88,10 @@ class Expectation:
                 return False
             if not SpecifierSet(self.versions).contains(v, prereleases=True):
                 return False
-        return all(params.get(k) in vals for k, vals in self.where.items())
+        if not all(params.get(k) in vals for k, vals in self.where.items()):
+            return False
+        context = dict(_SPECS[engine].defaults(), **(context or {}))
+        return all(context.get(k) in vals for k, vals in self.when.items())
 
 
 @dataclass(frozen=True)
@@ -137,12 +149,16 @@ class Case:
         if self.valid is not None and not self.valid(params):
             raise ValueError(f"case {self.id}: the combination {dict(params)} is excluded from the sweep")
 
-    def expectation_for(self, engine: str, version: str, params: Params) -> Optional[Expectation]:
-        """The most specific documented expectation, or None where no source says."""
-        found = [e for e in self.expectations if e.applies(engine, version, params)]
+    def expectation_for(self, engine: str, version: str, params: Params,
+                        context: Optional[Mapping[str, str]] = None) -> Optional[Expectation]:
+        """The most specific documented expectation, or None where no source says.
+
+        `context` is the cell's side of it: {"isa": INT8 level} and its column options (cases.engines).
+        """
+        found = [e for e in self.expectations if e.applies(engine, version, params, context)]
         if not found:
             return None
-        return max(found, key=lambda e: (len(e.where), bool(e.versions)))
+        return max(found, key=lambda e: (len(e.where) + len(e.when), bool(e.versions)))
 
     def signature(self, name: str) -> Signature:
         for s in self.signatures:

@@ -16,6 +16,9 @@ SCHEMA = "qdq-matrix/cell/1"
 #   not_applicable - the engine ran, but this version removed the API the reproducer's documented
 #              path needs (TensorRT 11.0 removed INT8 calibration); `reason` says which, with its source
 STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable")
+# Where a results file's cells come from. A closed set: the merge refuses any other source, so that
+# a test double's cells (source "test" or "stand-in") can never reach a report.
+SOURCES = ("local", "observed")
 VERDICTS = ("as documented", "fixed", "regressed", "new failure", "undocumented", "not run", "not applicable")
 PRECISIONS = ("int8", "float", "unknown")
 
@@ -49,6 +52,9 @@ class Cell:
     hardware_detail: Dict[str, str] = field(default_factory=dict)  # GPU, compute capability, driver, CUDA
     versions: Dict[str, str] = field(default_factory=dict)  # engine, python, numpy, onnx ...
     options: Dict[str, Any] = field(default_factory=dict)  # build flags, optimization level, ...
+    # The engine's own column options that differ from its defaults (cases.engines): {} is the
+    # engine's default column; {"x64quantprecision": "1"} for ONNX Runtime with that session option.
+    variant: Dict[str, str] = field(default_factory=dict)
     timings: Dict[str, float] = field(default_factory=dict)  # seconds per stage
     log: str = ""  # the engine's log, trimmed
     run: Dict[str, str] = field(default_factory=dict)  # date, host, command, source (local/observed)
@@ -61,9 +67,16 @@ class Cell:
             raise ValueError(f"cell verdict {self.verdict!r} is not one of {VERDICTS}")
 
     @property
+    def setting(self) -> str:
+        """Hardware and option variant: what a column holds fixed besides the engine version."""
+        if not self.variant:
+            return self.hardware
+        return self.hardware + " · " + ", ".join(f"{k}={v}" for k, v in sorted(self.variant.items()))
+
+    @property
     def column(self) -> str:
-        """The matrix column: engine@version on hardware."""
-        return f"{self.engine}@{self.engine_version} [{self.hardware}]"
+        """The matrix column: engine@version on hardware, with its option variant."""
+        return f"{self.engine}@{self.engine_version} [{self.setting}]"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=_jsonable)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from cases.base import Case, Expectation
 from cases.cell import Cell
@@ -42,6 +42,14 @@ def match_signatures(case: Case, text: str, kind: str) -> List[str]:
     return [s.name for s in case.signatures if s.kind == kind and s.search(text)]
 
 
+def cell_context(hardware_detail: Mapping[str, str], variant: Mapping[str, str]) -> Dict[str, str]:
+    """What an expectation's `when` filter is matched against: the CPU's INT8 level and the column options."""
+    context = dict(variant)
+    if hardware_detail.get("isa_level"):
+        context["isa"] = hardware_detail["isa_level"]
+    return context
+
+
 def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
     """The expectation a verdict was judged against, as stored in a cell."""
     if expectation is None:
@@ -50,6 +58,7 @@ def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
         "outcome": expectation.outcome, "versions": expectation.versions, "source": expectation.source,
         "stage": expectation.stage or "", "signature": expectation.signature or "",
         "hardware": expectation.hardware or "", "note": expectation.note,
+        **({"when": {k: list(v) for k, v in expectation.when.items()}} if expectation.when else {}),
     }
 
 
@@ -62,7 +71,8 @@ def rejudge(cell: Cell, case: Case) -> Cell:
         return cell
     text = "\n".join([cell.error, cell.reason, cell.log])
     errors = match_signatures(case, text, "error")
-    expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params)
+    expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params,
+                                       cell_context(cell.hardware_detail, cell.variant))
     verdict, why = judge(expectation, cell.status, cell.fused)
     if cell.status == "crashed":
         why = f"the engine's process died before it reported a result; {why}"

@@ -22,6 +22,7 @@ class EngineInfo:
     reason: str = ""
     hardware_detail: Dict[str, str] = field(default_factory=dict)
     versions: Dict[str, str] = field(default_factory=dict)
+    variant: Dict[str, str] = field(default_factory=dict)  # column options off their defaults (cases.engines)
 
 
 @dataclass

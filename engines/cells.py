@@ -10,7 +10,7 @@ import numpy as np
 
 from cases.base import Case
 from cases.cell import Cell
-from cases.verdict import expectation_record, judge, match_signatures
+from cases.verdict import cell_context, expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
 from generators import steps
 from generators.bundle import Bundle
@@ -65,7 +65,8 @@ def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, st
         bundle=bundle.id, case=case.id, params=dict(bundle.meta["params"]), digest=bundle.meta["digest"],
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=info.unavailable_status,
         verdict=verdict, reason=info.reason, explanation=f"{why}: {info.reason}",
-        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), run=dict(run),
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), variant=dict(info.variant),
+        run=dict(run),
     )
 
 
@@ -76,7 +77,8 @@ def corrupt_cell(bundle_id: str, why: str, info: EngineInfo, run: Dict[str, str]
         bundle=bundle_id, case=case_id, params={}, digest="", engine=info.name, engine_version=info.version,
         hardware=info.hardware, status="not_run", verdict="not run", reason=why,
         explanation=f"the engine did not run: {why}; regenerate it with `python -m generators write`",
-        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), run=dict(run),
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), variant=dict(info.variant),
+        run=dict(run),
     )
 
 
@@ -99,7 +101,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     text = "\n".join([error, obs.crashed, obs.log])
     errors = match_signatures(case, text, "error")
     is_fused = fused(obs.precision, targets) if status == "pass" else None
-    expectation = case.expectation_for(info.name, info.version, params)
+    expectation = case.expectation_for(info.name, info.version, params, cell_context(info.hardware_detail, info.variant))
     verdict, why = judge(expectation, status, is_fused)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
@@ -113,7 +115,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         precision={t: _with_network_dtype(t, obs) for t in targets},
         fused=is_fused, expectation=expectation_record(expectation), explanation=why,
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
-        timings={k: round(v, 4) for k, v in obs.timings.items()}, log=obs.log[-LOG_LIMIT:], run=dict(run),
+        variant=dict(info.variant), timings={k: round(v, 4) for k, v in obs.timings.items()}, log=obs.log[-LOG_LIMIT:], run=dict(run),
     )
 
 

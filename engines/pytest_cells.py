@@ -9,7 +9,7 @@ test whose worker died (segfault, hang past --timeout) has no cell: the controll
 crashed and the run goes on (pytest-xdist starts a new worker).
 
 Runs resume: a results file is appended to, never truncated, and a cell it already holds for the
-same bundle digest, engine, engine version, hardware and cell options is reused instead of run
+same bundle digest, engine, engine version, hardware, variant and engine options is reused instead of run
 again (`--fresh` runs everything). One run at a time holds a results file (an OS file lock); a
 second run on it waits `--results-wait` seconds, then stops with a message naming the holder.
 """
@@ -17,50 +17,53 @@ second run on it waits `--results-wait` seconds, then stops with a message namin
 from __future__ import annotations
 
 import datetime as _dt
-import fcntl
 import json
 import os
 import platform
-import re
-import time
 from pathlib import Path
-from typing import Any, Dict, IO, Optional, Tuple
+from typing import Any, Dict, Optional
 
 import pytest
 
 from cases import get_case
-from cases.cell import Cell
+from cases.cell import SOURCES, Cell
+from cases.engines import ENGINES, spec
 from cases.verdict import rejudge
 from engines.base import EngineInfo
+from engines.results import (  # noqa: F401  (REUSABLE, same_not_run: the cell test imports them from here)
+    REUSABLE, NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
+)
 
 CELL_KEY = "qdq_cell"
 REUSED_KEY = "qdq_reused"
-SESSION_SCHEMA = "qdq-matrix/session/1"
-REPO = Path(__file__).resolve().parent.parent
+# Engine options whose default is read from the environment (the GPU scripts set them).
+ENV_DEFAULTS = {"tactics": "QDQ_TRT_TACTICS"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("qdq-matrix cells")
-    group.addoption("--engine", help="engine to run the reproducers on: onnxruntime, openvino, tensorrt, or module:Class")
+    group.addoption("--engine", help=f"engine to run the reproducers on: {', '.join(ENGINES)}, or module:Class")
     group.addoption("--engine-version", default=None, help="version label for an engine that is not here")
-    group.addoption("--trt-python", default=None, help="interpreter that already has TensorRT (existing-interpreter mode)")
+    group.addoption("--trt-python", default=None,
+                    help="interpreter that already has TensorRT or TensorRT-RTX (existing-interpreter mode)")
     group.addoption("--trt-isolate", action="store_true", help="one TensorRT process per cell (slower; no shared state)")
-    group.addoption("--trt-tactics", default=os.environ.get("QDQ_TRT_TACTICS") or "default",
-                    choices=("default", "tensorrt-only"),
-                    help="TensorRT tactic sources: its default, or its own kernels only (no cuBLAS/cuDNN); "
-                         "default $QDQ_TRT_TACTICS or 'default'")
-    group.addoption("--ort-opt-level", default="ORT_ENABLE_ALL", help="ONNX Runtime graph optimization level name")
-    group.addoption("--results", default=None, help="JSONL results file (default results/<engine>-<version>-<hardware>.jsonl)")
-    group.addoption("--results-source", default="local", help="'local' for this machine's runs, 'observed' for committed data")
+    seen = set()
+    for engine in ENGINES.values():  # each engine's own options, from its descriptor
+        for o in engine.options:
+            if o.flag in seen:
+                continue
+            seen.add(o.flag)
+            env = ENV_DEFAULTS.get(o.name)
+            group.addoption(o.flag, default=None, choices=o.choices or None,
+                            help=f"{engine.title}: {o.help} (default {o.default}" + (f", or ${env}" if env else "") + ")")
+    group.addoption("--results", default=None,
+                    help="JSONL results file (default results/<engine>-<version>-<hardware>[-<variant>].jsonl)")
+    group.addoption("--results-source", default="local", choices=SOURCES,
+                    help="'local' for this machine's runs, 'observed' for data to commit from a real machine")
     group.addoption("--bundles", default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     group.addoption("--fresh", action="store_true", help="run every cell again, even those the results file holds")
     group.addoption("--results-wait", type=float, default=0.0,
                     help="seconds to wait for another run that holds the results file (default: stop at once)")
-
-# Options that do not change what a cell observes, so they are left out of its reuse key.
-NOT_CELL_OPTIONS = ("engine", "trt_python", "trt_isolate", "results", "results_source", "bundles", "fresh",
-                    "results_wait", "engine_version")
-REUSABLE = ("pass", "fail")  # observations stand; crashed, skipped and not-run cells are tried again
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:
@@ -83,11 +86,32 @@ def pytest_configure(config: pytest.Config) -> None:
     engine = make_engine(config)
     info = engine.probe()
     config._qdq_info = info
-    config._qdq_run = run_record(config)
-    writer = ResultsWriter(results_path(config, info), info, config._qdq_run, wait=config.getoption("--results-wait"))
+    config._qdq_run = run_record(config, info)
+    try:
+        writer = ResultsWriter(results_path(config, info), info, config._qdq_run,
+                               wait=config.getoption("--results-wait"))
+    except (ResultsBusy, NotAResultsFile) as e:
+        raise pytest.UsageError(str(e)) from None
     config._qdq_writer = writer
     config._qdq_reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
     config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
+
+
+def engine_options(config: pytest.Config, name: str) -> Dict[str, str]:
+    """The named engine's own options as this run sets them: flag, else environment, else the descriptor's default."""
+    if name not in ENGINES:
+        return {}
+    found = {}
+    for o in spec(name).options:
+        value = config.getoption(o.flag)
+        if value is None and o.name in ENV_DEFAULTS:
+            value = os.environ.get(ENV_DEFAULTS[o.name]) or None
+        found[o.name] = str(value) if value is not None else o.default
+    try:
+        spec(name).check(found)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    return found
 
 
 def make_engine(config: pytest.Config):
@@ -95,76 +119,43 @@ def make_engine(config: pytest.Config):
     from engines import get_engine
 
     name = config.getoption("--engine")
-    version = config.getoption("--engine-version")
     if ":" in name:  # a custom adapter, module:Class
         import importlib
 
         module, cls = name.split(":")
         return getattr(importlib.import_module(module), cls)()
-    if name == "tensorrt":
-        return get_engine(
-            name, python=config.getoption("--trt-python"), version=version, isolate=config.getoption("--trt-isolate"),
-            tactics=config.getoption("--trt-tactics"),
-        )
-    if name == "onnxruntime":
-        return get_engine(name, graph_optimization_level=config.getoption("--ort-opt-level"))
-    return get_engine(name)
+    if name not in ENGINES:
+        raise pytest.UsageError(f"--engine {name}: unknown engine; known engines: {', '.join(ENGINES)}")
+    family = {}
+    if spec(name).family == "tensorrt":
+        family = {"python": config.getoption("--trt-python"), "version": config.getoption("--engine-version"),
+                  "isolate": config.getoption("--trt-isolate")}
+    return get_engine(name, **engine_options(config, name), **family)
 
 
-def run_record(config: pytest.Config) -> Dict[str, str]:
-    """Where and when this session ran, and how to run it again."""
+def run_record(config: pytest.Config, info: Optional[EngineInfo] = None) -> Dict[str, str]:
+    """Where and when this session ran, and how to run it again.
+
+    A stand-in engine (a test double that says so in its probe) gets the source "stand-in", which
+    no report accepts, whatever --results-source says.
+    """
     argv = " ".join(["pytest"] + [a for a in config.invocation_params.args])
+    source = config.getoption("--results-source")
+    if info is not None and info.versions.get("stand_in"):
+        source = "stand-in"
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": platform.node(),
         "command": argv,
-        "source": config.getoption("--results-source"),
+        "source": source,
         "python": platform.python_version(),
         "cell_options": json.dumps(cell_options(config), sort_keys=True),
     }
 
 
 def cell_options(config: pytest.Config) -> Dict[str, Any]:
-    """The options of this plugin that change what a cell observes (an ORT optimization level, say)."""
-    group = config.getoption
-    names = [a.dest for a in config._parser.getgroup("qdq-matrix cells").options]
-    return {n: group(n) for n in sorted(names) if n not in NOT_CELL_OPTIONS}
-
-
-ReuseKey = Tuple[str, str, str, str, str, str]
-
-
-def reuse_key(cell: Cell) -> ReuseKey:
-    """What must match for a stored cell to stand for a new run of it."""
-    return (cell.bundle, cell.digest, cell.engine, cell.engine_version, cell.hardware,
-            cell.run.get("cell_options", ""))
-
-
-def stored_cells(path: Path, upto: int) -> Dict[ReuseKey, Cell]:
-    """The reusable cells in the first `upto` bytes of a results file, the last of each key winning."""
-    found: Dict[ReuseKey, Cell] = {}
-    try:
-        with open(path, "rb") as f:
-            data = f.read(upto)
-    except OSError:
-        return found
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-            if record.get("schema") == SESSION_SCHEMA:
-                continue
-            cell = Cell.from_dict(record)
-        except (ValueError, AttributeError, TypeError):  # another schema or a damaged line: never reused
-            continue
-        if cell.status != "crashed":
-            found[reuse_key(cell)] = cell
-    return found
-
-
-def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
-    """A not-run cell that says what the stored one said: nothing new to write."""
-    return (stored is not None and new.status in ("skipped", "not_run") and new.status == stored.status
-            and new.reason == stored.reason)
+    """The running engine's own options (its descriptor's), which change what a cell observes."""
+    return engine_options(config, config.getoption("--engine") or "")
 
 
 def stored_cell(config: pytest.Config, bundle_id: str, digest: str) -> Optional[Cell]:
@@ -175,115 +166,12 @@ def stored_cell(config: pytest.Config, bundle_id: str, digest: str) -> Optional[
     if not hasattr(config, "_qdq_stored"):
         config._qdq_stored = stored_cells(Path(reuse["path"]), int(reuse["upto"]))
     info: EngineInfo = config._qdq_info
-    key = (bundle_id, digest, info.name, info.version, info.hardware, config._qdq_run.get("cell_options", ""))
-    return config._qdq_stored.get(key)
+    return config._qdq_stored.get(info_key(info, bundle_id, digest, config._qdq_run.get("cell_options", "")))
 
 
 def results_path(config: pytest.Config, info: EngineInfo) -> Path:
     given = config.getoption("--results")
-    if given:
-        return Path(given)
-    hw = re.sub(r"[^A-Za-z0-9.]+", "-", info.hardware).strip("-").lower() or "unknown"
-    return REPO / "results" / f"{info.name}-{info.version}-{hw}.jsonl"
-
-
-class ResultsBusy(pytest.UsageError):
-    """Another run holds the results file."""
-
-
-class ResultsWriter:
-    """Appends one JSON object per line and flushes it; the controller is its only user.
-
-    It holds an exclusive lock on the file for the whole run (fcntl.flock: the OS drops it when the
-    process dies, so a killed run never leaves a stale lock). A line cut off by a killed run is
-    removed before anything is appended: it was never a finished cell.
-    """
-
-    def __init__(self, path: Path, info: EngineInfo, run: Dict[str, str], wait: float = 0.0) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] = open(path, "a+", encoding="utf-8")
-        self._owner = path.with_name(path.name + ".owner")
-        self._lock(wait, run)
-        self._refuse_foreign()
-        self.resume_offset = self._drop_cut_off_line()
-        header = {
-            "schema": SESSION_SCHEMA, "kind": "session", "engine": info.name, "engine_version": info.version,
-            "hardware": info.hardware, "hardware_detail": info.hardware_detail, "versions": info.versions,
-            "available": info.available, "reason": info.reason, **run,
-        }
-        self.write_line(json.dumps(header, sort_keys=True))
-        self.counts: Dict[str, int] = {}
-        self.reused = 0
-
-    def _lock(self, wait: float, run: Dict[str, str]) -> None:
-        deadline = time.monotonic() + max(0.0, wait)
-        while True:
-            try:
-                fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = self._holder()
-                    self._file.close()
-                    raise ResultsBusy(
-                        f"results file {self.path} is in use by another run ({holder}); wait for it to finish, "
-                        "pass --results-wait SECONDS, or choose another --results file"
-                    ) from None
-                time.sleep(0.2)
-        owner = {"pid": os.getpid(), "host": platform.node(), "date": run.get("date", ""),
-                 "command": run.get("command", "")}
-        self._owner.write_text(json.dumps(owner), encoding="utf-8")
-
-    def _holder(self) -> str:
-        try:
-            o = json.loads(self._owner.read_text(encoding="utf-8"))
-            return f"pid {o['pid']} on {o['host']}, started {o['date']}: {o['command']}"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "holder unknown"
-
-    def _refuse_foreign(self) -> None:
-        """Never append to a file that is not a results file (a typo in --results must not damage it)."""
-        with open(self.path, "rb") as f:
-            first = f.readline(1 << 20)
-        if not first.strip():
-            return
-        try:
-            ours = json.loads(first).get("schema") == SESSION_SCHEMA
-        except (ValueError, AttributeError):
-            ours = False
-        if not ours:
-            self.close()
-            raise pytest.UsageError(f"{self.path} is not a qdq-matrix results file (its first line is not a "
-                                    f"{SESSION_SCHEMA} header); refusing to append to it: name another --results")
-
-    def _drop_cut_off_line(self) -> int:
-        """Truncate a last line without its newline (a killed writer's); return the size after that."""
-        self._file.flush()
-        with open(self.path, "rb") as f:
-            data = f.read()
-        if data and not data.endswith(b"\n"):
-            keep = data.rfind(b"\n") + 1
-            os.truncate(self.path, keep)
-            return keep
-        return len(data)
-
-    def write_line(self, line: str) -> None:
-        self._file.write(line + "\n")
-        self._file.flush()
-
-    def write(self, cell: Cell) -> None:
-        self.write_line(cell.to_json())
-        self.counts[cell.status] = self.counts.get(cell.status, 0) + 1
-
-    def close(self) -> None:
-        if self._file.closed:
-            return
-        try:
-            self._owner.unlink()
-        except OSError:
-            pass
-        self._file.close()  # closing the file releases the lock
+    return Path(given) if given else default_path(info)
 
 
 class _ControllerHooks:
@@ -340,8 +228,8 @@ def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str
         engine=info.name, engine_version=info.version, hardware=info.hardware, status="crashed",
         verdict="new failure", reason=first.strip()[:500],
         explanation="the engine's process died before it reported a result",
-        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), log=str(report.longrepr)[-4000:],
-        run=dict(run),
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), variant=dict(info.variant),
+        log=str(report.longrepr)[-4000:], run=dict(run),
     )
     try:
         return rejudge(cell, get_case(case_id))

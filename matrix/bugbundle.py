@@ -25,16 +25,16 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.cell import Cell
+from cases.engines import ENGINES
 from cases.verdict import UNEXPECTED
-from matrix.merge import tactics_label, version_key
+from matrix.merge import tactics_choice, version_key
 from matrix.safe import clean, md_cell, md_code, md_fence
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
 FAILING = ("fail", "crashed")
-ENGINE_TITLES = {"tensorrt": "TensorRT", "onnxruntime": "ONNX Runtime", "openvino": "OpenVINO"}
-REQUIREMENTS = {"tensorrt": "tensorrt (8.x needs numpy<1.24)", "onnxruntime": "onnxruntime",
-                "openvino": "openvino"}
+ENGINE_TITLES = {name: s.title for name, s in ENGINES.items()}
+REQUIREMENTS = {name: s.requirement for name, s in ENGINES.items()}
 NEXT_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare"}
 STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
 REPRO_TIMEOUT_S = 600
@@ -262,7 +262,7 @@ def _engine_options(cell: Cell) -> Dict[str, Any]:
         opts.setdefault("device", "CPU")
         opts["config"] = dict(opts.get("config") or {"INFERENCE_PRECISION_HINT": "f32"})
     if cell.engine == "tensorrt":
-        opts["tactics"] = "tensorrt-only" if tactics_label(opts) else "default"
+        opts["tactics"] = tactics_choice(opts)
     return opts
 
 
@@ -277,7 +277,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
-        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"), "tensorrt_only": bool(tactics_label(cell.options)),
+        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"), "tensorrt_only": tactics_choice(cell.options) == "tensorrt-only",
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": int(trt.get("workspace_mb", 1024)),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
@@ -314,7 +314,7 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
         trtexec.append("--stronglyTyped")
         polygraphy.append("--strongly-typed")
     # A cell built with TensorRT's default tactic sources needs no option; one built without cuBLAS/cuDNN does.
-    tensorrt_only = bool(tactics_label(cell.options))
+    tensorrt_only = tactics_choice(cell.options) == "tensorrt-only"
     if not v11 and tensorrt_only:  # 11.0 removed the CUBLAS, CUBLAS_LT and CUDNN tactic sources
         trtexec.append("--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN")
     sources = cell.options.get("tactic_sources")
@@ -403,9 +403,9 @@ def versions_tried(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any
     """Every version of this cell's engine that ran this bundle, oldest first, the newest marked."""
     ran = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine
            and c.status in ("pass", "fail", "crashed")]
-    ran.sort(key=lambda c: (version_key(c.engine_version), c.hardware))
+    ran.sort(key=lambda c: (version_key(c.engine_version), c.setting))
     newest = ran[-1].engine_version if ran else ""
-    return [{"version": c.engine_version, "hardware": c.hardware, "status": c.status, "verdict": c.verdict,
+    return [{"version": c.engine_version, "hardware": c.setting, "status": c.status, "verdict": c.verdict,
              "stage": failed_stage(c), "this": c is cell or _same(c, cell), "newest": c.engine_version == newest,
              "source": c.run.get("source", "local")} for c in ran]
 
@@ -413,8 +413,8 @@ def versions_tried(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any
 def other_engines(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any]]:
     """The same bundle on every other engine: status, verdict, version, error in steps."""
     found = [c for c in everything if c.bundle == cell.bundle and c.engine != cell.engine]
-    found.sort(key=lambda c: (c.engine, version_key(c.engine_version), c.hardware))
-    return [{"engine": ENGINE_TITLES.get(c.engine, c.engine), "version": c.engine_version, "hardware": c.hardware,
+    found.sort(key=lambda c: (c.engine, version_key(c.engine_version), c.setting))
+    return [{"engine": ENGINE_TITLES.get(c.engine, c.engine), "version": c.engine_version, "hardware": c.setting,
              "status": c.status, "verdict": c.verdict, "stage": failed_stage(c), "max_error": _steps(c.max_error_steps),
              "note": first_line(c.error or c.reason)} for c in found]
 
@@ -472,5 +472,5 @@ def _param(value: Any) -> str:
 
 
 def _same(a: Cell, b: Cell) -> bool:
-    return (a.bundle, a.engine, a.engine_version, a.hardware, a.run.get("source")) == \
-        (b.bundle, b.engine, b.engine_version, b.hardware, b.run.get("source"))
+    return (a.bundle, a.engine, a.engine_version, a.setting, a.run.get("source")) == \
+        (b.bundle, b.engine, b.engine_version, b.setting, b.run.get("source"))

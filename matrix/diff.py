@@ -141,8 +141,8 @@ def diff(
     not_compared: List[str] = []
     compared = 0
     for pair in pairs:
-        before = _newest(c for c in mine if c.engine_version == from_version and c.hardware == pair[0])
-        after = _newest(c for c in mine if c.engine_version == to_version and c.hardware == pair[1])
+        before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
+        after = _newest(c for c in mine if c.engine_version == to_version and c.setting == pair[1])
         label = _pair_label(pair)
         for bundle in sorted(set(before) | set(after)):
             a, b = before.get(bundle), after.get(bundle)
@@ -198,7 +198,7 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
 def _check_version(cells: List[Cell], engine: str, version: str) -> None:
     present = sorted({c.engine_version for c in cells}, key=version_key)
     if version not in present:
-        listing = "; ".join(f"{v} ({', '.join(sorted({c.hardware for c in cells if c.engine_version == v}))})"
+        listing = "; ".join(f"{v} ({', '.join(sorted({c.setting for c in cells if c.engine_version == v}))})"
                             for v in present)
         raise ValueError(f"no {engine} cells for version {version!r}; versions present: {listing}")
 
@@ -206,8 +206,8 @@ def _check_version(cells: List[Cell], engine: str, version: str) -> None:
 def _hardware_pairs(cells: List[Cell], engine: str, old: str, new: str,
                     hardware: Optional[str]) -> Tuple[List[Tuple[str, str]], List[str]]:
     """Which hardware labels to compare: the one asked for, every shared one, or the only one on each side."""
-    have_old = sorted({c.hardware for c in cells if c.engine_version == old})
-    have_new = sorted({c.hardware for c in cells if c.engine_version == new})
+    have_old = sorted({c.setting for c in cells if c.engine_version == old})
+    have_new = sorted({c.setting for c in cells if c.engine_version == new})
     if hardware is not None:
         missing = [v for v, have in ((old, have_old), (new, have_new)) if hardware not in have]
         if missing:

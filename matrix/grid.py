@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
-from matrix.merge import Column, MergeResult
+from matrix.merge import Column, MergeResult, column_key
 from matrix.render import FAILED_STAGE
 
 IDLE = ("skipped", "not_run")
@@ -69,7 +69,7 @@ def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Co
     """Columns where every cell is idle (not run or skipped) for one and the same reason."""
     by_column: Dict[Any, List[Cell]] = {}
     for c in result.cells:
-        by_column.setdefault((c.engine, c.engine_version, c.hardware, c.run.get("source", "local")), []).append(c)
+        by_column.setdefault(column_key(c), []).append(c)
     out = {}
     for col in result.columns:
         cells = by_column.get(col.key, [])
@@ -142,10 +142,10 @@ def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, A
     if notes is None:
         notes = Notes([t for c in cells_shown if c for _, t, long in detail_texts(c) if long])
     engines = list(dict.fromkeys(c.engine for c in shown))
-    hardware = list(dict.fromkeys(c.hardware for c in shown))
-    columns = [{"heading": c.heading, "engine": c.engine, "version": c.engine_version, "hardware": c.hardware,
+    hardware = list(dict.fromkeys(c.setting for c in shown))
+    columns = [{"heading": c.heading, "engine": c.engine, "version": c.engine_version, "hardware": c.setting,
                 "provenance": c.provenance, "id": c.id, "nth": i + 2, "index": result.columns.index(c) + 1,
-                "e": engines.index(c.engine), "h": hardware.index(c.hardware)} for i, c in enumerate(shown)]
+                "e": engines.index(c.engine), "h": hardware.index(c.setting)} for i, c in enumerate(shown)]
     groups = []
     sets: Dict[Tuple[Any, ...], int] = {}  # each distinct details text once; cells refer to it by number
     case_ids = list(dict.fromkeys(r.case for r in result.rows))
@@ -183,7 +183,7 @@ def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[
 
     groups: Dict[Tuple[str, str, int, str, str], List[Column]] = {}
     for k in collapsed:
-        groups.setdefault((k.column.hardware, k.column.provenance, k.cells, k.status, k.reason), []).append(k.column)
+        groups.setdefault((k.column.setting, k.column.provenance, k.cells, k.status, k.reason), []).append(k.column)
     out = []
     for (hardware, provenance, cells, status, reason), cols in groups.items():
         numbers = [result.columns.index(c) + 1 for c in cols]

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from cases.cell import SCHEMA as CELL_SCHEMA
-from cases.cell import Cell
+from cases.cell import SOURCES, Cell
+from cases.engines import variant_label
 
 SESSION_SCHEMA = "qdq-matrix/session/1"
-SOURCES = ("local", "observed")
-ColumnKey = Tuple[str, str, str, str]  # engine, engine_version, hardware, source
+ColumnKey = Tuple[str, str, str, str, str]  # engine, engine_version, hardware, variant label, source
 PathLike = Union[str, Path]
 
 # Field name -> accepted JSON types, so that a record of the right schema but the wrong shape is refused.
@@ -24,7 +24,7 @@ _TYPES: Dict[str, Tuple[type, ...]] = {
     "max_error_steps": (int, float, type(None)), "tolerance_steps": (int, float, type(None)),
     "precision": (dict,), "fused": (bool, type(None)), "expectation": (dict,), "explanation": (str,),
     "hardware_detail": (dict,), "versions": (dict,), "options": (dict,), "timings": (dict,),
-    "log": (str,), "run": (dict,),
+    "log": (str,), "run": (dict,), "variant": (dict,),
 }
 
 
@@ -49,16 +49,22 @@ class Column:
     engine: str
     engine_version: str
     hardware: str
+    variant: str  # "" for the engine's defaults, else "x64quantprecision=1" (cases.engines.variant_label)
     source: str
     date: str = ""  # the newest run date among its cells
 
     @property
     def key(self) -> ColumnKey:
-        return (self.engine, self.engine_version, self.hardware, self.source)
+        return (self.engine, self.engine_version, self.hardware, self.variant, self.source)
+
+    @property
+    def setting(self) -> str:
+        """Hardware and option variant, as Cell.setting says it."""
+        return self.hardware + (f" · {self.variant}" if self.variant else "")
 
     @property
     def id(self) -> str:
-        return f"{self.engine}@{self.engine_version} [{self.hardware}] ({self.source})"
+        return f"{self.engine}@{self.engine_version} [{self.setting}] ({self.source})"
 
     @property
     def heading(self) -> str:
@@ -69,7 +75,7 @@ class Column:
         """Where the column came from: "observed on NVIDIA H200 (sm_90), 2026-11-22" or "local run, ..."."""
         day = self.date[:10]
         if self.source == "observed":
-            return f"observed on {self.hardware}" + (f", {day}" if day else "")
+            return f"observed on {self.setting}" + (f", {day}" if day else "")
         return f"{self.source} run" + (f", {day}" if day else "")
 
 
@@ -124,8 +130,8 @@ class _Located:
 
 
 def column_key(cell: Cell) -> ColumnKey:
-    """The column a cell belongs in."""
-    return (cell.engine, cell.engine_version, cell.hardware, cell.run.get("source", "local"))
+    """The column a cell belongs in: engine, version, hardware, option variant and source."""
+    return (cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant), cell.run.get("source", "local"))
 
 
 def load_results(
@@ -156,7 +162,7 @@ def _drop_idle_columns(cells: List[Cell]) -> Tuple[List[Cell], List[Problem]]:
     idle = {k for k, cs in by_column.items()
             if (k[0], k[1]) in ran and all(c.status in ("skipped", "not_run") for c in cs)}
     notes = [Problem(", ".join(dict.fromkeys(c.run.get("file", "") for c in by_column[k])) or "(no file)", 0,
-                     f"{k[0]}@{k[1]} [{k[2]}] ({k[3]}): not run here ({by_column[k][0].reason}); "
+                     f"{k[0]}@{k[1]} [{by_column[k][0].setting}] ({k[4]}): not run here ({by_column[k][0].reason}); "
                      "its column is left out because another column of that version ran", "note")
              for k in sorted(idle)]
     return [c for c in cells if column_key(c) not in idle], notes
@@ -242,7 +248,11 @@ def read_file(path: Path) -> Tuple[List[_Located], List[Problem]]:
             if isinstance(record, dict) and record.get("schema") == SESSION_SCHEMA:
                 header = record
                 continue
-            cells.append(_Located(_with_run(parse_cell(record), header, path), name, number))
+            cell = _with_run(parse_cell(record), header, path)
+            if cell.run["source"] not in SOURCES:
+                raise ValueError(f"source {cell.run['source']!r} is not one of {', '.join(SOURCES)}: cells of a test "
+                                 "double or stand-in engine never reach a report")
+            cells.append(_Located(cell, name, number))
         except ValueError as e:
             bad.append(Problem(name, number, str(e)))
     if bad:
@@ -299,17 +309,30 @@ def _with_run(cell: Cell, header: Dict[str, Any], path: Path) -> Cell:
     run["date"] = str(run.get("date") or "")
     run["file"] = _show(path)
     detail = cell.hardware_detail or dict(header.get("hardware_detail") or {})
-    label = tactics_label(cell.options)
-    hardware = cell.hardware if not label or cell.hardware.endswith(label) else cell.hardware + label
-    return replace(cell, run=run, hardware_detail=detail, hardware=hardware)
+    variant = cell.variant or _older_variant(cell)
+    hardware = cell.hardware
+    if not cell.variant and hardware.endswith(_OLD_TACTICS_SUFFIX):  # merged by an older version of this code
+        hardware = hardware[: -len(_OLD_TACTICS_SUFFIX)]
+    return replace(cell, run=run, hardware_detail=detail, hardware=hardware, variant=variant)
 
 
-def tactics_label(options: Dict[str, Any]) -> str:
-    """"" for an engine's default tactic sources, else ", tensorrt-only tactics": such builds get a column of their own."""
+_OLD_TACTICS_SUFFIX = ", tensorrt-only tactics"
+
+
+def _older_variant(cell: Cell) -> Dict[str, str]:
+    """The variant of a cell written before cells carried one: TensorRT's tactic choice, read from its options."""
+    if cell.engine != "tensorrt":
+        return {}
+    choice = tactics_choice(cell.options)
+    return {"tactics": choice} if choice != "default" else {}
+
+
+def tactics_choice(options: Dict[str, Any]) -> str:
+    """"default" or "tensorrt-only": TensorRT's tactic sources as recorded, or read from the sources a cell lists."""
     choice = options.get("tactics")
     if choice is None and options.get("tactic_sources"):  # cells from before the choice was recorded
         choice = "default" if {"CUBLAS", "CUDNN"} & set(options["tactic_sources"]) else "tensorrt-only"
-    return "" if choice in (None, "default") else f", {choice} tactics"
+    return str(choice or "default")
 
 
 def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:
@@ -345,7 +368,7 @@ def _columns(cells: Sequence[Cell]) -> Tuple[Column, ...]:
         dates[key] = max(dates.get(key, ""), c.run.get("date", ""))
     columns = [Column(*key, date=d) for key, d in dates.items()]
     return tuple(sorted(columns, key=lambda col: (col.engine, version_key(col.engine_version), col.hardware,
-                                                  col.source)))
+                                                  col.variant, col.source)))
 
 
 def _rows(cells: Sequence[Cell], catalogue: Iterable[str], cases: Dict[str, CaseInfo]) -> Tuple[Row, ...]:

@@ -73,7 +73,7 @@ def read_meta(bundles: Union[None, Path, Sequence[Path]], bundle: str) -> Dict[s
 def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The per-node report of one bundle over every engine version that has a cell for it."""
     meta = dict(meta or {})
-    cells = sorted(cells, key=lambda c: (c.engine, version_key(c.engine_version), c.hardware))
+    cells = sorted(cells, key=lambda c: (c.engine, version_key(c.engine_version), c.setting))
     bundle = cells[0].bundle if cells else meta.get("bundle", "")
     targets = list(meta.get("target_nodes") or dict.fromkeys(t for c in cells for t in c.precision))
     details = meta.get("target_details") or {}
@@ -104,7 +104,7 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
                  if nodes[t]["precision"] not in ("int8", "unknown")]
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown"]
     column = {
-        "engine": cell.engine, "version": cell.engine_version, "hardware": cell.hardware,
+        "engine": cell.engine, "version": cell.engine_version, "hardware": cell.setting,
         "heading": f"{cell.engine}@{cell.engine_version}", "status": cell.status, "verdict": cell.verdict,
         "stage": cell.stage, "error": _first(cell.error) or _first(cell.reason), "signature": cell.signature,
         "int8": int8, "total": len(targets), "ran": ran,

@@ -6,6 +6,7 @@ import re
 from typing import Any, Collection, Dict, List
 
 from cases.cell import Cell
+from cases.engines import ENGINES
 from matrix.merge import Column, MergeResult, column_key
 
 # Outcome classes in drawing order, with the css class the template colours them by.
@@ -45,7 +46,7 @@ def versions_plot(result: MergeResult) -> Dict[str, Any]:
             for offset, (n, css, what) in enumerate(((fused, "k8", "INT8 fused"), (failed, "kx", "failing"))):
                 h = round(PLOT_H * n / top, 1)
                 bars.append({"x": x + offset * BAR, "y": TOP + PLOT_H - h, "w": BAR - 1, "h": h, "css": css,
-                             "n": n, "title": f"{col.heading} [{col.hardware}]: {n} {what} of {len(cells)} cells"})
+                             "n": n, "title": f"{col.heading} [{col.setting}]: {n} {what} of {len(cells)} cells"})
             labels.append({"x": x + BAR, "y": TOP + PLOT_H + 6, "text": col.engine_version})
             x += 2 * BAR + GAP
         x = max(x, start + PANEL_MIN)  # room for the engine's name over a panel of one version
@@ -77,7 +78,7 @@ def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
                 x += w
         if parts:  # one tooltip per seed and column, not one per coloured part
             source = col.provenance.split(" ")[0]  # local or observed
-            bars.append({"title": f"{case} on {col.heading} [{col.hardware}] ({source}), {total} cells: "
+            bars.append({"title": f"{case} on {col.heading} [{col.setting}] ({source}), {total} cells: "
                                   + ", ".join(said), "parts": parts})
         width = max(width, left + (j + 1) * cell_w)
     seeds = [{"y": TOP + 84 + i * row_h + row_h - 5, "text": _case_label(result, case)} for i, case in enumerate(cases)]
@@ -107,9 +108,9 @@ def _case_label(result: MergeResult, case: str) -> str:
 
 def _short(col: Column) -> str:
     """A column head that fits a rotated label: "trt 8.6.0 H200", "ov 2024.6.0 AMD EPYC"."""
-    names = {"tensorrt": "trt", "onnxruntime": "ort", "openvino": "ov"}
-    hardware = re.sub(r"NVIDIA |cpu: | \(sm_\d+\)| \d+GB \w+|tactics", "", col.hardware).strip(" ,")
-    return f"{names.get(col.engine, col.engine)} {col.engine_version} {hardware}"
+    hardware = re.sub(r"NVIDIA |cpu: | \(sm_\d+\)| \d+GB \w+", "", col.hardware).strip(" ,")
+    extra = f" {col.variant}" if col.variant else ""
+    return f"{ENGINES[col.engine].short if col.engine in ENGINES else col.engine} {col.engine_version} {hardware}{extra}"
 
 
 def _legend() -> List[Dict[str, str]]:

@@ -99,7 +99,7 @@ def summary(result: MergeResult) -> List[Dict[str, Any]]:
     for col in result.columns:
         cells = [c for c in result.cells if _in(c, col)]
         out.append({
-            "column": col.id, "heading": col.heading, "hardware": col.hardware, "provenance": col.provenance,
+            "column": col.id, "heading": col.heading, "hardware": col.setting, "provenance": col.provenance,
             "verdicts": {v: sum(c.verdict == v for c in cells) for v in VERDICTS},
             "statuses": _count(c.status for c in cells),
             "unexpected": sum(c.verdict in UNEXPECTED for c in cells),
@@ -225,7 +225,7 @@ def junit_xml(result: MergeResult) -> bytes:
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for col in result.columns:
         cells = sorted((c for c in result.cells if _in(c, col)), key=lambda c: c.bundle)
-        suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.hardware, timestamp=col.date)
+        suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.setting, timestamp=col.date)
         counts = {"tests": len(cells), "failures": 0, "skipped": 0}
         for cell in cells:
             kind = _junit_case(suite, cell)

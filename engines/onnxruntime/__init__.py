@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, no_custom_ops
 from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
 from generators.bundle import Bundle
@@ -34,6 +35,9 @@ PLUMBING = frozenset({
     "ReorderInput", "ReorderOutput", "Identity",
 })
 QUANT_TYPES = ("int8", "uint8")
+# microsoft/onnxruntime#12088: on x86-64 without VNNI, u8s8 GEMMs whose constant weights leave [-64, 63]
+# are rewritten to u8u8 so that vpmaddubsw cannot saturate. A graph transformation: it needs optimizations on.
+X64_QUANT_PRECISION = "session.x64quantprecision"
 # Providers that compile subgraphs; ORT cannot serialize their optimized graph, so none is saved.
 COMPILING = frozenset({"TensorrtExecutionProvider", "OpenVINOExecutionProvider", "DmlExecutionProvider"})
 
@@ -48,9 +52,15 @@ class Adapter:
 
     name = NAME
 
-    def __init__(self, graph_optimization_level: str = "ORT_ENABLE_ALL", providers: Optional[Sequence[str]] = None):
+    def __init__(self, graph_optimization_level: str = "ORT_ENABLE_ALL", providers: Optional[Sequence[str]] = None,
+                 x64quantprecision: str = "0"):
         self.graph_optimization_level = graph_optimization_level
+        self.x64quantprecision = str(x64quantprecision)
+        ENGINES[NAME].check(self._options())
         self.requested_providers = list(providers) if providers else None
+
+    def _options(self) -> Dict[str, str]:
+        return {"graph_optimization_level": self.graph_optimization_level, "x64quantprecision": self.x64quantprecision}
 
     def _providers(self, ort: Any) -> List[str]:
         """The providers asked for, else CUDA (where this ORT has it) then CPU."""
@@ -71,19 +81,20 @@ class Adapter:
             label += " + CUDA EP"
         detail = dict(detail, providers=",".join(available), device=str(ort.get_device()))
         versions = dict(python_versions(), onnxruntime=ort.__version__)
+        variant = ENGINES[NAME].variant(self._options())
         if missing:
             return EngineInfo(name=NAME, version=ort.__version__, hardware=label, available=False,
                               unavailable_status="not_run", reason=f"providers not available here: {', '.join(missing)}",
-                              hardware_detail=detail, versions=versions)
+                              hardware_detail=detail, versions=versions, variant=variant)
         return EngineInfo(name=NAME, version=ort.__version__, hardware=label, available=True,
-                          hardware_detail=detail, versions=versions)
+                          hardware_detail=detail, versions=versions, variant=variant)
 
     def cannot_run(self, bundle: Bundle) -> str:
         """Plugin models need a TensorRT plugin that onnxruntime does not have."""
         return no_custom_ops("onnxruntime", bundle)
 
     def run(self, bundle: Bundle) -> Observation:
-        obs = Observation(options={"graph_optimization_level": self.graph_optimization_level})
+        obs = Observation(options=self._options())
         try:
             ort = importlib.import_module("onnxruntime")
         except ImportError as exc:
@@ -107,6 +118,8 @@ class Adapter:
         so.enable_profiling = True
         so.profile_file_prefix = str(tmp / "profile")
         so.log_severity_level = 2  # warnings and errors
+        if self.x64quantprecision == "1":
+            so.add_session_config_entry(X64_QUANT_PRECISION, "1")
         return so
 
     def _run_stages(self, ort: Any, bundle: Bundle, tmp: Path, obs: Observation) -> None:

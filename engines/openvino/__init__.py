@@ -51,8 +51,8 @@ class Adapter:
         try:
             ov = importlib.import_module("openvino")
         except ImportError as exc:
-            return not_installed(NAME, exc)
-        label, detail = cpu_label()
+            return not_installed(NAME, exc, onednn=True)
+        label, detail = cpu_label(onednn=True)  # its CPU plugin is oneDNN: ONEDNN_MAX_CPU_ISA caps its kernels
         full = _openvino_version(ov)
         versions = dict(python_versions(), openvino=full)
         try:
@@ -146,7 +146,7 @@ def runtime_layers(compiled: Any) -> List[Dict[str, Any]]:
         info = op.get_rt_info()
         layers.append({
             "name": op.get_friendly_name(), "type": _rt(info, "layerType"), "precision": _rt(info, "runtimePrecision"),
-            "outputs": _rt(info, "outputPrecisions"),
+            "outputs": _rt(info, "outputPrecisions"), "primitive": _rt(info, "primitiveType"),
             "original": [n for n in _rt(info, "originalLayersNames").split(",") if n],
         })
     return layers
@@ -190,7 +190,8 @@ def layer_precision(target: str, layers: List[Dict[str, Any]], output: str = "")
     else:
         precision = "unknown"
     evidence = (f"runtime layer '{layer['name']}' type {layer['type']}, runtimePrecision {layer['precision']}, "
-                f"outputPrecisions {layer['outputs']}, originalLayersNames {','.join(layer['original'])}")
+                f"outputPrecisions {layer['outputs']}, originalLayersNames {','.join(layer['original'])}"
+                + (f", primitiveType {layer['primitive']}" if layer.get("primitive") else ""))
     return {"precision": precision, "evidence": evidence}
 
 

@@ -13,7 +13,6 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from engines import get_engine  # noqa: E402
-from engines.hardware import cpu_label  # noqa: E402
 from engines.onnxruntime import Adapter  # noqa: E402
 from generators.bundle import Bundle  # noqa: E402
 from generators.onnx_util import const, make_model, node, value_info  # noqa: E402
@@ -49,12 +48,6 @@ def test_probe_reports_version_and_cpu():
     info = Adapter().probe()
     assert info.available and info.version == ort.__version__
     assert info.hardware.startswith("cpu: ") and info.versions["onnxruntime"] == ort.__version__
-
-
-def test_cpu_label_reads_model_name():
-    label, detail = cpu_label("model name\t: Intel(R) Xeon(R)   Gold 6338 CPU\nflags\t: avx2 avx512_vnni sse4_2\n")
-    assert label == "cpu: Intel(R) Xeon(R) Gold 6338 CPU"
-    assert detail["isa"] == "avx2 avx512_vnni"
 
 
 def test_qdq_conv_with_output_q_fuses_into_qlinearconv(tmp_path):

@@ -17,7 +17,7 @@ from engines.tensorrt import Adapter
 from engines.tensorrt.inspect import tactic_source_names, tactic_sources_mask
 from tests.engines.trt_stand_in import libcuda_loads as _libcuda_loads
 from generators.bundle import Bundle
-from matrix.merge import tactics_label
+from matrix.merge import tactics_choice
 
 ALL = ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
 
@@ -130,17 +130,28 @@ def test_loaded_library_reads_this_process(worker):
 
 
 @pytest.mark.parametrize(
-    "options, label",
+    "options, choice",
     [
-        ({"tactics": "default", "tactic_sources": ALL}, ""),
-        ({"tactics": "tensorrt-only", "tactic_sources": ALL[3:]}, ", tensorrt-only tactics"),
-        ({"tactic_sources": ALL[3:]}, ", tensorrt-only tactics"),  # the H200 cells of before the option
-        ({"tactic_sources": ALL}, ""),
-        ({}, ""),
+        ({"tactics": "default", "tactic_sources": ALL}, "default"),
+        ({"tactics": "tensorrt-only", "tactic_sources": ALL[3:]}, "tensorrt-only"),
+        ({"tactic_sources": ALL[3:]}, "tensorrt-only"),  # the H200 cells of before the option
+        ({"tactic_sources": ALL}, "default"),
+        ({}, "default"),
     ],
 )
-def test_a_build_without_cublas_cudnn_gets_its_own_column(options, label):
-    assert tactics_label(options) == label
+def test_a_build_without_cublas_cudnn_is_told_apart(options, choice):
+    assert tactics_choice(options) == choice
+
+
+def test_tensorrt_only_cells_get_a_variant_column_of_their_own():
+    """The committed H200 cells of before the option carry no variant: the merge reads it from their tactic sources."""
+    from matrix.merge import load_results
+
+    observed = Path(__file__).resolve().parent.parent / "data" / "observed-sample.jsonl"
+    result = load_results([observed])
+    only = [c for c in result.cells if c.variant == {"tactics": "tensorrt-only"}]
+    assert only and all(c.hardware == "NVIDIA H200 (sm_90)" for c in only)
+    assert any(col.variant == "tactics=tensorrt-only" and col.hardware == "NVIDIA H200 (sm_90)" for col in result.columns)
 
 
 def test_bug_bundle_commands_follow_the_cells_tactics():

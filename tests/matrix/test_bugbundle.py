@@ -178,7 +178,7 @@ def test_tensorrt_issue_follows_nvidias_template(trt_bundle):
     assert "https://github.com/NVIDIA/TensorRT/issues/4060" in issue
     assert "`no_implementation`" in issue  # the matched signature
     # versions tried; the sample's builds left cuBLAS/cuDNN out, so its column says so
-    assert "8.5.3.1 on NVIDIA H200 (sm_90), tensorrt-only tactics: fail at build" in issue
+    assert "8.5.3.1 on NVIDIA H200 (sm_90) · tactics=tensorrt-only: fail at build" in issue
     assert re.search(r"ONNX Runtime \S+ on cpu: .*: pass", issue) and re.search(r"OpenVINO \S+ on cpu: .*: pass", issue)
     assert re.search(r"cross-checked:\n- onnxruntime \S+: agree", issue)  # case.json's cross_check
     assert "trtexec --onnx=model.onnx" in issue and "polygraphy run model.onnx --trt --onnxrt" in issue

@@ -368,4 +368,5 @@ def install(module, generation):
         for name in ("IInt8EntropyCalibrator2", "IInt8MinMaxCalibrator", "IAlgorithmSelector"):
             setattr(module, name, type(name, (_PluginBase,), {}))
     module.__version__ = GENERATIONS[generation]
+    module.__qdq_stand_in__ = f"tests/data/trt/fake_api generation {generation} (not TensorRT)"
     module.__class__ = _Module

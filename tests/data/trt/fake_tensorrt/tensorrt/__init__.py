@@ -14,6 +14,7 @@ import signal
 import time
 
 __version__ = "8.5.3.1"
+__qdq_stand_in__ = "tests/data/trt/fake_tensorrt (not TensorRT)"  # its cells never reach a report
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "inspector-8.5.3.1-h200.json")
 MODEL = "conv_dense.onnx"
 _FAULT = ""  # the fault the last parsed model file asks for
