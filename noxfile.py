@@ -81,9 +81,22 @@ def generate(session: nox.Session) -> None:
 @nox.session(name="ort")
 @nox.parametrize("version", list(ORT_VERSIONS), ids=list(ORT_VERSIONS))
 def ort(session: nox.Session, version: str) -> None:
-    """Every bundle on one ONNX Runtime version (CPU)."""
+    """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
     session.install(*_group("cells"), f"onnxruntime=={version}", *ORT_VERSIONS[version])
     _run_cells(session, "onnxruntime")
+    # microsoft/onnxruntime#12088: the documented fix for u8s8 saturation, a column of its own where it
+    # can change an outcome (x86-64 without VNNI; with VNNI ORT leaves the graph as it is).
+    if not _cpu_has_vnni(session):
+        _run_cells(session, "onnxruntime", "--ort-x64quantprecision", "1")
+
+
+def _cpu_has_vnni(session: nox.Session) -> bool:
+    """Whether this CPU's INT8 level (engines.hardware, from cpuid) has VNNI or AMX."""
+    out = session.run("python", "-c", "from engines.hardware import isa; print(isa().level, isa().vnni)",
+                      env=_env(), silent=True) or ""
+    level, vnni = (out.strip().splitlines() or ["unknown False"])[-1].split()
+    session.log(f"CPU INT8 level: {level}")
+    return vnni == "True"
 
 
 @nox.session(name="openvino")
@@ -207,14 +220,12 @@ def matrix(session: nox.Session) -> None:
     session.install(*_group("generate"), *_group("cells"))
     session.run("python", "-m", "generators", "write", env=_env())
     gpu = has_nvidia_gpu()
-    for version in TRT_PYPI:
-        if gpu:
+    if gpu:
+        for version in TRT_PYPI:
             session.notify(f"trt({version})")
-        else:  # honest "not run here" cells, never guessed
-            _run_cells(session, "tensorrt", "--engine-version", version)
-    if not gpu:  # 10.x/11.x need NVIDIA's index too; without a GPU its cells are "not run" all the same
-        for version in TRT_NVIDIA:
-            _run_cells(session, "tensorrt", "--engine-version", version)
+    else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass
+        versions = [a for v in TRT_PYPI + TRT_NVIDIA for a in ("--version", v)]
+        session.run("python", "-m", "engines.idle", "--engine", "tensorrt", *versions, env=_env())
     for version in ORT_VERSIONS:
         session.notify(f"ort({version})")
     for version in OPENVINO_VERSIONS:

@@ -101,7 +101,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     text = "\n".join([error, obs.crashed, obs.log])
     errors = match_signatures(case, text, "error")
     is_fused = fused(obs.precision, targets) if status == "pass" else None
-    expectation = case.expectation_for(info.name, info.version, params, cell_context(info.hardware_detail, info.variant))
+    context = cell_context(info.hardware_detail, info.variant)
+    expectation = case.expectation_for(info.name, info.version, params, context)
     verdict, why = judge(expectation, status, is_fused)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
@@ -115,7 +116,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         precision={t: _with_network_dtype(t, obs) for t in targets},
         fused=is_fused, expectation=expectation_record(expectation), explanation=why,
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
-        variant=dict(info.variant), timings={k: round(v, 4) for k, v in obs.timings.items()}, log=obs.log[-LOG_LIMIT:], run=dict(run),
+        variant=dict(info.variant), timings={k: round(v, 4) for k, v in obs.timings.items()},
+        log=obs.log[-LOG_LIMIT:], run=dict(run),
     )
 
 

@@ -46,16 +46,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--engine-version", default=None, help="version label for an engine that is not here")
     group.addoption("--trt-python", default=None,
                     help="interpreter that already has TensorRT or TensorRT-RTX (existing-interpreter mode)")
-    group.addoption("--trt-isolate", action="store_true", help="one TensorRT process per cell (slower; no shared state)")
+    group.addoption("--trt-isolate", action="store_true",
+                    help="one TensorRT process per cell (slower; no shared state)")
     seen = set()
     for engine in ENGINES.values():  # each engine's own options, from its descriptor
         for o in engine.options:
             if o.flag in seen:
                 continue
             seen.add(o.flag)
-            env = ENV_DEFAULTS.get(o.name)
+            env = f", or ${ENV_DEFAULTS[o.name]}" if o.name in ENV_DEFAULTS else ""
             group.addoption(o.flag, default=None, choices=o.choices or None,
-                            help=f"{engine.title}: {o.help} (default {o.default}" + (f", or ${env}" if env else "") + ")")
+                            help=f"{engine.title}: {o.help} (default {o.default}{env})")
     group.addoption("--results", default=None,
                     help="JSONL results file (default results/<engine>-<version>-<hardware>[-<variant>].jsonl)")
     group.addoption("--results-source", default="local", choices=SOURCES,

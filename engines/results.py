@@ -68,7 +68,7 @@ def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
 
 
 def default_path(info: EngineInfo, folder: Optional[Path] = None) -> Path:
-    """results/<engine>-<version>-<hardware and variant>.jsonl: a CPU's INT8 level and a variant get files of their own."""
+    """results/<engine>-<version>-<hardware and variant>.jsonl: an INT8 level and a variant get files of their own."""
     setting = info.hardware + "".join(f" {k} {v}" for k, v in sorted(info.variant.items()))
     hw = re.sub(r"[^A-Za-z0-9.]+", "-", setting).strip("-").lower() or "unknown"
     return (folder or REPO / "results") / f"{info.name}-{info.version}-{hw}.jsonl"

@@ -21,7 +21,7 @@ from generators.bundle import bundles_root, digest, meta_digest
 from generators.reproducer import Reproducer
 
 # Bump when a builder or the bundle format changes: it is part of the cache key.
-GENERATOR_VERSION = "2"  # 2: case.json carries meta_digest
+GENERATOR_VERSION = "3"  # 2: case.json carries meta_digest; 3: its ORT cross-check names the CPU INT8 level
 
 # progress(done, total, bundle id, "written" or "cached")
 Progress = Callable[[int, int, str, str], None]

@@ -131,7 +131,8 @@ class _Located:
 
 def column_key(cell: Cell) -> ColumnKey:
     """The column a cell belongs in: engine, version, hardware, option variant and source."""
-    return (cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant), cell.run.get("source", "local"))
+    source = cell.run.get("source", "local")
+    return (cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant), source)
 
 
 def load_results(
@@ -149,7 +150,23 @@ def load_results(
         problems.extend(file_problems)
     kept, notes = _dedupe(located)
     kept, hidden = _drop_idle_columns(kept)
+    notes += _levelless_cpu_columns(kept)
     return build(rejudge_all(kept), problems + notes + hidden, catalogue, cases, files=[_show(f) for f in files])
+
+
+def _levelless_cpu_columns(cells: List[Cell]) -> List[Problem]:
+    """A note per CPU column written before CPU cells named their INT8 level: its label is kept as it was."""
+    from cases.engines import CPU_ENGINES
+
+    found: Dict[ColumnKey, Cell] = {}
+    for c in cells:
+        if c.engine in CPU_ENGINES and c.hardware.startswith("cpu: ") and not c.hardware_detail.get("isa_level"):
+            found.setdefault(column_key(c), c)
+    return [Problem(c.run.get("file", "") or "(no file)", 0, (
+        f"{c.engine}@{c.engine_version} [{c.hardware}]: written before CPU cells named their INT8 instruction-set "
+        "level; its label is kept as it was, so cells of CPUs with and without VNNI may share this column (its "
+        f"recorded flags: {c.hardware_detail.get('isa') or 'none'}); INT8 numerics of ONNX Runtime and OpenVINO "
+        "depend on that level"), "note") for c in found.values()]
 
 
 def _drop_idle_columns(cells: List[Cell]) -> Tuple[List[Cell], List[Problem]]:

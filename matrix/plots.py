@@ -110,7 +110,8 @@ def _short(col: Column) -> str:
     """A column head that fits a rotated label: "trt 8.6.0 H200", "ov 2024.6.0 AMD EPYC"."""
     hardware = re.sub(r"NVIDIA |cpu: | \(sm_\d+\)| \d+GB \w+", "", col.hardware).strip(" ,")
     extra = f" {col.variant}" if col.variant else ""
-    return f"{ENGINES[col.engine].short if col.engine in ENGINES else col.engine} {col.engine_version} {hardware}{extra}"
+    name = ENGINES[col.engine].short if col.engine in ENGINES else col.engine
+    return f"{name} {col.engine_version} {hardware}{extra}"
 
 
 def _legend() -> List[Dict[str, str]]:

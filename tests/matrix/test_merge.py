@@ -143,3 +143,43 @@ def test_a_column_where_nothing_ran_gives_way_to_one_that_ran(make_cell, write_r
     assert {(c.engine_version, c.hardware) for c in result.columns} == {
         ("8.6.0", "NVIDIA H200 (sm_90)"), ("8.5.1.7", "no NVIDIA GPU")}
     assert any("left out" in p.message and p.level == "note" for p in result.problems)
+
+
+def test_an_option_variant_is_a_column_of_its_own(make_cell, write_results):
+    cpu = "cpu: AMD EPYC 7B13 (avx2)"
+    base = make_cell("dynamic_quantize/variant=dql_matmulinteger", engine="onnxruntime", engine_version="1.31.1",
+                     hardware=cpu)
+    fixed = make_cell("dynamic_quantize/variant=dql_matmulinteger", engine="onnxruntime", engine_version="1.31.1",
+                      hardware=cpu, variant={"x64quantprecision": "1"})
+    path = write_results("ort.jsonl", [base, fixed])
+    result = load_results([path])
+    assert len(result.cells) == 2 and not [p for p in result.problems if "duplicate" in p.message]
+    assert sorted(c.variant for c in result.columns) == ["", "x64quantprecision=1"]
+    assert {c.setting for c in result.columns} == {cpu, f"{cpu} · x64quantprecision=1"}
+
+
+def test_a_test_doubles_source_never_reaches_a_report(make_cell, write_results):
+    """run.source is a closed set: a stand-in's or a test's cells are refused, file and line named."""
+    good = write_results("real.jsonl", [make_cell("grouped_conv/g=2")])
+    for source in ("stand-in", "test", "made-up"):
+        bad = write_results(f"{source}.jsonl", [make_cell("grouped_conv/g=4", run={"source": source})])
+        result = load_results([good, bad])
+        assert [c.bundle for c in result.cells] == ["grouped_conv/g=2"]
+        [problem] = [p for p in result.problems if p.level == "error"]
+        assert problem.file.endswith(f"{source}.jsonl") and problem.line == 1
+        assert f"source {source!r} is not one of local, observed" in problem.message
+
+
+def test_a_header_cannot_launder_a_stand_in_source(make_cell, make_header, write_results):
+    path = write_results("trt.jsonl", [make_cell(run={})], head=make_header(source="stand-in"))
+    result = load_results([path])
+    assert not result.cells and result.errors
+
+
+def test_a_cpu_column_without_a_level_keeps_its_label_and_says_what_it_means(make_cell, write_results):
+    old = make_cell("dynamic_quantize/variant=dql_matmulinteger", engine="onnxruntime", engine_version="1.16.3",
+                    hardware="cpu: AMD EPYC", hardware_detail={"isa": "avx2 avx512f avx512_vnni"})
+    result = load_results([write_results("old.jsonl", [old])])
+    assert [c.hardware for c in result.columns] == ["cpu: AMD EPYC"]
+    [note] = [p for p in result.problems if "INT8 instruction-set level" in p.message]
+    assert note.level == "note" and "avx2 avx512f avx512_vnni" in note.message
