@@ -15,12 +15,16 @@ SCHEMA = "qdq-matrix/cell/1"
 #   not_run  - it cannot run here (for example: no NVIDIA GPU); `reason` says why
 #   not_applicable - the engine ran, but this version removed the API the reproducer's documented
 #              path needs (TensorRT 11.0 removed INT8 calibration); `reason` says which, with its source
-STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable")
+#   built    - parsed and built ahead of time (TensorRT-RTX), but this machine cannot run the plan (no
+#              GPU, or one the plan does not target); `reason` says why. Its verdict rests on the parse,
+#              the build and the per-node precision; its numerics were not run.
+STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable", "built")
 # Where a results file's cells come from. A closed set: the merge refuses any other source, so that
 # a test double's cells (source "test" or "stand-in") can never reach a report.
 SOURCES = ("local", "observed")
 VERDICTS = ("as documented", "fixed", "regressed", "new failure", "undocumented", "not run", "not applicable")
-PRECISIONS = ("int8", "float", "unknown")
+PRECISIONS = ("int8", "int4", "fp8", "float", "unknown")
+QUANTIZED_PRECISIONS = ("int8", "int4", "fp8")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,9 @@ class Cell:
     # The engine's own column options that differ from its defaults (cases.engines): {} is the
     # engine's default column; {"x64quantprecision": "1"} for ONNX Runtime with that session option.
     variant: Dict[str, str] = field(default_factory=dict)
+    # The engine's own layer listing that the per-node evidence was read from, packed so that the evidence
+    # can be re-derived later without the engine: {"kind", "encoding": "zlib+base64", "data"}.
+    listing: Dict[str, str] = field(default_factory=dict)
     timings: Dict[str, float] = field(default_factory=dict)  # seconds per stage
     log: str = ""  # the engine's log, trimmed
     run: Dict[str, str] = field(default_factory=dict)  # date, host, command, source (local/observed)

@@ -78,6 +78,10 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
         options=(
             EngineOption("target", "--rtx-target", "default", RTX_TARGETS,
                          "the GPU architecture the ahead-of-time build is for (default: the builder's own set)"),
+            EngineOption("plugin_link", "--rtx-plugin-link", "none", ("none", "libtensorrt_rtx.so"),
+                         "give the worker a libtensorrt_rtx.so link to the wheel's libtensorrt_rtx.so.1: the wheel "
+                         "ships only .so.1, and 1.7's ONNX parser aborts the process on a Python IPluginV3 node "
+                         "without it"),
         ),
     ),
     EngineSpec(

@@ -15,6 +15,8 @@ def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]
         return "not run", "the engine did not run here"
     if status == "not_applicable":
         return "not applicable", "this engine version removed the API the reproducer's documented path needs"
+    if status == "built":
+        return _judge_built(expectation, fused)
     failed = status in ("fail", "crashed")
     if expectation is None or expectation.outcome == "unknown":
         if failed:
@@ -32,6 +34,23 @@ def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]
     if expectation.outcome == "not_int8" and fused is True:
         return "fixed", "documented to fall back to float" + where + ", but every target node ran in INT8"
     return "as documented", "passes as documented" + where
+
+
+def _judge_built(expectation: Optional[Expectation], fused: Optional[bool]) -> Tuple[str, str]:
+    """A plan built ahead of time that this machine cannot run: judged on parse, build and per-node precision."""
+    numerics = "; its numerics were not run here"
+    if expectation is None or expectation.outcome == "unknown":
+        return "undocumented", "built; no source documents this cell" + numerics
+    where = f" ({expectation.source}" + (f", on {expectation.hardware}" if expectation.hardware else "") + ")"
+    if expectation.outcome == "fail":
+        if expectation.stage in ("load", "build"):
+            return "fixed", f"documented to fail at {expectation.stage}{where}, but it built" + numerics
+        return "not run", f"built; the documented failure{where} is at run time, which is not possible here"
+    if expectation.outcome == "int8" and fused is False:
+        return "regressed", "documented to run in INT8" + where + ", but the built plan computes a target in float"
+    if expectation.outcome == "not_int8" and fused is True:
+        return "fixed", "documented to fall back to float" + where + ", but the built plan is quantized throughout"
+    return "as documented", "built as documented" + where + numerics
 
 
 UNEXPECTED = ("fixed", "regressed", "new failure")

@@ -5,13 +5,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from cases.engines import ENGINES
 from engines.base import Engine, EngineInfo, Observation
 
-ADAPTERS = {
-    "onnxruntime": "engines.onnxruntime:Adapter",
-    "openvino": "engines.openvino:Adapter",
-    "tensorrt": "engines.tensorrt:Adapter",
-}
+ADAPTERS = {name: spec.adapter for name, spec in ENGINES.items()}
 
 __all__ = ["ADAPTERS", "Engine", "EngineInfo", "Observation", "get_engine"]
 

@@ -23,6 +23,7 @@ class EngineInfo:
     hardware_detail: Dict[str, str] = field(default_factory=dict)
     versions: Dict[str, str] = field(default_factory=dict)
     variant: Dict[str, str] = field(default_factory=dict)  # column options off their defaults (cases.engines)
+    capabilities: Dict[str, Any] = field(default_factory=dict)  # what the engine's module offers (TensorRT family)
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Observation:
     options: Dict[str, Any] = field(default_factory=dict)  # flags and levels actually used
     timings: Dict[str, float] = field(default_factory=dict)
     crashed: str = ""  # non-empty when the engine's process died: signal or timeout
+    not_run_here: str = ""  # built ahead of time, but this machine cannot run it: why (TensorRT-RTX)
+    listing: Dict[str, str] = field(default_factory=dict)  # the engine's layer listing, packed (kind, encoding, data)
 
 
 class Engine(Protocol):

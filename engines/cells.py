@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from cases.base import Case
-from cases.cell import Cell
+from cases.cell import QUANTIZED_PRECISIONS, Cell
 from cases.verdict import cell_context, expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
 from generators import steps
@@ -46,14 +46,15 @@ def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[fl
     return worst, "; ".join(problems), dtypes
 
 
-def fused(precision: Dict[str, Dict[str, str]], targets: List[str]) -> Optional[bool]:
-    """True when every target node ran in INT8, False when one ran in float, None when unknown."""
+def fused(precision: Dict[str, Dict[str, Any]], targets: List[str]) -> Optional[bool]:
+    """True when every target node ran quantized (INT8, INT4 weights, FP8), False when one ran in float,
+    None when unknown."""
     found = [precision.get(t, {}).get("precision", "unknown") for t in targets]
     if not found:
         return None
     if "float" in found:
         return False
-    if all(p == "int8" for p in found):
+    if all(p in QUANTIZED_PRECISIONS for p in found):
         return True
     return None
 
@@ -96,27 +97,30 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         status = "fail" if mismatch else "pass"
         error = mismatch
         stage = "run" if mismatch else "compare"
+    elif stage == "build" and not error and obs.not_run_here:  # built ahead of time; no GPU here runs it
+        status = "built"
     else:
         status = "fail"
     text = "\n".join([error, obs.crashed, obs.log])
     errors = match_signatures(case, text, "error")
-    is_fused = fused(obs.precision, targets) if status == "pass" else None
+    is_fused = fused(obs.precision, targets) if status in ("pass", "built") else None
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
     verdict, why = judge(expectation, status, is_fused)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
+    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "")
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,
-        stage=stage, reason=obs.crashed or obs.options.get("not_applicable", ""), error=error[:4000], signature=errors[0] if errors else "",
+        stage=stage, reason=reason, error=error[:4000], signature=errors[0] if errors else "",
         warnings=match_signatures(case, text, "warning"), output_dtypes=dtypes,
         network_dtypes=dict(obs.network_dtypes), max_error_steps=worst,
         tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),
         precision={t: _with_network_dtype(t, obs) for t in targets},
         fused=is_fused, expectation=expectation_record(expectation), explanation=why,
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
-        variant=dict(info.variant), timings={k: round(v, 4) for k, v in obs.timings.items()},
+        variant=dict(info.variant), listing=dict(obs.listing), timings={k: round(v, 4) for k, v in obs.timings.items()},
         log=obs.log[-LOG_LIMIT:], run=dict(run),
     )
 
@@ -134,7 +138,7 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
     return replace(cell, timings={**cell.timings, "cell": round(time.perf_counter() - start, 4)})
 
 
-def _with_network_dtype(target: str, obs: Observation) -> Dict[str, str]:
+def _with_network_dtype(target: str, obs: Observation) -> Dict[str, Any]:
     """The engine's precision evidence for a target node, plus its output's type in the network definition."""
     entry = dict(obs.precision.get(target, {"precision": "unknown", "evidence": "not reported"}))
     tensor = target[len("node_of_"):] if target.startswith("node_of_") else target

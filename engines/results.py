@@ -22,7 +22,7 @@ from engines.base import EngineInfo
 
 SESSION_SCHEMA = "qdq-matrix/session/1"
 REPO = Path(__file__).resolve().parent.parent
-REUSABLE = ("pass", "fail")  # observations stand; crashed, skipped and not-run cells are tried again
+REUSABLE = ("pass", "fail", "built")  # observations stand; crashed, skipped and not-run cells are tried again
 
 ReuseKey = Tuple[str, str, str, str, str, str, str]
 

@@ -1,11 +1,14 @@
-"""TensorRT adapter: runs each bundle in worker.py under any interpreter that has TensorRT.
+"""TensorRT and TensorRT for RTX: each bundle runs in worker.py under an interpreter that has the module.
 
 The interpreter (`python`) may be this one, an NGC container's, an air-gapped box's, or the GPU
-runner's `bin/python-trt-VERSION`. TensorRT is never imported in this process.
+runner's `bin/python-trt-VERSION`. Neither module is ever imported in this process. TensorRT-RTX is
+the same family with other data (module name, ahead-of-time targets, its build log as the layer
+listing): `RtxAdapter` reuses every stage.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import select
@@ -14,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -35,6 +39,7 @@ class Adapter:
     """TensorRT through a subprocess worker; a crash or hang costs one cell."""
 
     name = "tensorrt"
+    module = "tensorrt"
 
     def __init__(
         self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600, isolate: bool = False,
@@ -51,47 +56,68 @@ class Adapter:
         # serving process per adapter, replaced after a crash.
         self.isolate = isolate
         self._info: Optional[EngineInfo] = None
+        self._gpu: Optional[gpu.GpuInfo] = None
+        self._report: Optional[Dict[str, Any]] = None  # the worker's probe answer
         self._server: Optional[_Server] = None
 
+    @property
+    def title(self) -> str:
+        return ENGINES[self.name].title
+
+    def options(self) -> Dict[str, str]:
+        """This adapter's own engine options (cases.engines), as the cells record them."""
+        return {"tactics": self.tactics}
+
     def probe(self) -> EngineInfo:
-        """GPU first (no TensorRT import), then the worker's own report of its versions."""
+        """GPU first (no engine import), then the worker's own report of versions and capabilities."""
         if self._info is None:
             self._info = self._probe()
         return self._info
 
     def _probe(self) -> EngineInfo:
-        found = gpu.detect()
+        found = self._gpu = gpu.detect()
         if not found.present:
             return self._unavailable("not_run", found.reason, hardware=gpu.NO_GPU, detail=found.detail())
-        hardware, detail = found.label, found.detail()
+        return self._probe_worker(found.label, found.detail())
+
+    def _probe_worker(self, hardware: str, detail: Dict[str, str]) -> EngineInfo:
         try:
-            report = self._worker_probe()
+            report = self._report = self._worker_probe()
         except (OSError, subprocess.SubprocessError, ValueError) as e:
-            return self._unavailable("skipped", f"TensorRT probe failed in {self.python}: {e}", hardware, detail)
+            return self._unavailable("skipped", f"{self.title} probe failed in {self.python}: {e}", hardware, detail)
         if "tensorrt" not in report:
-            reason = f"tensorrt not importable in {self.python}: {report.get('tensorrt_error', 'unknown error')}"
+            reason = f"{self.module} not importable in {self.python}: {report.get('tensorrt_error', 'unknown error')}"
             return self._unavailable("skipped", reason, hardware, detail)
         if "numpy" not in report:
             reason = f"numpy not importable in {self.python}: {report.get('numpy_error', 'unknown error')}"
             return self._unavailable("skipped", reason, hardware, detail, version=report["tensorrt"])
         actual = report["tensorrt"]
         if self.version and not version_matches(self.version, actual):
-            reason = f"requested TensorRT {self.version}, but {self.python} has {actual}"
+            reason = f"requested {self.title} {self.version}, but {self.python} has {actual}"
             return self._unavailable("skipped", reason, hardware, detail)
-        versions = {"tensorrt": actual, "python": report.get("python", ""), "numpy": report["numpy"],
-                    "cudnn": report.get("cudnn", "unknown"), "cublas": report.get("cublas", "unknown")}
+        versions = {self.module: actual, "python": report.get("python", ""), "numpy": report["numpy"]}
+        if self.module == "tensorrt":
+            versions.update(cudnn=report.get("cudnn", "unknown"), cublas=report.get("cublas", "unknown"))
         if report.get("payload"):
             versions["payload"] = ", ".join(f"{k}=={v}" for k, v in sorted(report["payload"].items()))
         if report.get("stand_in"):  # a test double: its cells are marked so that no report takes them
             versions["stand_in"] = report["stand_in"]
         versions.update({k: v for k, v in detail.items() if k in ("driver", "cuda_driver")})
         return EngineInfo(
-            name=self.name, version=actual, hardware=hardware, available=True,
+            name=self.name, version=actual, hardware=self._hardware(hardware, report), available=True,
             hardware_detail=detail, versions=versions, variant=self._variant(),
+            capabilities=report.get("capabilities") or {},
         )
 
+    def _hardware(self, label: str, report: Dict[str, Any]) -> str:
+        return label
+
     def _variant(self) -> Dict[str, str]:
-        return ENGINES[self.name].variant({"tactics": self.tactics})
+        return ENGINES[self.name].variant(self.options())
+
+    def _worker_env(self) -> Optional[Dict[str, str]]:
+        """The environment of worker processes (None: this process's)."""
+        return None
 
     def _unavailable(
         self, status: str, reason: str, hardware: str, detail: Dict[str, str], version: str = ""
@@ -103,7 +129,8 @@ class Adapter:
 
     def _worker_probe(self) -> Dict[str, Any]:
         out = subprocess.run(
-            [self.python, str(WORKER), "--probe"], capture_output=True, text=True, timeout=self.timeout,
+            [self.python, str(WORKER), "--module", self.module, "--probe"], capture_output=True, text=True,
+            timeout=self.timeout,
         )
         if out.returncode != 0:
             raise ValueError(f"exit status {out.returncode}: {_tail(out.stderr)}")
@@ -113,26 +140,29 @@ class Adapter:
         return json.loads(lines[-1])
 
     def cannot_run(self, bundle: Bundle) -> str:
-        """Our Python plugins on TensorRT < 10 (TensorRT's own plugins run); cuDNN paths where cuDNN is a stub."""
-        wanted = python_plugins(plugins_needed(bundle))
+        """What this module cannot host (our Python plugins before TensorRT 10); cuDNN paths where cuDNN is a stub."""
         info = self.probe()
         if not info.available:
             return ""
-        if wanted and parse_version(info.version)[:1] < (10,):
-            return (f"needs plugin {', '.join(wanted)}; the suite's plugins are TensorRT Python plugins "
-                    f"(TensorRT >= 10), and none is built for TensorRT {info.version}")
-        cudnn = bundle.meta.get("trt", {}).get("needs_cudnn") or _instancenorm_plugin(bundle, info.version)
+        caps = info.capabilities
+        wanted = python_plugins(plugins_needed(bundle))
+        if wanted and caps and not caps.get("python_plugins"):
+            return (f"needs plugin {', '.join(wanted)}; the suite's plugins are Python plugins (IPluginV3, "
+                    f"TensorRT >= 10), which {self.title} {info.version} does not have")
+        if self.module != "tensorrt":
+            return ""
+        cudnn = bundle.meta.get("trt", {}).get("needs_cudnn") or _instancenorm_plugin(bundle, info)
         if cudnn and info.versions.get("cudnn", "").startswith(("stub", "missing")):
             return f"needs cuDNN ({cudnn}), and this interpreter's cuDNN is {info.versions['cudnn']}"
         stubs = [k for k in ("cudnn", "cublas") if info.versions.get(k, "").startswith(("stub", "missing"))]
-        if self.tactics == "default" and stubs and parse_version(info.version)[:1] < (10,):
+        if self.tactics == "default" and stubs and caps.get("default_tactics_use_cudnn"):
             return (f"TensorRT {info.version}'s default tactic sources call cuBLAS/cuDNN, and this interpreter's "
                     f"{' and '.join(stubs)} {'is' if len(stubs) == 1 else 'are'} not real "
                     "(run with --trt-tactics tensorrt-only)")
         return ""
 
     def run(self, bundle: Bundle) -> Observation:
-        """Parse, build and run one bundle in a fresh worker process."""
+        """Parse, build and (where this machine can) run one bundle in the worker."""
         with tempfile.TemporaryDirectory(prefix="qdq-trt-") as tmp:
             request = self._write_request(bundle, Path(tmp))
             if self.isolate:
@@ -144,7 +174,7 @@ class Adapter:
     def _ask_server(self, request: Path) -> tuple:
         """(return code, stderr of this request, crash description) from the serving worker."""
         if self._server is None:
-            self._server = _Server(self.python)
+            self._server = _Server(self.python, self.module, self._worker_env())
         rc, stderr, crashed = self._server.ask(request, self.timeout)
         if rc != 0:
             self._server.close()
@@ -156,13 +186,19 @@ class Adapter:
             self._server.close()
             self._server = None
 
+    def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
+        return dict(bundle.meta.get("trt") or {}, tactics=self.tactics)
+
     def _write_request(self, bundle: Bundle, tmp: Path) -> Path:
+        found = self._gpu or gpu.detect()
         request = {
             "bundle": bundle.id,
             "model": str(bundle.model_path.resolve()),
             "inputs": str((bundle.path / "inputs.npz").resolve()),
             "target_nodes": list(bundle.meta.get("target_nodes") or []),
-            "trt": dict(bundle.meta.get("trt") or {}, tactics=self.tactics),
+            "target_ops": target_ops(bundle),
+            "gpu": {"present": found.present, "label": found.label, "reason": found.reason},
+            "trt": self._request_trt(bundle),
             "out": str(tmp / "out"),
         }
         path = tmp / "request.json"
@@ -173,8 +209,8 @@ class Adapter:
         """(return code, stderr, crash description); the worker runs in its own session so a hang is killed whole."""
         with open(tmp / "stderr.txt", "w+") as err, open(tmp / "stdout.txt", "w+") as out:
             proc = subprocess.Popen(
-                [self.python, str(WORKER), str(request)], stdout=out, stderr=err, cwd=str(tmp),
-                start_new_session=True,
+                [self.python, str(WORKER), "--module", self.module, str(request)], stdout=out, stderr=err,
+                cwd=str(tmp), start_new_session=True, env=self._worker_env(),
             )
             try:
                 rc = proc.wait(timeout=self.timeout)
@@ -200,6 +236,7 @@ class Adapter:
         if result.get("outputs") and Path(result["outputs"]).is_file():
             with np.load(result["outputs"]) as f:
                 outputs = {name: f[f"arr_{i}"] for i, name in enumerate(result.get("output_names") or [])}
+        listing = result.get("listing") or {}
         return Observation(
             stage=result.get("stage", ""),
             error=error,
@@ -210,19 +247,95 @@ class Adapter:
             options=_options(result),
             timings=result.get("timings") or {},
             crashed=crashed,
+            not_run_here="" if error or crashed else str(result.get("not_run_here") or ""),
+            listing=pack_listing(listing.get("kind", ""), listing.get("text", "")) if listing else {},
         )
+
+
+class RtxAdapter(Adapter):
+    """TensorRT for RTX through the same worker and stages: parse and ahead-of-time build on any machine;
+    deserialization and the run only on a GPU of an architecture the plan targets."""
+
+    name = "tensorrt-rtx"
+    module = "tensorrt_rtx"
+
+    def __init__(self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600,
+                 isolate: bool = False, target: Optional[str] = None, plugin_link: Optional[str] = None) -> None:
+        super().__init__(python=python, version=version, timeout=timeout, isolate=isolate, tactics="default")
+        self.target = target or "default"
+        self.plugin_link = plugin_link or "none"
+        ENGINES[self.name].check(self.options())
+        self._link_dir: Optional[tempfile.TemporaryDirectory] = None
+
+    def options(self) -> Dict[str, str]:
+        return {"target": self.target, "plugin_link": self.plugin_link}
+
+    def _worker_env(self) -> Optional[Dict[str, str]]:
+        """With plugin_link: LD_LIBRARY_PATH names a folder holding libtensorrt_rtx.so -> the wheel's .so.1."""
+        if self.plugin_link == "none":
+            return None
+        library = (self._report or {}).get("library", "")
+        if not library:
+            return None
+        if self._link_dir is None:
+            self._link_dir = tempfile.TemporaryDirectory(prefix="qdq-rtx-link-")
+            os.symlink(library, os.path.join(self._link_dir.name, "libtensorrt_rtx.so"))
+        path = os.environ.get("LD_LIBRARY_PATH", "")
+        return dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(x for x in (self._link_dir.name, path) if x))
+
+    def _probe(self) -> EngineInfo:
+        """No GPU needed: the build runs on the CPU (NVIDIA, "CPU-Only AOT"); a GPU only decides whether it runs."""
+        found = self._gpu = gpu.detect()
+        label = found.label if found.present else "no GPU"
+        return self._probe_worker(label, found.detail())
+
+    def _hardware(self, label: str, report: Dict[str, Any]) -> str:
+        """"no GPU: ahead-of-time build (default: SM80 SM86 SM89 SM120 SM121)", or ": ahead-of-time build"
+        where the variant names the one target."""
+        if self.target != "default":
+            return f"{label}: ahead-of-time build"
+        targets = [t for t in (report.get("capabilities") or {}).get("compute_capabilities", []) if t != "SM75"]
+        return f"{label}: ahead-of-time build (default: {' '.join(targets)})" if targets else label
+
+    def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
+        return dict(bundle.meta.get("trt") or {}, target=self.target)
+
+
+def target_ops(bundle: Bundle) -> Dict[str, str]:
+    """Each target node's ONNX op type (the attribution picks the layer that performs that op); {} without onnx."""
+    targets = set(bundle.meta.get("target_nodes") or [])
+    try:
+        import onnx
+
+        graph = onnx.load(str(bundle.model_path), load_external_data=False).graph
+    except Exception:  # no onnx here, or an unreadable model: the worker attributes without op types
+        return {}
+    return {n.name: n.op_type for n in graph.node if n.name in targets}
+
+
+def pack_listing(kind: str, text: str) -> Dict[str, str]:
+    """A layer listing kept with its cell, compressed: the evidence can be re-derived later without a GPU."""
+    data = base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
+    return {"kind": kind, "encoding": "zlib+base64", "data": data}
+
+
+def unpack_listing(listing: Dict[str, str]) -> str:
+    """The text of a listing packed by pack_listing ("" where there is none)."""
+    if not listing or listing.get("encoding") != "zlib+base64":
+        return ""
+    return zlib.decompress(base64.b64decode(listing["data"])).decode("utf-8")
 
 
 class _Server:
     """A worker in serve mode: one request path per stdin line, one RESULT_MARK line back."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, module: str = "tensorrt", env: Optional[Dict[str, str]] = None) -> None:
         # A file, not a pipe: whatever the worker wrote is there once it has exited, even after a signal.
         self._stderr = tempfile.TemporaryFile(mode="w+b")
         self._read_to = 0  # stderr before this offset belongs to earlier requests
         self.proc = subprocess.Popen(
-            [python, str(WORKER), "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            start_new_session=True,
+            [python, str(WORKER), "--module", module, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, start_new_session=True, env=env,
         )
         self._buffer = b""
 
@@ -327,9 +440,11 @@ def _tail(text: str, limit: int = STDERR_TAIL) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
-def _instancenorm_plugin(bundle: Bundle, version: str) -> str:
-    """NATIVE_INSTANCENORM arrived in 8.6: before it, InstanceNormalization is always the cuDNN plugin."""
+def _instancenorm_plugin(bundle: Bundle, info: EngineInfo) -> str:
+    """NATIVE_INSTANCENORM arrived in 8.6: where the parser lacks it, InstanceNormalization is the cuDNN plugin."""
     flags = bundle.meta.get("trt", {}).get("parser_flags") or []
-    if "NATIVE_INSTANCENORM" in flags and parse_version(version)[:2] < (8, 6):
-        return f"TensorRT {version} has no NATIVE_INSTANCENORM flag, so InstanceNormalization_TRT (cuDNN) runs"
+    have = info.capabilities.get("parser_flags")
+    missing = "NATIVE_INSTANCENORM" not in have if have is not None else parse_version(info.version)[:2] < (8, 6)
+    if "NATIVE_INSTANCENORM" in flags and missing:
+        return f"TensorRT {info.version} has no NATIVE_INSTANCENORM flag, so InstanceNormalization_TRT (cuDNN) runs"
     return ""

@@ -115,15 +115,27 @@ _SIGNATURES: Dict[str, tuple] = {
 
 
 class CudaDriver:
-    """Thin checked wrappers over the CUDA driver API; every return code is checked."""
+    """Thin checked wrappers over the CUDA driver API; every return code is checked.
+
+    libcuda is opened on first use, not on construction: a plugin that holds a driver for its enqueue must
+    still register (and build) on a machine with no GPU, as TensorRT-RTX's ahead-of-time builds do.
+    """
 
     def __init__(self, libcuda: str = LIBCUDA) -> None:
-        self.lib = ctypes.CDLL(libcuda)
-        for name, argtypes in _SIGNATURES.items():
-            fn = getattr(self.lib, name, None)
-            if fn is not None:
-                fn.argtypes = list(argtypes)
-                fn.restype = _int
+        self._path = libcuda
+        self._lib: Optional[ctypes.CDLL] = None
+
+    @property
+    def lib(self) -> ctypes.CDLL:
+        if self._lib is None:
+            lib = ctypes.CDLL(self._path)
+            for name, argtypes in _SIGNATURES.items():
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn.argtypes = list(argtypes)
+                    fn.restype = _int
+            self._lib = lib
+        return self._lib
 
     def call(self, name: str, *args: Any) -> None:
         rc = getattr(self.lib, name)(*args)

@@ -1,7 +1,8 @@
 """INT8 identity plugins for the reproducers, written in Python for TensorRT >= 10.
 
-NOT VERIFIED ON REAL TENSORRT: written from the TensorRT 10 Python plugin samples
-(samples/python/python_plugin: IPluginV2DynamicExt and IPluginV3 classes) and never run yet.
+Written from the TensorRT 10 Python plugin samples (samples/python/python_plugin: IPluginV2DynamicExt and
+IPluginV3 classes). Run for real on TensorRT-RTX 1.4-1.7 (build time only, no GPU); TensorRT 10.x/11.x
+proper remain NOT VERIFIED ON REAL TENSORRT.
 
 Names, shared with cases/q_output_type.py and cases/quantized_constant_plugin.py: namespace
 "qdq_matrix", version "1", plugins "Int8Identity" (IPluginV3), "Int8IdentityV3" (IPluginV3) and
@@ -11,8 +12,8 @@ input's network type and shape, and copies its input (cuMemcpyDtoDAsync on Tenso
 
 Class-based rather than `tensorrt.plugin` (the decorator API): that API arrived in TensorRT 10.6,
 while #3919 is about 10.0 and 10.1; both register the same "qdq_matrix::<name>" creators.
-Only worker.py loads this file, and only on TensorRT >= 10 (Python plugins do not exist in 8.x);
-the adapter imports it for `python_plugins` alone. Plugin names without this namespace are TensorRT's
+Only the worker registers them, and only where the module has Python plugin classes (IPluginV3 arrived
+with TensorRT 10; 8.x has none); the adapter imports this file for `python_plugins` alone. Plugin names without this namespace are TensorRT's
 own (libnvinfer_plugin registers its creators in the empty namespace), which 8.x hosts too.
 """
 
@@ -34,15 +35,15 @@ def python_plugins(names: List[str]) -> List[str]:
     return [n for n in names if n.startswith(f"{NAMESPACE}::")]
 
 
-def register(trt: Any, cuda: Any) -> Dict[str, str]:
-    """Register every plugin this TensorRT can host; "namespace::name" -> "registered" or why not. NOT VERIFIED."""
+def register(trt: Any, cuda: Any, kinds: List[str]) -> Dict[str, str]:
+    """Register every plugin of the kinds this module hosts; "namespace::name" -> "registered" or why not."""
     registry = trt.get_plugin_registry()
     status: Dict[str, str] = {}
     makers = ((V3_PLUGINS, _v3_creator, "IPluginV3"), (V2_PLUGINS, _v2_creator, "IPluginV2DynamicExt"))
     for names, make, base in makers:
         for name in names:
             key = f"{NAMESPACE}::{name}"
-            if not hasattr(trt, base):
+            if base not in kinds:
                 status[key] = f"this TensorRT has no Python {base}"
                 continue
             creator = make(trt, cuda, name)
@@ -172,3 +173,69 @@ def _v2_creator(trt: Any, cuda: Any, plugin_name: str) -> Any:
             return Int8IdentityV2()
 
     return Creator()
+
+
+def prepare(session: Any, caps: Dict[str, Any], opts: Dict[str, Any], result: Any, cuda: Any) -> None:
+    """Register TensorRT's own plugins and, where the module hosts Python plugins, ours (once a process);
+    note any plugin the model needs that is still missing."""
+    trt = session.trt
+    options = result.data["options"]
+    wanted = list(opts.get("plugins") or [])
+    namespace = opts.get("plugin_namespace", "")
+    options.update(plugins=wanted, plugin_api=opts.get("plugin_api", ""))
+    notes: List[str] = []
+    if session.plugins is None:
+        session.plugins = {}
+        init = getattr(trt, "init_libnvinfer_plugins", None)
+        if init is not None:
+            init(session.logger, "")
+        if caps["python_plugins"]:
+            try:
+                session.plugins = register(trt, cuda, caps["python_plugins"])
+            except Exception as e:  # the parse that follows shows the effect; this says why
+                session.plugins = {"error": f"our Python plugins failed to register: {type(e).__name__}: {e}"}
+    ours = session.plugins
+    if "error" in ours:
+        notes.append(ours["error"])
+    elif ours:
+        options["plugins_registered"] = ours
+    if python_plugins(wanted) and not caps["python_plugins"]:
+        notes.append(f"{caps['module']} {caps['version']} has no Python plugin classes: "
+                     "Python plugins need TensorRT >= 10 (IPluginV3)")
+    builtin = [p for p in wanted if "::" not in p and not namespace]
+    if builtin:
+        options["plugin_creators"] = creator_versions(trt, builtin)
+    have = registered_plugins(trt)
+    have.update(name for name, state in ours.items() if state == "registered")
+    full = [p if "::" in p or not namespace else f"{namespace}::{p}" for p in wanted]
+    missing = [p for p in full if p not in have]
+    if missing:
+        notes.insert(0, f"not provided by this TensorRT: {', '.join(missing)}")
+    if missing or notes:
+        options["plugins_missing"] = "; ".join(notes)
+
+
+def _creators(trt: Any) -> List[Any]:
+    registry = trt.get_plugin_registry()
+    creators = getattr(registry, "all_creators", None)
+    return list(creators if creators is not None else getattr(registry, "plugin_creator_list", []))
+
+
+def creator_versions(trt: Any, names: List[str]) -> Dict[str, List[str]]:
+    """The versions the registry holds of each plugin name (TensorRT's own share a name across versions)."""
+    found: Dict[str, List[str]] = {n: [] for n in names}
+    for c in _creators(trt):
+        if getattr(c, "name", "") in found:
+            found[c.name].append(str(getattr(c, "plugin_version", "")))
+    return {n: sorted(v) for n, v in found.items()}
+
+
+def registered_plugins(trt: Any) -> set:
+    """Plugin names in the registry, bare and as "namespace::name"."""
+    names = set()
+    for c in _creators(trt):
+        name, ns = getattr(c, "name", ""), getattr(c, "plugin_namespace", "")
+        names.add(name)
+        if ns:
+            names.add(f"{ns}::{name}")
+    return names

@@ -232,8 +232,11 @@ def test_isolate_starts_one_worker_per_cell(fake_trt, bundle, monkeypatch):
     ],
 )
 def test_cannot_run_says_why_before_anything_runs(bundle, version, cudnn, trt, why):
+    from tests.engines.test_tensorrt_builtin_plugins import caps
+
     adapter = Adapter()
-    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": cudnn})
+    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": cudnn},
+                               capabilities=caps(version))
     reason = adapter.cannot_run(Bundle(path=bundle.path, meta={**bundle.meta, "trt": trt}))
     assert (why in reason) if why else reason == ""
 
@@ -241,7 +244,9 @@ def test_cannot_run_says_why_before_anything_runs(bundle, version, cudnn, trt, w
 @pytest.mark.parametrize("version, why", [("8.5.3.1", "no NATIVE_INSTANCENORM flag"), ("8.6.0", "")])
 def test_native_instancenorm_before_8_6_still_needs_cudnn(bundle, version, why):
     adapter = Adapter(tactics="tensorrt-only")  # a stub cuDNN: only TensorRT's own tactics can build
-    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": "stub (x)"})
+    flags = ["NATIVE_INSTANCENORM"] if version >= "8.6" else []  # the parser flag arrived in 8.6
+    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": "stub (x)"},
+                               capabilities={"parser_flags": flags})
     meta = {**bundle.meta, "trt": {"parser_flags": ["NATIVE_INSTANCENORM"]}}
     reason = adapter.cannot_run(Bundle(path=bundle.path, meta=meta))
     assert (why in reason and "needs cuDNN" in reason) if why else reason == ""

@@ -7,8 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import importlib
+
 from engines.base import EngineInfo, no_custom_ops
 from engines.tensorrt import Adapter
+from engines.tensorrt.capabilities import detect
 from generators.bundle import Bundle
 
 SKIPLN = "CustomSkipLayerNormPluginDynamic"
@@ -21,9 +24,18 @@ def _bundle(tmp_path, plugins: list) -> Bundle:
     return Bundle(path=tmp_path, meta=meta)
 
 
+def caps(version: str) -> dict:
+    """The capability record the worker's probe gives for a module of that generation (8.x: no IPluginV3)."""
+    plugins = () if version.startswith("8.") else ("IPluginV3", "IPluginCreatorV3One")
+    module = SimpleNamespace(__version__=version, BuilderFlag=SimpleNamespace(__members__={"INT8": 0}),
+                             **{name: object for name in plugins})
+    return detect(module, "tensorrt")
+
+
 def _adapter(version: str) -> Adapter:
     adapter = Adapter(tactics="tensorrt-only")  # a stub cuDNN: default tactic sources would be not run
-    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": "stub (x)"})
+    adapter._info = EngineInfo("tensorrt", version, "NVIDIA H200 (sm_90)", True, versions={"cudnn": "stub (x)"},
+                               capabilities=caps(version))
     return adapter
 
 
@@ -60,7 +72,8 @@ def test_worker_loads_tensorrts_plugin_library_and_records_the_creators(worker, 
     calls: list = []
     session = SimpleNamespace(trt=_fake_trt("8.6.0", calls), logger=None, plugins=None)
     result = worker.Result(str(tmp_path))
-    worker.prepare_plugins(session, {"plugins": [SKIPLN], "plugin_api": "builtin"}, result)
+    importlib.import_module("qdq_trt.plugins").prepare(
+        session, caps("8.6.0"), {"plugins": [SKIPLN], "plugin_api": "builtin"}, result, cuda=None)
     options = result.data["options"]
     assert calls == [""]  # init_libnvinfer_plugins, once, in the empty namespace
     assert options["plugin_creators"] == {SKIPLN: ["1", "2", "3", "4"]}
@@ -70,7 +83,8 @@ def test_worker_loads_tensorrts_plugin_library_and_records_the_creators(worker, 
 def test_worker_says_a_python_plugin_needs_10_on_8x(worker, tmp_path):
     session = SimpleNamespace(trt=_fake_trt("8.5.3.1", []), logger=None, plugins=None)
     result = worker.Result(str(tmp_path))
-    worker.prepare_plugins(session, {"plugins": [OURS, SKIPLN]}, result)
+    importlib.import_module("qdq_trt.plugins").prepare(session, caps("8.5.3.1"), {"plugins": [OURS, SKIPLN]},
+                                                       result, cuda=None)
     missing = result.data["options"]["plugins_missing"]
     assert missing.startswith(f"not provided by this TensorRT: {OURS};") and "need TensorRT >= 10" in missing
     assert SKIPLN not in missing

@@ -77,7 +77,8 @@ def test_tactic_source_names_read_a_mask():
 )
 def test_default_tactics_on_stub_libraries_are_not_run(bundle, tactics, versions, why):
     adapter = Adapter(tactics=tactics)
-    adapter._info = EngineInfo("tensorrt", "8.5.3.1", "NVIDIA H200 (sm_90)", True, versions=versions)
+    adapter._info = EngineInfo("tensorrt", "8.5.3.1", "NVIDIA H200 (sm_90)", True, versions=versions,
+                               capabilities={"default_tactics_use_cudnn": True})  # what the 8.5 probe reports
     reason = adapter.cannot_run(bundle)
     assert (why in reason and "--trt-tactics tensorrt-only" in reason) if why else reason == ""
 
