@@ -26,6 +26,11 @@ TRT_PYTHON = "3.10"
 TRT_NVIDIA = ["10.8.0.43", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.1.0.106", "11.2.1.2", "11.3.0.99",
               "11.4.0.106"]
 TRT10_PYTHON = "3.12"
+# TensorRT for RTX from PyPI: real, and it builds with no GPU (CPU-only ahead-of-time builds), so every
+# machine gets these columns. `tensorrt-rtx==V` is what a user's `pip install` gives: the cu13 build
+# (tensorrt_rtx_cu13_libs); the cu12 build gives byte-identical plans (measured on 1.7.1.116), and the
+# CUDA major only matters for running a plan, which no machine here can (sm_90 is not a target).
+RTX_VERSIONS = ["1.4.0.76", "1.5.0.114", "1.6.1.120", "1.7.1.116"]
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 
 HERE = Path(__file__).resolve().parent
@@ -129,6 +134,18 @@ def trt10(session: nox.Session, version: str) -> None:
     _trt_impl(session, version, NVIDIA_INDEX)
 
 
+@nox.session(name="rtx")
+@nox.parametrize("version", RTX_VERSIONS, ids=RTX_VERSIONS)
+def rtx(session: nox.Session, version: str) -> None:
+    """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
+    session.install(*_group("cells"), f"tensorrt-rtx=={version}")
+    _run_cells(session, "tensorrt-rtx", "--engine-version", version)
+    # 1.7's parser aborts on a Python IPluginV3 node unless libtensorrt_rtx.so resolves (the wheel ships only
+    # .so.1): the plugin reproducers again with that link, a column of their own beside the as-installed one.
+    _run_cells(session, "tensorrt-rtx", "--engine-version", version, "--rtx-plugin-link", "libtensorrt_rtx.so",
+               "--plugin-bundles-only")
+
+
 @nox.session
 def trt_existing(session: nox.Session) -> None:
     """The TensorRT column with interpreters that already have TensorRT: nox -s trt_existing -- PY [PY ...]."""
@@ -226,6 +243,8 @@ def matrix(session: nox.Session) -> None:
     else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass
         versions = [a for v in TRT_PYPI + TRT_NVIDIA for a in ("--version", v)]
         session.run("python", "-m", "engines.idle", "--engine", "tensorrt", *versions, env=_env())
+    for version in RTX_VERSIONS:  # with or without a GPU: the build is real everywhere
+        session.notify(f"rtx({version})")
     for version in ORT_VERSIONS:
         session.notify(f"ort({version})")
     for version in OPENVINO_VERSIONS:

@@ -29,12 +29,16 @@ class Signature:
 
     name: str
     pattern: str
-    kind: str  # "error" or "warning"
+    kind: str  # "error", "warning", or "environment": the machine lacks what this version needs to build
     source: str
+    reason: str = ""  # environment signatures: the "not run" reason a matching cell gets
 
     def __post_init__(self) -> None:
-        if self.kind not in ("error", "warning"):
-            raise ValueError(f"signature {self.name!r}: kind must be 'error' or 'warning', not {self.kind!r}")
+        if self.kind not in ("error", "warning", "environment"):
+            raise ValueError(f"signature {self.name!r}: kind must be 'error', 'warning' or 'environment', "
+                             f"not {self.kind!r}")
+        if self.kind == "environment" and not self.reason:
+            raise ValueError(f"signature {self.name!r}: an environment signature says why the cell is not run")
         re.compile(self.pattern)
 
     def search(self, text: str) -> bool:

@@ -15,6 +15,25 @@ OPERATORS_MD_10_15 = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-G
 # TensorRT 11.0 developer guide: "TensorRT uses a symmetric quantization scheme" (the 11.3.0 page says the same).
 QUANTIZED_TYPES_11 = "https://docs.nvidia.com/deeplearning/tensorrt/11.0.0/inference-library/work-quantized-types.html"
 
+# NVIDIA TensorRT-RTX, "CPU-only AOT and TensorRT-RTX engines": builds need no GPU from 1.x on by default.
+RTX_CPU_ONLY_AOT = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/cpu-only-aot.html"
+
+# A build that fails only because this version needs a GPU to build it: the machine's limit, not the engine's
+# verdict. TensorRT-RTX 1.4.0.76 with no GPU fails 29 of the catalogue's 176 builds in generateForCurrent
+# (cudaDeviceProfile.cpp), and the same 29 build on an H100 (issue 18's measurement); 1.5 on never does.
+ENVIRONMENT_SIGNATURES = {
+    "tensorrt-rtx": (
+        Signature(
+            name="needs_gpu_to_build",
+            pattern=r"In generateForCurrent at \S*cudaDeviceProfile\.cpp",
+            kind="environment",
+            source=RTX_CPU_ONLY_AOT,
+            reason="needs a GPU to build on this version (it asks the CUDA runtime for the current device: "
+                   "generateForCurrent), and this machine has none",
+        ),
+    ),
+}
+
 NONZERO_ZERO_POINT = Signature(
     name="nonzero_zero_point",
     # The ONNX parser's check on Q/DQ zero points: 8.x prints the failed assertion

@@ -10,6 +10,7 @@ import numpy as np
 
 from cases.base import Case
 from cases.cell import QUANTIZED_PRECISIONS, Cell
+from cases.common import ENVIRONMENT_SIGNATURES
 from cases.verdict import cell_context, expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
 from generators import steps
@@ -103,6 +104,11 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         status = "fail"
     text = "\n".join([error, obs.crashed, obs.log])
     errors = match_signatures(case, text, "error")
+    machine = environment_limit(info, status, text)
+    if machine:  # the machine lacks what this version needs to build: not run, never a build failure
+        idle = replace(info, available=False, unavailable_status="not_run", reason=machine)
+        return replace(not_run_cell(case, bundle, idle, run), stage=stage, error=error[:4000], log=obs.log[-LOG_LIMIT:],
+                       options=dict(obs.options), timings={k: round(v, 4) for k, v in obs.timings.items()})
     is_fused = fused(obs.precision, targets) if status in ("pass", "built") else None
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
@@ -123,6 +129,16 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         variant=dict(info.variant), listing=dict(obs.listing), timings={k: round(v, 4) for k, v in obs.timings.items()},
         log=obs.log[-LOG_LIMIT:], run=dict(run),
     )
+
+
+def environment_limit(info: EngineInfo, status: str, text: str) -> str:
+    """The reason of an environment signature that a failed cell matches on a machine without a GPU, or ""."""
+    if status != "fail" or info.hardware_detail.get("name"):  # a GPU is here: a failure is the engine's
+        return ""
+    for sig in ENVIRONMENT_SIGNATURES.get(info.name, ()):
+        if sig.search(text):
+            return f"{sig.reason} [{sig.name}, {sig.source}]"
+    return ""
 
 
 def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: Dict[str, str]) -> Cell:

@@ -63,6 +63,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="'local' for this machine's runs, 'observed' for data to commit from a real machine")
     group.addoption("--bundles", default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     group.addoption("--fresh", action="store_true", help="run every cell again, even those the results file holds")
+    group.addoption("--plugin-bundles-only", action="store_true",
+                    help="only the bundles whose model needs a plugin (case.json trt.plugins)")
     group.addoption("--results-wait", type=float, default=0.0,
                     help="seconds to wait for another run that holds the results file (default: stop at once)")
 

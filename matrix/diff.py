@@ -16,6 +16,7 @@ GOOD = ("fixed", "fusion gained", "no longer crashes")
 REWORDED = "error reworded"  # same stage, same documented signature, other words: collapsed in the report
 KINDS = BAD + GOOD + ("error changed", "numeric drift", REWORDED)
 FAILED = ("fail", "crashed")
+WORKED = ("pass", "built")  # built: a TensorRT-RTX plan built ahead of time, not run on this machine
 ERROR_DETAIL = ("regressed", "fixed", "now crashes", "no longer crashes")  # the detail is an engine's error text
 
 
@@ -163,9 +164,9 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     def add(kind: str, before: str, after: str, detail: str = "") -> None:
         out.append(Change(a.bundle, hardware, kind, before, after, detail))
 
-    if a.status == "pass" and b.status in FAILED:
+    if a.status in WORKED and b.status in FAILED:
         add("regressed", _state(a), _state(b), _first(b.error) or b.reason)
-    elif a.status in FAILED and b.status == "pass":
+    elif a.status in FAILED and b.status in WORKED:
         add("fixed", _state(a), _state(b), _first(a.error) or a.reason)
     elif a.status == "fail" and b.status == "crashed":
         add("now crashes", _state(a), _state(b), b.reason)
@@ -261,8 +262,8 @@ def _where(pairs: Tuple[Tuple[str, str], ...]) -> str:
 def _state(c: Cell) -> str:
     if c.status == "fail":
         return f"fail at {FAILED_STAGE.get(c.stage, c.stage)}"
-    if c.status == "pass" and c.fused is not None:
-        return "pass (fused)" if c.fused else "pass (not fused)"
+    if c.status in WORKED and c.fused is not None:
+        return f"{c.status} (fused)" if c.fused else f"{c.status} (not fused)"
     return c.status
 
 

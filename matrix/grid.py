@@ -16,6 +16,9 @@ STATES = (
     ("8", "k8", "pass, quantized nodes fused in INT8"),
     ("P", "kp", "pass (fusion not reported)"),
     ("f", "kf", "pass, but a quantized node ran in float"),
+    ("A", "ka", "built ahead of time, quantized nodes in INT8 kernels; not run here"),
+    ("a", "kf", "built ahead of time, but a quantized node is computed in float; not run here"),
+    ("b", "kb", "built ahead of time (fusion not reported); not run here"),
     ("L", "kx", "fails at load (parse)"),
     ("B", "kx", "fails at build"),
     ("R", "kx", "fails at run"),
@@ -48,6 +51,8 @@ def cell_code(cell: Cell) -> Tuple[str, str]:
         letter = "8" if cell.fused is True else "f" if cell.fused is False else "P"
     elif cell.status == "fail":
         letter = FAILED_STAGE.get(cell.stage, "compare")[0].upper()
+    elif cell.status == "built":
+        letter = "A" if cell.fused is True else "a" if cell.fused is False else "b"
     elif cell.status == "crashed":
         letter = "X"
     else:

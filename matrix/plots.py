@@ -10,8 +10,8 @@ from cases.engines import ENGINES
 from matrix.merge import Column, MergeResult, column_key
 
 # Outcome classes in drawing order, with the css class the template colours them by.
-OUTCOMES = (("INT8 fused", "k8"), ("pass", "kp"), ("float fallback", "kf"), ("fail", "kx"), ("crashed", "kc"),
-            ("not run", "kn"))
+OUTCOMES = (("INT8 fused", "k8"), ("pass", "kp"), ("built, INT8", "ka"), ("built", "kb"), ("float fallback", "kf"),
+            ("fail", "kx"), ("crashed", "kc"), ("not run", "kn"))
 BAR, GAP, PLOT_H, LEFT, TOP, PANEL_MIN = 14, 10, 120, 34, 18, 80
 
 
@@ -19,6 +19,8 @@ def outcome(cell: Cell) -> str:
     """The outcome class of one cell, as the plots count it."""
     if cell.status == "pass":
         return "INT8 fused" if cell.fused is True else "float fallback" if cell.fused is False else "pass"
+    if cell.status == "built":
+        return "built, INT8" if cell.fused is True else "float fallback" if cell.fused is False else "built"
     if cell.status in ("fail", "crashed"):
         return cell.status
     return "not run"
@@ -41,7 +43,7 @@ def versions_plot(result: MergeResult) -> Dict[str, Any]:
         start = x
         for col in (c for c in result.columns if c.engine == engine):
             cells = by_col.get(col.key, [])
-            fused = sum(outcome(c) == "INT8 fused" for c in cells)
+            fused = sum(outcome(c) in ("INT8 fused", "built, INT8") for c in cells)
             failed = sum(outcome(c) in ("fail", "crashed") for c in cells)
             for offset, (n, css, what) in enumerate(((fused, "k8", "INT8 fused"), (failed, "kx", "failing"))):
                 h = round(PLOT_H * n / top, 1)

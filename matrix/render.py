@@ -116,6 +116,8 @@ def cell_label(cell: Cell) -> str:
         return "fails at " + FAILED_STAGE.get(cell.stage, cell.stage or "compare")
     if cell.status == "crashed":
         return "crashed"
+    if cell.status == "built":  # TensorRT-RTX ahead of time: parse, build and layer listing; no run here
+        return "built, INT8" if cell.fused is True else "built, not fused" if cell.fused is False else "built"
     word = cell.status.replace("_", " ")
     return word + (f": {first_line(cell.reason)}" if cell.reason else "")
 

@@ -50,6 +50,9 @@ _COMPUTE = {
     "InstanceNormalization": ("norm", "plugin"), "LayerNormalization": ("norm", "kgen", "runtime_fusion"),
 }
 _POINTWISE = ("pointwise", "elementwise", "activation", "kgen", "runtime_fusion", "scale", "myelin")
+# Kernels the compiler generates for a fused region (TensorRT-RTX's Myelin, 8.6's ForeignNode): they list
+# every ONNX node they absorbed, but only their own inputs' and outputs' types.
+_GENERATED = ("kgen", "runtime_fusion", "runtime_function", "myelin")
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
 # Layers that only move or convert data around the real kernel.
 _HELPER_TYPES = ("noop", "shuffle", "reformat", "constant", "copy", "reshape", "slice")
@@ -279,8 +282,9 @@ def _computing_layer(candidates: List[Layer], node: str, op: str) -> Optional[La
         typed = [lay for lay in work if any(k in lay.type.lower() for k in kinds)]
         if op in ("Conv", "ConvInteger", "QLinearConv"):
             typed = [lay for lay in typed if "deconv" not in lay.type.lower()]
-        if not typed:
-            return None
+        if not typed:  # absorbed into a generated kernel: that kernel computes it (the engine's own mapping says so)
+            generated = [lay for lay in work if _generated(lay)]
+            return generated[0] if len(generated) == 1 else None
         named = [lay for lay in typed if node in lay.components or lay.name.startswith(node + "_myl")]
         return (named or typed)[0]
     if not op:  # op unknown: a compute-type layer first, else the only non-helper
@@ -293,8 +297,17 @@ def _computing_layer(candidates: List[Layer], node: str, op: str) -> Optional[La
     return pick[0] if pick else None
 
 
+def _generated(layer: Layer) -> bool:
+    return any(k in layer.type.lower() for k in _GENERATED)
+
+
 def layer_precision(layer: Layer, op: str = "") -> str:
     """int8 / int4 / fp8 / float / unknown for the layer that computes an `op` node."""
+    if op in _COMPUTE and _generated(layer):
+        # A generated kernel lists only its own I/O: INT8 where it reads 8-bit integers; reading floats, it may
+        # still quantize inside (its Q/DQ are fused in), so the node's own precision is not listed.
+        ins = [t.dtype for t in layer.inputs] or ["?"]
+        return "int8" if all(d in ("int8", "uint8") for d in ins) else "unknown"
     # a layer fed only by constants (an INT8 initializer into a plugin) takes them as its input
     act = layer.inputs[0].dtype if layer.inputs else (layer.weights[0] if layer.weights else "?")
     out = layer.outputs[0].dtype if layer.outputs else "?"
@@ -333,8 +346,11 @@ def _entry(layer: Layer, node: str, op: str, via: str, others: List[str]) -> Dic
     if layer.tactic:
         parts.append(f"tactic {layer.tactic}")
     fused = ""
-    if "kgen" in layer.type.lower() and len(layer.metadata) > 1:
-        fused = f"; a generated (kgen) kernel that fuses it with {', '.join(m for m in layer.metadata if m != node)}"
+    if _generated(layer) and len(layer.metadata) > 1:
+        fused = (f"; a generated ({layer.type}) kernel that fuses it with "
+                 f"{', '.join(m for m in layer.metadata if m != node)}")
+        if precision == "unknown":
+            fused += "; the listing gives only the kernel's own input and output types, not the node's"
     evidence = f"layer '{layer.name}' {layer.type} (via {via}): " + ", ".join(parts) + fused
     entry: Dict[str, Any] = {
         "precision": precision, "evidence": evidence, "layer": layer.name, "layer_type": layer.type,

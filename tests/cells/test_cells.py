@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cases import get_case
@@ -16,7 +18,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         ids = bundle_ids()
         if not ids:
             raise pytest.UsageError(f"no bundles under {bundles_root()}: run `python -m generators write` first")
+        if metafunc.config.getoption("--plugin-bundles-only"):
+            ids = [i for i in ids if _needs_plugin(i)]
         metafunc.parametrize("bundle_id", ids, ids=ids)
+
+
+def _needs_plugin(bundle_id: str) -> bool:
+    try:
+        meta = json.loads((bundles_root() / bundle_id / "case.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool((meta.get("trt") or {}).get("plugins"))
 
 
 def test_cell(bundle_id: str, request: pytest.FixtureRequest, cell_engine) -> None:
