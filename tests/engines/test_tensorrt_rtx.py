@@ -1,0 +1,105 @@
+"""TensorRT for RTX for real (PyPI `tensorrt-rtx`, module tensorrt_rtx), on this machine with or without a GPU.
+
+The strongly typed path, the parser's error fields, the build log's layer listing and the Python plugin
+registration of the 10.x/11.x API generation, exercised on a real engine: these tests build real plans.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+if os.environ.get("QDQ_REQUIRE_RTX") == "1":  # CI: the test environment has it, so these must run, not skip
+    import tensorrt_rtx  # noqa: F401
+else:
+    pytest.importorskip("tensorrt_rtx")
+
+from cases import get_case  # noqa: E402
+from engines.cells import run_cell  # noqa: E402
+from engines.tensorrt import RtxAdapter, gpu  # noqa: E402
+from generators import write  # noqa: E402
+from generators.bundle import load_bundle  # noqa: E402
+
+CONV = ("grouped_conv", {"cpg": 1, "weights": "per_channel", "activation": "int8", "output_qdq": True,
+                         "epilogue": "none"})
+MATMUL = ("matmul_per_channel", {"op": "matmul", "weights": "per_channel", "output_qdq": True})
+UINT8 = ("grouped_conv", {"cpg": 1, "weights": "per_channel", "activation": "uint8", "output_qdq": True,
+                          "epilogue": "none"})
+DQL = ("dynamic_quantize", {"variant": "dql_alone"})
+V2, V3 = ({"variant": "plugin_q_direct", "activation": "int8", "plugin": api} for api in ("v2", "v3"))
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("rtx-bundles")
+
+
+def _cell(root: Path, case_id: str, params: dict, **options):
+    case = get_case(case_id)
+    bundle = load_bundle(write.write_bundle(case, params, root=root))
+    adapter = RtxAdapter(python=sys.executable, **options)
+    try:
+        info = adapter.probe()
+        return run_cell(case, bundle, adapter, info, {"source": "local"}), info
+    finally:
+        adapter.close()
+
+
+def test_probe_needs_no_gpu_and_records_the_modules_capabilities():
+    info = RtxAdapter(python=sys.executable).probe()
+    assert info.available and info.name == "tensorrt-rtx"
+    caps = info.capabilities
+    assert caps["module"] == "tensorrt_rtx" and caps["typing"] == "always strong" and caps["aot"] is True
+    assert caps["io"] == "tensors" and "IPluginV3" in caps["python_plugins"] and not caps["precision_flags"]
+    assert {"SM80", "SM86", "SM89", "SM120"} <= set(caps["compute_capabilities"])
+    assert "ahead-of-time build" in info.hardware
+
+
+@pytest.mark.skipif(gpu.detect().present, reason="a GPU is here: the not-run reason would be its own refusal")
+def test_an_int8_conv_is_built_ahead_of_time_and_attributed_through_onnx_metadata(root):
+    cell, _ = _cell(root, *CONV)
+    assert (cell.status, cell.stage) == ("built", "build") and cell.max_error_steps is None
+    assert "no NVIDIA GPU on this machine" in cell.reason
+    entry = cell.precision["node_of_conv"]
+    assert (entry["precision"], entry["layer_type"], entry["via"]) == ("int8", "correlation", "metadata")
+    assert entry["inputs"] == ["int8"] and entry["weights"] == ["int8"]
+    assert cell.fused is True and cell.options["api"]["typing"] == "always strong"
+    assert cell.options["strongly_typed"] is True and cell.options["builder_flags"] == []
+    assert cell.listing["kind"] == "build log Layers:" and cell.listing["encoding"] == "zlib+base64"
+
+
+def test_the_target_architecture_is_a_column_of_its_own(root):
+    """An FP32 GEMM cannot be compiled for Turing: SM75 refuses what SM86 builds."""
+    sm86, info86 = _cell(root, *MATMUL, target="SM86")
+    sm75, info75 = _cell(root, *MATMUL, target="SM75")
+    assert info86.variant == {"target": "SM86"} and info75.variant == {"target": "SM75"}
+    assert sm86.status == "built" and sm86.options["target"] == "SM86"
+    assert sm75.status == "fail" and "Turing" in sm75.error
+
+
+def test_parser_errors_carry_node_and_function(root):
+    cell, _ = _cell(root, *DQL)
+    assert cell.status == "fail" and cell.stage == ""
+    assert "[node node_of_x_q (DynamicQuantizeLinear), checkDynamicQuantizeLinear]" in cell.error
+
+
+def test_a_nonzero_zero_point_is_the_documented_parser_refusal(root):
+    cell, _ = _cell(root, *UINT8)
+    assert cell.status == "fail" and "Non-zero zero point is not supported" in cell.error
+    assert cell.signature == "nonzero_zero_point"
+
+
+def test_a_python_v2_plugin_registers_and_the_parser_refuses_it(root):
+    cell, _ = _cell(root, "q_output_type", V2)
+    assert cell.options["plugins_registered"]["qdq_matrix::Int8IdentityV2"] == "registered"
+    assert cell.status == "fail" and "IPluginV3 plugins registered with an IPluginCreatorV3One creator only" in cell.error
+
+
+def test_a_python_v3_plugin_builds_with_the_library_link(root):
+    cell, _ = _cell(root, "q_output_type", V3, plugin_link="libtensorrt_rtx.so")
+    assert cell.status == "built", cell.error
+    entry = cell.precision["node_of_p"]
+    assert entry["layer_type"] == "custom_layer" and entry["precision"] == "int8"
