@@ -117,7 +117,7 @@ def _trt_impl(session: nox.Session, version: str, index: str | None) -> None:
         session.skip("no NVIDIA GPU: TensorRT cells are written as not run by `nox -s matrix`")
     extra = ["--extra-index-url", index] if index else []
     session.install(*_group("cells"), f"tensorrt=={version}", "numpy<1.24", *extra)
-    _run_cells(session, "tensorrt", "--trt-python", str(Path(session.bin) / "python"), "--engine-version", version)
+    _run_cells(session, "tensorrt", f"--trt-python={Path(session.bin) / 'python'}", "--engine-version", version)
 
 
 @nox.session(name="trt", python=TRT_PYTHON)
@@ -157,7 +157,7 @@ def trt_existing(session: nox.Session) -> None:
     for python in pythons:
         session.log(f"TensorRT column with {python}")
         session.run(
-            "python", "-m", "pytest", *CELL_ARGS, "--engine", "tensorrt", "--trt-python", python, "-n", _workers(),
+            "python", "-m", "pytest", *CELL_ARGS, "--engine", "tensorrt", f"--trt-python={python}", "-n", _workers(),
             *flags, env=_env(), success_codes=[0, 1],
         )
 

@@ -46,7 +46,9 @@ def check(args: argparse.Namespace) -> int:
         raise CheckError("name a model (.onnx file or folder), or --from-bundles DIR")
     if args.lint_only and not args.from_bundles:
         return lint_only(args.models)
-    runs = [] if args.prepare_only or args.lint_only else plan(args.engine or [], args.trt_python or [])
+    targets = [t.strip() for t in ",".join(args.target or []).split(",") if t.strip()]
+    runs = [] if args.prepare_only or args.lint_only else plan(args.engine or [], args.trt_python or [],
+                                                               args.rtx_python or [], targets)
     if args.from_bundles:
         root, ids = Path(args.from_bundles), prepared_ids(Path(args.from_bundles))
     else:
@@ -205,9 +207,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tolerance", type=float, default=2.0,
                         help="tolerance in output steps (quantization step, else max|reference|/127; default 2)")
     parser.add_argument("--engine", action="append", metavar="ENGINE",
-                        help="onnxruntime, openvino or tensorrt (repeatable; default: those installed, "
+                        help="onnxruntime, openvino, tensorrt-rtx or tensorrt (repeatable; default: those installed, "
                              "and tensorrt for each --trt-python)")
     parser.add_argument("--trt-python", action="append", metavar="PY", help="an interpreter that has TensorRT")
+    parser.add_argument("--rtx-python", action="append", metavar="PY",
+                        help="an interpreter that has TensorRT-RTX (default: this one, where it has tensorrt_rtx)")
+    parser.add_argument("--target", action="append", metavar="SM86,SM89",
+                        help="TensorRT-RTX ahead-of-time targets, one column each (default: its own default set)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="bundle folder (default: .bundles-user/)")
     parser.add_argument("--prepare-only", action="store_true", help="write the bundles and stop (ship them to a GPU box)")
     parser.add_argument("--from-bundles", metavar="DIR", help="run bundles made by --prepare-only (needs no onnx)")

@@ -11,46 +11,66 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from cases.engines import CPU_ENGINES, ENGINES as ENGINE_SPECS, NAMES, RTX_TARGETS
 from check import CheckError
 
 REPO = Path(__file__).resolve().parent.parent
-ENGINES = ("onnxruntime", "openvino", "tensorrt")
-CPU_ENGINES = ("onnxruntime", "openvino")
+ENGINES = NAMES
+# TensorRT-RTX builds on any machine: where this interpreter has it, a check includes its columns.
+AOT_ENGINES = tuple(n for n, s in ENGINE_SPECS.items() if s.device == "aot")
 
 
 @dataclass(frozen=True)
 class EngineRun:
-    """One engine version to run: the engine, and for TensorRT the interpreter that has it."""
+    """One engine version to run: the engine, the interpreter that has it (TensorRT family), its options."""
 
     engine: str
     python: str = ""  # --trt-python
     version: str = ""  # what the interpreter reports, where probed
+    target: str = ""  # TensorRT-RTX: the GPU architecture of the ahead-of-time build ("" = its default set)
 
     @property
     def label(self) -> str:
-        return f"{self.engine}-{self.version}" if self.version else self.engine
+        base = f"{self.engine}-{self.version}" if self.version else self.engine
+        return f"{base}-{self.target}" if self.target else base
+
+    def options(self) -> List[str]:
+        return ["--rtx-target", self.target] if self.target else []
 
 
-def plan(engines: Sequence[str], trt_pythons: Sequence[str]) -> List[EngineRun]:
-    """The engine versions to run: those named (checked), else the CPU engines installed plus TensorRT per --trt-python."""
+def plan(engines: Sequence[str], trt_pythons: Sequence[str], rtx_pythons: Sequence[str] = (),
+         targets: Sequence[str] = ()) -> List[EngineRun]:
+    """The engine versions to run: those named (checked), else the CPU engines installed, TensorRT-RTX where this
+    interpreter (or an --rtx-python) has it, and TensorRT per --trt-python."""
     unknown = [e for e in engines if e not in ENGINES]
     if unknown:
         raise CheckError(f"unknown engine {unknown[0]!r}; known engines: {', '.join(ENGINES)}")
+    bad = [t for t in targets if t not in RTX_TARGETS]
+    if bad:
+        raise CheckError(f"--target {bad[0]}: not a TensorRT-RTX target; targets: {', '.join(RTX_TARGETS)}")
     named = list(dict.fromkeys(engines))
-    wanted = named or [e for e in CPU_ENGINES if installed(e)] + (["tensorrt"] if trt_pythons else [])
+    rtx_here = bool(rtx_pythons) or installed(ENGINE_SPECS["tensorrt-rtx"].module)
+    wanted = named or ([e for e in CPU_ENGINES if installed(e)] + (["tensorrt-rtx"] if rtx_here else [])
+                       + (["tensorrt"] if trt_pythons else []))
     runs: List[EngineRun] = []
     for engine in wanted:
-        if engine == "tensorrt":
-            pythons = list(trt_pythons) or ([sys.executable] if installed("tensorrt") else [])
+        spec = ENGINE_SPECS[engine]
+        if spec.family == "tensorrt":
+            given = trt_pythons if engine == "tensorrt" else rtx_pythons
+            pythons = list(given) or ([sys.executable] if installed(spec.module) else [])
             if not pythons:
-                raise CheckError("--engine tensorrt needs --trt-python PY (an interpreter that has TensorRT)")
-            runs += [EngineRun("tensorrt", p, trt_version(p)) for p in pythons]
+                flag = "--trt-python" if engine == "tensorrt" else "--rtx-python"
+                raise CheckError(f"--engine {engine} needs {flag} PY (an interpreter that has {spec.module})")
+            for p in pythons:
+                version = trt_version(p, spec.module)
+                for target in (list(targets) if engine in AOT_ENGINES and targets else [""]):
+                    runs.append(EngineRun(engine, p, version, "" if target == "default" else target))
         elif not installed(engine):
             raise CheckError(f"--engine {engine}: {engine} is not installed in {sys.executable}")
         else:
             runs.append(EngineRun(engine))
     if not runs:
-        raise CheckError("no engine to run: install onnxruntime or openvino, or give --trt-python PY")
+        raise CheckError("no engine to run: install onnxruntime, openvino or tensorrt-rtx, or give --trt-python PY")
     return runs
 
 
@@ -58,18 +78,18 @@ def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def trt_version(python: str) -> str:
-    """The TensorRT version an interpreter imports; CheckError when it has none."""
+def trt_version(python: str, module: str = "tensorrt") -> str:
+    """The version of a TensorRT-family module an interpreter imports; CheckError when it has none."""
     if not Path(python).exists():
-        raise CheckError(f"--trt-python {python}: no such interpreter")
+        raise CheckError(f"{python}: no such interpreter")
     try:
-        done = subprocess.run([python, "-c", "import tensorrt; print(tensorrt.__version__)"], capture_output=True,
+        done = subprocess.run([python, "-c", f"import {module}; print({module}.__version__)"], capture_output=True,
                               text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise CheckError(f"--trt-python {python}: cannot start it ({e})") from e
+        raise CheckError(f"{python}: cannot start it ({e})") from e
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["import failed"])[-1]
-        raise CheckError(f"--trt-python {python}: this interpreter has no TensorRT ({last})")
+        raise CheckError(f"{python}: this interpreter has no {module} ({last})")
     return done.stdout.strip()
 
 
@@ -81,15 +101,15 @@ def run_cells(run: EngineRun, bundles: Path, bundle_ids: Sequence[str], results:
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN", "--no-header",
                "--engine", run.engine, "--bundles", str(Path(bundles).resolve()), "--results", str(staged.resolve())]
     if run.python:
-        command += ["--trt-python", run.python]
-    command += list(extra) + [f"tests/cells/test_cells.py::test_cell[{b}]" for b in bundle_ids]
+        command += [f"--trt-python={run.python}"]  # one token: pytest would take a separate value for a test path
+    command += run.options() + list(extra) + [f"tests/cells/test_cells.py::test_cell[{b}]" for b in bundle_ids]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     if done.returncode not in (0, 1) or not staged.is_file():
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
         raise CheckError(f"{run.label}: the cell run failed (pytest exit {done.returncode}):\n{tail}")
     version = session_version(staged) or run.version or "unknown"
-    final = results / f"{run.engine}-{version}.jsonl"
+    final = results / f"{run.engine}-{version}{'-' + run.target if run.target else ''}.jsonl"
     os.replace(staged, final)
     return final
 

@@ -29,11 +29,14 @@ _ORT_NODE = re.compile(r"(?:kernel|into|float) ([A-Za-z0-9_.]+) '([^']*)'")
 _OUTPUT = re.compile(r"output (\w+) \(|outputPrecisions \[?'?(\w+)|runtimePrecision (\w+)|first input (\w+)")
 
 
-def precision_of(entry: Mapping[str, str]) -> str:
-    """int8, fp16, bf16, fp32, float (width not stated) or unknown, from a cell's precision entry."""
+def precision_of(entry: Mapping[str, Any]) -> str:
+    """int8, int4, fp8, fp16, bf16, fp32, float (width not stated) or unknown, from a cell's precision entry."""
     precision = entry.get("precision", "unknown")
     if precision != "float":
-        return precision if precision in ("int8", "unknown") else "unknown"
+        return precision if precision in ("int8", "int4", "fp8", "unknown") else "unknown"
+    inputs = [d for d in entry.get("inputs") or [] if d in ("fp32", "fp16", "bf16")]  # structured evidence
+    if inputs:
+        return inputs[0]
     stated = _stated_width(entry.get("evidence", ""))
     return stated or "float"
 
@@ -49,8 +52,10 @@ def _stated_width(evidence: str) -> str:
     return ""
 
 
-def layer_of(entry: Mapping[str, str]) -> str:
+def layer_of(entry: Mapping[str, Any]) -> str:
     """The engine layer, kernel or optimized node that the evidence names, "" when it names none."""
+    if entry.get("layer"):  # structured evidence
+        return f"{entry['layer']} ({entry['layer_type']})" if entry.get("layer_type") else str(entry["layer"])
     evidence = entry.get("evidence", "")
     m = _LAYER.search(evidence)
     if m:
@@ -93,7 +98,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
 
 
 def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Mapping[str, Any]) -> Dict[str, Any]:
-    ran = any(p.get("precision") in ("int8", "float") for p in cell.precision.values())  # evidence, not status
+    ran = any(p.get("precision") in ("int8", "int4", "fp8", "float") for p in cell.precision.values())  # evidence
     nodes = {}
     for t in targets:
         entry = cell.precision.get(t, {"precision": "unknown", "evidence": "not reported"})
@@ -101,16 +106,21 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
                     "evidence": entry.get("evidence", "")}
     int8 = sum(n["precision"] == "int8" for n in nodes.values())
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
-                 if nodes[t]["precision"] not in ("int8", "unknown")]
+                 if nodes[t]["precision"] not in ("int8", "int4", "fp8", "unknown")]
+    if cell.status == "built":  # TensorRT-RTX ahead of time: the plan's layers, no run on this machine
+        summary = f"{int8} of {len(targets)} quantized nodes INT8 (ahead-of-time plan)"
+    elif ran:
+        summary = f"{int8} of {len(targets)} quantized nodes ran in INT8"
+    else:
+        summary = f"no per-node evidence: {cell.status}" + (f" ({_first(cell.error or cell.reason)})"
+                                                           if cell.error or cell.reason else "")
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown"]
     column = {
         "engine": cell.engine, "version": cell.engine_version, "hardware": cell.setting,
         "heading": f"{cell.engine}@{cell.engine_version}", "status": cell.status, "verdict": cell.verdict,
         "stage": cell.stage, "error": _first(cell.error) or _first(cell.reason), "signature": cell.signature,
         "int8": int8, "total": len(targets), "ran": ran,
-        "summary": (f"{int8} of {len(targets)} quantized nodes ran in INT8" if ran else
-                    f"no per-node evidence: {cell.status}" + (f" ({_first(cell.error or cell.reason)})"
-                                                             if cell.error or cell.reason else "")),
+        "summary": summary,
         "numerics": numerics(cell, meta), "fallbacks": fallbacks, "unknown": unknown,
         "source": cell.run.get("source", ""), "date": cell.run.get("date", ""), "nodes": nodes,
     }

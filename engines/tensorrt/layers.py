@@ -303,11 +303,11 @@ def _generated(layer: Layer) -> bool:
 
 def layer_precision(layer: Layer, op: str = "") -> str:
     """int8 / int4 / fp8 / float / unknown for the layer that computes an `op` node."""
-    if op in _COMPUTE and _generated(layer):
-        # A generated kernel lists only its own I/O: INT8 where it reads 8-bit integers; reading floats, it may
-        # still quantize inside (its Q/DQ are fused in), so the node's own precision is not listed.
-        ins = [t.dtype for t in layer.inputs] or ["?"]
-        return "int8" if all(d in ("int8", "uint8") for d in ins) else "unknown"
+    if _generated(layer) and op not in _QDQ:
+        # A generated kernel lists only its own inputs' and outputs' types: one that reads INT8 may dequantize
+        # first (its name often starts "Cast, Mul"), one that reads floats may quantize inside. The node's own
+        # precision is not in the listing.
+        return "unknown"
     # a layer fed only by constants (an INT8 initializer into a plugin) takes them as its input
     act = layer.inputs[0].dtype if layer.inputs else (layer.weights[0] if layer.weights else "?")
     out = layer.outputs[0].dtype if layer.outputs else "?"
@@ -350,7 +350,7 @@ def _entry(layer: Layer, node: str, op: str, via: str, others: List[str]) -> Dic
         fused = (f"; a generated ({layer.type}) kernel that fuses it with "
                  f"{', '.join(m for m in layer.metadata if m != node)}")
         if precision == "unknown":
-            fused += "; the listing gives only the kernel's own input and output types, not the node's"
+            fused += "; the listing gives only the kernel's own input and output types, not the node's precision"
     evidence = f"layer '{layer.name}' {layer.type} (via {via}): " + ", ".join(parts) + fused
     entry: Dict[str, Any] = {
         "precision": precision, "evidence": evidence, "layer": layer.name, "layer_type": layer.type,
