@@ -15,8 +15,10 @@ OPERATORS_MD_10_15 = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-G
 # TensorRT 11.0 developer guide: "TensorRT uses a symmetric quantization scheme" (the 11.3.0 page says the same).
 QUANTIZED_TYPES_11 = "https://docs.nvidia.com/deeplearning/tensorrt/11.0.0/inference-library/work-quantized-types.html"
 
-# NVIDIA TensorRT-RTX, "CPU-only AOT and TensorRT-RTX engines": builds need no GPU from 1.x on by default.
-RTX_CPU_ONLY_AOT = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/cpu-only-aot.html"
+# NVIDIA TensorRT-RTX, "CPU-Only AOT": "The CPU-only Ahead Of Time (AOT) feature is enabled by default";
+# "by default, an engine built by TensorRT-RTX can be run on GPU devices with compute capability 8.0, 8.6, 8.9,
+# 12.0, and later"; kCURRENT turns CPU-only AOT off and targets the current GPU.
+RTX_CPU_ONLY_AOT = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/cpu-engines.html"
 
 # A build that fails only because this version needs a GPU to build it: the machine's limit, not the engine's
 # verdict. TensorRT-RTX 1.4.0.76 with no GPU fails 29 of the catalogue's 176 builds in generateForCurrent

@@ -62,7 +62,7 @@ def plan(engines: Sequence[str], trt_pythons: Sequence[str], rtx_pythons: Sequen
                 flag = "--trt-python" if engine == "tensorrt" else "--rtx-python"
                 raise CheckError(f"--engine {engine} needs {flag} PY (an interpreter that has {spec.module})")
             for p in pythons:
-                version = trt_version(p, spec.module)
+                version = trt_version(p, spec.module, spec.title)
                 for target in (list(targets) if engine in AOT_ENGINES and targets else [""]):
                     runs.append(EngineRun(engine, p, version, "" if target == "default" else target))
         elif not installed(engine):
@@ -78,7 +78,7 @@ def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def trt_version(python: str, module: str = "tensorrt") -> str:
+def trt_version(python: str, module: str = "tensorrt", title: str = "TensorRT") -> str:
     """The version of a TensorRT-family module an interpreter imports; CheckError when it has none."""
     if not Path(python).exists():
         raise CheckError(f"{python}: no such interpreter")
@@ -89,7 +89,7 @@ def trt_version(python: str, module: str = "tensorrt") -> str:
         raise CheckError(f"{python}: cannot start it ({e})") from e
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["import failed"])[-1]
-        raise CheckError(f"{python}: this interpreter has no {module} ({last})")
+        raise CheckError(f"{python}: this interpreter has no {title} (import {module}: {last})")
     return done.stdout.strip()
 
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 # NVIDIA, "Migrating from TensorRT 10.x to 11.x": weak typing, INT8 calibration and dynamic ranges are gone.
 MIGRATION_11 = "https://docs.nvidia.com/deeplearning/tensorrt/11.4.0/api/migration/tensorrt-10x-to-11x.html"
 # NVIDIA TensorRT-RTX, "Working with Quantized Types": explicit quantization (Q/DQ) only, strongly typed.
-RTX_QUANTIZED_TYPES = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/work-quantized-types.html"
+RTX_QUANTIZED_TYPES = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/work-with-quantized-types.html"
 RTX_MODULE = "tensorrt_rtx"
 
 
