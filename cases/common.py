@@ -36,6 +36,34 @@ ENVIRONMENT_SIGNATURES = {
     ),
 }
 
+# TensorRT for RTX. The porting guide's "Plugins are not supported in TensorRT-RTX", as NVIDIA/TensorRT-RTX#4
+# (open since 2025-06-27) quotes it; ONNX Runtime's TensorRT-RTX execution provider loads an external plugin
+# library all the same (microsoft/onnxruntime#26558).
+RTX_PORTING = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/porting.html#apis"
+RTX_ISSUE_4 = "https://github.com/NVIDIA/TensorRT-RTX/issues/4"
+# Real build errors of this repository's runs, kept as test data (no NVIDIA document names this check).
+RTX_BUILD_ERRORS = "tests/data/trt/rtx-build-logs.json"  # "errors": TensorRT-RTX 1.4-1.6 with no GPU, 2026-11-23
+
+RTX_CONV_DTYPE_CHECK = Signature(
+    name="rtx_conv_dtype_check",
+    # TensorRT-RTX 1.4 to 1.6 refuse every INT8 convolution and deconvolution in Myelin's cuDNN backend:
+    # "MyelinCheckException: cudnn_impl.cpp:89: CHECK(dtype == myelinTypeFloat || dtype == myelinTypeHalf ||
+    # dtype == myelinTypeBF16 || dtype == myelinTypeFP8E4M3) failed" (line 1040 in 1.4; 324/323, without FP8, for
+    # ConvTranspose); 1.7.1.116 builds them.
+    pattern=r"cudnn_impl\.cpp:\d+: CHECK\(dtype == myelinTypeFloat \|\| dtype == myelinTypeHalf",
+    kind="error",
+    source=RTX_BUILD_ERRORS,
+)
+
+
+def rtx_plugins_unsupported(where: Mapping[str, Tuple]) -> Expectation:
+    """TensorRT-RTX's porting guide: no plugins. Which versions do what with a Python plugin is for the cells to say."""
+    return Expectation(
+        "tensorrt-rtx", "", "fail", RTX_PORTING, stage="load", where=dict(where),
+        note=f"'Plugins are not supported in TensorRT-RTX' (porting guide, quoted in {RTX_ISSUE_4})",
+    )
+
+
 NONZERO_ZERO_POINT = Signature(
     name="nonzero_zero_point",
     # The ONNX parser's check on Q/DQ zero points: 8.x prints the failed assertion

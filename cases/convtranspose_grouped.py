@@ -15,6 +15,7 @@ the depthwise kernel-4 variants.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
+from cases.common import RTX_CONV_DTYPE_CHECK
 
 ISSUE_2280 = "https://github.com/NVIDIA/TensorRT/issues/2280"
 ISSUE_1934 = "https://github.com/NVIDIA/TensorRT/issues/1934"
@@ -38,7 +39,7 @@ CASE = Case(
     links=(ISSUE_2280, ISSUE_1934),
     axes={"groups": (1, 4, 16), "kernel": (4, 2), "output_qdq": (True, False)},
     target_nodes=("node_of_up", "node_of_y"),
-    signatures=(NO_IMPLEMENTATION,),
+    signatures=(NO_IMPLEMENTATION, RTX_CONV_DTYPE_CHECK),
     expectations=(
         Expectation(
             "tensorrt", "==8.4.*", "fail", ISSUE_2280, stage="build", signature="no_implementation",

@@ -14,7 +14,7 @@ supports no outcome here: cpg 1, 2 and 3 carry no expectation from it. The sweep
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Params, Signature
-from cases.common import NONZERO_ZERO_POINT, OPERATORS_MD, nonzero_zero_point_by_version
+from cases.common import NONZERO_ZERO_POINT, OPERATORS_MD, RTX_CONV_DTYPE_CHECK, nonzero_zero_point_by_version
 
 ISSUE_4060 = "https://github.com/NVIDIA/TensorRT/issues/4060"
 ISSUE_3385 = "https://github.com/NVIDIA/TensorRT/issues/3385"
@@ -50,7 +50,7 @@ CASE = Case(
     },
     # The Conv node: node_of_conv, or node_of_y where the Conv itself produces the graph output.
     target_nodes=("node_of_conv", "node_of_y"),
-    signatures=(NO_IMPLEMENTATION, NONZERO_ZERO_POINT),
+    signatures=(NO_IMPLEMENTATION, NONZERO_ZERO_POINT, RTX_CONV_DTYPE_CHECK),
     expectations=(
         Expectation(
             engine="tensorrt",

@@ -45,7 +45,7 @@ attributes become kINT32 and kFLOAT32 PluginFields; ModelImporter.cpp ignores th
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version
+from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version, rtx_plugins_unsupported
 
 ISSUE_3844 = "https://github.com/NVIDIA/TensorRT/issues/3844"
 ISSUE_3055 = "https://github.com/NVIDIA/TensorRT/issues/3055"
@@ -136,6 +136,7 @@ CASE = Case(
         _issue_3055("8.5.3.1") + _issue_3055("8.6.0.12")
         + _issue_3055("8.5.3.1", "trt_skip_layernorm") + _issue_3055("8.6.0.12", "trt_skip_layernorm")
         + nonzero_zero_point_by_version({"activation": ("uint8",)})
+        + (rtx_plugins_unsupported({"variant": PLUGIN_VARIANTS}),)
     ),
     builder="generators.q_output_type:build",
     valid=_valid,

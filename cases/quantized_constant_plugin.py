@@ -17,6 +17,7 @@ that name and namespace. Each plugin is an identity over one INT8 linear tensor.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
+from cases.common import rtx_plugins_unsupported
 
 ISSUE_3919 = "https://github.com/NVIDIA/TensorRT/issues/3919"
 QDP_ONNX = (
@@ -47,6 +48,7 @@ CASE = Case(
     target_nodes=("node_of_w_id", "node_of_y"),
     signatures=(QUANTIZED_CONSTANT,),
     expectations=(
+        rtx_plugins_unsupported({"form": ("int8_const_to_plugin_v3", "int8_const_to_plugin_v2")}),
         Expectation(
             engine="tensorrt",
             versions=">=10.0,<10.1",

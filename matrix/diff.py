@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -30,6 +32,7 @@ class Change:
     before: str
     after: str
     detail: str = ""
+    cause: str = ""  # what the failing side shows: its documented signature, else its error with numbers masked
 
     @property
     def case(self) -> str:
@@ -93,7 +96,11 @@ class DiffReport:
                 lines += [f"### on {md_cell(say_list(labels))}", ""]
             main = [c for c in changes if c.kind != REWORDED]
             minor = [c for c in changes if c.kind == REWORDED]
-            lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
+            if len(main) > FOLD:  # many reproducers, few causes: the causes first, every reproducer one click away
+                lines += _by_cause(main) + [f"<details><summary>every reproducer ({len(main)})</summary>", ""]
+                lines += _table(main) + ["</details>", ""]
+            else:
+                lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
             if minor:
                 lines += [f"<details><summary>{len(minor)} {_plural(REWORDED, len(minor))}: same stage, same "
                           "documented signature, other words</summary>", ""] + _table(minor) + ["</details>", ""]
@@ -161,17 +168,17 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     """The changes from cell a (older version) to cell b (newer version) of one reproducer."""
     out: List[Change] = []
 
-    def add(kind: str, before: str, after: str, detail: str = "") -> None:
-        out.append(Change(a.bundle, hardware, kind, before, after, detail))
+    def add(kind: str, before: str, after: str, detail: str = "", cause: str = "") -> None:
+        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause))
 
     if a.status in WORKED and b.status in FAILED:
-        add("regressed", _state(a), _state(b), _first(b.error) or b.reason)
+        add("regressed", _state(a), _state(b), _first(b.error) or b.reason, _cause(b))
     elif a.status in FAILED and b.status in WORKED:
-        add("fixed", _state(a), _state(b), _first(a.error) or a.reason)
+        add("fixed", _state(a), _state(b), _first(a.error) or a.reason, _cause(a))
     elif a.status == "fail" and b.status == "crashed":
-        add("now crashes", _state(a), _state(b), b.reason)
+        add("now crashes", _state(a), _state(b), b.reason, _cause(b))
     elif a.status == "crashed" and b.status == "fail":
-        add("no longer crashes", _state(a), _state(b), _first(b.error))
+        add("no longer crashes", _state(a), _state(b), _first(b.error), _cause(a))
     if a.fused is True and b.fused is False:
         add("fusion lost", "fused", "not fused", _float_nodes(b))
     elif a.fused is False and b.fused is True:
@@ -302,6 +309,36 @@ _NOUNS = {
 def _plural(kind: str, n: int) -> str:
     one, many = _NOUNS.get(kind, (kind, kind))
     return one if n == 1 else many
+
+
+FOLD = 12  # more changes than this on one hardware label: say them by cause, fold the full table
+
+
+def _cause(c: Cell) -> str:
+    """The failing side's documented signature, else its first error line with numbers and paths masked."""
+    if c.signature:
+        return f"sig: {c.signature}"
+    text = _first(c.error) or _first(c.reason) or c.status
+    text = re.sub(r"/\S+/", "…/", text)
+    return re.sub(r"\d+", "N", text)[:160]
+
+
+def _by_cause(changes: List[Change]) -> List[str]:
+    """One line per kind of change and cause, with how many reproducers of which cases show it."""
+    groups: Dict[Tuple[str, str, str, str], List[Change]] = {}
+    for c in changes:
+        groups.setdefault((c.kind, c.before, c.after, c.cause), []).append(c)
+    lines = []
+    for (kind, before, after, cause), members in sorted(groups.items(), key=lambda g: (KINDS.index(g[0][0]),
+                                                                                       -len(g[1]))):
+        cases: Dict[str, int] = {}
+        for m in members:
+            cases[m.case] = cases.get(m.case, 0) + 1
+        where = ", ".join(f"{md_cell(k)} ×{n}" for k, n in sorted(cases.items(), key=lambda x: -x[1]))
+        why = f" — {_code_cell(cause)}" if cause else ""
+        lines.append(f"- **{len(members)} {md_cell(_plural(kind, len(members)))}**: {md_cell(before)} → "
+                     f"{md_cell(after)}{why}; {where}")
+    return lines + [""]
 
 
 def _table(changes: List[Change]) -> List[str]:

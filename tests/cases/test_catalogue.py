@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -33,10 +34,12 @@ def test_expectation_ranges_are_pep440(catalogue):
 
 
 def test_signatures_compile_and_cite_a_source(catalogue):
+    """A source is a public page, or a real observation committed in this repository."""
+    repo = Path(__file__).resolve().parents[2]
     for case in catalogue:
         for s in case.signatures:
             re.compile(s.pattern)
-            assert s.source.startswith("https://"), (case.id, s.name)
+            assert s.source.startswith("https://") or (repo / s.source).is_file(), (case.id, s.name)
 
 
 def test_every_case_has_variants_and_a_builder_function(catalogue):
