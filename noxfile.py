@@ -1,7 +1,8 @@
-"""Sessions: tests, generate, one per engine version, matrix (the main job), report, diff.
+"""Sessions: tests, generate, one per engine version, matrix (the main job), report, diff, lock.
 
     nox -s matrix                 # every engine version this machine can run, then the reports
     nox -s tests                  # the unit tests (what CI runs)
+    nox -s lock                   # refresh uv.lock, which every session installs from
     nox -s trt_existing -- /path/to/python-with-tensorrt [...]
 """
 
@@ -39,12 +40,30 @@ OBSERVED = HERE / "reports" / "observed"
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 CELL_ARGS = ["tests/cells", "-p", "no:cacheprovider", "--timeout=600", "-q", "-rN"]
 
-nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.default_venv_backend = "uv"  # the environments come from uv.lock, through uv
 nox.options.sessions = ["tests"]
 
 
 def _group(name: str) -> list[str]:
     return nox.project.dependency_groups(PYPROJECT, name)
+
+
+def _sync(session: nox.Session, *groups: str) -> None:
+    """Install dependency groups (and numpy, packaging) at the versions in uv.lock; refuses a stale lock."""
+    # `uv sync` rather than `uv export` to a requirements file: one command, --locked stops on a lock that
+    # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one (-r) included.
+    session.run_install(
+        "uv", "sync", "--locked", "--no-install-project", *(f"--group={g}" for g in groups),
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+
+
+def _sync_with_engine(session: nox.Session, group: str, *pins: str) -> None:
+    """A locked group, then one engine version from the pin table over it; where they disagree the pin wins."""
+    _sync(session, group)
+    # The group's ranges go in again so that one resolve moves only what the pin forces (ORT 1.16.3's
+    # numpy<2 also takes ml-dtypes back from 0.6); every other package keeps its locked version.
+    session.install(*_group(group), *pins)
 
 
 def _env() -> dict[str, str]:
@@ -71,7 +90,7 @@ def has_nvidia_gpu() -> bool:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Unit tests: catalogue, generators, adapters (real ORT/OpenVINO), matrix; no GPU needed."""
-    session.install(*_group("test"))
+    _sync(session, "test")
     named = any(a.startswith(("-n", "--numprocesses")) for a in session.posargs)  # nox -s tests -- -n 0
     session.run("python", "-m", "pytest", *([] if named else ["-n", "2"]), *session.posargs, env=_env())
 
@@ -79,7 +98,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def generate(session: nox.Session) -> None:
     """Write every reproducer bundle (cached by digest) to .bundles/."""
-    session.install(*_group("generate"))
+    _sync(session, "generate")
     session.run("python", "-m", "generators", "write", *session.posargs, env=_env())
 
 
@@ -87,7 +106,7 @@ def generate(session: nox.Session) -> None:
 @nox.parametrize("version", list(ORT_VERSIONS), ids=list(ORT_VERSIONS))
 def ort(session: nox.Session, version: str) -> None:
     """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
-    session.install(*_group("cells"), f"onnxruntime=={version}", *ORT_VERSIONS[version])
+    _sync_with_engine(session, "cells", f"onnxruntime=={version}", *ORT_VERSIONS[version])
     _run_cells(session, "onnxruntime")
     # microsoft/onnxruntime#12088: the documented fix for u8s8 saturation, a column of its own where it
     # can change an outcome (x86-64 without VNNI; with VNNI ORT leaves the graph as it is).
@@ -108,15 +127,23 @@ def _cpu_has_vnni(session: nox.Session) -> bool:
 @nox.parametrize("version", list(OPENVINO_VERSIONS), ids=list(OPENVINO_VERSIONS))
 def openvino(session: nox.Session, version: str) -> None:
     """Every bundle on one OpenVINO version (CPU, f32 inference precision)."""
-    session.install(*_group("cells"), f"openvino=={version}", *OPENVINO_VERSIONS[version])
+    _sync_with_engine(session, "cells", f"openvino=={version}", *OPENVINO_VERSIONS[version])
     _run_cells(session, "openvino")
 
 
-def _trt_impl(session: nox.Session, version: str, index: str | None) -> None:
+def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str) -> None:
     if not has_nvidia_gpu():
         session.skip("no NVIDIA GPU: TensorRT cells are written as not run by `nox -s matrix`")
     extra = ["--extra-index-url", index] if index else []
-    session.install(*_group("cells"), f"tensorrt=={version}", "numpy<1.24", *extra)
+    try:
+        _sync_with_engine(session, "cells", f"tensorrt=={version}", *pins, *extra)
+    except nox.command.CommandFailed:
+        if not index:
+            raise
+        # NVIDIA's index out of reach: honest "not run" cells that say so, and the session goes on
+        session.run("python", "-m", "engines.idle", "--engine", "tensorrt", "--version", version, "--because",
+                    f"tensorrt=={version} could not be installed from NVIDIA's index {index}", env=_env())
+        session.skip(f"tensorrt=={version} not installable here (NVIDIA's index {index})")
     _run_cells(session, "tensorrt", f"--trt-python={Path(session.bin) / 'python'}", "--engine-version", version)
 
 
@@ -124,7 +151,7 @@ def _trt_impl(session: nox.Session, version: str, index: str | None) -> None:
 @nox.parametrize("version", TRT_PYPI, ids=TRT_PYPI)
 def trt(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 8.5/8.6.0 version from PyPI (needs an NVIDIA GPU)."""
-    _trt_impl(session, version, None)
+    _trt_impl(session, version, None, "numpy<1.24")  # 8.x's trt.nptype uses np.bool, gone in numpy 1.24
 
 
 @nox.session(name="trt10", python=TRT10_PYTHON)
@@ -138,7 +165,7 @@ def trt10(session: nox.Session, version: str) -> None:
 @nox.parametrize("version", RTX_VERSIONS, ids=RTX_VERSIONS)
 def rtx(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
-    session.install(*_group("cells"), f"tensorrt-rtx=={version}")
+    _sync_with_engine(session, "cells", f"tensorrt-rtx=={version}")
     _run_cells(session, "tensorrt-rtx", "--engine-version", version)
     # 1.7's parser aborts on a Python IPluginV3 node unless libtensorrt_rtx.so resolves (the wheel ships only
     # .so.1): the plugin reproducers again with that link, a column of their own beside the as-installed one.
@@ -152,7 +179,7 @@ def trt_existing(session: nox.Session) -> None:
     pythons = [a for a in session.posargs if not a.startswith("-")] or _trt_pythons_from_env()
     if not pythons:
         session.error("name an interpreter that has TensorRT: nox -s trt_existing -- /path/to/python")
-    session.install(*_group("cells"))
+    _sync(session, "cells")
     flags = [a for a in session.posargs if a.startswith("-")]
     for python in pythons:
         session.log(f"TensorRT column with {python}")
@@ -169,7 +196,7 @@ def _trt_pythons_from_env() -> list[str]:
 @nox.session
 def report(session: nox.Session) -> None:
     """Merge results/ and reports/observed/ into reports/matrix.{md,html,json} and JUnit XML."""
-    session.install(*_group("report"))
+    _sync(session, "report")
     session.run(
         "python", "-m", "matrix", "report", "--results", str(RESULTS), "--results", str(OBSERVED),
         "--out", str(HERE / "reports"), *session.posargs, env=_env(),
@@ -179,7 +206,7 @@ def report(session: nox.Session) -> None:
 @nox.session
 def diff(session: nox.Session) -> None:
     """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO."""
-    session.install(*_group("report"))
+    _sync(session, "report")
     session.run(
         "python", "-m", "matrix", "diff", *session.posargs, "--results", str(RESULTS), "--results", str(OBSERVED),
         env=_env(),
@@ -189,42 +216,42 @@ def diff(session: nox.Session) -> None:
 @nox.session
 def check(session: nox.Session) -> None:
     """Your own quantized model on every engine here, with a per-node INT8 report: nox -s check -- model.onnx [...]."""
-    session.install(*_group("check"))
+    _sync(session, "check")
     session.run("python", "-m", "check", *session.posargs, env=_env(), success_codes=[0, 1])
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """TensorRT readiness of a model without any engine: nox -s lint -- model.onnx [--json]."""
-    session.install(*_group("generate"))
+    _sync(session, "generate")
     session.run("python", "-m", "check.lint", *session.posargs, env=_env())
 
 
 @nox.session
 def reduce(session: nox.Session) -> None:
     """A failing model -> minimal reproducer -> bug bundle: nox -s reduce -- model.onnx --engine E --out DIR."""
-    session.install(*_group("check"))
+    _sync(session, "check")
     session.run("python", "-m", "check.reduce", *session.posargs, env=_env())
 
 
 @nox.session
 def producers(session: nox.Session) -> None:
     """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR."""
-    session.install(*_group("generate"))
+    _sync(session, "generate")
     session.run("python", "-m", "check.producers", *session.posargs, env=_env())
 
 
 @nox.session
 def benchmark(session: nox.Session) -> None:
     """Bundle generation and CPU-engine cell throughput; figures go in the README, not in tests."""
-    session.install(*_group("generate"), "openvino")
+    _sync(session, "check")  # generate's packages and the locked OpenVINO
     session.run("python", "tools/benchmark.py", env=_env())
 
 
 @nox.session
 def bugs(session: nox.Session) -> None:
     """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip]."""
-    session.install(*_group("report"), "numpy")
+    _sync(session, "report")  # numpy comes with every sync (the project's own dependency)
     session.run(
         "python", "-m", "matrix", "bugs", "--results", str(RESULTS), "--results", str(OBSERVED), *session.posargs,
         env=_env(),
@@ -234,12 +261,14 @@ def bugs(session: nox.Session) -> None:
 @nox.session
 def matrix(session: nox.Session) -> None:
     """The main job: bundles, every engine version this machine can run, then the reports."""
-    session.install(*_group("generate"), *_group("cells"))
+    _sync(session, "generate", "cells")
     session.run("python", "-m", "generators", "write", env=_env())
     gpu = has_nvidia_gpu()
-    if gpu:
+    if gpu:  # 10.x/11.x come from NVIDIA's index; where it is out of reach their cells say so
         for version in TRT_PYPI:
             session.notify(f"trt({version})")
+        for version in TRT_NVIDIA:
+            session.notify(f"trt10({version})")
     else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass
         versions = [a for v in TRT_PYPI + TRT_NVIDIA for a in ("--version", v)]
         session.run("python", "-m", "engines.idle", "--engine", "tensorrt", *versions, env=_env())
@@ -252,3 +281,9 @@ def matrix(session: nox.Session) -> None:
     if _trt_pythons_from_env():
         session.notify("trt_existing")
     session.notify("report")
+
+
+@nox.session
+def lock(session: nox.Session) -> None:
+    """Refresh uv.lock to the newest versions pyproject.toml allows: nox -s lock [-- --upgrade-package onnx]."""
+    session.run("uv", "lock", *(session.posargs or ["--upgrade"]))

@@ -17,6 +17,7 @@ import json
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -92,6 +93,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--version", action="append", required=True, help="engine version (repeatable)")
     parser.add_argument("--bundles", type=Path, default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     parser.add_argument("--results-wait", type=float, default=0.0, help="seconds to wait for a busy results file")
+    parser.add_argument("--because", default="", help="why the engine is not here, added to the probe's own reason")
     args = parser.parse_args(args_list)
     root = args.bundles or bundles_root()
     start = time.perf_counter()
@@ -102,6 +104,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         run = run_record(args.engine, args_list)
         for version in args.version:
             info = idle_info(args.engine, version)
+            if args.because:
+                info = replace(info, reason=f"{args.because}; {info.reason}" if info.reason else args.because)
             counts = write_column(info, bundles, run, wait=args.results_wait)
             print(f"{args.engine} {info.version} [{info.hardware}]: {len(bundles)} cells {info.unavailable_status} "
                   f"({info.reason}); {counts['written']} written, {counts['unchanged']} unchanged -> {counts['path']}")
