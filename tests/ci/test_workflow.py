@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import ast
 import importlib.util
 import shlex
@@ -104,7 +106,10 @@ def test_cells_job_runs_on_gpu_runners_over_the_pin_table(workflow):
 def test_cells_job_installs_nox_runs_sessions_and_uploads_results(workflow):
     cells = workflow["jobs"]["cells"]
     runs = "\n".join(steps_running(cells))
-    assert "pip install --quiet nox uv" in runs and "nox -s generate" in runs and 'nox -s "$NOX_SESSION"' in runs
+    ci_run = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
+    pins = re.findall(r'"((?:nox|uv)==[^"]+)"', ci_run)
+    assert len(pins) == 2 and all(f'"{p}"' in runs for p in pins)  # the same bootstrap pins as .ci/run
+    assert "nox -s generate" in runs and 'nox -s "$NOX_SESSION"' in runs
     upload = next(s for s in cells["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["path"] == "results/*.jsonl"
     assert "${{ matrix.trt }}" in upload["with"]["name"]
