@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +15,25 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from engines import get_engine  # noqa: E402
+from engines.hardware import isa  # noqa: E402
 from engines.onnxruntime import Adapter  # noqa: E402
 from generators.bundle import Bundle  # noqa: E402
 from generators.onnx_util import const, make_model, node, value_info  # noqa: E402
-from tests.engines.qdq_models import assert_matches, conv2d, qdq_conv, write_bundle  # noqa: E402
+from tests.engines.qdq_models import assert_matches, conv2d, error_steps, qdq_conv, write_bundle  # noqa: E402
+
+# QDQ activations ORT's QLinearConv computes on: int8 only on ARM; on x86-64 its QDQS8ToU8Transformer
+# makes them uint8 (QDQIsInt8Allowed() in qdq_selector_action_transformer.h).
+ACTIVATION = "int8" if platform.machine().lower() in ("aarch64", "arm64") else "uint8"
+# engines.hardware levels at which MLAS has u8s8 GEMM kernels of its own (not the widening SSE2 one).
+U8S8_OWN_KERNELS = ("avx2", "avx_vnni", "avx512", "avx512_vnni", "amx")
+
+
+def profiled_types(evidence: str) -> list:
+    """The distinct input types the profile names at the end of an evidence string, in order."""
+    found = re.search(r"input types ([\w, ]+)$", evidence)
+    assert found, evidence
+    return found.group(1).split(", ")
+
 
 def dynamic_integer(root: Path, op: str, weight=np.int8) -> Bundle:
     """x -> DynamicQuantizeLinear -> MatMulInteger/ConvInteger -> Cast -> Mul(x scale) as a bundle."""
@@ -24,7 +41,8 @@ def dynamic_integer(root: Path, op: str, weight=np.int8) -> Bundle:
     conv = op == "ConvInteger"
     w_shape, x_shape = ((8, 4, 3, 3), (1, 4, 8, 8)) if conv else ((16, 8), (4, 16))
     w_zp = np.array(0 if weight == np.int8 else 128, weight)
-    w = (rng.integers(-100, 100, w_shape) + int(w_zp)).astype(weight)
+    # |w - zp| <= 63: no u8*s8 pair sum saturates without VNNI (see qdq_models.qdq_conv)
+    w = (rng.integers(-63, 64, w_shape) + int(w_zp)).astype(weight)
     attrs = {"pads": [1, 1, 1, 1]} if conv else {}
     nodes = [node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xzp"]),
              node(op, ["xq", "w", "xzp", "w_zp"], ["i"], **attrs),
@@ -58,7 +76,8 @@ def test_qdq_conv_with_output_q_fuses_into_qlinearconv(tmp_path):
     evidence = obs.precision["node_of_c"]
     assert evidence["precision"] == "int8"
     assert "fused into QLinearConv 'node_of_c" in evidence["evidence"]
-    assert "profile: QLinearConv" in evidence["evidence"] and "int8" in evidence["evidence"]
+    assert f"profile: QLinearConv ran on CPUExecutionProvider, first input {ACTIVATION}," in evidence["evidence"]
+    assert profiled_types(evidence["evidence"]) == [ACTIVATION, "float", "int8", "int32"]  # int8 weights, int32 bias
     assert obs.options["graph_optimization_level"] == "ORT_ENABLE_ALL"
     assert obs.options["providers"] == ["CPUExecutionProvider"]
 
@@ -105,7 +124,30 @@ def test_dynamic_quantize_integer_kernels(tmp_path, op, weight):
     evidence = obs.precision["node_of_i"]
     assert evidence["precision"] == "int8"
     assert f"runs as integer kernel {op} 'node_of_i'" in evidence["evidence"]
-    assert np.dtype(weight).name in evidence["evidence"]
+    assert "first input uint8," in evidence["evidence"]  # DynamicQuantizeLinear's output is uint8
+    assert profiled_types(evidence["evidence"]) == list(dict.fromkeys(["uint8", np.dtype(weight).name]))
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64's u8s8 kernels only")
+def test_saturating_weights_follow_the_isa(tmp_path):
+    """8-bit weights saturate u8s8 pair sums without VNNI (ORT's quantization guide on reduce_range); with
+    session.x64quantprecision (microsoft/onnxruntime#12088) ORT rewrites them to u8 and is exact again."""
+    bundle = qdq_conv(tmp_path / "w8", weight_bits=8)
+    default, rewritten = Adapter().run(bundle), Adapter(x64quantprecision="1").run(bundle)
+    for obs in (default, rewritten):
+        assert (obs.stage, obs.error) == ("run", "")
+        assert obs.precision["node_of_c"]["precision"] == "int8"
+    level = isa()
+    # MLAS (mlas/lib/platform.cpp) has u8s8 kernels of its own from AVX2 up, and in its Windows build at
+    # SSE4.1; below that u8s8 widens to 16 bits first. Own kernels without VNNI use vpmaddubsw and saturate;
+    # the rewrite applies wherever the u8s8 and u8u8 kernels differ (MlasPlatformU8S8Overflow), VNNI or not.
+    own_kernels = level.level in U8S8_OWN_KERNELS or (level.level == "sse4.1" and sys.platform == "win32")
+    off = error_steps(bundle, default.outputs)["y"]
+    assert (off <= 1.001) == (level.vnni or not own_kernels), f"{off:.3g} steps off on {level.label}"
+    assert profiled_types(default.precision["node_of_c"]["evidence"]) == [ACTIVATION, "float", "int8", "int32"]
+    assert_matches(bundle, rewritten.outputs)
+    weights = [] if own_kernels else ["int8"]  # rewritten to uint8, which the list already names
+    assert profiled_types(rewritten.precision["node_of_c"]["evidence"]) == [ACTIVATION, "float", *weights, "int32"]
 
 
 def test_broken_model_fails_at_load_with_text(tmp_path):

@@ -84,7 +84,7 @@ def test_the_generator_rebuilds_the_bundle_the_observed_cells_ran(bundles):
 @pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
 def test_repro_reproduces_a_real_cell(engine, bundles, cpu_cells, tmp_path):
     cell = next(c for c in cpu_cells if c.engine == engine)
-    assert cell.status == "pass", cell.error
+    assert cell.status == "pass", cell.error  # |w| <= 8: no CPU's INT8 kernels saturate on this bundle
     results = write_jsonl(tmp_path / "results" / "cpu.jsonl", cpu_cells)
     out = tmp_path / "bug-bundles"
     code = bugs("--results", str(results), "--bundles", str(bundles), "--out", str(out), "--cell", BUNDLE,
@@ -94,7 +94,9 @@ def test_repro_reproduces_a_real_cell(engine, bundles, cpu_cells, tmp_path):
     assert folder == out / f"{engine}-{cell.engine_version}" / BUNDLE.replace("/", "__")
     done = run_repro(folder)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip().splitlines()[-1].startswith("REPRODUCED: pass (max error 0 steps")
+    # the suite's own cell on this machine, whatever error this CPU's kernels make
+    recorded = f"pass (max error {cell.max_error_steps:.3g} steps, tolerance {cell.tolerance_steps:g})"
+    assert done.stdout.strip().splitlines()[-1] == f"REPRODUCED: {recorded}"
 
 
 @pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
