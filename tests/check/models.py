@@ -67,7 +67,7 @@ def float_convnet(path: Path, blocks: int = 2, channels: int = 8, seed: int = 0)
 
 
 def quantize_static(float_model: Path, out: Path, per_channel: bool = False, samples: int = 4,
-                    reduce_range: bool = True) -> Path:
+                    reduce_range: bool = True, quantize_bias: bool = True, symmetric: bool = False) -> Path:
     """Quantize with onnxruntime.quantization.quantize_static in QDQ format, int8 activations and weights.
 
     reduce_range (7-bit weights, ORT's advice for CPUs without VNNI) keeps u8*s8 pair sums from saturating,
@@ -90,5 +90,6 @@ def quantize_static(float_model: Path, out: Path, per_channel: bool = False, sam
 
     ort_quantize_static(str(float_model), str(out), Reader(), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=per_channel,
-                        reduce_range=reduce_range)
+                        reduce_range=reduce_range,
+                        extra_options={"QuantizeBias": quantize_bias, "ActivationSymmetric": symmetric})
     return out

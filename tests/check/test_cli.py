@@ -20,7 +20,8 @@ def quantized(tmp_path_factory):
 
 
 def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantized, tmp_path, capsys):
-    out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
+    out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep"),
+           "--engine", "onnxruntime", "--engine", "openvino"]
     assert main([str(quantized), *out]) == 0
     printed = capsys.readouterr().out
     assert "quantized nodes ran in INT8" in printed and "## Nodes" in printed
@@ -43,6 +44,30 @@ def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantize
     assert {r["rule"] for r in lint["rows"]} >= {"dq_non_activation"}  # quantize_static's INT32 bias
     cells = sorted((tmp_path / "r" / "convnet_int8").glob("*.jsonl"))
     assert [p.name.split("-")[0] for p in cells] == ["onnxruntime", "openvino"]
+
+
+def test_with_no_gpu_a_check_has_a_real_tensorrt_rtx_plan_per_target(tmp_path, capsys):
+    """TensorRT-RTX builds on any machine: by default a check gets its column, and --target one per architecture."""
+    pytest.importorskip("tensorrt_rtx")
+    from engines.tensorrt import gpu
+
+    if gpu.detect().present:
+        pytest.skip("a GPU is here: its cells may run, and the summary would say 'ran'")
+    folder = tmp_path / "m"
+    folder.mkdir()
+    model = quantize_static(float_convnet(folder / "float.onnx", blocks=2), folder / "convnet_fbias.onnx",
+                            quantize_bias=False, symmetric=True)  # TensorRT's parsers refuse INT32 bias DQs
+    # and non-zero zero points (the lint predicts both)
+    out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
+    assert main([str(model), "--engine", "tensorrt-rtx", "--target", "SM86,SM89", *out]) == 0
+    report = json.loads((tmp_path / "rep" / "convnet_fbias.json").read_text())
+    columns = {c["hardware"]: c for c in report["columns"]}
+    assert len(columns) == 2 and all(c["engine"] == "tensorrt-rtx" and c["status"] == "built" for c in columns.values())
+    assert {h.rsplit("target=", 1)[-1] for h in columns} == {"SM86", "SM89"}
+    for col in columns.values():
+        assert f"of {report['targets']} quantized nodes INT8 (ahead-of-time plan)" in col["summary"]
+        assert col["int8"] >= 2  # both convolutions: INT8 correlation layers, read from the build log
+    assert "quantized nodes INT8 (ahead-of-time plan)" in capsys.readouterr().out
 
 
 def test_prepare_only_then_from_bundles(quantized, tmp_path, capsys):
