@@ -70,6 +70,10 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
         options=(
             EngineOption("tactics", "--trt-tactics", "default", ("default", "tensorrt-only"),
                          "TensorRT tactic sources: its default, or its own kernels only (no cuBLAS/cuDNN)"),
+            # Recorded with every cell (and in the resume key), but not a column: a verdict must not depend on it.
+            EngineOption("timing_cache", "--trt-timing-cache", "on", ("on", "off"),
+                         "share one ITimingCache per TensorRT version, GPU and tactic setting, kept in "
+                         "results/timing-cache/ ($QDQ_TIMING_CACHE_DIR)", column=False),
         ),
     ),
     EngineSpec(

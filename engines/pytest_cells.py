@@ -57,6 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             env = f", or ${ENV_DEFAULTS[o.name]}" if o.name in ENV_DEFAULTS else ""
             group.addoption(o.flag, default=None, choices=o.choices or None,
                             help=f"{engine.title}: {o.help} (default {o.default}{env})")
+    group.addoption("--no-timing-cache", action="store_const", const="off", dest="trt_timing_cache",
+                    help="TensorRT: build without the shared timing cache (same as --trt-timing-cache off)")
     group.addoption("--results", default=None,
                     help="JSONL results file (default results/<engine>-<version>-<hardware>[-<variant>].jsonl)")
     group.addoption("--results-source", default="local", choices=SOURCES,
@@ -153,6 +155,8 @@ def run_record(config: pytest.Config, info: Optional[EngineInfo] = None) -> Dict
         "source": source,
         "python": platform.python_version(),
         "cell_options": json.dumps(cell_options(config), sort_keys=True),
+        # cells at a time (pytest-xdist workers): TensorRT builds on one GPU contend, so it is measured and recorded
+        "workers": str(getattr(config.option, "numprocesses", None) or 1),
     }
 
 

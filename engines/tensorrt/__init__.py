@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -31,6 +32,7 @@ from engines.tensorrt.plugins import python_plugins
 from generators.bundle import Bundle
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
+REPO = WORKER.parents[2]
 RESULT_MARK = b"QDQ-RESULT "  # worker.py's serve-mode answer line
 STDERR_TAIL = 4000  # characters of the worker's stderr kept in a crashed cell's log
 
@@ -43,13 +45,15 @@ class Adapter:
 
     def __init__(
         self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600, isolate: bool = False,
-        tactics: Optional[str] = None,
+        tactics: Optional[str] = None, timing_cache: Optional[str] = None,
     ) -> None:
         self.python = python or sys.executable
         # "default": TensorRT's default tactic sources; "tensorrt-only": no cuBLAS/cuBLASLt/cuDNN tactics.
         self.tactics = tactics or os.environ.get("QDQ_TRT_TACTICS") or "default"
         if self.tactics not in TACTICS_CHOICES:
             raise ValueError(f"TensorRT tactics must be one of {', '.join(TACTICS_CHOICES)}, not {self.tactics!r}")
+        self.timing_cache = timing_cache or "on"
+        ENGINES["tensorrt"].check({"timing_cache": self.timing_cache})
         self.version = version
         self.timeout = timeout
         # isolate: one process per cell (slow: TensorRT and CUDA start each time); otherwise one
@@ -66,7 +70,16 @@ class Adapter:
 
     def options(self) -> Dict[str, str]:
         """This adapter's own engine options (cases.engines), as the cells record them."""
-        return {"tactics": self.tactics}
+        return {"tactics": self.tactics, "timing_cache": self.timing_cache}
+
+    def timing_cache_path(self) -> str:
+        """The shared cache file of this version, GPU and tactic setting ("" when off or not yet probed)."""
+        info = self._info
+        if self.timing_cache != "on" or info is None or not info.available:
+            return ""
+        folder = Path(os.environ.get("QDQ_TIMING_CACHE_DIR") or REPO / "results" / "timing-cache")
+        gpu_label = re.sub(r"[^A-Za-z0-9.]+", "-", info.hardware).strip("-").lower()
+        return str(folder / f"{self.module}-{info.version}-{gpu_label}-{self.tactics}.cache")
 
     def probe(self) -> EngineInfo:
         """GPU first (no engine import), then the worker's own report of versions and capabilities."""
@@ -187,7 +200,7 @@ class Adapter:
             self._server = None
 
     def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
-        return dict(bundle.meta.get("trt") or {}, tactics=self.tactics)
+        return dict(bundle.meta.get("trt") or {}, tactics=self.tactics, timing_cache=self.timing_cache_path())
 
     def _write_request(self, bundle: Bundle, tmp: Path) -> Path:
         found = self._gpu or gpu.detect()
@@ -298,7 +311,7 @@ class RtxAdapter(Adapter):
         return f"{label}: ahead-of-time build (default: {' '.join(targets)})" if targets else label
 
     def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
-        return dict(bundle.meta.get("trt") or {}, target=self.target)
+        return dict(bundle.meta.get("trt") or {}, target=self.target)  # no timing cache: it breaks CPU-only builds
 
 
 def target_ops(bundle: Bundle) -> Dict[str, str]:

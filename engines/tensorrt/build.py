@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from . import inspect as tinspect
+from . import timing
 
 DEFAULT_WORKSPACE_MB = 1024
 
@@ -110,17 +111,41 @@ def network_layers(network: Any) -> List[List[str]]:
 def stage_build(trt: Any, caps: Dict[str, Any], loaded: tuple, req: Dict[str, Any], result: Any) -> Optional[Any]:
     """Configure and build the serialized plan; returns it, or None with the error recorded."""
     builder, network, _ = loaded
-    config = configure(trt, caps, builder, req.get("trt") or {}, result)
+    opts = req.get("trt") or {}
+    config = configure(trt, caps, builder, opts, result)
     if config is None:
         return None
-    if (req.get("trt") or {}).get("int8_ranges") == "trtexec":
+    if opts.get("int8_ranges") == "trtexec":
         set_dummy_ranges(trt, network, result)
+    cache = _timing_cache(caps, opts, config, result)
     serialized = builder.build_serialized_network(network, config)
     if serialized is None:
         result.data["error"] = "build_serialized_network returned None" + last_error(result)
         return None
     result.data["plan_bytes"] = int(getattr(serialized, "nbytes", 0) or len(bytes(serialized)))
+    if cache is not None:
+        try:
+            cache.save(config, result)
+        except Exception as e:  # the plan is built; a cache that cannot be written costs time, not the cell
+            result.note(f"timing cache: not saved ({type(e).__name__}: {e})")
     return serialized
+
+
+def _timing_cache(caps: Dict[str, Any], opts: Dict[str, Any], config: Any, result: Any) -> Optional[Any]:
+    """The shared timing cache of this version, GPU and tactic setting, where asked for and possible."""
+    options = result.data["options"]
+    path = opts.get("timing_cache") or ""
+    options["timing_cache"] = "off"
+    if not path:
+        return None
+    if caps["aot"]:  # TensorRT-RTX: a timing cache forces a GPU query, breaking CPU-only builds (its docs)
+        result.note("timing cache: off for ahead-of-time builds")
+        return None
+    cache = timing.shared(path)
+    if cache is None or not cache.attach(config, result):
+        return None
+    options["timing_cache"] = "shared"
+    return cache
 
 
 def configure(trt: Any, caps: Dict[str, Any], builder: Any, opts: Dict[str, Any], result: Any) -> Optional[Any]:
