@@ -102,3 +102,23 @@ def test_a_helper_layer_is_never_the_evidence_for_a_compute_node():
     only_helper = {"Layers": listing["Layers"][:1]}
     entry = L.attribute(L.from_inspector(only_helper), {"node_of_y": "MatMul"})["node_of_y"]
     assert entry["precision"] == "unknown" and entry["candidates"] == ["reshape_before_node_of_y"]
+
+
+def test_a_stored_cell_is_re_derived_from_its_listing_without_an_engine(tmp_path):
+    """A cell keeps its listing packed; a wrong attribution stored in it is corrected from committed data alone."""
+    from cases.cell import Cell
+    from engines.tensorrt import pack_listing
+    from engines.tensorrt.rederive import process
+
+    key = "1.7.1.116 matmul_per_channel/op=matmul+weights=per_channel+output_qdq=yes"
+    stale = {"precision": "int8", "evidence": "layer '__myl_MulMinMaxRounCast_myl0_0' kgen: a neighbour"}
+    cell = Cell(bundle="matmul_per_channel/op=matmul+weights=per_channel+output_qdq=yes", case="matmul_per_channel",
+                params={}, digest="d", engine="tensorrt-rtx", engine_version="1.7.1.116", hardware="no GPU",
+                status="built", verdict="undocumented", stage="build", precision={"node_of_mm": stale}, fused=True,
+                listing=pack_listing("build log Layers:", BUILDS[key]["layers_message"]))
+    path = tmp_path / "cells.jsonl"
+    path.write_text(cell.to_json() + "\n")
+    counts = process(path, tmp_path / "no-bundles", write=True)  # no bundle: attributed without op types
+    assert counts["listed"] == 1 and counts["evidence"] == 1
+    entry = json.loads(path.read_text())["precision"]["node_of_mm"]
+    assert (entry["layer"], entry["layer_type"], entry["via"]) == ("node_of_mm_myl0_1", "gemm", "metadata")
