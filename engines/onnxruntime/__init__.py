@@ -243,7 +243,19 @@ def _from_graph(target: str, original: Any, optimized: Any, kernels: Dict[str, D
         fed = " with DequantizeLinear inputs" if dq & set(kernel.input) else ""
         evidence = f"optimized graph: {target} stays a float {where}{fed}"
         precision = "float"
-    return {"precision": precision, "evidence": evidence + _profile_note(kernels.get(kernel.name))}
+    profiled = kernels.get(kernel.name) or {}
+    via = "ORT optimized graph" + (" and profile" if profiled else "")
+    return {"precision": precision, "evidence": evidence + _profile_note(profiled), "layer": kernel.name,
+            "layer_type": kernel.op_type, "inputs": [_dtype(t) for t in profiled.get("types", [])], "weights": [],
+            "outputs": [], "tactic": profiled.get("provider", ""), "via": via}
+
+
+# ORT profile type names -> the evidence's dtype words (as TensorRT's: engines/tensorrt/layers.py)
+_DTYPES = {"float": "fp32", "float16": "fp16", "bfloat16": "bf16", "double": "fp64"}
+
+
+def _dtype(name: str) -> str:
+    return _DTYPES.get(name, name or "?")
 
 
 def _op_of(graph: Any, name: str) -> str:
@@ -259,7 +271,9 @@ def _from_profile_only(target: str, kernels: Dict[str, Dict[str, Any]]) -> Dict[
     types = kernel["types"]
     integer = is_integer_kernel(kernel["op"]) or bool(types and types[0] in QUANT_TYPES)
     note = _profile_note(kernel).lstrip("; ")
-    return {"precision": "int8" if integer else "float", "evidence": f"no optimized graph; {note} ('{names[0]}')"}
+    return {"precision": "int8" if integer else "float", "evidence": f"no optimized graph; {note} ('{names[0]}')",
+            "layer": names[0], "layer_type": kernel["op"], "inputs": [_dtype(t) for t in types], "weights": [],
+            "outputs": [], "tactic": kernel.get("provider", ""), "via": "ORT profile"}
 
 
 def _profile_note(kernel: Optional[Dict[str, Any]]) -> str:

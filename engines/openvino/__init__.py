@@ -192,7 +192,18 @@ def layer_precision(target: str, layers: List[Dict[str, Any]], output: str = "")
     evidence = (f"runtime layer '{layer['name']}' type {layer['type']}, runtimePrecision {layer['precision']}, "
                 f"outputPrecisions {layer['outputs']}, originalLayersNames {','.join(layer['original'])}"
                 + (f", primitiveType {layer['primitive']}" if layer.get("primitive") else ""))
-    return {"precision": precision, "evidence": evidence}
+    return {"precision": precision, "evidence": evidence, "layer": layer["name"], "layer_type": layer["type"],
+            "inputs": [_dtype(layer["precision"])], "weights": [],
+            "outputs": [_dtype(p) for p in re.findall(r"\w+", layer["outputs"])], "tactic": layer.get("primitive", ""),
+            "via": "OpenVINO runtime model (originalLayersNames)"}
+
+
+# OpenVINO's element type names -> the evidence's dtype words (as TensorRT's: engines/tensorrt/layers.py)
+_DTYPES = {"i8": "int8", "u8": "uint8", "f32": "fp32", "f16": "fp16", "bf16": "bf16", "i32": "int32", "i64": "int64"}
+
+
+def _dtype(name: str) -> str:
+    return _DTYPES.get(name.lower(), name.lower() or "?")
 
 
 def _find_layer(target: str, layers: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
