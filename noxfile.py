@@ -32,6 +32,10 @@ TRT10_PYTHON = "3.12"
 # (tensorrt_rtx_cu13_libs); the cu12 build gives byte-identical plans (measured on 1.7.1.116), and the
 # CUDA major only matters for running a plan, which no machine here can (sm_90 is not a target).
 RTX_VERSIONS = ["1.4.0.76", "1.5.0.114", "1.6.1.120", "1.7.1.116"]
+# The architectures a TensorRT-RTX plan can target, each a column, for the cases whose outcome depends on it
+# (FP8 GEMM needs SM89+, INT4 weight-only GEMM no Turing: the RTX support matrix); the rest build for the default.
+RTX_TARGETS = ["SM75", "SM80", "SM86", "SM89", "SM120"]
+ARCH_CASES = ["fp16_scale_qdq", "int4_blocked_weights", "fp8_qdq", "fp8_conv_stack"]
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 
 HERE = Path(__file__).resolve().parent
@@ -171,6 +175,16 @@ def rtx(session: nox.Session, version: str) -> None:
     # .so.1): the plugin reproducers again with that link, a column of their own beside the as-installed one.
     _run_cells(session, "tensorrt-rtx", "--engine-version", version, "--rtx-plugin-link", "libtensorrt_rtx.so",
                "--plugin-bundles-only")
+    cases = [a for c in ARCH_CASES if c in _case_ids(session) for a in ("--only-case", c)]
+    for target in RTX_TARGETS if cases else []:
+        _run_cells(session, "tensorrt-rtx", "--engine-version", version, "--rtx-target", target, *cases)
+
+
+def _case_ids(session: nox.Session) -> list[str]:
+    """The catalogue's case ids, as this checkout declares them."""
+    out = session.run("python", "-c", "import cases; print(' '.join(c.id for c in cases.all_cases()))",
+                      env=_env(), silent=True) or ""
+    return (out.strip().splitlines() or [""])[-1].split()
 
 
 @nox.session

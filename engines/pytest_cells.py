@@ -67,6 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fresh", action="store_true", help="run every cell again, even those the results file holds")
     group.addoption("--plugin-bundles-only", action="store_true",
                     help="only the bundles whose model needs a plugin (case.json trt.plugins)")
+    group.addoption("--only-case", action="append", default=[], metavar="CASE",
+                    help="only the bundles of this case (repeatable)")
     group.addoption("--results-wait", type=float, default=0.0,
                     help="seconds to wait for another run that holds the results file (default: stop at once)")
 

@@ -123,12 +123,33 @@ def stage_build(trt: Any, caps: Dict[str, Any], loaded: tuple, req: Dict[str, An
         result.data["error"] = "build_serialized_network returned None" + last_error(result)
         return None
     result.data["plan_bytes"] = int(getattr(serialized, "nbytes", 0) or len(bytes(serialized)))
+    if caps["aot"]:
+        result.data["options"].update(plan_targets(serialized))
     if cache is not None:
         try:
             cache.save(config, result)
         except Exception as e:  # the plan is built; a cache that cannot be written costs time, not the cell
             result.note(f"timing cache: not saved ({type(e).__name__}: {e})")
     return serialized
+
+
+# TensorRT-RTX plans: a bit per target architecture in byte 32 of the 64-byte header (b"vtrt" first). Not
+# documented: observed on 1.5-1.7, each single target setting its own bit (SM80 0x02 ... SM121 0x20; SM75
+# 0x01) and the default build 0x7e, the documentation's "8.0, 8.6, 8.9, 12.0, and later".
+_TARGET_BITS = (("SM75", 0x01), ("SM80", 0x02), ("SM86", 0x04), ("SM89", 0x08), ("SM120", 0x10), ("SM121", 0x20))
+
+
+def plan_targets(serialized: Any) -> Dict[str, Any]:
+    """The architectures a TensorRT-RTX plan says it targets, read from its header (undocumented)."""
+    header = bytes(memoryview(serialized)[:64])
+    if len(header) < 33 or header[:4] != b"vtrt":
+        return {}
+    mask = header[32]
+    names = [name for name, bit in _TARGET_BITS if mask & bit]
+    rest = mask & ~sum(bit for _, bit in _TARGET_BITS)
+    if rest:
+        names.append(f"bit {rest:#04x} (no ComputeCapability name)")
+    return {"plan_targets": names, "plan_targets_from": "plan header byte 32 (undocumented; observed on 1.5-1.7)"}
 
 
 def _timing_cache(caps: Dict[str, Any], opts: Dict[str, Any], config: Any, result: Any) -> Optional[Any]:

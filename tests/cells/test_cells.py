@@ -20,6 +20,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             raise pytest.UsageError(f"no bundles under {bundles_root()}: run `python -m generators write` first")
         if metafunc.config.getoption("--plugin-bundles-only"):
             ids = [i for i in ids if _needs_plugin(i)]
+        cases = metafunc.config.getoption("--only-case")
+        if cases:
+            ids = [i for i in ids if i.split("/", 1)[0] in cases]
         metafunc.parametrize("bundle_id", ids, ids=ids)
 
 

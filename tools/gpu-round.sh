@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# One step of a GPU round, each a call of its own (a lent machine gives each command up to 10 minutes and
+# keeps its files between calls while it is held). Every step writes into WORK (default /root/qdq-gpu) and
+# resumes what an earlier, interrupted call of it left; `pack` copies the results to OUT.
+#
+#   tools/gpu-round.sh unpack PARTS_DIR           # payload parts -> WORK/payload, launchers in WORK/payload/bin
+#   tools/gpu-round.sh sweep VERSION [RUNS...]    # wall time against workers, with and without the timing cache
+#   tools/gpu-round.sh observe LABEL [VERSIONS]   # the catalogue on each version side by side, timing cache on
+#   TACTICS=tensorrt-only tools/gpu-round.sh observe LABEL [VERSIONS]
+#   tools/gpu-round.sh check LABEL                # user-model bundles (.bundles-user) on 8.5.3.1 and 8.6.0
+#   tools/gpu-round.sh pack LABEL OUT             # WORK/obs/LABEL -> OUT/results-LABEL.tgz
+#
+# A sweep run is "w<workers>-<cache>" with cache "off", "cold" (the cache file removed first) or "warm"
+# (the file the cold run left); default runs: w4-off w4-cold w1-warm w2-warm w4-warm w8-warm w14-warm
+# w14-off w1-off. Each run writes WORK/obs/sweep/<VERSION>-<run>.jsonl and a line to sweep.tsv: run,
+# workers, cache, wall seconds, cells. Bundles must be in .bundles/ (carried with the call that unpacks).
+set -uo pipefail
+step=${1:-}; shift || true
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=${WORK:-/root/qdq-gpu}
+obs=$work/obs
+bin=$work/payload/bin
+mkdir -p "$obs"
+say() { echo "[$(date +%H:%M:%S)] $*"; }
+cells() {  # VERSION RESULTS WORKERS [pytest args...]: the catalogue on one version, into one results file
+  local v=$1 results=$2 workers=$3; shift 3
+  (cd "$repo" && timeout "${LIMIT:-570}" "$bin/python-controller" -m pytest tests/cells --engine tensorrt \
+     --trt-python="$bin/python-trt-$v" \
+     --engine-version "$v" --results "$results" --results-source observed -n "$workers" --timeout 300 \
+     -p no:cacheprovider -p no:benchmark -q -rN "$@")
+}
+
+case $step in
+unpack)
+  parts=${1:?unpack needs the folder of payload parts}
+  mkdir -p "$work/payload"
+  if [[ -x $bin/python-controller ]]; then say "payload already unpacked"; exit 0; fi
+  cp "$parts"/*/payload.tar.* "$work/payload/" 2>/dev/null || cp "$parts"/payload.tar.* "$work/payload/"
+  (cd "$work/payload" && cat payload.tar.* | tar x && rm -f payload.tar.* && bash payload/remote-setup.sh) \
+    >"$obs/setup.log" 2>&1 || { say "payload set-up failed"; tail -20 "$obs/setup.log"; exit 1; }
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader | tee "$obs/gpu.txt"
+  say "unpacked: $(ls "$bin")"
+  ;;
+sweep)
+  v=${1:?sweep needs a TensorRT version}; shift
+  runs=("$@"); ((${#runs[@]})) || runs=(w4-off w4-cold w1-warm w2-warm w4-warm w8-warm w14-warm w14-off w1-off)
+  mkdir -p "$obs/sweep"
+  cache_dir=$obs/sweep/timing-cache
+  for run in "${runs[@]}"; do
+    results=$obs/sweep/$v-$run.jsonl
+    grep -q "^$v	$run	" "$obs/sweep/sweep.tsv" 2>/dev/null && { say "sweep $run: done already"; continue; }
+    workers=${run%%-*}; workers=${workers#w}; cache=${run#*-}
+    args=()
+    case $cache in
+      off) args=(--no-timing-cache) ;;
+      cold) rm -f "$cache_dir"/tensorrt-"$v"-*.cache ;;
+      warm) ;;
+      *) echo "gpu-round: a run is w<N>-off|cold|warm, not $run" >&2; exit 2 ;;
+    esac
+    rm -f "$results"
+    say "sweep $v $run"
+    start=$(date +%s%N)
+    QDQ_TIMING_CACHE_DIR=$cache_dir cells "$v" "$results" "$workers" "${args[@]}" >"$obs/sweep/$v-$run.log" 2>&1
+    rc=$?
+    wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    n=$(grep -c '"qdq-matrix/cell/1"' "$results" 2>/dev/null || echo 0)
+    [[ $rc -le 1 ]] && printf '%s\t%s\t%s\t%s\t%d.%03d\t%s\n' "$v" "$run" "$workers" "$cache" $((wall_ms / 1000)) \
+      $((wall_ms % 1000)) "$n" >>"$obs/sweep/sweep.tsv"
+    say "sweep $v $run: exit $rc, $((wall_ms / 1000)) s, $n cells"
+  done
+  ;;
+observe)
+  label=${1:?observe needs a label (nvidia-h100, nvidia-h200)}; shift
+  versions=("$@"); ((${#versions[@]})) || versions=(8.5.1.7 8.5.2.2 8.5.3.1 8.6.0)
+  suffix=""; [[ ${TACTICS:-default} == tensorrt-only ]] && suffix=-tensorrt-only
+  mkdir -p "$obs/$label"
+  for v in "${versions[@]}"; do
+    ( QDQ_TRT_TACTICS=${TACTICS:-default} QDQ_TIMING_CACHE_DIR=$obs/timing-cache \
+        cells "$v" "$obs/$label/trt-$v$suffix.jsonl" "${WORKERS:-4}" >"$obs/$label/log-$v$suffix.txt" 2>&1
+      say "observe $label $v$suffix: exit $?" ) &
+  done
+  wait
+  tail -qn 1 "$obs/$label"/log-*"$suffix".txt
+  ;;
+check)
+  label=${1:?check needs a label}
+  (cd "$repo" && QDQ_TIMING_CACHE_DIR=$obs/timing-cache PYTHONPATH=$repo "$bin/python-controller" -m check \
+      --from-bundles .bundles-user --engine tensorrt --trt-python "$bin/python-trt-8.5.3.1" \
+      --trt-python "$bin/python-trt-8.6.0" --results "$obs/$label/check" --reports "$obs/$label/check/nodes") \
+      >"$obs/$label/check.log" 2>&1
+  say "check $label: exit $?"; tail -n 3 "$obs/$label/check.log"
+  ;;
+pack)
+  label=${1:?pack needs a label}; out=${2:?pack needs OUT}
+  nvidia-smi >"$obs/nvidia-smi.txt" 2>&1 || true
+  tar czf "$out/results-$label.tgz" -C "$obs" --exclude='*.cache' --exclude='*.lock' .
+  say "packed $out/results-$label.tgz ($(du -h "$out/results-$label.tgz" | cut -f1))"
+  ;;
+*) sed -n '2,17p' "$0"; exit 2 ;;
+esac
