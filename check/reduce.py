@@ -236,6 +236,8 @@ def observation_signature(obs: Any, node: Optional[str] = None, bundle: Any = No
     if node is not None:
         precision = obs.precision.get(node, {}).get("precision", "unknown")
         return f"float:{node}" if precision == "float" else ""
+    if getattr(obs, "not_run_here", ""):  # built ahead of time (TensorRT-RTX), not run: no numerics to drift
+        return ""
     if bundle is not None:
         from engines.cells import compare
 
@@ -331,8 +333,9 @@ def bug_bundle(reduced: Path, engine: str, out: Path, seed: int = 0, **options: 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m check.reduce", description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
-    parser.add_argument("--engine", required=True, help="onnxruntime, openvino or tensorrt")
-    parser.add_argument("--trt-python", help="an interpreter with TensorRT (for --engine tensorrt)")
+    parser.add_argument("--engine", required=True, help="onnxruntime, openvino, tensorrt-rtx or tensorrt")
+    parser.add_argument("--trt-python", help="an interpreter with TensorRT or TensorRT-RTX (default: this one)")
+    parser.add_argument("--rtx-target", help="TensorRT-RTX: the architecture to build for (SM75 ... SM121)")
     parser.add_argument("--signature", help="what to keep: a signature as this tool prints it, or re:<regex>; "
                                             "default: what the full model shows")
     parser.add_argument("--node", help="reduce to this node losing INT8 (signature float:<node>)")
@@ -345,6 +348,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: no such model file: {args.model}", file=sys.stderr)
         return 2
     options = {"python": args.trt_python} if args.trt_python else {}
+    if args.rtx_target:
+        options["target"] = args.rtx_target
     try:
         oracle = engine_oracle(args.engine, args.out / "candidate-bundles", args.node, args.seed, **options)
         signature = args.signature or (f"float:{args.node}" if args.node else None)

@@ -108,3 +108,4 @@ def test_cli_refuses_bad_input(tmp_path, capsys):
     model = _relu_chain(tmp_path / "m.onnx", 3)
     assert main([str(model), "--engine", "nosuchengine", "--out", str(tmp_path / "o")]) == 2
     assert "unknown engine" in capsys.readouterr().err
+
