@@ -8,7 +8,9 @@
 #   tools/gpu-round.sh observe LABEL [VERSIONS]   # the catalogue on each version side by side, timing cache on
 #   TACTICS=tensorrt-only tools/gpu-round.sh observe LABEL [VERSIONS]
 #   tools/gpu-round.sh check LABEL                # user-model bundles (.bundles-user) on 8.5.3.1 and 8.6.0
-#   tools/gpu-round.sh pack LABEL OUT             # WORK/obs/LABEL -> OUT/results-LABEL.tgz
+#   tools/gpu-round.sh rtx LABEL WHEELS VERSION   # TensorRT-RTX from carried wheels (WHEELS/VERSION-a, -b): its
+#                                                  # cells with this GPU (python3 is the controller and the worker)
+#   tools/gpu-round.sh pack LABEL OUT             # WORK/obs -> OUT/results-LABEL.tgz
 #
 # A sweep run is "w<workers>-<cache>" with cache "off", "cold" (the cache file removed first) or "warm"
 # (the file the cold run left); default runs: w4-off w4-cold w1-warm w2-warm w4-warm w8-warm w14-warm
@@ -55,8 +57,9 @@ sweep)
       off) args=(--no-timing-cache) ;;
       cold) rm -f "$cache_dir"/tensorrt-"$v"-*.cache ;;
       warm) ;;
-      *) echo "gpu-round: a run is w<N>-off|cold|warm, not $run" >&2; exit 2 ;;
+          *) echo "gpu-round: a run is w<N>-off|cold|warm, not $run" >&2; exit 2 ;;
     esac
+    [[ -n ${ONLY_CASES:-} ]] && for c in $ONLY_CASES; do args+=(--only-case "$c"); done
     rm -f "$results"
     say "sweep $v $run"
     start=$(date +%s%N)
@@ -74,9 +77,10 @@ observe)
   versions=("$@"); ((${#versions[@]})) || versions=(8.5.1.7 8.5.2.2 8.5.3.1 8.6.0)
   suffix=""; [[ ${TACTICS:-default} == tensorrt-only ]] && suffix=-tensorrt-only
   mkdir -p "$obs/$label"
+  only=(); [[ -n ${ONLY_CASES:-} ]] && for c in $ONLY_CASES; do only+=(--only-case "$c"); done
   for v in "${versions[@]}"; do
     ( QDQ_TRT_TACTICS=${TACTICS:-default} QDQ_TIMING_CACHE_DIR=$obs/timing-cache \
-        cells "$v" "$obs/$label/trt-$v$suffix.jsonl" "${WORKERS:-4}" >"$obs/$label/log-$v$suffix.txt" 2>&1
+        cells "$v" "$obs/$label/trt-$v$suffix.jsonl" "${WORKERS:-4}" "${only[@]}" >"$obs/$label/log-$v$suffix.txt" 2>&1
       say "observe $label $v$suffix: exit $?" ) &
   done
   wait
@@ -89,6 +93,25 @@ check)
       --trt-python "$bin/python-trt-8.6.0" --results "$obs/$label/check" --reports "$obs/$label/check/nodes") \
       >"$obs/$label/check.log" 2>&1
   say "check $label: exit $?"; tail -n 3 "$obs/$label/check.log"
+  ;;
+rtx)
+  label=${1:?rtx needs a label}; wheels=${2:?rtx needs the wheel folder}; v=${3:?rtx needs a version}
+  site=$work/rtx-$v/site
+  if [[ ! -x $work/rtx-$v/python ]]; then
+    mkdir -p "$work/rtx-$v/w"
+    cp "$wheels/$v-a"/*.whl "$work/rtx-$v/w/"
+    cat "$wheels/$v-a"/libs-*.part00 "$wheels/$v-b"/libs-*.part01 >"$work/rtx-$v/w/$(cat "$wheels/$v-a/LIBS_NAME")"
+    python3 -m pip install -q --no-index --no-deps --target "$site" "$work/rtx-$v/w"/*.whl || exit 1
+    printf '#!/usr/bin/env bash\nexport PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\nexec python3 "$@"\n' "$site" \
+      >"$work/rtx-$v/python"
+    chmod +x "$work/rtx-$v/python"
+  fi
+  mkdir -p "$obs/$label"
+  (cd "$repo" && timeout "${LIMIT:-570}" python3 -m pytest tests/cells --engine tensorrt-rtx \
+      --trt-python="$work/rtx-$v/python" --engine-version "$v" --results "$obs/$label/rtx-$v.jsonl" \
+      --results-source observed -n "${WORKERS:-8}" --timeout 300 -p no:cacheprovider -p no:benchmark -q -rN) \
+      >"$obs/$label/log-rtx-$v.txt" 2>&1
+  say "rtx $label $v: exit $?"; tail -n 2 "$obs/$label/log-rtx-$v.txt"
   ;;
 pack)
   label=${1:?pack needs a label}; out=${2:?pack needs OUT}
