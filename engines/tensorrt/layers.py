@@ -84,8 +84,11 @@ class Layer:
 
     @property
     def components(self) -> List[str]:
-        """Whole " + "-separated parts of a fused layer's name."""
-        return [p.strip() for p in self.name.split(" + ")]
+        """Whole " + "-separated parts of a fused layer's name, and the nodes inside TensorRT 8.x's pointwise
+        fusion notation: "PWN(PWN(a, b), c)" names a, b and c."""
+        parts = [p.strip() for p in self.name.split(" + ")]
+        inner = [n.strip() for p in parts if p.startswith("PWN(") for n in re.split(r"[(),]", p) if n.strip()]
+        return parts + [n for n in inner if n != "PWN"]
 
     @property
     def helper(self) -> bool:
@@ -252,12 +255,13 @@ def attribute(layers: List[Layer], targets: Mapping[str, str]) -> Dict[str, Dict
 
 
 def _attribute(layers: List[Layer], node: str, op: str, with_metadata: bool) -> Dict[str, Any]:
-    if with_metadata:
-        candidates, via = [lay for lay in layers if node in lay.metadata], "metadata"
-    else:
+    # In order of trust: the layer metadata the parser wrote, then whole components of fused layer names
+    # (8.6 writes metadata for most layers but not for its Q/DQ reformats; 8.5 writes none).
+    candidates, via = [lay for lay in layers if node in lay.metadata], "metadata"
+    if not candidates:
         candidates, via = [lay for lay in layers if node in lay.components], "name component"
     if not candidates:
-        how = "[ONNX Layer: ...] metadata" if with_metadata else "name component"
+        how = "[ONNX Layer: ...] metadata or a name component" if with_metadata else "name component"
         return _unknown(f"no engine layer lists {node} (its {how}): fused away or removed", [])
     if any(not lay.readable for lay in candidates):
         names = [lay.name for lay in candidates]
@@ -276,6 +280,10 @@ def _computing_layer(candidates: List[Layer], node: str, op: str) -> Optional[La
     if op in _QDQ:  # a Q or DQ is computed by a reformat or scale (8.x) or a generated kernel (RTX)
         named = [lay for lay in candidates if node in lay.components]
         return (named or candidates)[0]
+    if op == "Concat":  # TensorRT concatenates by copying each input into the output: those copies are the Concat
+        copies = [lay for lay in candidates if lay.name.endswith(" copy") or "concat" in lay.type.lower()]
+        if copies and len({tuple(t.dtype for t in lay.outputs) for lay in copies}) == 1:
+            return copies[0]
     work = [lay for lay in candidates if not lay.helper]
     if op in _COMPUTE:
         kinds = _COMPUTE[op]
