@@ -12,13 +12,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
+from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
+from matrix.plots import plots_view
 from matrix.safe import clean, md_cell
+from matrix.upgrade import upgrade_view
+from matrix.words import FAILED_STAGE, first_line, say_list
 
 REPORT_SCHEMA = "qdq-matrix/report/2"  # 2: cells leave out fields at their default (Cell.from_dict fills them)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-# The stage that failed, from the last stage a cell completed (cells record the last one completed).
-FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
 
 
 def write_reports(result: MergeResult, out: Path, generated: Optional[str] = None,
@@ -61,10 +63,6 @@ def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
 
 def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once."""
-    from matrix.grid import collapsed_columns, grid_view
-    from matrix.plots import plots_view
-    from matrix.upgrade import upgrade_view
-
     return {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "upgrade": upgrade_view(result.cells),
@@ -83,8 +81,6 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
 
 def unexpected_view(result: MergeResult) -> List[Dict[str, Any]]:
     """Unexpected cells, one line per reproducer and outcome, naming every column that gives it."""
-    from matrix.diff import say_list
-
     groups: Dict[Tuple[str, str, str], List[str]] = {}
     for c in sorted(result.cells, key=lambda c: (c.bundle, c.column)):
         if c.verdict in UNEXPECTED:
@@ -270,10 +266,6 @@ def _junit_case(suite: ET.Element, cell: Cell) -> str:
 def md_escape(text: Any) -> str:
     """Text safe inside a Markdown table cell: no raw HTML, no cell break, one line."""
     return md_cell(text)
-
-
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _node_view(node: Dict[str, Any], out: Path) -> Dict[str, Any]:
