@@ -152,6 +152,9 @@ def test_injection_into_a_bug_bundle_stays_text(bundles, tmp_path, engine, versi
     repro = (folder / "repro.py").read_text(encoding="utf-8")
     ast.parse(repro)
     assert "pwned" not in repro and "alert" not in repro  # the cell is data in cell.json, never code
+    assert repro == (REPO / "matrix" / "repro.py").read_text(encoding="utf-8")  # the static file, whatever the cell
+    shipped = [p for p in (folder / "suite").rglob("*") if p.is_file()]
+    assert shipped and not any(b"pwned" in p.read_bytes() or b"alert" in p.read_bytes() for p in shipped)
     recorded = json.loads((folder / "cell.json").read_text(encoding="utf-8"))["recorded"]
     assert recorded["engine_version"] == bad.engine_version
     log = (folder / "log.txt").read_text(encoding="utf-8")
