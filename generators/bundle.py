@@ -60,6 +60,18 @@ class Bundle:
     def output_step(self, name: str) -> Optional[float]:
         return self.meta["outputs"].get(name, {}).get("step")
 
+    def target_ops(self) -> Dict[str, str]:
+        """Each target node's ONNX op type (TensorRT's attribution picks the layer that performs that op); {} where
+        onnx is not installed or the model is unreadable."""
+        targets = set(self.meta.get("target_nodes") or [])
+        try:
+            import onnx
+
+            graph = onnx.load(str(self.model_path), load_external_data=False).graph
+        except Exception:  # no onnx here, or an unreadable model: attribution without op types
+            return {}
+        return {n.name: n.op_type for n in graph.node if n.name in targets}
+
 
 def digest(model_bytes: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> str:
     """sha256 over the model and every array's name, dtype, shape and bytes (not over npz files)."""

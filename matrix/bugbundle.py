@@ -2,15 +2,17 @@
 
     bug-bundles/<engine>-<version>/<bundle id, "/" -> "__">/
         model.onnx inputs.npz expected.npz case.json   the reproducer bundle that ran (digest checked)
-        repro.py                                       standalone: Python 3.9+, numpy and the engine
+        repro.py                                       matrix/repro.py, unchanged: Python 3.9+, numpy and the engine
         cell.json                                      what repro.py reads: the recorded cell, as data
+        suite/                                         the suite's own files repro.py runs, unchanged: steps.py
+                                                       (the error measure) and tensorrt/ (the worker) or stages.py
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
         log.txt                                        the cell's error and engine log
         ISSUE.md                                       NVIDIA/TensorRT's bug report template, filled in
 
-Never imports an engine. repro.py is the same text for every cell of an engine: everything from a
-results file (ids, error texts) reaches it as JSON data in cell.json, never as code.
+Never imports an engine: it copies the engine's files into the bundle by path. repro.py is one static file for
+every cell: everything from a results file (ids, error texts) reaches it as JSON data in cell.json, never as code.
 """
 
 from __future__ import annotations
@@ -29,13 +31,22 @@ from cases.engines import ENGINES
 from cases.verdict import UNEXPECTED
 from matrix.merge import tactics_choice, version_key
 from matrix.safe import clean, md_cell, md_code, md_fence
+from matrix.words import FAILED_STAGE
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+REPO = Path(__file__).resolve().parent.parent
+# What a bug bundle runs, by engine family: the suite's own files, copied unchanged (bundle path: repository path).
+TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.py", "layers.py", "gpu.py",
+             "plugins.py")
+SHIPPED = {
+    "tensorrt": {f"suite/tensorrt/{name}": f"engines/tensorrt/{name}" for name in TRT_FILES},
+    "onnxruntime": {"suite/stages.py": "engines/onnxruntime/stages.py"},
+    "openvino": {"suite/stages.py": "engines/openvino/stages.py"},
+}
+SHIPPED_ALWAYS = {"repro.py": "matrix/repro.py", "suite/steps.py": "generators/steps.py"}
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
 FAILING = ("fail", "crashed")
 ENGINE_TITLES = {name: s.title for name, s in ENGINES.items()}
-REQUIREMENTS = {name: s.requirement for name, s in ENGINES.items()}
-NEXT_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare"}
 STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
 REPRO_TIMEOUT_S = 600
 # environment.json: only these fields of the cell, so nothing private leaves the machine by accident.
@@ -84,7 +95,7 @@ def failed_stage(cell: Cell) -> str:
     """The stage that failed: the one after the last stage reached ("" for a pass)."""
     if cell.status not in FAILING:
         return ""
-    return NEXT_STAGE.get(cell.stage, "")
+    return FAILED_STAGE.get(cell.stage, "")
 
 
 def folder_for(cell: Cell, out: Path, with_hardware: bool = False) -> Path:
@@ -147,21 +158,33 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     target = folder_for(cell, Path(out), with_hardware)
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
-    texts = {"repro.py": render_repro(cell, meta), "cell.json": json.dumps(repro_cell(cell, meta), indent=2) + "\n",
-             "log.txt": log_text(cell),
+    shipped = shipped_files(cell)
+    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source), indent=2) + "\n", "log.txt": log_text(cell),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if cell.engine == "tensorrt":
         texts["commands.md"] = render("commands_tensorrt.md.j2", view(cell, meta, everything))
         texts["data_loader.py"] = render("data_loader.py.j2", {})
-    files = sorted([*SOURCE_FILES, *texts, "ISSUE.md"])
+    files = sorted([*SOURCE_FILES, *texts, "repro.py", "suite/", "ISSUE.md"])
     texts["ISSUE.md"] = render("ISSUE.md.j2", dict(view(cell, meta, everything), files=files))
     _clear(target)  # only now: a cell that cannot be rendered leaves nothing behind
     target.mkdir(parents=True)
     for name in SOURCE_FILES:
         shutil.copyfile(source / name, target / name)
+    for name, path in shipped.items():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / name)
     for name, text in texts.items():
         (target / name).write_text(text, encoding="utf-8")
     return target
+
+
+def shipped_files(cell: Cell) -> Dict[str, Path]:
+    """Bundle path -> the repository file repro.py runs for this cell's engine; Refused for an engine it cannot run."""
+    spec = ENGINES.get(cell.engine)
+    family = SHIPPED.get(spec.family) if spec is not None else None
+    if family is None:
+        raise Refused(f"no repro.py driver for engine {cell.engine!r}")
+    return {name: REPO / path for name, path in {**SHIPPED_ALWAYS, **family}.items()}
 
 
 def _clear(target: Path) -> None:
@@ -210,7 +233,7 @@ def recorded(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
         "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "stage": cell.stage,
         "failed_stage": failed_stage(cell), "error_first_line": first_line(cell.error), "reason": cell.reason,
         "signature": cell.signature, "signature_regex": signature_pattern(cell),
-        "max_error_steps": cell.max_error_steps, "tolerance_steps": float(tolerance),
+        "max_error_steps": cell.max_error_steps, "tolerance_steps": float(tolerance), "fused": cell.fused,
     }
 
 
@@ -237,19 +260,33 @@ def _signature(cell: Cell) -> Any:
         return None
 
 
-def render_repro(cell: Cell, meta: Dict[str, Any]) -> str:
-    """repro.py for this cell's engine: it reads the cell from cell.json (repro_cell)."""
-    if cell.engine not in ENGINE_TITLES:
-        raise Refused(f"no repro.py template for engine {cell.engine!r}")
-    return render(f"repro_{cell.engine}.py.j2", {
-        "engine_title": ENGINE_TITLES[cell.engine], "requirement": REQUIREMENTS[cell.engine],
-    })
+def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None) -> Dict[str, Any]:
+    """cell.json: the recorded outcome, the engine, and how the adapter ran it (TensorRT: the worker's request
+    without its paths and GPU, which repro.py fills in)."""
+    spec = ENGINES[cell.engine]
+    engine = {"name": cell.engine, "family": spec.family, "module": spec.module, "title": spec.title,
+              "requirement": spec.requirement}
+    out = {"recorded": recorded(cell, meta), "timeout_s": REPRO_TIMEOUT_S, "engine": engine,
+           "options": _engine_options(cell)}
+    if spec.family == "tensorrt":
+        trt = dict(meta.get("trt") or {})
+        if cell.engine == "tensorrt":
+            trt["tactics"] = tactics_choice(cell.options)
+        else:  # TensorRT-RTX: the ahead-of-time target, and the library link the worker was given
+            trt["target"] = str(cell.variant.get("target") or cell.options.get("target") or "default")
+            engine["plugin_link"] = str(cell.variant.get("plugin_link") or "none")
+        out["request"] = {"bundle": cell.bundle, "target_nodes": list(meta.get("target_nodes") or []),
+                          "target_ops": _target_ops(source), "trt": trt}
+    return out
 
 
-def repro_cell(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
-    """cell.json: the recorded outcome and how the adapter ran it."""
-    return {"recorded": recorded(cell, meta), "timeout_s": REPRO_TIMEOUT_S, "options": _engine_options(cell),
-            "trt_request": dict(meta.get("trt") or {})}
+def _target_ops(source: Optional[Path]) -> Dict[str, str]:
+    """The target nodes' op types, as the TensorRT adapter gives them to the worker ({} without onnx)."""
+    if source is None:
+        return {}
+    from generators.bundle import load_bundle
+
+    return load_bundle(source).target_ops()
 
 
 def _engine_options(cell: Cell) -> Dict[str, Any]:
@@ -257,7 +294,8 @@ def _engine_options(cell: Cell) -> Dict[str, Any]:
     opts = dict(cell.options)
     if cell.engine == "onnxruntime":
         opts.setdefault("graph_optimization_level", "ORT_ENABLE_ALL")
-        opts["providers"] = list(opts.get("providers") or opts.get("providers_requested") or ["CPUExecutionProvider"])
+        opts.setdefault("x64quantprecision", "0")
+        opts["providers"] = list(opts.get("providers_requested") or opts.get("providers") or ["CPUExecutionProvider"])
     if cell.engine == "openvino":
         opts.setdefault("device", "CPU")
         opts["config"] = dict(opts.get("config") or {"INFERENCE_PRECISION_HINT": "f32"})
@@ -272,12 +310,14 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
     return {
         "cell": cell, "meta": meta, "title": title(cell), "params": params_text(cell, meta),
         "engine_title": ENGINE_TITLES.get(cell.engine, cell.engine),
+        "engine_family": ENGINES[cell.engine].family if cell.engine in ENGINES else "",
         "is_trt": cell.engine == "tensorrt", "failed_stage": failed_stage(cell), "device": device(cell),
         "error_first_line": first_line(cell.error), "error_lines": _lines(cell.error, 30),
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
-        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"), "tensorrt_only": tactics_choice(cell.options) == "tensorrt-only",
+        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"),
+        "tensorrt_only": tactics_choice(cell.options) == "tensorrt-only",
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": int(trt.get("workspace_mb", 1024)),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
@@ -395,6 +435,8 @@ def device(cell: Cell) -> str:
     """ "GPU NVIDIA H200" or "CPU Intel(R) Xeon(R) ..." from the recorded hardware."""
     if cell.engine == "tensorrt":
         return f"GPU {cell.hardware_detail.get('name') or cell.hardware}"
+    if cell.engine == "tensorrt-rtx":  # built on any machine; a GPU only where one ran the plan
+        return f"GPU {cell.hardware_detail['name']}" if cell.hardware_detail.get("name") else cell.hardware
     cpu = cell.hardware_detail.get("cpu") or cell.hardware.replace("cpu: ", "", 1)
     return f"CPU {cpu}"
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import Cell
 from matrix.merge import version_key
-from matrix.render import FAILED_STAGE
 from matrix.safe import md_cell, md_code
+from matrix.words import FAILED_STAGE, say_list
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
@@ -121,12 +120,6 @@ class DiffReport:
         out = sorted(groups.items(), key=lambda g: (-len(g[0]), [order.index(h) for h in g[0]]))
         quiet = tuple(h for h in order if not any(h in labels for labels in groups))
         return out + ([(quiet, [])] if quiet else [])
-
-
-def say_list(items: Sequence[str]) -> str:
-    """ "A", "A and B", "A, B and C"."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def diff(

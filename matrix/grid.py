@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
 from matrix.merge import Column, MergeResult, column_key
-from matrix.render import FAILED_STAGE
+from matrix.words import FAILED_STAGE, say_list
 
 IDLE = ("skipped", "not_run")
 # Code letter, css class and meaning per state; a letter reads without colour and without an emoji font.
@@ -184,8 +184,6 @@ def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, A
 
 def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[Dict[str, Any]]:
     """Idle columns as lines: columns idle on the same hardware for the same reason share one line."""
-    from matrix.diff import say_list
-
     groups: Dict[Tuple[str, str, int, str, str], List[Column]] = {}
     for k in collapsed:
         groups.setdefault((k.column.setting, k.column.provenance, k.cells, k.status, k.reason), []).append(k.column)

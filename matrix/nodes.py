@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from cases.cell import Cell
 from matrix.merge import version_key
-from matrix.predict import predictions_view
+from matrix.predict import engine_words, failing_node, predictions_view
 
 NODES_SCHEMA = "qdq-matrix/nodes/1"
 # What a float precision was, where the evidence says: TensorRT formats, OpenVINO runtimePrecision, ORT profile types.
@@ -90,7 +90,8 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
                       "quantize": list(d.get("quantize", [])),
                       "results": [col["nodes"].get(t) for col in columns]})
     return {
-        "schema": NODES_SCHEMA, "bundle": bundle, "model": (meta.get("params") or {}).get("model", bundle),
+        "schema": NODES_SCHEMA, "bundle": bundle,
+        "model": (meta.get("params") or (cells[0].params if cells else {})).get("model", bundle),
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
         "targets": len(targets), "columns": [{k: v for k, v in col.items() if k != "nodes"} for col in columns],
         "nodes": nodes, "predictions": predictions_view(meta.get("lint"), cells),
@@ -115,12 +116,15 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
         summary = f"no per-node evidence: {cell.status}" + (f" ({_first(cell.error or cell.reason)})"
                                                            if cell.error or cell.reason else "")
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown"]
+    failed = cell.status in ("fail", "crashed")
+    node = failing_node(cell.error) if failed else ""
     column = {
         "engine": cell.engine, "version": cell.engine_version, "hardware": cell.setting,
         "heading": f"{cell.engine}@{cell.engine_version}", "status": cell.status, "verdict": cell.verdict,
         "stage": cell.stage, "error": _first(cell.error) or _first(cell.reason), "signature": cell.signature,
         "int8": int8, "total": len(targets), "ran": ran,
-        "summary": summary,
+        "summary": summary, "failing_node": node, "says": engine_words(cell.error, node)[:300] if failed else "",
+        "reason": _first(cell.reason), "max_error_steps": cell.max_error_steps,
         "numerics": numerics(cell, meta), "fallbacks": fallbacks, "unknown": unknown,
         "source": cell.run.get("source", ""), "date": cell.run.get("date", ""), "nodes": nodes,
     }
@@ -175,17 +179,26 @@ def write_node_reports(report: Mapping[str, Any], out: Path, stem: str) -> List[
 
 def write_all(cells: Sequence[Cell], out: Path, bundles: Union[None, Path, Sequence[Path]] = None,
               cases: Sequence[str] = ("user_model",)) -> List[Dict[str, Any]]:
-    """A per-node report for every bundle of the given cases that has cells; returns [{bundle, md, html, json}]."""
+    """A per-node report for every bundle of the given cases with cells; returns [{bundle, report, md, html, json}]."""
     by_bundle: Dict[str, List[Cell]] = {}
     for c in cells:
         if c.case in cases:
             by_bundle.setdefault(c.bundle, []).append(c)
     written = []
+    stems: Dict[str, int] = {}
     for bundle, mine in sorted(by_bundle.items()):
-        stem = bundle.replace("/", "__")
-        paths = write_node_reports(node_report(mine, read_meta(bundles, bundle)), out, stem)
-        written.append({"bundle": bundle, "md": paths[0], "html": paths[1], "json": paths[2]})
+        stem = file_stem(bundle)
+        stems[stem] = stems.get(stem, 0) + 1
+        stem += f"-{stems[stem]}" if stems[stem] > 1 else ""
+        report = node_report(mine, read_meta(bundles, bundle))
+        paths = write_node_reports(report, out, stem)
+        written.append({"bundle": bundle, "report": report, "md": paths[0], "html": paths[1], "json": paths[2]})
     return written
+
+
+def file_stem(bundle: str) -> str:
+    """A bundle id (text from a results file) as one plain file name: "user_model/net" -> "user_model__net"."""
+    return re.sub(r"[^A-Za-z0-9._=+,-]+", "_", bundle.replace("/", "__")).strip(".") or "_"
 
 
 def _first(text: str) -> str:

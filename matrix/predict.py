@@ -18,9 +18,14 @@ ENGINE = "tensorrt"
 NEWS = "news for the catalogue"
 NOT_RUN = "predicted, not run here"
 VERDICTS = {True: "agrees", False: NEWS, None: "cannot say"}
-# A version a specifier names and includes: ==X, >=X, <=X, ~=X (not the open bounds > and <).
-# The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>".
+# The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>" in its description, or, where
+# the parser error has node fields, the worker's "[node <name> (<op>), <function>]" suffix (build.describe).
 _INVALID_NODE = re.compile(r"Invalid Node - (\S+)")
+_NODE_SUFFIX = re.compile(r"\[node (\S+)(?: \([^()]*\))?(?:, [^\]]*)?\]")
+# Prefixes the TensorRT worker puts before the engine's own words (build.py, execute.py).
+_WORKER_PREFIX = re.compile(r"^(?:ONNX parse failed|build_serialized_network returned None|"
+                            r"deserialize_cuda_engine returned None)(?::\s*|$)")
+# A version a specifier names and includes: ==X, >=X, <=X, ~=X (not the open bounds > and <).
 _NAMED = re.compile(r"(?:==|>=|<=|~=)\s*([0-9][0-9A-Za-z.+!-]*)")
 
 
@@ -59,12 +64,31 @@ def record(item: Any) -> Dict[str, Any]:
     return asdict(item) if is_dataclass(item) else dict(item)
 
 
+def failing_node(error: str) -> str:
+    """The node a TensorRT parser error names, "" where it names none (never a guess from the log)."""
+    found = _INVALID_NODE.search(error or "") or _NODE_SUFFIX.search(error or "")
+    return found.group(1) if found else ""
+
+
+def engine_words(error: str, node: str = "") -> str:
+    """What the engine said went wrong, in its own words: the parser's line about the node where it names one
+    ("<node>: <why>", or the description before "[node <node> ...]"), else the error's first line."""
+    lines = [_WORKER_PREFIX.sub("", x.strip()) for x in (error or "").splitlines() if x.strip()]
+    for line in lines if node else ():
+        if line.startswith(node + ": "):
+            return line[len(node) + 2:].strip().rstrip(".")
+        found = _NODE_SUFFIX.search(line)
+        if found and found.group(1) == node and line[:found.start()].strip():
+            return line[:found.start()].strip().rstrip(".")
+    return next((x for x in lines if x), "")
+
+
 def node_outcome(cell: Mapping[str, Any], node: str) -> str:
     """What a cell shows for one node: a model-level failure, or the node's precision."""
     status = cell.get("status")
     if status in ("fail", "crashed") and cell.get("stage", "") in ("", "load"):
-        named = _INVALID_NODE.search(cell.get("error") or "")
-        if named and named.group(1) != node:  # the parser stopped at another node: this one was never judged
+        named = failing_node(cell.get("error") or "")
+        if named and named != node:  # the parser stopped at another node: this one was never judged
             return "not observable"
         return "parse fails" if not cell.get("stage") else "build fails"  # stage is the last stage reached
     if status in ("pass", "fail") and cell.get("stage") in ("run", "compare"):

@@ -12,22 +12,26 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
+from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
-from matrix.safe import clean, md_cell
+from matrix.models import models_view
+from matrix.plots import plots_view
+from matrix.safe import clean, md_cell, md_link_text
+from matrix.upgrade import upgrade_view
+from matrix.words import FAILED_STAGE, first_line, say_list
 
 REPORT_SCHEMA = "qdq-matrix/report/2"  # 2: cells leave out fields at their default (Cell.from_dict fills them)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-# The stage that failed, from the last stage a cell completed (cells record the last one completed).
-FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
 
 
 def write_reports(result: MergeResult, out: Path, generated: Optional[str] = None,
                   node_reports: Sequence[Dict[str, Any]] = ()) -> List[Path]:
-    """Write the four reports into out (linking the per-node reports given: bundle, md, html); return their paths."""
+    """Write the four reports into out (with the per-node reports given, matrix.nodes.write_all's records, as the
+    "Your models" table); return their paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     view = build_view(result, generated)
-    view["node_reports"] = [_node_view(n, out) for n in node_reports]
+    view["models"] = models_view([_node_model(n, out) for n in node_reports])
     written = {
         "matrix.md": render_template("matrix.md.j2", view, html=False),
         "matrix.html": render_template("matrix.html.j2", view, html=True),
@@ -56,15 +60,12 @@ def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=finalize,
     )
     env.filters["md"] = md_escape
+    env.filters["mdlink"] = md_link_text
     return env.get_template(name).render(report=view)
 
 
 def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once."""
-    from matrix.grid import collapsed_columns, grid_view
-    from matrix.plots import plots_view
-    from matrix.upgrade import upgrade_view
-
     return {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "upgrade": upgrade_view(result.cells),
@@ -77,14 +78,12 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "notes": group_notes([p for p in result.problems if p.level == "note"]),
         "files": list(result.files),
         "totals": _totals(result),
-        "node_reports": [],
+        "models": models_view([]),
     }
 
 
 def unexpected_view(result: MergeResult) -> List[Dict[str, Any]]:
     """Unexpected cells, one line per reproducer and outcome, naming every column that gives it."""
-    from matrix.diff import say_list
-
     groups: Dict[Tuple[str, str, str], List[str]] = {}
     for c in sorted(result.cells, key=lambda c: (c.bundle, c.column)):
         if c.verdict in UNEXPECTED:
@@ -272,21 +271,16 @@ def md_escape(text: Any) -> str:
     return md_cell(text)
 
 
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
-
-
-def _node_view(node: Dict[str, Any], out: Path) -> Dict[str, Any]:
-    """A user model's per-node report: its links and, where its JSON is at hand, one summary line per engine."""
-    lines: List[str] = []
-    try:
-        data = json.loads(Path(node["json"]).read_text(encoding="utf-8")) if node.get("json") else {}
-        lines = [f"{c['heading']} [{c['hardware']}]: {c['summary']}" for c in data.get("columns", [])]
-        model = data.get("model", node["bundle"])
-    except (OSError, ValueError, KeyError, TypeError):
-        model = node["bundle"]
-    return {"bundle": node["bundle"], "model": model, "md": _relative(node["md"], out),
-            "html": _relative(node["html"], out), "lines": lines}
+def _node_model(node: Dict[str, Any], out: Path) -> Dict[str, Any]:
+    """A user model's per-node report (given, or read from its JSON; {} where neither is at hand) and its links."""
+    report = node.get("report")
+    if report is None:
+        try:
+            report = json.loads(Path(node["json"]).read_text(encoding="utf-8")) if node.get("json") else {}
+        except (OSError, ValueError):
+            report = {}
+    return {"bundle": node["bundle"], "report": report if isinstance(report, dict) else {},
+            "md": _relative(node["md"], out), "html": _relative(node["html"], out)}
 
 
 _DUPLICATE = re.compile(r"duplicate cell (?P<bundle>\S+) in (?P<column>.+): "
@@ -339,10 +333,11 @@ def _count(values: Any) -> Dict[str, int]:
 
 
 def _relative(path: Any, base: Path) -> str:
-    """A link from a report in base to path."""
+    """A link from a report in base to path, percent-encoded (a bundle id is text from a results file)."""
     import os
+    from urllib.parse import quote
 
-    return Path(os.path.relpath(Path(path), base)).as_posix()
+    return quote(Path(os.path.relpath(Path(path), base)).as_posix())
 
 
 def _clip(text: str, limit: int) -> str:

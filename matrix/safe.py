@@ -36,6 +36,11 @@ def md_cell(value: Any) -> str:
     return MD_SPECIAL.sub(lambda m: MD_ESCAPES[m.group()], clean(str(value)))
 
 
+def md_link_text(value: Any) -> str:
+    """md_cell text that also stays inside a link's [...]: its own brackets escaped."""
+    return md_cell(value).replace("[", "\\[").replace("]", "\\]")
+
+
 def md_code(value: Any) -> str:
     """An inline code span that holds any text, backticks included (CommonMark: a longer fence)."""
     text = clean(str(value)).replace("\r", " ").replace("\n", " ")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.cell import Cell
-from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, diff, say_list
+from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, diff
 from matrix.merge import version_key
+from matrix.words import say_list
 
 IDLE = ("skipped", "not_run", "not_applicable")
 

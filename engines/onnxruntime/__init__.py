@@ -11,17 +11,17 @@ from __future__ import annotations
 import importlib
 import json
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, no_custom_ops
 from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
+from engines.onnxruntime import stages
+from engines.onnxruntime.stages import CPU
 from generators.bundle import Bundle
 
 NAME = "onnxruntime"
-CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 # Kernels that compute on 8-bit integers (ONNX and com.microsoft domains).
 INTEGER_KERNELS = frozenset({
@@ -35,11 +35,6 @@ PLUMBING = frozenset({
     "ReorderInput", "ReorderOutput", "Identity",
 })
 QUANT_TYPES = ("int8", "uint8")
-# microsoft/onnxruntime#12088: on x86-64 without VNNI, u8s8 GEMMs whose constant weights leave [-64, 63]
-# are rewritten to u8u8 so that vpmaddubsw cannot saturate. A graph transformation: it needs optimizations on.
-X64_QUANT_PRECISION = "session.x64quantprecision"
-# Providers that compile subgraphs; ORT cannot serialize their optimized graph, so none is saved.
-COMPILING = frozenset({"TensorrtExecutionProvider", "OpenVINOExecutionProvider", "DmlExecutionProvider"})
 
 
 def is_integer_kernel(op_type: str) -> bool:
@@ -110,48 +105,17 @@ class Adapter:
         obs.log = "".join(logs)
         return obs
 
-    def _session_options(self, ort: Any, tmp: Path, providers: Sequence[str]) -> Any:
-        so = ort.SessionOptions()
-        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, self.graph_optimization_level)
-        if not COMPILING & set(providers):
-            so.optimized_model_filepath = str(tmp / "optimized.onnx")
-        so.enable_profiling = True
-        so.profile_file_prefix = str(tmp / "profile")
-        so.log_severity_level = 2  # warnings and errors
-        if self.x64quantprecision == "1":
-            so.add_session_config_entry(X64_QUANT_PRECISION, "1")
-        return so
-
     def _run_stages(self, ort: Any, bundle: Bundle, tmp: Path, obs: Observation) -> None:
-        providers = self._providers(ort)
-        obs.options.update(providers_requested=providers, profiling=True, build="none: the session is built at load")
-        start = time.perf_counter()
-        try:
-            session = ort.InferenceSession(str(bundle.model_path), self._session_options(ort, tmp, providers),
-                                           providers=providers)
-        except Exception as exc:
-            obs.error = _message(exc)
+        """The stages (engines/onnxruntime/stages.py, which bug bundles ship), then the precision evidence."""
+        session = stages.run_stages(ort, str(bundle.model_path), bundle.inputs(), str(tmp), self._providers(ort),
+                                    self.graph_optimization_level, self.x64quantprecision, obs)
+        if session is None:
             return
-        obs.timings["load"] = time.perf_counter() - start
-        obs.stage = "build"  # ORT has no separate build: session creation is both
-        obs.options["providers"] = session.get_providers()
-        start = time.perf_counter()
-        try:
-            results = session.run(None, bundle.inputs())
-            obs.outputs = {o.name: r for o, r in zip(session.get_outputs(), results)}
-            obs.stage = "run"
-            obs.timings["run"] = time.perf_counter() - start
-        except Exception as exc:
-            obs.error = _message(exc)
         profile = Path(session.end_profiling())
         optimized = tmp / "optimized.onnx"
         obs.options["optimized_model_saved"] = optimized.is_file()
         targets = list(bundle.meta.get("target_nodes", []))
         obs.precision = precision_evidence(bundle.model_path, optimized, profile, targets)
-
-
-def _message(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 def precision_evidence(model: Path, optimized: Path, profile: Path, targets: Sequence[str]) -> Dict[str, Dict[str, str]]:

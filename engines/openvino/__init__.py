@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import importlib
 import re
-import time
 from typing import Any, Dict, List, Optional, Sequence
-
-import numpy as np
 
 from engines.base import EngineInfo, Observation, no_custom_ops, target_outputs
 from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
+from engines.openvino import stages
 from generators.bundle import Bundle
 
 NAME = "openvino"
@@ -96,47 +94,14 @@ class Adapter:
         return obs
 
     def _run_stages(self, ov: Any, bundle: Bundle, obs: Observation) -> None:
-        core = ov.Core()
-        steps = (("load", lambda _: core.read_model(str(bundle.model_path))),
-                 ("build", lambda model: core.compile_model(model, self.device, dict(self.config))))
-        value: Any = None
-        for stage, step in steps:
-            start = time.perf_counter()
-            try:
-                value = step(value)
-            except Exception as exc:
-                obs.error = _message(exc)
-                return
-            obs.timings[stage] = time.perf_counter() - start
-            obs.stage = stage
-        compiled = value
+        """The stages (engines/openvino/stages.py, which bug bundles ship), the precision evidence between them."""
+        compiled = stages.compile_stages(ov, str(bundle.model_path), self.device, self.config, obs)
+        if compiled is None:
+            return
         obs.precision = precision_evidence(
             compiled, list(bundle.meta.get("target_nodes", [])), target_outputs(bundle)
         )
-        start = time.perf_counter()
-        try:
-            obs.outputs = infer(compiled, bundle.inputs(), list(bundle.meta.get("outputs", {})))
-        except Exception as exc:
-            obs.error = _message(exc)
-            return
-        obs.timings["run"] = time.perf_counter() - start
-        obs.stage = "run"
-
-
-def _message(exc: BaseException) -> str:
-    return str(exc).strip() or type(exc).__name__
-
-
-def infer(compiled: Any, inputs: Dict[str, np.ndarray], onnx_outputs: Sequence[str]) -> Dict[str, np.ndarray]:
-    """Run one inference; outputs keyed by their ONNX names."""
-    request = compiled.create_infer_request()
-    results = request.infer(inputs)
-    outputs = {}
-    for port in compiled.outputs:
-        names = port.get_names()
-        name = next((n for n in onnx_outputs if n in names), None) or port.get_any_name()
-        outputs[name] = np.array(results[port], copy=True)
-    return outputs
+        stages.run_stage(compiled, bundle.inputs(), list(bundle.meta.get("outputs", {})), obs)
 
 
 def runtime_layers(compiled: Any) -> List[Dict[str, Any]]:

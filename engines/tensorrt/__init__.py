@@ -316,14 +316,7 @@ class RtxAdapter(Adapter):
 
 def target_ops(bundle: Bundle) -> Dict[str, str]:
     """Each target node's ONNX op type (the attribution picks the layer that performs that op); {} without onnx."""
-    targets = set(bundle.meta.get("target_nodes") or [])
-    try:
-        import onnx
-
-        graph = onnx.load(str(bundle.model_path), load_external_data=False).graph
-    except Exception:  # no onnx here, or an unreadable model: the worker attributes without op types
-        return {}
-    return {n.name: n.op_type for n in graph.node if n.name in targets}
+    return bundle.target_ops()
 
 
 def pack_listing(kind: str, text: str) -> Dict[str, str]:

@@ -250,7 +250,8 @@ def set_dummy_ranges(trt: Any, network: Any, result: Any, in_range: float = 2.0,
     count, refused = 0, 0
     for i in range(network.num_layers):
         layer = network.get_layer(i)
-        tensors = [(layer.get_input(j), out_range if layer.type == concat else in_range) for j in range(layer.num_inputs)]
+        tensors = [(layer.get_input(j), out_range if layer.type == concat else in_range)
+                   for j in range(layer.num_inputs)]
         tensors += [(layer.get_output(j), in_range if layer.type == pooling else out_range)
                     for j in range(layer.num_outputs)]
         for tensor, r in tensors:

@@ -46,8 +46,9 @@ def detect(trt: Any, module: str) -> Dict[str, Any]:
         if hasattr(trt, "IPluginV2DynamicExt") and hasattr(trt, "IPluginCreator"):
             plugins.append("IPluginV2DynamicExt")
     if typing == "always strong":
-        implicit_int8 = (f"TensorRT-RTX networks are strongly typed: INT8 only through explicit Q/DQ ({RTX_QUANTIZED_TYPES})"
-                         if rtx else f"INT8 calibration removed in TensorRT 11.0 ({MIGRATION_11})")
+        implicit_int8 = (f"TensorRT-RTX networks are strongly typed: INT8 only through explicit Q/DQ "
+                         f"({RTX_QUANTIZED_TYPES})" if rtx else
+                         f"INT8 calibration removed in TensorRT 11.0 ({MIGRATION_11})")
     else:
         implicit_int8 = ""
     engine_cls = getattr(trt, "ICudaEngine", None)

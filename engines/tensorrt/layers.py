@@ -180,7 +180,8 @@ def io_tensors(message: str) -> List[Dict[str, str]]:
             continue
         if section == "I/O Tensors:" and line.startswith(" Name: "):
             f = _fields(line.strip())
-            found.append({"name": f.get("Name", ""), "mode": f.get("IOMode", ""), "dtype": dtype(f.get("DataType", ""))})
+            found.append({"name": f.get("Name", ""), "mode": f.get("IOMode", ""),
+                          "dtype": dtype(f.get("DataType", ""))})
         elif section == "Bindings:" and line.strip():
             found.append({"name": line.strip(), "mode": "", "dtype": "?"})
     return found

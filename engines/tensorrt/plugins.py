@@ -13,8 +13,9 @@ input's network type and shape, and copies its input (cuMemcpyDtoDAsync on Tenso
 Class-based rather than `tensorrt.plugin` (the decorator API): that API arrived in TensorRT 10.6,
 while #3919 is about 10.0 and 10.1; both register the same "qdq_matrix::<name>" creators.
 Only the worker registers them, and only where the module has Python plugin classes (IPluginV3 arrived
-with TensorRT 10; 8.x has none); the adapter imports this file for `python_plugins` alone. Plugin names without this namespace are TensorRT's
-own (libnvinfer_plugin registers its creators in the empty namespace), which 8.x hosts too.
+with TensorRT 10; 8.x has none); the adapter imports this file for `python_plugins` alone. Plugin names
+without this namespace are TensorRT's own (libnvinfer_plugin registers its creators in the empty namespace),
+which 8.x hosts too.
 """
 
 from __future__ import annotations

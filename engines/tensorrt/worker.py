@@ -297,7 +297,8 @@ def cublas_status() -> str:
 
 
 def cudnn_status() -> str:
-    """The cuDNN that TensorRT's plugins would call: its version, "stub" (a library that only lets them load), or why none."""
+    """The cuDNN that TensorRT's plugins would call: its version, "stub" (a library that only lets them load),
+    or why none."""
     import ctypes
 
     for name in tuple(filter(None, [loaded_library("libcudnn")])) + ("libcudnn.so.8", "libcudnn.so.9", "libcudnn.so"):

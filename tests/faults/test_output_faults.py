@@ -152,6 +152,9 @@ def test_injection_into_a_bug_bundle_stays_text(bundles, tmp_path, engine, versi
     repro = (folder / "repro.py").read_text(encoding="utf-8")
     ast.parse(repro)
     assert "pwned" not in repro and "alert" not in repro  # the cell is data in cell.json, never code
+    assert repro == (REPO / "matrix" / "repro.py").read_text(encoding="utf-8")  # the static file, whatever the cell
+    shipped = [p for p in (folder / "suite").rglob("*") if p.is_file()]
+    assert shipped and not any(b"pwned" in p.read_bytes() or b"alert" in p.read_bytes() for p in shipped)
     recorded = json.loads((folder / "cell.json").read_text(encoding="utf-8"))["recorded"]
     assert recorded["engine_version"] == bad.engine_version
     log = (folder / "log.txt").read_text(encoding="utf-8")
@@ -228,3 +231,25 @@ def test_secrets_in_the_environment_reach_no_output(bundles, tmp_path):
     for secret in SECRETS.values():
         leaks = [str(p) for p in written if secret.encode() in p.read_bytes()]
         assert not leaks and not any(secret in text for text in logs), (secret, leaks)
+
+
+def test_injection_into_your_models_stays_text(tmp_path):
+    """A user model's cell with the payload in its id, model name and parser error: the table and its per-node
+    report links stay text, inside the output folder."""
+    path = tmp_path / "results" / "models.jsonl"
+    path.parent.mkdir()
+    error = f"ONNX parse failed: Invalid Node - {PAYLOAD}\n{PAYLOAD}: {PAYLOAD}"
+    mine = cell(bundle=f"user_model/../{PAYLOAD}", case="user_model", params={"model": PAYLOAD}, stage="",
+                error=error, engine_version="8.6.0")
+    path.write_text(mine.to_json() + "\n", encoding="utf-8")
+    out = tmp_path / "reports"
+    assert main(["report", "--results", str(path), "--out", str(out)]) in (0, 1)
+    assert all(out in p.parents for p in files_under(tmp_path) if p.suffix in (".md", ".html", ".json"))
+    html = (out / "matrix.html").read_text(encoding="utf-8")
+    own = html.rindex("<script>")
+    seen = html_tags(html[:own])
+    assert not {"script", "img"} & seen.tags and "onerror" not in seen.attrs, seen.tags
+    assert 'id="models"' in html and "&lt;script&gt;" in html[html.index('id="models"'):]
+    md = (out / "matrix.md").read_text(encoding="utf-8")
+    assert "## Your models" in md
+    assert_markdown_has_no_raw_markup(md)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,74 @@ def test_a_screenshot_is_not_blank(page):
     png = page.screenshot()
     assert len(png) > 5000
     assert png_colours(png) > 20
+
+
+@pytest.fixture(scope="module")
+def models_page(tmp_path_factory):
+    """The committed producer-model observations (TensorRT 8.5.3.1 and 8.6.0 on an H100 and an H200), with their
+    bundles rebuilt from seeds so that each carries the lint's findings, as `python -m matrix report` shows them."""
+    pytest.importorskip("onnxruntime.quantization")
+    from check.__main__ import main as check
+    from check.producers import produce
+    from matrix.merge import load_results
+    from matrix.nodes import write_all
+
+    binary = _browser_or_skip()
+    root = tmp_path_factory.mktemp("models")
+    produce(root / "models")
+    assert check([str(root / "models"), "--prepare-only", "--out", str(root / "bundles")]) == 0
+    observed = Path(__file__).resolve().parents[2] / "reports" / "observed"
+    result = load_results([observed / "nvidia-h100" / "check", observed / "nvidia-h200" / "check"])
+    out = root / "report"
+    write_reports(result, out, generated="2026-01-01",
+                  node_reports=write_all(result.cells, out / "nodes", [root / "bundles"]))
+    browser = Browser(binary, width=1400, height=900)
+    try:
+        browser.open(out / "matrix.html")
+        yield browser
+    finally:
+        browser.close()
+
+
+def row_texts(browser, model: str) -> list:
+    return browser.evaluate(f"[...[...document.querySelectorAll('#m tbody tr')].find(r => r.cells[0].innerText == "
+                            f"{model!r}).cells].slice(1).map(c => c.innerText)")
+
+
+def test_your_models_is_one_table_after_the_upgrade_answer(models_page):
+    page = models_page
+    assert page.evaluate("[...document.querySelectorAll('section')].map(s => s.id).slice(0, 3)") == \
+        ["upgrade", "models", "grid"]
+    assert page.evaluate("document.querySelectorAll('#m tbody tr').length") == 13
+    heads = page.evaluate("[...document.querySelectorAll('#m thead th')].map(t => t.innerText.replace(/\\n/g, ' '))")
+    assert heads == ["model", "TensorRT 8.5.3.1 NVIDIA H100 80GB HBM3 (sm_90)", "TensorRT 8.5.3.1 NVIDIA H200 (sm_90)",
+                     "TensorRT 8.6.0 NVIDIA H100 80GB HBM3 (sm_90)", "TensorRT 8.6.0 NVIDIA H200 (sm_90)"]
+    assert page.evaluate("document.querySelectorAll('#models ul, #models h3').length") == 0  # no bullets left
+    box = page.evaluate("(() => { const r = document.getElementById('m').getBoundingClientRect();"
+                        " return [r.width, r.height]; })()")
+    assert box[0] <= 1400 and box[1] < 900  # 13 models by 4 columns fit one screen
+
+
+def test_each_model_cell_says_int8_or_the_failing_node_and_why(models_page):
+    assert row_texts(models_page, "ort_mobilenet_s8_per_channel.onnx") == \
+        ["parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"] * 4
+    assert row_texts(models_page, "ort_resnet_s8_per_channel_float_bias.onnx") == ["5/5 INT8"] * 4
+    assert row_texts(models_page, "ort_transformer_s8_per_channel_float_bias.onnx") == \
+        ["parse fails [1]"] * 2 + ["build fails: no implementation for a node"] * 2
+    models_page.click("#m a.note")
+    assert models_page.evaluate("location.hash") == "#mn1"
+    assert "Plugin not found" in models_page.evaluate("document.querySelector('#mn1:target').innerText")
+
+
+def test_a_model_cell_opens_its_per_node_report(models_page):  # last: it leaves the page
+    page = models_page
+    page.evaluate("window.scrollTo(0, 0)")
+    png = page.screenshot()
+    assert png_colours(png) > 20
+    page.click("#m tbody tr:nth-child(3) td:nth-child(4) a")  # mobilenet, float bias; TensorRT 8.6.0 on the H100
+    deadline = time.monotonic() + 10
+    while not page.evaluate("location.pathname.includes('/nodes/') && document.readyState == 'complete'"):
+        assert time.monotonic() < deadline, "the click did not open the per-node report"
+        time.sleep(0.05)
+    assert page.evaluate("document.title") == "Per-node INT8 report: ort_mobilenet_s8_per_channel_float_bias.onnx"
+    assert "tensorrt@8.6.0" in page.evaluate("document.body.innerText")

@@ -22,10 +22,11 @@ from engines.cells import judge_observation, run_cell
 from generators.bundle import load_bundle
 from generators.write import write_all
 from matrix.__main__ import main
-from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, VERSION_FIELDS
+from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, TRT_FILES, VERSION_FIELDS
 from matrix.merge import load_results
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
 OBSERVED = DATA / "observed-sample.jsonl"  # two real TensorRT cells (8.5.3.1, 8.6.0) from an H200
 FAKE_TRT = DATA / "trt" / "fake_tensorrt"  # not TensorRT: replays its API surface for plumbing tests
 BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
@@ -94,9 +95,9 @@ def test_repro_reproduces_a_real_cell(engine, bundles, cpu_cells, tmp_path):
     assert folder == out / f"{engine}-{cell.engine_version}" / BUNDLE.replace("/", "__")
     done = run_repro(folder)
     assert done.returncode == 0, done.stdout + done.stderr
-    # the suite's own cell on this machine, whatever error this CPU's kernels make
+    # the suite's own cell on this machine, whatever error this CPU's kernels make, by the suite's own measure
     recorded = f"pass (max error {cell.max_error_steps:.3g} steps, tolerance {cell.tolerance_steps:g})"
-    assert done.stdout.strip().splitlines()[-1] == f"REPRODUCED: {recorded}"
+    assert done.stdout.strip().splitlines()[-1] == f"REPRODUCED: {recorded} [max error as recorded]"
 
 
 @pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
@@ -152,20 +153,36 @@ def trt_bundle(bundles, cpu_cells, tmp_path) -> Path:
 def test_tensorrt_bundle_holds_every_file(trt_bundle):
     names = {p.name for p in trt_bundle.iterdir()}
     assert names == {"model.onnx", "inputs.npz", "expected.npz", "case.json", "cell.json", "repro.py", "commands.md",
-                     "data_loader.py", "environment.json", "log.txt", "ISSUE.md"}
+                     "data_loader.py", "environment.json", "log.txt", "ISSUE.md", "suite"}
+    assert {str(p.relative_to(trt_bundle)) for p in (trt_bundle / "suite").rglob("*.py")} == \
+        {"suite/steps.py"} | {f"suite/tensorrt/{n}" for n in TRT_FILES}
     with zipfile.ZipFile(str(trt_bundle) + ".zip") as z:
-        assert f"{trt_bundle.name}/repro.py" in z.namelist()
+        assert {f"{trt_bundle.name}/repro.py", f"{trt_bundle.name}/suite/tensorrt/worker.py"} <= set(z.namelist())
+
+
+def test_repro_and_the_suite_files_are_the_repositorys_own_unchanged(trt_bundle):
+    """No template: repro.py is matrix/repro.py and suite/ holds the worker and the error measure as they are."""
+    assert (trt_bundle / "repro.py").read_bytes() == (REPO / "matrix" / "repro.py").read_bytes()
+    assert (trt_bundle / "suite" / "steps.py").read_bytes() == (REPO / "generators" / "steps.py").read_bytes()
+    for name in TRT_FILES:
+        assert (trt_bundle / "suite" / "tensorrt" / name).read_bytes() == \
+            (REPO / "engines" / "tensorrt" / name).read_bytes()
 
 
 def test_tensorrt_repro_is_python_39_with_only_stdlib_numpy_and_tensorrt(trt_bundle):
-    tree = ast.parse((trt_bundle / "repro.py").read_text(), feature_version=(3, 9))
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert {"numpy", "tensorrt"} <= imported
-    assert imported - set(sys.stdlib_module_names) == {"numpy", "tensorrt"}
+    for path in [trt_bundle / "repro.py", *(trt_bundle / "suite").rglob("*.py")]:
+        tree = ast.parse(path.read_text(), feature_version=(3, 9))
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module.split(".")[0] for n in ast.walk(tree)
+                     if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+        assert imported - set(sys.stdlib_module_names) <= {"numpy", "tensorrt"}, path
     cell = json.loads((trt_bundle / "cell.json").read_text())  # the recorded error and signature, as data
     assert "Error Code 10: Internal Error" in cell["recorded"]["error_first_line"]
     assert cell["recorded"]["failed_stage"] == "build"
+    assert cell["engine"] == {"name": "tensorrt", "family": "tensorrt", "module": "tensorrt", "title": "TensorRT",
+                              "requirement": "tensorrt (8.x needs numpy<1.24)"}
+    assert cell["request"]["trt"]["tactics"] == "tensorrt-only"  # the observed cell left cuBLAS/cuDNN out
+    assert cell["request"]["target_ops"] == {"node_of_conv": "Conv"}  # as the adapter hands them to the worker
     assert "Error Code 10" not in (trt_bundle / "repro.py").read_text()  # no cell text in the code
 
 
@@ -238,7 +255,7 @@ def test_a_recorded_crash_is_reproduced_by_a_crash(bundles, tmp_path):
     assert (folder / "ISSUE.md").read_text().startswith("# Crash failure of TensorRT 8.6.0")
     done = run_repro(folder, dict(os.environ, PYTHONPATH=str(FAKE_TRT), FAKE_TRT_CRASH="build"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "REPRODUCED: crashed: killed by signal 11"
+    assert done.stdout.strip().splitlines()[-1] == "REPRODUCED: crashed: signal 11 (SIGSEGV)"
 
 
 def test_a_digest_mismatch_is_refused(bundles, tmp_path, capsys):
@@ -273,3 +290,21 @@ def test_cell_selection_errors_are_usage_errors(bundles, tmp_path, capsys):
     assert bugs("--results", str(OBSERVED), "--bundles", str(bundles), "--cell", BUNDLE, "--engine", "tensorrt",
                 "--version", "10.0") == 2
     assert "no cell" in capsys.readouterr().err
+
+
+def test_a_tensorrt_rtx_cell_gets_the_worker_with_its_module_and_target(bundles, tmp_path):
+    """TensorRT-RTX is the same family: the same worker files, its module and its ahead-of-time target as data."""
+    from matrix.bugbundle import make
+
+    observed = next(c for c in load_results([OBSERVED]).cells if c.engine_version == "8.6.0")
+    rtx = replace(observed, engine="tensorrt-rtx", engine_version="1.5.0.114", status="built", stage="build",
+                  verdict="undocumented", hardware="no GPU: ahead-of-time build", hardware_detail={},
+                  variant={"target": "SM86"}, options={"target": "SM86"}, signature="", error="", fused=True)
+    folder = make(rtx, [rtx], bundles, tmp_path / "out")
+    cell = json.loads((folder / "cell.json").read_text())
+    assert cell["engine"]["module"] == "tensorrt_rtx" and cell["engine"]["plugin_link"] == "none"
+    assert cell["request"]["trt"]["target"] == "SM86" and "tactics" not in cell["request"]["trt"]
+    assert cell["recorded"]["status"] == "built" and cell["recorded"]["fused"] is True
+    assert {p.name for p in (folder / "suite" / "tensorrt").iterdir()} == set(TRT_FILES)
+    issue = (folder / "ISSUE.md").read_text()
+    assert 'pip install "tensorrt-rtx==1.5.0.114" numpy' in issue and "ahead-of-time target SM86" in issue

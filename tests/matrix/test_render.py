@@ -199,8 +199,8 @@ def test_html_grows_linearly_and_stays_small(tmp_path, make_cell):
 def test_a_user_models_node_report_plugs_into_the_page(tmp_path, make_cell):
     nodes = tmp_path / "out" / "nodes"
     nodes.mkdir(parents=True)
-    summary = {"model": "mine.onnx", "columns": [{"heading": "onnxruntime@1.31.1", "hardware": "cpu",
-                                                  "summary": "3 of 4 quantized nodes ran in INT8"}]}
+    summary = {"model": "mine.onnx", "columns": [{"engine": "onnxruntime", "version": "1.31.1", "hardware": "cpu",
+                                                  "status": "pass", "ran": True, "int8": 3, "total": 4}]}
     (nodes / "user_model__mine.json").write_text(json.dumps(summary))
     node = {"bundle": "user_model/mine", "md": nodes / "user_model__mine.md", "html": nodes / "user_model__mine.html",
             "json": nodes / "user_model__mine.json"}
@@ -208,9 +208,10 @@ def test_a_user_models_node_report_plugs_into_the_page(tmp_path, make_cell):
     html = (tmp_path / "out" / "matrix.html").read_text()
     md = (tmp_path / "out" / "matrix.md").read_text()
     models = html[html.index('id="models"'):html.index('id="grid"')]
-    assert '<a href="nodes/user_model__mine.html">mine.onnx</a>' in models
-    assert "onnxruntime@1.31.1 [cpu]: 3 of 4 quantized nodes ran in INT8" in models
-    assert "[mine.onnx](nodes/user_model__mine.md); onnxruntime@1.31.1 [cpu]: 3 of 4" in md
+    assert '<th><a href="nodes/user_model__mine.html">mine.onnx</a></th>' in models
+    assert "<th>ONNX Runtime 1.31.1<small>cpu</small></th>" in models
+    assert '<td class="m-some" title=""><a href="nodes/user_model__mine.html">3/4 INT8</a></td>' in models
+    assert "| [mine.onnx](nodes/user_model__mine.md) | [3/4 INT8](nodes/user_model__mine.md) |" in md
 
 
 OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"

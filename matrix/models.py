@@ -1,0 +1,134 @@
+"""Your models as one table: a row per user model, a column per engine version and setting, a sentence per cell.
+
+Read from the per-node reports (matrix.nodes): "5/5 INT8", "4 of 5 INT8 (ahead-of-time plan)", or the failure and
+its reason, "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)". The failing node is the one the engine's error
+names (matrix.predict.failing_node), never a guess. The reason is the TensorRT lint's rule where the lint predicted
+this failure at that node, else the documented signature the cell matched, else the engine's own words; a long one
+is a numbered note under the table, said once. Every cell links to its model's per-node report.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from cases.engines import ENGINES
+from matrix.merge import version_key
+from matrix.words import FAILED_STAGE
+
+# The lint's rules (check.lint) and the catalogue's error signatures, in the words a reader knows them by.
+RULE_WORDS = {
+    "dq_non_activation": "INT32 bias DQ",
+    "uint8_activation": "uint8 activation (non-zero zero point)",
+    "nonzero_zero_point": "non-zero zero point",
+    "dynamic_quantize_linear": "DynamicQuantizeLinear",
+    "integer_op": "integer op (ConvInteger/MatMulInteger)",
+    "conv_without_kernel_shape": "Conv without kernel_shape",
+    "grouped_conv": "INT8 grouped Conv",
+    "q_graph_output": "Q as graph output",
+    "int8_constant_into_plugin": "INT8 constant into a plugin",
+    "dq_constant_into_add": "DQ constant into Add",
+}
+SIGNATURE_WORDS = {
+    "no_implementation": "no implementation for a node",
+    "no_supported_formats": "no supported formats",
+    "nonzero_zero_point": "non-zero zero point",
+    "dql_plugin_not_found": "no DynamicQuantizeLinear plugin",
+    "quantized_constant": "quantized constant not before DQ",
+    "ort_convinteger_not_implemented": "ConvInteger not implemented",
+}
+# Cell shades: every target INT8, some, none (float), failed, crashed, nothing run.
+TONES = ("all", "some", "none", "fail", "crash", "idle")
+NOTE_AFTER = 48  # characters: a longer reason is a numbered note under the table
+Key = Tuple[str, str, str]
+
+
+def models_view(models: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The table: models ({bundle, report, html, md}, report being a matrix.nodes report) by (engine, version,
+    setting), each cell's text, shade and note number."""
+    keys: Dict[Key, Dict[str, Any]] = {}
+    for m in models:
+        for col in m["report"].get("columns") or []:
+            keys.setdefault(_key(col), col)
+    order = sorted(keys, key=lambda k: (_engine_rank(k[0]), k[0], version_key(k[1]), k[2]))
+    notes: List[str] = []
+    rows = []
+    for m in sorted(models, key=lambda m: _model(m).lower()):
+        report = m["report"]
+        found = {_key(col): col for col in report.get("columns") or []}
+        rows.append({"model": _model(m), "bundle": m["bundle"], "html": m["html"], "md": m["md"],
+                     "cells": [_cell(found[k], report, notes) if k in found else None for k in order]})
+    columns = [{"engine": e, "title": ENGINES[e].title if e in ENGINES else e, "version": v, "setting": s}
+               for e, v, s in order]
+    return {"columns": columns, "rows": rows, "notes": [{"n": i + 1, "text": t} for i, t in enumerate(notes)]}
+
+
+def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
+    """One column of a node report in a few words: {text, reason (said after text), node, tone}."""
+    status, stage = col.get("status", ""), col.get("stage", "")
+    int8, total = col.get("int8", 0), col.get("total", 0)
+    tone = "all" if total and int8 == total else "some" if int8 else "none"
+    if status == "built":
+        return {"text": f"{int8} of {total} INT8 (ahead-of-time plan)", "reason": "", "node": "", "tone": tone}
+    if status == "pass":
+        text = f"{int8}/{total} INT8" if col.get("ran") else "passes, no per-node evidence"
+        return {"text": text, "reason": "", "node": "", "tone": tone if col.get("ran") else "idle"}
+    if status == "fail" and FAILED_STAGE.get(stage) == "compare":
+        worst = col.get("max_error_steps")
+        off = f"outputs off by {worst:.3g} steps" if isinstance(worst, (int, float)) else "outputs differ"
+        return {"text": f"{int8}/{total} INT8; {off}", "reason": "", "node": "", "tone": "fail"}
+    if status == "fail":
+        node = col.get("failing_node", "")
+        return {"text": failure_words(col.get("engine", ""), stage), "node": node, "tone": "fail",
+                "reason": reason(col, node, predictions)}
+    if status == "crashed":
+        return {"text": "crashed", "node": "", "tone": "crash",
+                "reason": col.get("says") or col.get("reason") or col.get("error", "")}
+    return {"text": status.replace("_", " "), "node": "", "tone": "idle",
+            "reason": col.get("reason") or col.get("error", "")}
+
+
+def failure_words(engine: str, stage: str) -> str:
+    """"parse fails" (a TensorRT-family load is the ONNX parser), "load fails", "build fails", "run fails"."""
+    failed = FAILED_STAGE.get(stage, "load")
+    if failed == "load" and engine in ENGINES and ENGINES[engine].family == "tensorrt":
+        return "parse fails"
+    return f"{failed} fails"
+
+
+def reason(col: Mapping[str, Any], node: str, predictions: Optional[Mapping[str, Any]]) -> str:
+    """Why a column failed: the lint rule that predicted it at that node, the documented signature, or the
+    engine's own words."""
+    observed = {"": "parse fails", "load": "build fails"}.get(col.get("stage", ""), "")
+    for row in (predictions or {}).get("rows") or []:
+        if (node and row.get("node") == node and row.get("ran") and row.get("version") == col.get("version")
+                and row.get("predicted") == observed):
+            return RULE_WORDS.get(row["rule"], row["rule"].replace("_", " "))
+    signature = col.get("signature", "")
+    if signature:
+        return SIGNATURE_WORDS.get(signature, signature.replace("_", " "))
+    return col.get("says") or col.get("error", "")
+
+
+def _cell(col: Mapping[str, Any], report: Mapping[str, Any], notes: List[str]) -> Dict[str, Any]:
+    said = outcome(col, report.get("predictions"))
+    why, note = said["reason"], 0
+    if len(why) > NOTE_AFTER:
+        if why not in notes:
+            notes.append(why)
+        note, why = notes.index(why) + 1, ""
+    text = said["text"] + (f": {why}" if why else "") + (f" ({said['node']})" if said["node"] else "")
+    title = " · ".join(x for x in (col.get("verdict", ""), col.get("error", "")) if x)
+    return {"text": text, "note": note, "tone": said["tone"], "title": title}
+
+
+def _key(col: Mapping[str, Any]) -> Key:
+    return (str(col.get("engine", "")), str(col.get("version", "")), str(col.get("hardware", "")))
+
+
+def _model(m: Mapping[str, Any]) -> str:
+    return str(m["report"].get("model") or m["bundle"])
+
+
+def _engine_rank(engine: str) -> int:
+    names = list(ENGINES)
+    return names.index(engine) if engine in names else len(names)

@@ -1,0 +1,405 @@
+#!/usr/bin/env python3
+"""Reproduce one recorded qdq-matrix cell with the suite's own code; the cell is data in cell.json beside this file.
+
+    python repro.py                  # the engine in a process of its own (a crash is observed, not suffered)
+    python repro.py --inline         # ONNX Runtime and OpenVINO in this process, with full tracebacks
+    python repro.py --json out.json  # also write what was observed, the recorded cell and the verdict
+
+A bug bundle (`python -m matrix bugs`) holds this file unchanged, next to the reproducer that ran (model.onnx,
+inputs.npz, expected.npz, case.json), cell.json (what the suite recorded, and how its adapter ran the engine) and
+suite/, the suite's own files copied unchanged: steps.py (its error measure, generators/steps.py) and either
+tensorrt/ (TensorRT and TensorRT-RTX: the worker, engines/tensorrt/*.py, run in its own process as the adapter
+runs it) or stages.py (ONNX Runtime or OpenVINO: the adapter's stages, engines/<engine>/stages.py). The outputs
+are judged as engines/cells.py judges them. The last line is "REPRODUCED: ..." (exit status 0) when the recorded
+status and stage (the documented signature and INT8 fusion where the cell has them) happen here, else
+"DID NOT REPRODUCE: ..." (exit status 1); either way it sets the max error against the recorded one.
+
+Python 3.9+, numpy and the engine (tensorrt, tensorrt_rtx, onnxruntime or openvino); nothing from the repository.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+import types
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUITE = os.path.join(HERE, "suite")
+# The stage that failed, from the last stage a cell completed (matrix/words.py).
+FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
+SAME_ERROR = 1e-6  # steps: a max error this close to the recorded one is the recorded one
+STDERR_TAIL = 4000
+
+
+class Observation:
+    """What the engine did, before it is judged (engines.base.Observation's fields that a verdict reads)."""
+
+    def __init__(self) -> None:
+        self.stage = ""
+        self.error = ""
+        self.log = ""
+        self.outputs: Dict[str, np.ndarray] = {}
+        self.precision: Dict[str, Dict[str, Any]] = {}
+        self.options: Dict[str, Any] = {}
+        self.timings: Dict[str, float] = {}
+        self.crashed = ""
+        self.not_run_here = ""
+        self.version = ""
+        self.notes: List[str] = []
+        self.traceback = ""
+
+
+def read_json(name: str) -> Any:
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_npz(name: str) -> Dict[str, np.ndarray]:
+    with np.load(os.path.join(HERE, name)) as f:
+        return {k: f[k] for k in f.files}
+
+
+def suite_module(relative: str, name: str) -> types.ModuleType:
+    """One of the suite's files under suite/, loaded by path under a private name."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(SUITE, relative))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"suite/{relative} is missing from this bug bundle")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- judging: engines/cells.py's rules, with the suite's error measure ----
+
+def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optional[float], str]:
+    """(worst error in steps, mismatch message or "") against expected.npz, as engines.cells.compare."""
+    steps = suite_module("steps.py", "qdq_suite_steps")
+    tolerance = float(case.get("tolerance_steps", 1.0))
+    worst: Optional[float] = None
+    problems = []
+    for name, expected in read_npz("expected.npz").items():
+        if name not in outputs:
+            problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
+            continue
+        got = np.asarray(outputs[name])
+        if got.shape != expected.shape:
+            problems.append(f"output {name!r}: shape {list(got.shape)} differs from the reference's "
+                            f"{list(expected.shape)}")
+            continue
+        step = (case.get("outputs") or {}).get(name, {}).get("step")
+        err = steps.error_steps(expected, got, steps.comparison_step(expected, step)[0])
+        worst = err if worst is None else max(worst, err)
+        if err > tolerance:
+            problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
+    return worst, "; ".join(problems)
+
+
+def fused(precision: Dict[str, Dict[str, Any]], targets: List[str]) -> Optional[bool]:
+    """Every target node quantized (True), one in float (False), or unknown (None): engines.cells.fused."""
+    found = [precision.get(t, {}).get("precision", "unknown") for t in targets]
+    if not found:
+        return None
+    if "float" in found:
+        return False
+    if all(p in ("int8", "int4", "fp8") for p in found):
+        return True
+    return None
+
+
+def judge(obs: Observation, case: Dict[str, Any]) -> Dict[str, Any]:
+    """Status, stage, error and max error of an observation, by engines.cells.judge_observation's rules."""
+    stage, error, worst = obs.stage, obs.error, None
+    if obs.crashed:
+        status = "crashed"
+    elif obs.options.get("not_applicable"):
+        status = "not_applicable"
+    elif stage == "run" and not error:
+        worst, mismatch = compare(obs.outputs, case)
+        status, error = ("fail" if mismatch else "pass"), mismatch
+        stage = "run" if mismatch else "compare"
+    elif stage == "build" and not error and obs.not_run_here:
+        status = "built"
+    else:
+        status = "fail"
+    targets = list(case.get("target_nodes") or [])
+    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "")
+    return {
+        "status": status, "stage": stage, "error": error or obs.crashed, "log": obs.log, "max_error_steps": worst,
+        "fused": fused(obs.precision, targets) if status in ("pass", "built") and obs.precision else None,
+        "reason": reason,
+        "version": obs.version, "notes": obs.notes, "traceback": obs.traceback,
+    }
+
+
+# ---- TensorRT and TensorRT-RTX: the suite's worker, in a process of its own ----
+
+def observe_worker(cell: Dict[str, Any], tmp: str) -> Observation:
+    """The worker (suite/tensorrt/worker.py) on this bundle, as engines/tensorrt's adapter runs it (isolated)."""
+    obs = Observation()
+    package = types.ModuleType("qdq_trt")
+    package.__path__ = [os.path.join(SUITE, "tensorrt")]  # type: ignore[attr-defined]
+    sys.modules.setdefault("qdq_trt", package)
+    gpu = importlib.import_module("qdq_trt.gpu").detect()
+    tinspect = importlib.import_module("qdq_trt.inspect")
+    engine = cell["engine"]
+    if engine.get("plugin_link", "none") != "none":
+        obs.notes.append(f"the suite gave the worker a {engine['plugin_link']} link to the wheel's library "
+                         "(--rtx-plugin-link); put one on LD_LIBRARY_PATH for the same run")
+    out = os.path.join(tmp, "out")
+    request = dict(cell["request"], model=os.path.join(HERE, "model.onnx"), inputs=os.path.join(HERE, "inputs.npz"),
+                   out=out, gpu={"present": gpu.present, "label": gpu.label, "reason": gpu.reason})
+    path = os.path.join(tmp, "request.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(request, f, indent=1)
+    worker = os.path.join(SUITE, "tensorrt", "worker.py")
+    rc, stderr, obs.crashed = run_isolated([sys.executable, worker, "--module", engine["module"], path], tmp,
+                                           int(cell["timeout_s"]))
+    result = _json_file(os.path.join(out, "result.json")) or {}
+    messages = _log_lines(os.path.join(out, "log.jsonl")) or result.get("log") or []
+    text = tinspect.log_text(messages)
+    extra = [f"[PARSER] {e['desc']}" for e in result.get("parser_errors") or []
+             if e.get("desc") and e["desc"] not in text]
+    obs.log = "\n".join(x for x in [text] + extra if x)
+    obs.error = result.get("error", "")
+    if (obs.crashed or (rc != 0 and not obs.error)) and stderr.strip():
+        obs.log = "\n".join(x for x in (obs.log, f"[worker stderr] {_tail(stderr)}") if x)
+    if rc != 0 and not obs.crashed and not obs.error:
+        obs.error = f"worker exited with status {rc}: {_tail(stderr, 500)}"
+    if result.get("outputs") and os.path.isfile(result["outputs"]):
+        with np.load(result["outputs"]) as f:
+            obs.outputs = {name: f[f"arr_{i}"] for i, name in enumerate(result.get("output_names") or [])}
+    obs.stage, obs.precision = result.get("stage", ""), result.get("precision") or {}
+    obs.options = dict(result.get("options") or {})
+    obs.not_run_here = "" if obs.error or obs.crashed else str(result.get("not_run_here") or "")
+    obs.version = (result.get("versions") or {}).get(engine["module"], "")
+    obs.notes += [str(n) for n in obs.options.get("notes") or []]
+    obs.traceback = result.get("traceback", "")
+    return obs
+
+
+def run_isolated(command: List[str], cwd: str, timeout: int) -> Tuple[int, str, str]:
+    """(return code, stderr, crash description) of a process in its own session, killed whole after timeout."""
+    with open(os.path.join(cwd, "stderr.txt"), "w+") as err, open(os.path.join(cwd, "stdout.txt"), "w+") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+            crashed = signal_text(-rc) if rc < 0 else ""
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            rc, crashed = proc.returncode, f"timeout after {timeout} s"
+        err.seek(0)
+        return rc, err.read(), crashed
+
+
+# ---- ONNX Runtime and OpenVINO: the adapter's stages (suite/stages.py) ----
+
+def observe_here(cell: Dict[str, Any], case: Dict[str, Any]) -> Observation:
+    """The adapter's stages in this process; an engine that is not installed raises ImportError."""
+    obs = Observation()
+    stages = suite_module("stages.py", "qdq_suite_stages")
+    options = cell["options"]
+    name = cell["engine"]["name"]
+    engine = importlib.import_module(cell["engine"]["module"])
+    obs.version = str(getattr(engine, "__version__", "") or "")
+    try:
+        if name == "onnxruntime":
+            with tempfile.TemporaryDirectory(prefix="qdq-ort-") as tmp:
+                session = stages.run_stages(engine, os.path.join(HERE, "model.onnx"), read_npz("inputs.npz"), tmp,
+                                            options["providers"], options["graph_optimization_level"],
+                                            options["x64quantprecision"], obs)
+                if session is not None:
+                    session.end_profiling()
+        elif name == "openvino":
+            compiled = stages.compile_stages(engine, os.path.join(HERE, "model.onnx"), options["device"],
+                                             options["config"], obs)
+            if compiled is not None:
+                stages.run_stage(compiled, read_npz("inputs.npz"), list(case.get("outputs") or {}), obs)
+        else:
+            raise ValueError(f"no stages for engine {name!r} in this bug bundle")
+    except Exception as exc:  # as the adapter: a fault outside a stage is still the cell's error
+        obs.error = obs.error or f"{type(exc).__name__}: {exc}"
+        obs.traceback = traceback.format_exc()
+    return obs
+
+
+def observe_in_child(timeout: int) -> Dict[str, Any]:
+    """This script's --child run in a fresh interpreter, so that a crash or a hang is recorded as one."""
+    with tempfile.TemporaryDirectory(prefix="qdq-repro-") as tmp:
+        out = os.path.join(tmp, "observed.json")
+        rc, stderr, crashed = run_isolated([sys.executable, os.path.abspath(__file__), "--child", out], tmp, timeout)
+        found = _json_file(out)
+    if crashed or found is None:
+        why = crashed or f"exited with status {rc} before writing a result"
+        return {"status": "crashed", "stage": "", "error": why, "log": _tail(stderr), "max_error_steps": None,
+                "fused": None, "reason": why, "version": "", "notes": [], "traceback": ""}
+    found["log"] = "\n".join(x for x in (found["log"], stderr.strip()) if x)  # engines warn on stderr
+    return found
+
+
+# ---- the verdict ----
+
+def observe(cell: Dict[str, Any], inline: bool) -> Dict[str, Any]:
+    """What happens here, judged: TensorRT through its worker, the others in a child process unless inline."""
+    if cell["engine"]["family"] == "tensorrt":
+        return guarded(cell, lambda case: _in_tmp(lambda tmp: observe_worker(cell, tmp)))
+    if not inline:
+        return observe_in_child(int(cell["timeout_s"]))
+    return guarded(cell, lambda case: observe_here(cell, case))
+
+
+def guarded(cell: Dict[str, Any], run: Any) -> Dict[str, Any]:
+    """run(case) judged; an engine that is not installed here is "skipped" (nothing was tried)."""
+    case = read_json("case.json")
+    try:
+        return judge(run(case), case)
+    except ImportError as exc:
+        why = f"{cell['engine']['module']} is not importable: {exc}"
+        return {"status": "skipped", "stage": "", "error": why, "log": "", "max_error_steps": None, "fused": None,
+                "reason": why, "version": "", "notes": [], "traceback": ""}
+
+
+def _in_tmp(run: Any) -> Any:
+    with tempfile.TemporaryDirectory(prefix="qdq-repro-") as tmp:
+        return run(tmp)
+
+
+def describe(found: Dict[str, Any], tolerance: float) -> str:
+    """One outcome in words: "pass (max error 0.5 steps, tolerance 1)", "fail at build: ...", "crashed: ..."."""
+    status, error = found["status"], first_line(found.get("error") or found.get("reason") or "")
+    if status == "pass":
+        worst = found.get("max_error_steps")
+        shown = "n/a" if worst is None else f"{worst:.3g}"
+        return f"pass (max error {shown} steps, tolerance {tolerance:g})"
+    if status == "fail":
+        return f"fail at {FAILED_STAGE.get(found.get('stage', ''), '?')}: {error}"
+    if status == "built":
+        return f"built ahead of time, not run here: {error}"
+    return f"{status.replace('_', ' ')}: {error}"
+
+
+def verdict(recorded: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]:
+    """Is the recorded outcome reproduced: the same status and stage, the documented signature and INT8 fusion
+    where the cell has them; the line also sets the max error against the recorded one."""
+    want, tolerance = recorded["status"], float(recorded["tolerance_steps"])
+    same = found["status"] == want and want in ("pass", "fail", "crashed", "built", "not_applicable")
+    if same and want in ("fail", "built"):
+        same = found.get("stage", "") == recorded["stage"]
+    marks = []
+    if recorded.get("signature_regex") and found["status"] in ("fail", "crashed"):
+        text = "\n".join(str(found.get(k) or "") for k in ("error", "log"))
+        matched = re.search(recorded["signature_regex"], text) is not None
+        marks.append(f"signature {recorded['signature']} {'matched' if matched else 'NOT matched'}")
+        same = same and matched
+    if recorded.get("fused") is not None and found.get("fused") is not None:
+        marks.append("INT8 " + ("fused" if found["fused"] else "not fused")
+                     + ("" if found["fused"] == recorded["fused"] else ", unlike the recorded cell"))
+        same = same and found["fused"] == recorded["fused"]
+    mine, theirs = found.get("max_error_steps"), recorded.get("max_error_steps")
+    if mine is not None and theirs is not None:
+        marks.append("max error as recorded" if abs(mine - theirs) <= SAME_ERROR or mine == theirs else
+                     f"max error {mine:.6g} steps, recorded {theirs:.6g}")
+    line = describe(found, tolerance) + "".join(f" [{m}]" for m in marks)
+    if same:
+        return True, f"REPRODUCED: {line}"
+    then = dict(recorded, error=recorded.get("error_first_line") or recorded.get("reason") or "")
+    return False, f"DID NOT REPRODUCE: {line}; recorded: {describe(then, tolerance)}"
+
+
+def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]:
+    recorded = cell["recorded"]
+    print(f"{recorded['bundle']} on {recorded['engine']} {found.get('version') or 'unknown'} "
+          f"(recorded on {recorded['engine_version']}, {recorded['hardware']})")
+    for note in found.get("notes") or []:
+        print(f"note: {note}")
+    if found.get("error"):
+        print("error:\n  " + "\n  ".join(str(found["error"]).strip().splitlines()[:20]))
+    if found.get("traceback") and found["status"] != "pass":
+        print(found["traceback"].rstrip())
+    ok, line = verdict(recorded, found)
+    print(line)
+    return ok, line
+
+
+def first_line(text: str) -> str:
+    lines = [x.strip() for x in str(text).strip().splitlines() if x.strip()]
+    return lines[0] if lines else ""
+
+
+def signal_text(num: int) -> str:
+    try:
+        return f"signal {num} ({signal.Signals(num).name})"
+    except ValueError:
+        return f"signal {num}"
+
+
+def _tail(text: str, limit: int = STDERR_TAIL) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _json_file(path: str) -> Optional[Dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _log_lines(path: str) -> List[Dict[str, str]]:
+    """log.jsonl as the worker wrote it so far (a crash can cut its last line short)."""
+    found = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            continue
+    return found
+
+
+def main(argv: List[str]) -> int:
+    cell = read_json("cell.json")
+    if len(argv) == 2 and argv[0] == "--child":
+        found = guarded(cell, lambda case: observe_here(cell, case))
+        with open(argv[1], "w", encoding="utf-8") as f:
+            json.dump(found, f, default=str)
+        return 0
+    inline = "--inline" in argv
+    rest = [a for a in argv if a != "--inline"]
+    out = rest[1] if len(rest) == 2 and rest[0] == "--json" else None
+    if rest and out is None:
+        sys.stderr.write("usage: repro.py [--inline] [--json OUT]\n")
+        return 2
+    found = observe(cell, inline)
+    ok, line = report(cell, found)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump({"observed": found, "recorded": cell["recorded"], "reproduced": ok, "line": line}, f,
+                      indent=1, default=str)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: engine objects destroyed in an arbitrary order can crash the
+    # process after every result is written, which would read as a crash.
+    os._exit(code)

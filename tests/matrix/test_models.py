@@ -1,0 +1,123 @@
+"""Your models as one table: INT8 counts, or the failure at the node the engine's error names, and why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cases.cell import Cell
+from matrix.merge import build, load_results
+from matrix.models import models_view, outcome
+from matrix.nodes import node_report, write_all
+from matrix.predict import engine_words, failing_node
+from matrix.render import write_reports
+
+OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"
+CHECK = [OBSERVED / "nvidia-h100" / "check", OBSERVED / "nvidia-h200" / "check"]  # producer models on TensorRT 8.x
+INVALID_NODE = ("ONNX parse failed: Invalid Node - b_dw_DequantizeLinear\n"
+                "b_dw_DequantizeLinear: only activation types allowed as input to this layer.")
+SUFFIX = ("ONNX parse failed: Non-zero zero point is not supported [node node_of_x_q (DynamicQuantizeLinear), "
+          "checkDynamicQuantizeLinear]")
+LINT = {"findings": [{"node": "b_dw_DequantizeLinear", "rule": "dq_non_activation", "versions": ">=8.0,<10.0",
+                      "predicted": "parse fails", "source": "operators.md"}]}
+
+
+def _cell(engine: str = "tensorrt", version: str = "8.6.0", status: str = "fail", stage: str = "", error: str = "",
+          precision=None, model: str = "net", **fields) -> Cell:
+    targets = {"conv": "unknown", "relu": "unknown"} if precision is None else precision
+    return Cell(bundle=f"user_model/{model}", case="user_model", params={"model": f"{model}.onnx"}, digest="d",
+                engine=engine,
+                engine_version=version, hardware="NVIDIA H100 (sm_90)", status=status, stage=stage, error=error,
+                verdict="new failure" if status in ("fail", "crashed") else "undocumented",
+                precision={n: {"precision": p, "evidence": f"layer '{n}'"} for n, p in targets.items()}, **fields)
+
+
+def _said(cell: Cell, lint=None) -> str:
+    report = node_report([cell], {"target_nodes": list(cell.precision), "lint": lint} if lint else {})
+    view = models_view([{"bundle": cell.bundle, "report": report, "html": "n.html", "md": "n.md"}])
+    found = view["rows"][0]["cells"][0]
+    return found["text"] + (f" [{view['notes'][found['note'] - 1]['text']}]" if found["note"] else "")
+
+
+def test_the_failing_node_is_the_one_the_parser_error_names():
+    assert failing_node(INVALID_NODE) == "b_dw_DequantizeLinear"
+    assert failing_node(SUFFIX) == "node_of_x_q"
+    assert engine_words(INVALID_NODE, "b_dw_DequantizeLinear") == "only activation types allowed as input to this layer"
+    assert engine_words(SUFFIX, "node_of_x_q") == "Non-zero zero point is not supported"
+    assert failing_node('ONNX parse failed: Assertion failed: creator && "Plugin not found"') == ""
+    assert failing_node("Error Code 10: Internal Error (Could not find any implementation for node {ForeignNode[a]})") \
+        == ""
+
+
+def test_a_parse_failure_says_the_lint_rule_that_predicted_it_at_that_node():
+    assert _said(_cell(error=INVALID_NODE), LINT) == "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"
+    # no lint: the parser's own words; a finding elsewhere never names this node
+    other = {"findings": [dict(LINT["findings"][0], node="b_expand_DequantizeLinear")]}
+    assert _said(_cell(error=INVALID_NODE), other) == \
+        "parse fails (b_dw_DequantizeLinear) [only activation types allowed as input to this layer]"
+    # the lint does not cover TensorRT 10: its rule is not the reason there
+    assert _said(_cell(version="10.3.0", error=INVALID_NODE), LINT).startswith("parse fails (b_dw_DequantizeLinear)")
+
+
+def test_the_worker_node_suffix_and_a_signature():
+    assert _said(_cell(engine="tensorrt-rtx", version="1.5.0.114", error=SUFFIX, signature="nonzero_zero_point")) == \
+        "parse fails: non-zero zero point (node_of_x_q)"
+    # no node in the error: none is named, whatever the lint says about other nodes
+    assert _said(_cell(error='ONNX parse failed: Assertion failed: shiftIsAllZeros(zeroPoint)',
+                       signature="nonzero_zero_point"), LINT) == "parse fails: non-zero zero point"
+    assert _said(_cell(stage="load", error="build_serialized_network returned None: Error Code 10",
+                       signature="no_implementation")) == "build fails: no implementation for a node"
+    assert _said(_cell(engine="onnxruntime", version="1.31.1", error="[ONNXRuntimeError] : 1 : FAIL : bad")) == \
+        "load fails: [ONNXRuntimeError] : 1 : FAIL : bad"
+
+
+def test_int8_counts_for_runs_and_ahead_of_time_plans():
+    both = {"conv": "int8", "relu": "int8"}
+    assert _said(_cell(status="pass", stage="compare", precision=both)) == "2/2 INT8"
+    half = {"conv": "int8", "relu": "float"}
+    assert _said(_cell(engine="tensorrt-rtx", version="1.7.1.116", status="built", stage="build", precision=half)) == \
+        "1 of 2 INT8 (ahead-of-time plan)"
+    assert _said(_cell(status="fail", stage="run", precision=both, max_error_steps=7.0,
+                       error="output 'y' differs from the reference by 7 steps (tolerance 1)")) == \
+        "2/2 INT8; outputs off by 7 steps"
+    assert _said(_cell(status="not_run", reason="no NVIDIA GPU", precision={})) == "not run: no NVIDIA GPU"
+
+
+def test_tones():
+    assert outcome({"status": "pass", "ran": True, "int8": 5, "total": 5})["tone"] == "all"
+    assert outcome({"status": "pass", "ran": True, "int8": 4, "total": 5})["tone"] == "some"
+    assert outcome({"status": "pass", "ran": True, "int8": 0, "total": 5})["tone"] == "none"
+    assert outcome({"status": "fail", "stage": "", "engine": "tensorrt"})["tone"] == "fail"
+    assert outcome({"status": "crashed", "reason": "signal 11"}) == \
+        {"text": "crashed", "reason": "signal 11", "node": "", "tone": "crash"}
+
+
+def test_the_committed_observations_make_one_row_per_model_and_one_column_per_version_and_gpu(tmp_path):
+    result = load_results(CHECK)
+    models = write_all(result.cells, tmp_path / "nodes")
+    write_reports(result, tmp_path, generated="2026-01-01", node_reports=models)
+    view = models_view([dict(m, report=json.loads(Path(m["json"]).read_text())) for m in models])
+    assert len(view["rows"]) == len({c.bundle for c in result.cells}) == 13
+    assert [(c["version"], c["setting"][:11]) for c in view["columns"]] == \
+        [("8.5.3.1", "NVIDIA H100"), ("8.5.3.1", "NVIDIA H200"), ("8.6.0", "NVIDIA H100"), ("8.6.0", "NVIDIA H200")]
+    texts = {r["model"]: [c["text"] for c in r["cells"]] for r in view["rows"]}
+    assert texts["ort_mobilenet_s8_per_channel_float_bias.onnx"] == ["5/5 INT8"] * 4
+    assert texts["ort_resnet_s8_per_tensor.onnx"] == ["parse fails (b_conv1_DequantizeLinear)"] * 4
+    assert texts["ort_transformer_u8_per_tensor.onnx"] == ["parse fails: non-zero zero point"] * 4
+    notes = [n["text"] for n in view["notes"]]
+    assert notes[0] == "only activation types allowed as input to this layer"  # said once for 44 cells
+    md = (tmp_path / "matrix.md").read_text()
+    models_md = md[md.index("## Your models"):md.index("## Columns")]
+    assert models_md.count("\n| [ort_") == 13 and "(note 1)" in models_md
+    assert "[5/5 INT8](nodes/user_model__ort_resnet_s8_per_channel_float_bias.md)" in models_md
+
+
+def test_a_model_without_a_cell_in_a_column_is_a_dot(tmp_path):
+    cells = [_cell(status="pass", stage="compare", precision={"conv": "int8"}),
+             _cell(version="8.5.3.1", error=INVALID_NODE, model="other")]
+    models = write_all(cells, tmp_path / "nodes")
+    write_reports(build(cells), tmp_path, generated="2026-01-01", node_reports=models)
+    html = (tmp_path / "matrix.html").read_text()
+    table = html[html.index('<table id="m">'):html.index("</table>", html.index('<table id="m">'))]
+    assert table.count('<td class="e">&middot;</td>') == 2
+    assert '<td class="m-all" title="undocumented"><a href="nodes/user_model__net.html">1/1 INT8</a></td>' in table

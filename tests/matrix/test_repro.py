@@ -1,0 +1,139 @@
+"""repro.py is the suite: a bug bundle's verdict agrees with the suite's own cell, by the suite's own error measure.
+
+Real ONNX Runtime and OpenVINO cells, written by `pytest tests/cells` (the controller, as a user runs it) on a few
+generated bundles; each cell's bug bundle runs its repro.py in a subprocess with this interpreter.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+from cases.cell import Cell
+from generators import steps
+from generators.write import write_all
+from matrix.bugbundle import SHIPPED, SHIPPED_ALWAYS, make
+from matrix.merge import load_results
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINES = ("onnxruntime", "openvino")
+# A few bundles with passes and failures at compare on today's CPU engines (OpenVINO requantizes a concat of two
+# scales), integer ops (dynamic_quantize) and a grouped convolution.
+PICK = (["concat_requant"], {"consumer": ["conv"]}), (["dynamic_quantize"], None), \
+    (["grouped_conv"], {"cpg": [3], "weights": ["per_channel"], "activation": ["int8"], "output_qdq": [True],
+                        "epilogue": ["none"]})
+SAME_STEPS = 1e-6
+
+
+@pytest.fixture(scope="module")
+def suite_cells(tmp_path_factory) -> Dict[str, object]:
+    """Bundles written from their seeds, the cells the suite's controller recorded for them on each CPU engine."""
+    root = tmp_path_factory.mktemp("repro")
+    bundles = root / "bundles"
+    for cases, params in PICK:
+        write_all(cases, params, root=bundles)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cells: List[Cell] = []
+    for engine in ENGINES:
+        results = root / "results" / f"{engine}.jsonl"
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-n", "0", "--engine",
+             engine, "--bundles", str(bundles), "--results", str(results)],
+            cwd=str(REPO), capture_output=True, text=True, timeout=600, env=env)
+        found = load_results([results]).cells
+        assert found, run.stdout + run.stderr
+        cells += found
+    return {"root": root, "bundles": bundles, "cells": cells}
+
+
+def run_bundle(folder: Path) -> dict:
+    out = folder / "observed.json"
+    done = subprocess.run([sys.executable, "repro.py", "--json", str(out)], cwd=str(folder), capture_output=True,
+                          text=True, timeout=600)
+    assert out.is_file(), done.stdout + done.stderr
+    return dict(json.loads(out.read_text()), returncode=done.returncode, stdout=done.stdout)
+
+
+def test_each_bug_bundle_agrees_with_the_suites_cell(suite_cells):
+    ran = [c for c in suite_cells["cells"] if c.status in ("pass", "fail", "crashed")]
+    assert {c.engine for c in ran} == set(ENGINES) and len(ran) >= 20
+    out = suite_cells["root"] / "bug-bundles"
+    folders = [make(c, ran, suite_cells["bundles"], out, with_hardware=True) for c in ran]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        seen = list(pool.map(run_bundle, folders))
+    for cell, found in zip(ran, seen):
+        observed, what = found["observed"], f"{cell.engine} {cell.bundle}: {found['stdout']}"
+        assert (observed["status"], observed["stage"]) == (cell.status, cell.stage), what
+        if cell.max_error_steps is None:
+            assert observed["max_error_steps"] is None, what
+        else:
+            assert abs(observed["max_error_steps"] - cell.max_error_steps) <= SAME_STEPS, what
+        assert found["reproduced"] and found["returncode"] == 0, what
+        assert found["line"].startswith("REPRODUCED: ") and found["stdout"].rstrip().endswith(found["line"]), what
+
+
+def test_a_bug_bundle_needs_nothing_from_the_repository(suite_cells, tmp_path):
+    """Moved anywhere, with PYTHONPATH empty and the repository out of reach, it still reproduces."""
+    cell = next(c for c in suite_cells["cells"] if c.engine == "onnxruntime" and c.status == "pass")
+    folder = make(cell, [cell], suite_cells["bundles"], tmp_path / "made")
+    alone = tmp_path / "elsewhere" / "bundle"
+    shutil.copytree(folder, alone)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-I", "repro.py"], cwd=str(alone), capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0 and done.stdout.rstrip().splitlines()[-1].startswith("REPRODUCED: pass"), \
+        done.stdout + done.stderr
+
+
+def test_repro_counts_error_the_way_the_suite_does(tmp_path):
+    """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: generators/steps.py, which
+    the bundle ships (the old template counted an all-zero output in steps of 1.0 and any NaN as infinite)."""
+    from matrix import repro
+
+    assert set(SHIPPED_ALWAYS) == {"repro.py", "suite/steps.py"} and SHIPPED_ALWAYS["suite/steps.py"] == \
+        "generators/steps.py"
+    (tmp_path / "suite").mkdir()
+    shutil.copyfile(REPO / "generators" / "steps.py", tmp_path / "suite" / "steps.py")
+    zeros = np.zeros((2, 3), np.float32)
+    nan = np.array([np.nan, 1.0], np.float32)
+    np.savez(tmp_path / "expected.npz", z=zeros, n=nan)
+    old_here, old_suite = repro.HERE, repro.SUITE
+    repro.HERE, repro.SUITE = str(tmp_path), str(tmp_path / "suite")
+    try:
+        worst, mismatch = repro.compare({"z": zeros + np.float32(0.5 / 127), "n": nan.copy()}, {"tolerance_steps": 1})
+    finally:
+        repro.HERE, repro.SUITE = old_here, old_suite
+    expected = steps.error_steps(zeros, zeros + np.float32(0.5 / 127), steps.comparison_step(zeros, None)[0])
+    assert worst == pytest.approx(expected) == pytest.approx(0.5, rel=1e-5) and mismatch == ""
+
+
+def test_the_shipped_files_are_python_39_and_import_only_stdlib_numpy_and_their_engine():
+    allowed = {"tensorrt": {"numpy", "tensorrt"}, "onnxruntime": {"numpy"}, "openvino": {"numpy"}}
+    for family, files in SHIPPED.items():
+        for path in [*SHIPPED_ALWAYS.values(), *files.values()]:
+            tree = ast.parse((REPO / path).read_text(encoding="utf-8"), feature_version=(3, 9))
+            imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+            imported |= {n.module.split(".")[0] for n in ast.walk(tree)
+                         if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+            assert imported - set(sys.stdlib_module_names) <= allowed[family], (path, imported)
+
+
+def test_the_shipped_files_lint_clean():
+    """ruff (pycodestyle, pyflakes, import order; line length 120 from pyproject.toml) on every file a bundle ships."""
+    ruff = shutil.which("ruff") or os.environ.get("RUFF")
+    if not ruff:
+        pytest.skip("ruff is not on PATH (set $RUFF to its path)")
+    files = sorted({p for family in SHIPPED.values() for p in family.values()} | set(SHIPPED_ALWAYS.values()))
+    done = subprocess.run([ruff, "check", "--select", "E,F,W,I,B", *files], cwd=str(REPO), capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
