@@ -37,7 +37,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPO = Path(__file__).resolve().parent.parent
 # What a bug bundle runs, by engine family: the suite's own files, copied unchanged (bundle path: repository path).
 TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.py", "layers.py", "gpu.py",
-             "plugins.py")
+             "plugins.py", "timing.py")
 SHIPPED = {
     "tensorrt": {f"suite/tensorrt/{name}": f"engines/tensorrt/{name}" for name in TRT_FILES},
     "onnxruntime": {"suite/stages.py": "engines/onnxruntime/stages.py"},

@@ -308,3 +308,24 @@ def test_a_tensorrt_rtx_cell_gets_the_worker_with_its_module_and_target(bundles,
     assert {p.name for p in (folder / "suite" / "tensorrt").iterdir()} == set(TRT_FILES)
     issue = (folder / "ISSUE.md").read_text()
     assert 'pip install "tensorrt-rtx==1.5.0.114" numpy' in issue and "ahead-of-time target SM86" in issue
+
+
+def test_the_bundle_ships_every_file_the_worker_loads():
+    """The worker loads its siblings as the package qdq_trt: the shipped list must hold their closure."""
+    import re
+
+    from matrix.bugbundle import TRT_FILES
+
+    folder = Path(__file__).resolve().parents[2] / "engines" / "tensorrt"
+    pattern = re.compile(r"from \. import (\w+)|from \.(\w+) import|from \. import \w+ as \w+|qdq_trt\.(\w+)")
+    seen, todo = set(), ["worker"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        text = (folder / f"{name}.py").read_text()
+        for m in pattern.finditer(text):
+            todo += [g for g in m.groups() if g]
+        todo += re.findall(r"from \. import \w+ as \w+", text) and re.findall(r"from \. import (\w+) as", text)
+    assert {f"{n}.py" for n in seen} <= set(TRT_FILES), sorted({f"{n}.py" for n in seen} - set(TRT_FILES))
