@@ -29,6 +29,7 @@ CASE_MODULES = (
     # 2025-2026 quantized types (float16 scales, INT4, FP8) and threads: 013 onwards.
     "cases.fp16_scale_qdq",
     "cases.int4_blocked_weights",
+    "cases.fp8_qdq",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )
