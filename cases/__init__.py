@@ -30,6 +30,7 @@ CASE_MODULES = (
     "cases.fp16_scale_qdq",
     "cases.int4_blocked_weights",
     "cases.fp8_qdq",
+    "cases.fp8_conv_stack",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )
