@@ -31,6 +31,7 @@ CASE_MODULES = (
     "cases.int4_blocked_weights",
     "cases.fp8_qdq",
     "cases.fp8_conv_stack",
+    "cases.dynamic_quantize_asymmetric",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )
