@@ -32,6 +32,7 @@ CASE_MODULES = (
     "cases.fp8_qdq",
     "cases.fp8_conv_stack",
     "cases.dynamic_quantize_asymmetric",
+    "cases.bias_add_after_qdq",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )
