@@ -26,6 +26,13 @@ CASE_MODULES = (
     "cases.concat_requant",
     "cases.matmul_per_channel",
     "cases.transformer_qdq_pattern",
+    # 2025-2026 quantized types (float16 scales, INT4, FP8) and threads: 013 onwards.
+    "cases.fp16_scale_qdq",
+    "cases.int4_blocked_weights",
+    "cases.fp8_qdq",
+    "cases.fp8_conv_stack",
+    "cases.dynamic_quantize_asymmetric",
+    "cases.bias_add_after_qdq",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )

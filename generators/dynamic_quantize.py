@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from typing import Optional
 
 import numpy as np
 import onnx
@@ -89,8 +90,8 @@ def _quantized(float_model: onnx.ModelProto, x: np.ndarray, integer_op: str) -> 
     )
 
 
-def quantize_dynamic(float_model: onnx.ModelProto) -> onnx.ModelProto:
-    """Run onnxruntime's dynamic quantizer on a model through temporary files."""
+def quantize_dynamic(float_model: onnx.ModelProto, extra_options: Optional[dict] = None) -> onnx.ModelProto:
+    """Run onnxruntime's dynamic quantizer (weight_type QInt8, `extra_options`) on a model through temporary files."""
     from onnxruntime.quantization import QuantType
     from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
 
@@ -101,7 +102,7 @@ def quantize_dynamic(float_model: onnx.ModelProto) -> onnx.ModelProto:
         with tempfile.TemporaryDirectory() as tmp:
             source, target = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "quantized.onnx")
             onnx.save(float_model, source)
-            ort_quantize_dynamic(source, target, weight_type=QuantType.QInt8)
+            ort_quantize_dynamic(source, target, weight_type=QuantType.QInt8, extra_options=extra_options)
             model = onnx.load(target)
     finally:
         root.setLevel(level)

@@ -1,0 +1,72 @@
+"""NVIDIA/TensorRT#4698: quantize_dynamic with WeightSymmetric/ActivationSymmetric still writes a non-zero zero point.
+
+#4698 (open; the TensorRT version sits in a part of the thread that was not read) quantizes a model with
+`onnxruntime.quantization.quantize_dynamic(model_fp32, model_quant, extra_options={"WeightSymmetric": True,
+"ActivationSymmetric": True})` and the parser refuses the embedding's
+`.../tok_embeddings/Gather_output_0_DequantizeLinear`:
+"Assertion failed: shiftIsAllZeros(zeroPoint): Non-zero zero point is not supported. Please set
+kENABLE_UINT8_AND_ASYMMETRIC_QUANTIZATION_DLAto enable asymmetric quantization if it is on DLA."
+
+Why, read in onnxruntime's quantizer (GatherQuant): the Gather's table is quantized as an *activation*, and
+quantize_dynamic's activations are uint8, so "symmetric" centres them on 128, not 0: WeightSymmetric never reaches the
+table. The DequantizeLinear sits after the Gather because the Gather's consumer (the position Add) stays float. The
+zero-point rule is onnx-tensorrt's (operators.md: DequantizeLinear "`x_zero_point` must be zero", per release table;
+TensorRT 11's guide: a symmetric scheme), the same as grouped_conv's uint8 activations, and the signature matches
+#4698's wording. No TensorRT-RTX document speaks of zero points: the RTX cells say what happens. With a MatMul after
+the embedding, quantize_dynamic also writes DynamicQuantizeLinear and MatMulInteger, which no TensorRT table supports
+(seed 002): that variant fails at the parser whichever node it reaches first. On ONNX Runtime's side that
+MatMulInteger is u8s8, and with #4698's options its pair sums saturate on an x86-64 CPU without VNNI, as seed 002's do.
+
+The sweep: the embedding alone (Gather + position Add) or followed by a Linear (MatMul), quantized with onnxruntime's
+defaults or with #4698's symmetric options. Targets: the Gather and its DequantizeLinear, as onnxruntime names them.
+"""
+
+from __future__ import annotations
+
+from cases.base import Case, Expectation
+from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version
+from cases.dynamic_quantize import NO_VNNI, ONEDNN_INT8_NUANCES, ORT_12088, ORT_QUANTIZATION_SATURATION, VNNI
+
+ISSUE_4698 = "https://github.com/NVIDIA/TensorRT/issues/4698"
+# The Linear's u8s8 MatMulInteger whose pair sums saturate ONNX Runtime's AVX2 kernels (seed 002's story).
+SATURATING = {"graph": ("gather_add_matmul",), "options": ("symmetric",)}
+ORT_GATHER_QUANT = ("https://github.com/microsoft/onnxruntime/blob/main/onnxruntime/python/tools/quantization/"
+                    "operators/gather.py")
+
+CASE = Case(
+    id="dynamic_quantize_asymmetric",
+    seed="017",
+    title="quantize_dynamic's embedding Gather: a uint8 DequantizeLinear with zero point 128 even when 'symmetric'",
+    links=(ISSUE_4698, ORT_GATHER_QUANT),
+    axes={"graph": ("gather_add", "gather_add_matmul"), "options": ("default", "symmetric")},
+    target_nodes=(),  # onnxruntime names the nodes: each variant names its Gather and DequantizeLinear
+    signatures=(NONZERO_ZERO_POINT,),
+    expectations=(
+        *nonzero_zero_point_by_version({}),
+        # The cross-check column's CPU, as for seed 002's MatMulInteger (measured here: 10.1 steps on an emulated AVX2
+        # level with ONNX Runtime 1.32.0; 0 with VNNI; 0 with session.x64quantprecision at ORT_ENABLE_ALL). With
+        # onnxruntime's default options the same Linear stays within a step on AVX2: only the variant that saturates.
+        Expectation(
+            "onnxruntime", ">=1.0", "fail", ORT_QUANTIZATION_SATURATION, stage="compare", where=SATURATING,
+            when={"isa": NO_VNNI, "x64quantprecision": ("0",)},
+            note="u8s8 MatMulInteger through VPMADDUBSW: 16-bit pair sums saturate without VNNI",
+        ),
+        Expectation(
+            "onnxruntime", ">=1.0", "fail", ORT_12088, stage="compare", where=SATURATING,
+            when={"isa": NO_VNNI, "x64quantprecision": ("1",),
+                  "graph_optimization_level": ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC")},
+            note="session.x64quantprecision is a Level-2 graph transformation: below ORT_ENABLE_EXTENDED it never runs",
+        ),
+        Expectation(
+            "onnxruntime", ">=1.13", "pass", ORT_12088, where=SATURATING,
+            when={"isa": NO_VNNI, "x64quantprecision": ("1",),
+                  "graph_optimization_level": ("ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")},
+            note="session.x64quantprecision turns the u8s8 MatMulInteger into u8u8 (first shipped in 1.13)",
+        ),
+        Expectation(
+            "onnxruntime", ">=1.0", "pass", ONEDNN_INT8_NUANCES, where=SATURATING, when={"isa": VNNI},
+            note="VNNI's VPDPBUSD accumulates in 32 bits: 'the intermediate overflow and saturation cannot occur'",
+        ),
+    ),
+    builder="generators.dynamic_quantize_asymmetric:build",
+)

@@ -1,0 +1,58 @@
+"""NVIDIA/TensorRT#4832 and ONNX DequantizeLinear-19: INT8 Q/DQ whose scales are float16, on float16 activations.
+
+#4832 (TensorRT 10.16.2.10, trtexec --stronglyTyped, a ModelOpt 0.44.0 INT8 PTQ model): on Jetson Orin (SM 8.7) the
+build fails in Myelin with "Could not infer output types for operation: ...: dequantize: Dequantized input0-(f32[...])
+| input0 reshape out_transpose_out reshape out slice_U28 out-(i8[]), ... scale weightsHalf-0.35498H:(f16[])" and "No
+matching rules found for input operand types"; the byte-identical model builds on Thor (SM 11.0) with the same
+version. So the version alone does not decide the outcome, and a TensorRT cell has no GPU filter: no expectation,
+a signature only. ONNX DequantizeLinear-19 allows a float16 x_scale ("'x_scale' determines the output type");
+QuantizeLinear-19 takes a scale of the input's type, so a float16 scale means float16 activations.
+
+No TensorRT-RTX document speaks of float16 scales. What the RTX versions do is for the cells to say: 1.4 to 1.6
+refuse every INT8 convolution in Myelin's cuDNN backend (RTX_CONV_DTYPE_CHECK), float16 scales or not.
+onnx-tensorrt's 8.x tables list DequantizeLinear for INT8 and say nothing of the scale's type; they stop at opset 17
+without saying that a later opset fails to parse: no 8.x expectation either.
+
+The sweep: a Conv and a MatMul on float16 activations with INT8 weights (per tensor, or per output channel), every
+scale float16; and #4832's pattern, an INT8 activation through Reshape/Transpose/Reshape/Slice into a DQ with a
+scalar float16 scale whose output a Cast makes float32. Targets: the Conv or MatMul, or that DQ.
+"""
+
+from __future__ import annotations
+
+from cases.base import Case, Params, Signature
+from cases.common import RTX_CONV_DTYPE_CHECK
+
+ISSUE_4832 = "https://github.com/NVIDIA/TensorRT/issues/4832"
+DEQUANTIZE_LINEAR_19 = "https://onnx.ai/onnx/operators/onnx__DequantizeLinear.html"
+
+MYELIN_DEQUANTIZE_TYPES = Signature(
+    name="myelin_dequantize_output_type",
+    # #4832: "[type.cpp:186: infer_type] Could not infer output types for operation: 291: dequantize: ..."
+    pattern=r"Could not infer output types for operation: .*dequantize",
+    kind="error",
+    source=ISSUE_4832,
+)
+
+
+def _weights_fit_graph(params: Params) -> bool:
+    """The Conv and MatMul have weights; #4832's DQ after the reshape chain has none."""
+    return (params["graph"] == "dq_cast_after_reshape_slice") == (params["weights"] == "none")
+
+
+CASE = Case(
+    id="fp16_scale_qdq",
+    seed="013",
+    title="INT8 Q/DQ with float16 scales on float16 activations (opset 19): Conv, MatMul, #4832's DQ",
+    links=(ISSUE_4832, DEQUANTIZE_LINEAR_19),
+    axes={
+        "graph": ("conv", "matmul", "dq_cast_after_reshape_slice"),
+        "weights": ("per_tensor", "per_channel", "none"),
+    },
+    target_nodes=("node_of_y", "node_of_x_dq"),
+    signatures=(MYELIN_DEQUANTIZE_TYPES, RTX_CONV_DTYPE_CHECK),
+    expectations=(),
+    builder="generators.fp16_scale_qdq:build",
+    valid=_weights_fit_graph,
+    opset=19,
+)
