@@ -109,3 +109,18 @@ def test_cli_refuses_bad_input(tmp_path, capsys):
     assert main([str(model), "--engine", "nosuchengine", "--out", str(tmp_path / "o")]) == 2
     assert "unknown engine" in capsys.readouterr().err
 
+
+
+def test_a_real_tensorrt_rtx_parse_failure_reduces_on_a_machine_without_a_gpu(tmp_path, capsys):
+    """TensorRT-RTX parses and builds with no GPU, so it can be a reduction's oracle on any machine."""
+    pytest.importorskip("tensorrt_rtx")
+    from tests.check.models import float_convnet, quantize_static
+
+    model = quantize_static(float_convnet(tmp_path / "float.onnx", blocks=2), tmp_path / "int32_bias.onnx",
+                            symmetric=True)  # quantize_static's default INT32 bias through DequantizeLinear
+    assert main([str(model), "--engine", "tensorrt-rtx", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "showing " in printed and "bug bundle:" in printed, printed
+    reduced = onnx.load(str(next((tmp_path / "out").glob("reduced*.onnx"))))
+    ops = [n.op_type for n in reduced.graph.node]
+    assert "DequantizeLinear" in ops and len(ops) < len(onnx.load(str(model)).graph.node)
