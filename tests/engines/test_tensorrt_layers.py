@@ -122,3 +122,17 @@ def test_a_stored_cell_is_re_derived_from_its_listing_without_an_engine(tmp_path
     assert counts["listed"] == 1 and counts["evidence"] == 1
     entry = json.loads(path.read_text())["precision"]["node_of_mm"]
     assert (entry["layer"], entry["layer_type"], entry["via"]) == ("node_of_mm_myl0_1", "gemm", "metadata")
+
+
+def test_real_86_listing_the_matmul_is_its_convolution_not_the_reshape_noop_beside_it():
+    """TensorRT 8.6.0 on an H100: reshape_before_node_of_mm (NoOp) carries the MatMul's metadata too; the MatMul is
+    the CaskConvolution 8.x turns it into."""
+    sample = json.loads((DATA / "inspector-8.6.0-h100.json").read_text())["models"]
+    [(bundle, model)] = sample.items()
+    layers = L.from_inspector(model["engine inspector JSON"])
+    assert any(lay.type == "NoOp" and "node_of_mm" in lay.metadata for lay in layers)  # the trap is in the data
+    found = L.attribute(layers, model["target_ops"])
+    mm = found["node_of_mm"]
+    assert mm["layer_type"] == "CaskConvolution" and mm["via"] == "metadata" and mm["precision"] == "int8"
+    assert mm["layer"].endswith("+ node_of_mm") and "NoOp" not in mm["evidence"]
+    assert found["node_of_x_q"]["layer_type"] == "Reformat" and found["node_of_x_q"]["via"] == "name component"

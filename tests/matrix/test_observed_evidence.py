@@ -1,0 +1,63 @@
+"""Committed TensorRT evidence names the layer that computed each node: never an inserted helper beside it."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from cases import get_case
+from generators import write
+
+OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"
+HELPERS = ("NoOp", "Shuffle", "Reformat", "Constant")
+# Q and DQ are computed by reformats and scales; a Concat by the copies TensorRT lists under its own metadata.
+NOT_COMPUTE = ("QuantizeLinear", "DequantizeLinear", "Concat")
+FILES = sorted(p for p in OBSERVED.rglob("*.jsonl") if re.match(r"(trt|rtx)-", p.name))
+
+
+@functools.lru_cache(maxsize=None)
+def _ops(bundle: str, params: str) -> Dict[str, str]:
+    case = get_case(bundle.split("/", 1)[0])
+    model = write.build(case, json.loads(params)).model
+    return {n.name: n.op_type for n in model.graph.node}
+
+
+def test_observed_tensorrt_files_are_there():
+    assert len(FILES) >= 9 and any("rtx-" in p.name for p in FILES)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(OBSERVED)) for p in FILES])
+def test_no_compute_node_rests_on_a_helper_layer(path):
+    wrong = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cell = json.loads(line)
+        if cell.get("schema") != "qdq-matrix/cell/1" or cell["case"] == "user_model":
+            continue
+        ops = _ops(cell["bundle"], json.dumps(cell["params"], sort_keys=True))
+        for node, entry in cell["precision"].items():
+            if ops.get(node) in NOT_COMPUTE or entry.get("precision") == "unknown":
+                continue
+            kind = entry.get("layer_type") or (re.findall(r"layer '[^']*' (\w+)", entry.get("evidence", "")) or [""])[0]
+            if kind in HELPERS:
+                wrong.append(f"{cell['bundle']} {node} ({ops.get(node)}): {entry['evidence'][:100]}")
+    assert not wrong, "\n".join(wrong[:10])
+
+
+def test_seed_011_names_the_gemm_or_convolution_on_every_8x_version_and_gpu():
+    found = 0
+    for gpu in ("nvidia-h100", "nvidia-h200"):
+        for version in ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"):
+            for line in (OBSERVED / gpu / f"trt-{version}.jsonl").read_text(encoding="utf-8").splitlines():
+                cell = json.loads(line)
+                if cell.get("case") != "matmul_per_channel" or cell.get("status") != "pass":
+                    continue
+                [entry] = cell["precision"].values()  # the MatMul or Gemm: seed 011's one target
+                assert entry["layer_type"] in ("CaskConvolution", "CaskGemm", "Gemm", "MatrixMultiply"), entry
+                assert not entry["layer"].startswith("reshape_before_"), entry
+                found += 1
+    assert found == 2 * 4 * 8
