@@ -84,12 +84,24 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
 
 def unexpected_view(result: MergeResult) -> List[Dict[str, Any]]:
     """Unexpected cells, one line per reproducer and outcome, naming every column that gives it."""
-    groups: Dict[Tuple[str, str, str], List[str]] = {}
+    groups: Dict[Tuple[str, str, str], List[Cell]] = {}
     for c in sorted(result.cells, key=lambda c: (c.bundle, c.column)):
         if c.verdict in UNEXPECTED:
-            groups.setdefault((c.bundle, cell_text(c), c.explanation), []).append(c.column)
-    return [{"bundle": b, "column": say_list(cols), "text": text, "explanation": why}
-            for (b, text, why), cols in groups.items()]
+            groups.setdefault((c.bundle, cell_text(c), c.explanation), []).append(c)
+    return [{"bundle": b, "column": say_columns(cells), "text": text, "explanation": why}
+            for (b, text, why), cells in groups.items()]
+
+
+def say_columns(cells: Sequence[Cell]) -> str:
+    """Columns in words, versions of one engine on one setting said once:
+    "tensorrt 8.5.1.7 and 8.6.0 [NVIDIA H200 (sm_90)]; tensorrt-rtx 1.7.1.116 [...]"."""
+    from matrix.merge import version_key
+
+    by: Dict[Tuple[str, str], List[str]] = {}
+    for c in cells:
+        by.setdefault((c.engine, c.setting), []).append(c.engine_version)
+    return "; ".join(f"{engine} {say_list(sorted(dict.fromkeys(vs), key=version_key))} [{setting}]"
+                     for (engine, setting), vs in by.items())
 
 
 def summary(result: MergeResult) -> List[Dict[str, Any]]:
