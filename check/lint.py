@@ -1,7 +1,8 @@
-"""TensorRT readiness lint: what each documented TensorRT version will do with a Q/DQ graph, before any engine runs.
+"""TensorRT readiness lint: what each documented TensorRT (and TensorRT-RTX) version will do with a Q/DQ graph,
+before any engine runs.
 
 Knowledge comes from the catalogue (cases/*.py expectations, their PEP 440 ranges and sources) and from observed
-cells (reports/observed/<hardware>/trt-*.jsonl): a user's node is matched to a catalogue variant and the
+cells (reports/observed/<hardware>/trt-*.jsonl and rtx-*.jsonl): a user's node is matched to a catalogue variant and the
 predictions are what the sources and the observed runs say for that variant. Rules with no catalogue variant
 cite their own source. Predictions have four values, so a report can put them next to what TensorRT did:
 
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from matrix.predict import ENGINE, PREDICTIONS, Comparison, compare, covers, node_outcome  # noqa: F401 (re-exported)
+from matrix.predict import ENGINE, ENGINES, PREDICTIONS, Comparison, compare, covers, node_outcome  # noqa: F401 (re-exported)
 
 REPO = Path(__file__).resolve().parent.parent
 OBSERVED = REPO / "reports" / "observed"
@@ -245,16 +246,44 @@ def int8_constant_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> Lis
 
 
 def dq_constant_elementwise_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
-    """INT8 initializer -> DequantizeLinear -> Add: observed to run in float on 8.5/8.6 (seed 004's DQ form)."""
+    """INT8 initializer -> DequantizeLinear -> Add. After a quantized MatMul/Gemm/Conv it is a bias Add, matched to
+    bias_add_after_qdq (seed 018: observed on 8.5/8.6, an INT8 PointWise layer where a Q follows the Add, float
+    where none does); elsewhere seed 004's DQ form (observed float)."""
     if n.op_type != "Add":
         return []
-    for i in n.input:
-        p = g.producer.get(i)
-        if p is not None and p.op_type == "DequantizeLinear" and p.input[0] in g.const \
-                and str(g.const[p.input[0]].dtype) == "int8":
-            return observed_findings(node_name(n), "dq_constant_into_add", cells, "quantized_constant_plugin",
-                                     {"form": "int8_const_dq_op"}, "")
-    return []
+    consts = [i for i in n.input if _int8_dq_constant(g, i)]
+    if not consts:
+        return []
+    other = [i for i in n.input if i not in consts]
+    op = _quantized_producer(g, other[0]) if other else ""
+    if op:
+        output_qdq = any(u.op_type == "QuantizeLinear" for u in g.users(n.output[0]))
+        params = {"op": op, "bias": "int8_dq", "output_qdq": output_qdq}
+        return observed_findings(node_name(n), "bias_add_after_qdq", cells, "bias_add_after_qdq", params, "",
+                                 target="node_of_sum" if output_qdq else "node_of_y")
+    return observed_findings(node_name(n), "dq_constant_into_add", cells, "quantized_constant_plugin",
+                             {"form": "int8_const_dq_op"}, "")
+
+
+def _int8_dq_constant(g: Graph, tensor: str) -> bool:
+    p = g.producer.get(tensor)
+    return p is not None and p.op_type == "DequantizeLinear" and p.input[0] in g.const \
+        and str(g.const[p.input[0]].dtype) == "int8"
+
+
+def _quantized_producer(g: Graph, tensor: str) -> str:
+    """ "matmul" / "conv" where tensor is a MatMul/Gemm/Conv output (directly or through its Q -> DQ) whose weights
+    come through DequantizeLinear, else ""."""
+    p = g.producer.get(tensor)
+    if p is not None and p.op_type == "DequantizeLinear":
+        q = g.producer.get(p.input[0])
+        p = g.producer.get(q.input[0]) if q is not None and q.op_type == "QuantizeLinear" else None
+    if p is None or p.op_type not in ("MatMul", "Gemm", "Conv") or len(p.input) < 2:
+        return ""
+    w = g.producer.get(p.input[1])
+    if w is None or w.op_type != "DequantizeLinear":
+        return ""
+    return "conv" if p.op_type == "Conv" else "matmul"
 
 
 RULES = (zero_point_rule, int32_dq_rule, dynamic_quantize_rule, conv_kernel_shape_rule, grouped_conv_rule,
@@ -297,19 +326,21 @@ def _epilogue(g: Graph, out: str) -> Tuple[str, str]:
 
 
 def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, Any], fix: str) -> List[Finding]:
-    """Findings from the case's TensorRT expectations whose parameter filter matches."""
+    """Findings from the case's TensorRT and TensorRT-RTX expectations whose parameter filter matches (an
+    expectation for one option setting or GPU target, `when`, speaks for that setting only and is left out)."""
     from cases import get_case
 
     out = []
     for e in get_case(case_id).expectations:
-        if e.engine != ENGINE or any(params.get(k, object()) not in v for k, v in e.where.items()):
+        if e.engine not in ENGINES or getattr(e, "when", None) \
+                or any(params.get(k, object()) not in v for k, v in e.where.items()):
             continue
         predicted = _predicted(e.outcome, e.stage)
         if predicted is None:
             continue
         detail = f"catalogue case {case_id} ({_params(params)})" + (f"; {e.note}" if e.note else "") \
             + (f"; seen on {e.hardware}" if e.hardware else "")
-        out.append(Finding(node, rule, e.versions, predicted, e.source, detail, fix))
+        out.append(Finding(node, rule, e.versions, predicted, e.source, detail, fix, e.engine))
     return out
 
 
@@ -322,17 +353,19 @@ def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
 # ---- observed cells as knowledge ----
 
 def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
-    """Every TensorRT cell record under reports/observed (session headers skipped)."""
+    """Every TensorRT and TensorRT-RTX cell record under reports/observed in its default setting (session headers
+    and the cells of option or target sweeps skipped)."""
     if root is None or not Path(root).is_dir():
         return []
     cells = []
-    for path in sorted(Path(root).glob("*/trt-*.jsonl")):
+    paths = sorted(Path(root).glob("*/trt-*.jsonl")) + sorted(Path(root).glob("*/rtx-*.jsonl"))
+    for path in paths:
         for line in path.read_text().splitlines():
             try:
                 rec = json.loads(line)
             except ValueError:
                 continue
-            if rec.get("engine") == ENGINE and "case" in rec and "status" in rec:
+            if rec.get("engine") in ENGINES and "case" in rec and "status" in rec and not rec.get("variant"):
                 rec["_file"] = _shown(path)
                 cells.append(rec)
     return cells
@@ -346,41 +379,48 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def observed_outcome(cell: Mapping[str, Any]) -> Optional[str]:
-    """What a cell shows, in prediction words; None for a cell that did not run or ran out of words."""
+def observed_outcome(cell: Mapping[str, Any], target: str = "") -> Optional[str]:
+    """What a cell shows, in prediction words (for one target node where named); None where it cannot say."""
     status = cell.get("status")
     if status == "fail" and cell.get("stage") in ("", "load"):
         return STAGE_PREDICTION["load" if not cell.get("stage") else "build"]
-    if status == "pass":
+    if status in ("pass", "built") and target:  # built: TensorRT-RTX built it where it cannot run; the listing says
+        precision = (cell.get("precision") or {}).get(target, {}).get("precision")
+        return precision if precision in ("int8", "float") else None
+    if status in ("pass", "built"):
         return {True: "int8", False: "float"}.get(cell.get("fused"))
     return None
 
 
 def observed_findings(node: str, rule: str, cells: Sequence[Dict[str, Any]], case_id: str,
-                      params: Mapping[str, Any], fix: str, note: str = "") -> List[Finding]:
-    """Findings from observed cells of the matching variant: one per run of equal outcomes over versions."""
+                      params: Mapping[str, Any], fix: str, note: str = "", target: str = "") -> List[Finding]:
+    """Findings from observed cells of the matching variant: one per engine and run of equal outcomes over its
+    versions."""
     from matrix.merge import version_key
 
-    ran: Dict[str, Tuple[str, str, str]] = {}
+    ran: Dict[str, Dict[str, Tuple[str, str, str]]] = {}
     for c in cells:
         if c.get("case") != case_id or any(c.get("params", {}).get(k) != v for k, v in params.items()):
             continue
-        outcome = observed_outcome(c)
+        outcome = observed_outcome(c, target)
         if outcome is not None:
-            ran[c["engine_version"]] = (outcome, c["_file"], c.get("hardware", ""))
+            ran.setdefault(c.get("engine", ENGINE), {})[c["engine_version"]] = \
+                (outcome, c["_file"], c.get("hardware", ""))
     out: List[Finding] = []
-    versions = sorted(ran, key=version_key)
-    start = 0
-    for i in range(1, len(versions) + 1):
-        if i == len(versions) or ran[versions[i]][0] != ran[versions[start]][0]:
-            lo, hi = versions[start], versions[i - 1]
-            spec = f"=={lo}" if lo == hi else f">={lo},<={hi}"
-            outcome, path, hardware = ran[lo]
-            path = path if lo == hi else str(Path(path).parent)
-            detail = f"observed: catalogue case {case_id} ({_params(params)}) on {hardware}"
-            detail += f"; {note}" if note else ""
-            out.append(Finding(node, rule, spec, outcome, path, detail, fix))
-            start = i
+    for engine in sorted(ran, key=lambda e: (e != ENGINE, e)):
+        seen = ran[engine]
+        versions = sorted(seen, key=version_key)
+        start = 0
+        for i in range(1, len(versions) + 1):
+            if i == len(versions) or seen[versions[i]][0] != seen[versions[start]][0]:
+                lo, hi = versions[start], versions[i - 1]
+                spec = f"=={lo}" if lo == hi else f">={lo},<={hi}"
+                outcome, path, hardware = seen[lo]
+                path = path if lo == hi else str(Path(path).parent)
+                detail = f"observed: catalogue case {case_id} ({_params(params)}) on {hardware}"
+                detail += f"; {note}" if note else ""
+                out.append(Finding(node, rule, spec, outcome, path, detail, fix, engine))
+                start = i
     return out
 
 
@@ -412,10 +452,12 @@ def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") 
         if f.fix and f.fix not in fixes:
             fixes.append(f.fix)
     lines += [f"{len(findings)} findings on {len({f.node for f in findings})} nodes.", "",
-              "| node | rule | TensorRT | predicted | source | fix |", "| --- | --- | --- | --- | --- | --- |"]
+              "| node | rule | engine | versions | predicted | source | fix |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for f in findings:
         fix = f"[{fixes.index(f.fix) + 1}]" if f.fix else ""
-        lines.append(f"| `{f.node}` | {f.rule} | `{f.versions or 'any'}` | **{f.predicted}** | {f.source} | {fix} |")
+        lines.append(f"| `{f.node}` | {f.rule} | {f.engine} | `{f.versions or 'any'}` | **{f.predicted}** | {f.source} "
+                     f"| {fix} |")
     if fixes:
         lines += ["", "Avoid with:"] + [f"{i}. `{fix}`" for i, fix in enumerate(fixes, 1)]
     return "\n".join(lines) + "\n"
@@ -423,11 +465,12 @@ def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") 
 
 def comparison_markdown(rows: Sequence[Comparison]) -> str:
     """Prediction next to observation; misses first, as news for the catalogue."""
-    lines = ["| node | rule | TensorRT | hardware | predicted | observed | |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.version, r.hardware)):
+    lines = ["| node | rule | engine | version | hardware | predicted | observed | |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.engine, r.version, r.hardware)):
         mark = {True: "agrees", False: "**miss: news for the catalogue**", None: "cannot say"}[r.agrees]
-        lines.append(f"| `{r.node}` | {r.rule} | {r.version} | {r.hardware} | {r.predicted} | {r.observed} | {mark} |")
+        lines.append(f"| `{r.node}` | {r.rule} | {r.engine} | {r.version} | {r.hardware} | {r.predicted} "
+                     f"| {r.observed} | {mark} |")
     return "\n".join(lines) + "\n"
 
 
@@ -438,7 +481,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--observed", type=Path, default=OBSERVED,
                         help="observed results folder (default: %(default)s)")
     parser.add_argument("--cells", type=Path, action="append", default=[],
-                        help="results JSONL with this model's TensorRT cells: print prediction against observation")
+                        help="results JSONL with this model's TensorRT or TensorRT-RTX cells: print prediction "
+                             "against observation")
     args = parser.parse_args(argv)
     try:
         findings = lint_path(args.model, args.observed)
@@ -458,7 +502,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
-    """The TensorRT cells of this model's bundle (user_model/<slug of its file name>) in results files."""
+    """The TensorRT and TensorRT-RTX cells of this model's bundle (user_model/<slug of its file name>) in results
+    files."""
     from cases.user_model import bundle_id_for
 
     wanted = bundle_id_for(model)
@@ -471,7 +516,7 @@ def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
                 rec = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(rec, dict) and rec.get("bundle") == wanted and rec.get("engine") == ENGINE:
+            if isinstance(rec, dict) and rec.get("bundle") == wanted and rec.get("engine") in ENGINES:
                 cells.append(rec)
     return cells
 

@@ -15,8 +15,10 @@ from matrix.merge import version_key
 
 PREDICTIONS = ("parse fails", "build fails", "float", "int8")
 ENGINE = "tensorrt"
+ENGINES = ("tensorrt", "tensorrt-rtx")  # the engines the lint predicts for (TensorRT-RTX shares the ONNX parser)
 NEWS = "news for the catalogue"
 NOT_RUN = "predicted, not run here"
+_ENGINE_NAMES = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX"}
 VERDICTS = {True: "agrees", False: NEWS, None: "cannot say"}
 # The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>" in its description, or, where
 # the parser error has node fields, the worker's "[node <name> (<op>), <function>]" suffix (build.describe).
@@ -41,6 +43,7 @@ class Comparison:
     agrees: Optional[bool]  # None where the observation cannot say
     source: str
     hardware: str = ""
+    engine: str = ENGINE
 
     @property
     def news(self) -> bool:
@@ -91,7 +94,7 @@ def node_outcome(cell: Mapping[str, Any], node: str) -> str:
         if named and named != node:  # the parser stopped at another node: this one was never judged
             return "not observable"
         return "parse fails" if not cell.get("stage") else "build fails"  # stage is the last stage reached
-    if status in ("pass", "fail") and cell.get("stage") in ("run", "compare"):
+    if (status in ("pass", "fail") and cell.get("stage") in ("run", "compare")) or status == "built":
         precision = (cell.get("precision") or {}).get(node, {}).get("precision", "unknown")
         return precision if precision in ("int8", "float") else "unknown"
     return "unknown"
@@ -103,7 +106,8 @@ def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
     cells = [record(c) for c in cells]
     for f in map(record, findings):
         for c in cells:
-            if c.get("engine") != ENGINE or not covers(f.get("versions", ""), str(c.get("engine_version", ""))):
+            if c.get("engine") != f.get("engine", ENGINE) or \
+                    not covers(f.get("versions", ""), str(c.get("engine_version", ""))):
                 continue
             observed = node_outcome(c, f["node"])
             agrees: Optional[bool] = None
@@ -112,7 +116,7 @@ def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
                 if f["predicted"] in ("int8", "float") and observed in ("parse fails", "build fails"):
                     observed, agrees = "not observable", None
             rows.append(Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
-                                   f.get("source", ""), str(c.get("hardware", ""))))
+                                   f.get("source", ""), str(c.get("hardware", "")), str(c.get("engine", ENGINE))))
     return rows
 
 
@@ -131,18 +135,25 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     lint = dict(lint or {})
     findings = [record(f) for f in lint.get("findings") or []]
     cells = [record(c) for c in cells]
-    ran = sorted({str(c.get("engine_version", "")) for c in cells if c.get("engine") == ENGINE}, key=version_key)
+    ran_by: Dict[str, List[str]] = {}
+    for c in cells:
+        if c.get("engine") in ENGINES:
+            ran_by.setdefault(str(c["engine"]), []).append(str(c.get("engine_version", "")))
+    ran_by = {e: sorted(set(v), key=version_key) for e, v in ran_by.items()}
     rows: List[Dict[str, Any]] = []
     for order, f in enumerate(findings):
+        engine = f.get("engine", ENGINE)
         base = {"node": f["node"], "rule": f["rule"], "predicted": f["predicted"], "source": f.get("source", ""),
                 "detail": f.get("detail", ""), "fix": f.get("fix", ""), "range": f.get("versions", ""),
                 "order": order}
         for r in compare([f], cells):
-            rows.append(dict(base, version=r.version, hardware=r.hardware, observed=r.observed, ran=True,
-                             verdict=VERDICTS[r.agrees], news=r.news))
-        for v in not_run(f, ran):
-            rows.append(dict(base, version=v, hardware="", observed="", ran=False, verdict=NOT_RUN, news=False))
-    rows.sort(key=lambda r: (not r["news"], not r["ran"], r["order"], version_key(r["version"]), r["hardware"]))
+            rows.append(dict(base, version=engine_version_label(engine, r.version), hardware=r.hardware,
+                             observed=r.observed, ran=True, verdict=VERDICTS[r.agrees], news=r.news, engine=engine))
+        for v in not_run(f, ran_by.get(engine, [])):
+            rows.append(dict(base, version=engine_version_label(engine, v), hardware="", observed="", ran=False,
+                             verdict=NOT_RUN, news=False, engine=engine))
+    rows.sort(key=lambda r: (not r["news"], not r["ran"], r["order"], r["engine"] != ENGINE,
+                             version_key(r["version"].split()[-1]), r["hardware"]))
     sources = list(dict.fromkeys(r["source"] for r in rows if r["source"]))
     fixes = list(dict.fromkeys(r["fix"] for r in rows if r["fix"]))
     for r in rows:  # each source and fix is said once, under the table; a row names it by number
@@ -151,10 +162,16 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
         r["fix_no"] = fixes.index(r["fix"]) + 1 if r["fix"] else 0
     return {
         "findings": len(findings), "error": lint.get("error", ""), "present": "findings" in lint,
-        "ran": ran, "rows": rows, "news": sum(r["news"] for r in rows),
+        "ran": [engine_version_label(e, v) for e in ENGINES for v in ran_by.get(e, [])], "rows": rows,
+        "news": sum(r["news"] for r in rows),
         "agrees": sum(r["verdict"] == "agrees" for r in rows), "not_run": sum(not r["ran"] for r in rows),
         "nodes": list(dict.fromkeys(f["node"] for f in findings)), "sources": sources, "fixes": fixes,
     }
+
+
+def engine_version_label(engine: str, version: str) -> str:
+    """A version as a report names it: bare for TensorRT, with the engine's name for any other."""
+    return version if engine == ENGINE else f"{engine} {version}"
 
 
 def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
@@ -167,5 +184,6 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
     findings = [record(f) for f in lint["findings"]]
     if not findings:
         return [f"lint {name}: no findings (no catalogue rule matched this graph)"]
-    return [f"lint {name}: {f['node']} ({f['rule']}): TensorRT {f.get('versions') or 'any version'} "
+    return [f"lint {name}: {f['node']} ({f['rule']}): {_ENGINE_NAMES.get(f.get('engine', ENGINE), f.get('engine'))} "
+            f"{f.get('versions') or 'any version'} "
             f"predicted {f['predicted']} [{f.get('source', '')}]" for f in findings]

@@ -20,8 +20,8 @@ def _grouped_conv(cpg: int, activation: str = "int8", epilogue: str = "relu", ou
     return build(params, np.random.default_rng(0)).model
 
 
-def _by(findings, rule):
-    return [f for f in findings if f.rule == rule]
+def _by(findings, rule, engine="tensorrt"):
+    return [f for f in findings if f.rule == rule and f.engine == engine]
 
 
 def test_grouped_conv_cpg3_is_predicted_to_fail_the_build_from_the_observed_h200_cells():
@@ -31,6 +31,13 @@ def test_grouped_conv_cpg3_is_predicted_to_fail_the_build_from_the_observed_h200
     assert observed and all(f.predicted == "build fails" for f in observed)
     assert any(f.covers("8.6.0") and f.covers("8.5.3.1") for f in observed)
     assert not any(f.covers("10.8.0.43") for f in observed), "nothing observed on 10.x: no prediction there"
+
+
+def test_findings_speak_per_engine_tensorrt_rtx_1_7_builds_the_grouped_conv_tensorrt_8_6_refuses():
+    rtx = [f for f in _by(lint_model(_grouped_conv(3)), "grouped_conv", "tensorrt-rtx")
+           if f.source.startswith("reports/observed/")]
+    assert rtx and all(f.engine == "tensorrt-rtx" and f.predicted in ("int8", "float") for f in rtx)
+    assert any(f.covers("1.7.1.116") for f in rtx) and not any(f.covers("8.6.0") for f in rtx)
 
 
 def test_grouped_conv_cpg2_fails_only_on_8_6_0():
@@ -141,5 +148,19 @@ def test_cli_compares_predictions_with_a_results_file(tmp_path, capsys):
     (tmp_path / "r.jsonl").write_text(json.dumps(cell) + "\n" + json.dumps(other) + "\n")
     assert main([str(tmp_path / "gc.onnx"), "--cells", str(tmp_path / "r.jsonl")]) == 0
     out = capsys.readouterr().out
-    assert "| `node_of_conv` | grouped_conv | 8.6.0 |  | build fails | int8 | **miss: news for the catalogue** |" in out
+    assert ("| `node_of_conv` | grouped_conv | tensorrt | 8.6.0 |  | build fails | int8 "
+            "| **miss: news for the catalogue** |") in out
     assert main([str(tmp_path / "gc.onnx"), "--cells", str(tmp_path / "none.jsonl")]) == 2
+
+
+@pytest.mark.parametrize("output_qdq, predicted", [(True, "int8"), (False, "float")])
+def test_an_int8_dq_bias_add_after_a_quantized_matmul_is_predicted_from_the_observed_bias_cells(output_qdq, predicted):
+    from generators.bias_add_after_qdq import build
+
+    model = build({"op": "matmul", "bias": "int8_dq", "output_qdq": output_qdq}, np.random.default_rng(0)).model
+    found = _by(lint_model(model), "bias_add_after_qdq")
+    assert found and all(f.node == ("node_of_sum" if output_qdq else "node_of_y") for f in found)
+    observed = [f for f in found if f.source.startswith("reports/observed/")]
+    assert observed and {f.predicted for f in observed} == {predicted}
+    assert any(f.covers("8.6.0") and f.covers("8.5.1.7") for f in observed)
+    assert not _by(lint_model(model), "dq_constant_into_add"), "a bias Add is not seed 004's DQ form"
