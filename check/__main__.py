@@ -58,7 +58,7 @@ def check(args: argparse.Namespace) -> int:
     print_lint(root, ids)
     if args.prepare_only or args.lint_only:
         return 0
-    return run_and_report(runs, root, ids, Path(args.results), Path(args.reports))
+    return run_and_report(runs, root, ids, Path(args.results), Path(args.reports), args.results_source)
 
 
 def print_lint(root: Path, ids: Sequence[str]) -> None:
@@ -102,7 +102,7 @@ def prepare(args: argparse.Namespace) -> List[str]:
     return ids
 
 
-def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path) -> int:
+def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path, source: str = "local") -> int:
     """Run the bundles on each engine version, then write and print one per-node report per bundle."""
     from check.run import run_cells
     from matrix.merge import load_results
@@ -113,7 +113,7 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
     for run in runs:
         print(f"running {len(ids)} bundle(s) on {run.label}{' with ' + run.python if run.python else ''} ...",
               flush=True)
-        files.append(run_cells(run, root, ids, results / label))
+        files.append(run_cells(run, root, ids, results / label, ["--results-source", source]))
     merged = load_results(files)
     failed = 0
     for bundle in ids:
@@ -222,6 +222,9 @@ def _parser() -> argparse.ArgumentParser:
                              "(with --from-bundles: the predictions stored in the bundles)")
     parser.add_argument("--results", default=str(DEFAULT_RESULTS), help="results folder (default: results/check/)")
     parser.add_argument("--reports", default=str(DEFAULT_REPORTS), help="report folder (default: reports/check/)")
+    parser.add_argument("--results-source", default="local", choices=("local", "observed"),
+                        help="what the cells say they are: a local run (default) or an observation to commit under "
+                             "reports/observed/ (its column then reads 'observed on <hardware>')")
     return parser
 
 

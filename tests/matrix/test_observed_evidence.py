@@ -61,3 +61,14 @@ def test_seed_011_names_the_gemm_or_convolution_on_every_8x_version_and_gpu():
                 assert not entry["layer"].startswith("reshape_before_"), entry
                 found += 1
     assert found == 2 * 4 * 8
+
+
+def test_every_committed_results_file_says_observed():
+    """A committed cell is an observation: its column reads 'observed on <hardware>', never 'local run'."""
+    local = []
+    for path in sorted(OBSERVED.rglob("*.jsonl")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            rec = json.loads(line)  # a session header says it at the top, a cell in its run record
+            if rec.get("source", (rec.get("run") or {}).get("source")) != "observed":
+                local.append(f"{path.relative_to(OBSERVED)}:{n}")
+    assert not local, local[:5]
