@@ -14,7 +14,8 @@ from matrix.words import FAILED_STAGE, say_list
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
-REWORDED = "error reworded"  # same stage, same documented signature, other words: collapsed in the report
+# same stage and documented signature, other words (or the same words from other engine source lines): collapsed
+REWORDED = "error reworded"
 KINDS = BAD + GOOD + ("error changed", "numeric drift", REWORDED)
 FAILED = ("fail", "crashed")
 WORKED = ("pass", "built")  # built: a TensorRT-RTX plan built ahead of time, not run on this machine
@@ -102,7 +103,8 @@ class DiffReport:
                 lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
             if minor:
                 lines += [f"<details><summary>{len(minor)} {_plural(REWORDED, len(minor))}: same stage, same "
-                          "documented signature, other words</summary>", ""] + _table(minor) + ["</details>", ""]
+                          "documented signature, other words (or other source lines)</summary>", ""] \
+                    + _table(minor) + ["</details>", ""]
         if self.not_compared:
             lines += ["<details><summary>" + f"{len(self.not_compared)} not compared</summary>", ""]
             lines += [f"- {md_cell(n)}" for n in self.not_compared] + ["", "</details>", ""]
@@ -184,7 +186,8 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
             add("fusion gained", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
                 "INT8: " + ", ".join(gained))
     if a.status == "fail" and b.status == "fail":
-        same_symptom = a.signature == b.signature != "" and a.stage == b.stage
+        same_symptom = a.stage == b.stage and a.signature == b.signature and (
+            a.signature != "" or _located(_first(a.error)) == _located(_first(b.error)))
         if same_symptom and _first(a.error) != _first(b.error):
             add(REWORDED, _error_text(a), _error_text(b))
         elif _first(a.error) != _first(b.error) or a.signature != b.signature or a.stage != b.stage:
@@ -265,6 +268,16 @@ def _state(c: Cell) -> str:
     if c.status in WORKED and c.fused is not None:
         return f"{c.status} (fused)" if c.fused else f"{c.status} (not fused)"
     return c.status
+
+
+_SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|h|hpp)):\d+")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _located(error: str) -> str:
+    """An error without the engine's own source lines and addresses: 'pass.cpp:1357' and 'pass.cpp:1348' are the
+    same message from two builds of one engine."""
+    return _HEX.sub("0x", _SOURCE_LINE.sub(r"\1", error))
 
 
 def _error_text(c: Cell) -> str:

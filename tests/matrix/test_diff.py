@@ -127,6 +127,19 @@ def test_same_signature_in_other_words_is_collapsed_not_headlined(make_cell):
     assert "<details><summary>1 error reworded" in report.markdown()
 
 
+
+def test_an_error_that_moved_to_other_engine_source_lines_is_reworded_and_one_that_changed_words_is_not(make_cell):
+    failed = dict(status="fail", stage="build", verdict="new failure", fused=None, signature="")
+    text = ("Myelin ([pass.cpp:{}: run_passes] Cannot compile for target(s) sm75, because the model contains "
+            "HW-specific datatypes: fp8_e4m3. In compileGraph at /_src/optimizer/myelin/codeGenerator.cpp:{})")
+    moved = [make_cell("fp8_qdq/a", engine_version=OLD, error=text.format(1357, 1783), **failed),
+             make_cell("fp8_qdq/a", engine_version=NEW, error=text.format(1348, 1825), **failed)]
+    assert [c.kind for c in diff(moved, "tensorrt", OLD, NEW).changes] == ["error reworded"]
+    changed = [make_cell("fp8_qdq/a", engine_version=OLD, error=text.format(1357, 1783), **failed),
+               make_cell("fp8_qdq/a", engine_version=NEW, error=text.format(1357, 1783).replace("sm75", "sm80"),
+                         **failed)]
+    assert [c.kind for c in diff(changed, "tensorrt", OLD, NEW).changes] == ["error changed"]
+
 def _unescaped_pipes(line: str) -> int:
     return len(re.findall(r"(?<!\\)\|", line))
 

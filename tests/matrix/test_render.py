@@ -257,8 +257,10 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     write_reports(result, tmp_path, generated="2026-01-01")
     html, md = (tmp_path / "matrix.html").read_text(), (tmp_path / "matrix.md").read_text()
     print(f"matrix.html {len(html.encode())} bytes, matrix.md {len(md.encode())} bytes")
-    assert len(html.encode()) < 400_000, len(html.encode())
-    assert len(md.encode()) < 110_000, len(md.encode())  # 219 reproducers + 13 producer models, 18 observed columns
+    # 219 reproducers + 13 producer models, 20 observed columns and the CPU ones (a fresh clone's report, with the
+    # TensorRT-RTX columns and targets, is about 0.8 MB of HTML and 0.3 MB of Markdown: README, Benchmark)
+    assert len(html.encode()) < 450_000, len(html.encode())
+    assert len(md.encode()) < 120_000, len(md.encode())
     assert html.index('id="upgrade"') < html.index('id="grid"') and md.index("## Upgrade answer") < md.index("## Grid")
     assert md.count("Left out of the grid.") == 1 and "tensorrt 10.8.0.43, 10.13.3.9, " in md  # idle: one line
     assert "11.4.0.106" not in html[html.index('<table id="g">'):html.index("</table>")]
