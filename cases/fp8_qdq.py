@@ -42,7 +42,7 @@ CASE = Case(
     target_nodes=("node_of_y",),
     signatures=(),
     expectations=(
-        Expectation("tensorrt-rtx", "", "fail", RTX_QUANTIZED_TYPES, where=GEMMS,
+        Expectation("tensorrt-rtx", "", "fail", RTX_QUANTIZED_TYPES, stage="build", where=GEMMS,
                     when={"target": ("SM75", "SM80", "SM86")}, note=FP8_GEMM_NOTE),
         Expectation("tensorrt-rtx", "", "pass", RTX_QUANTIZED_TYPES, where=GEMMS,
                     when={"target": ("SM89", "SM120", "SM121")}, note=FP8_GEMM_NOTE),

@@ -54,7 +54,8 @@ CASE = Case(
     signatures=(NONZERO_ZERO_POINT,),
     expectations=(
         Expectation(
-            "tensorrt-rtx", "", "fail", RTX_SUPPORT_MATRIX, where={"weights": ("int4",)}, when={"target": ("SM75",)},
+            "tensorrt-rtx", "", "fail", RTX_SUPPORT_MATRIX, stage="build", where={"weights": ("int4",)},
+            when={"target": ("SM75",)},
             note=SUPPORT_MATRIX_NOTE,
         ),
         Expectation(

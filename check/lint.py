@@ -55,6 +55,7 @@ class Finding:
     detail: str = ""
     fix: str = ""  # the producer option that avoids it, where one does
     engine: str = ENGINE
+    setting: str = ""  # the column setting it speaks for, e.g. "target=SM86" (a TensorRT-RTX build target); "" any
 
     def __post_init__(self) -> None:
         if self.predicted not in PREDICTIONS:
@@ -286,8 +287,29 @@ def _quantized_producer(g: Graph, tensor: str) -> str:
     return "conv" if p.op_type == "Conv" else "matmul"
 
 
+def fp8_gemm_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A MatMul/Gemm whose weights are FP8 E4M3 through DequantizeLinear: seed 015 (fp8_qdq). TensorRT 8.x has no FP8;
+    TensorRT-RTX builds FP8 GEMMs for compute capability 8.9 and later only, per target."""
+    if n.op_type not in ("MatMul", "Gemm") or len(n.input) < 2 or not _fp8_dq(g, n.input[1]):
+        return []
+    op = "gemm" if n.op_type == "Gemm" else "matmul"
+    return catalogue_findings(node_name(n), "fp8_gemm", "fp8_qdq", {"op": op}, "")
+
+
+def _fp8_dq(g: Graph, tensor: str) -> bool:
+    """tensor is a DequantizeLinear output whose input is FP8: an FP8 initializer, or a QuantizeLinear's FP8 output."""
+    p = g.producer.get(tensor)
+    if p is None or p.op_type != "DequantizeLinear":
+        return False
+    x = p.input[0]
+    if x in g.const:
+        return "float8" in str(g.const[x].dtype)
+    zp = p.input[2] if len(p.input) > 2 else ""
+    return zp in g.const and "float8" in str(g.const[zp].dtype)
+
+
 RULES = (zero_point_rule, int32_dq_rule, dynamic_quantize_rule, conv_kernel_shape_rule, grouped_conv_rule,
-         q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule)
+         q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule, fp8_gemm_rule)
 
 
 # ---- matching a node to a catalogue variant ----
@@ -326,13 +348,15 @@ def _epilogue(g: Graph, out: str) -> Tuple[str, str]:
 
 
 def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, Any], fix: str) -> List[Finding]:
-    """Findings from the case's TensorRT and TensorRT-RTX expectations whose parameter filter matches (an
-    expectation for one option setting or GPU target, `when`, speaks for that setting only and is left out)."""
+    """Findings from the case's TensorRT and TensorRT-RTX expectations whose parameter filter matches. An
+    expectation for TensorRT-RTX build targets (`when={"target": ...}`) gives one finding per target, for that
+    setting; one for any other setting (a CPU level, an engine option) is left out."""
     from cases import get_case
 
     out = []
     for e in get_case(case_id).expectations:
-        if e.engine not in ENGINES or getattr(e, "when", None) \
+        when = dict(getattr(e, "when", None) or {})
+        if e.engine not in ENGINES or set(when) - {"target"} \
                 or any(params.get(k, object()) not in v for k, v in e.where.items()):
             continue
         predicted = _predicted(e.outcome, e.stage)
@@ -340,7 +364,8 @@ def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, 
             continue
         detail = f"catalogue case {case_id} ({_params(params)})" + (f"; {e.note}" if e.note else "") \
             + (f"; seen on {e.hardware}" if e.hardware else "")
-        out.append(Finding(node, rule, e.versions, predicted, e.source, detail, fix, e.engine))
+        for setting in [f"target={t}" for t in when.get("target", ())] or [""]:
+            out.append(Finding(node, rule, e.versions, predicted, e.source, detail, fix, e.engine, setting))
     return out
 
 
@@ -456,7 +481,8 @@ def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") 
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for f in findings:
         fix = f"[{fixes.index(f.fix) + 1}]" if f.fix else ""
-        lines.append(f"| `{f.node}` | {f.rule} | {f.engine} | `{f.versions or 'any'}` | **{f.predicted}** | {f.source} "
+        engine = f.engine + (f" · {f.setting}" if f.setting else "")
+        lines.append(f"| `{f.node}` | {f.rule} | {engine} | `{f.versions or 'any'}` | **{f.predicted}** | {f.source} "
                      f"| {fix} |")
     if fixes:
         lines += ["", "Avoid with:"] + [f"{i}. `{fix}`" for i, fix in enumerate(fixes, 1)]

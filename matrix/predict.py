@@ -109,6 +109,8 @@ def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
             if c.get("engine") != f.get("engine", ENGINE) or \
                     not covers(f.get("versions", ""), str(c.get("engine_version", ""))):
                 continue
+            if f.get("setting") and f["setting"] != cell_setting(c):  # a finding for one build target: its column
+                continue
             observed = node_outcome(c, f["node"])
             agrees: Optional[bool] = None
             if observed in PREDICTIONS:
@@ -116,8 +118,15 @@ def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
                 if f["predicted"] in ("int8", "float") and observed in ("parse fails", "build fails"):
                     observed, agrees = "not observable", None
             rows.append(Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
-                                   f.get("source", ""), str(c.get("hardware", "")), str(c.get("engine", ENGINE))))
+                                   f.get("source", ""), str(c.get("hardware", "")),
+                                   " · ".join(filter(None, [str(c.get("engine", ENGINE)), cell_setting(c)]))))
     return rows
+
+
+def cell_setting(cell: Mapping[str, Any]) -> str:
+    """A cell's column variant in a finding's words: "target=SM86", "" for the default setting."""
+    variant = cell.get("variant") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(variant.items()))
 
 
 def not_run(finding: Mapping[str, Any], ran: Sequence[str]) -> List[str]:
@@ -143,14 +152,15 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     rows: List[Dict[str, Any]] = []
     for order, f in enumerate(findings):
         engine = f.get("engine", ENGINE)
+        label = engine if not f.get("setting") else f"{engine} · {f['setting']}"
         base = {"node": f["node"], "rule": f["rule"], "predicted": f["predicted"], "source": f.get("source", ""),
                 "detail": f.get("detail", ""), "fix": f.get("fix", ""), "range": f.get("versions", ""),
                 "order": order}
         for r in compare([f], cells):
-            rows.append(dict(base, version=engine_version_label(engine, r.version), hardware=r.hardware,
+            rows.append(dict(base, version=engine_version_label(label, r.version), hardware=r.hardware,
                              observed=r.observed, ran=True, verdict=VERDICTS[r.agrees], news=r.news, engine=engine))
         for v in not_run(f, ran_by.get(engine, [])):
-            rows.append(dict(base, version=engine_version_label(engine, v), hardware="", observed="", ran=False,
+            rows.append(dict(base, version=engine_version_label(label, v), hardware="", observed="", ran=False,
                              verdict=NOT_RUN, news=False, engine=engine))
     rows.sort(key=lambda r: (not r["news"], not r["ran"], r["order"], r["engine"] != ENGINE,
                              version_key(r["version"].split()[-1]), r["hardware"]))
@@ -185,5 +195,5 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
     if not findings:
         return [f"lint {name}: no findings (no catalogue rule matched this graph)"]
     return [f"lint {name}: {f['node']} ({f['rule']}): {_ENGINE_NAMES.get(f.get('engine', ENGINE), f.get('engine'))} "
-            f"{f.get('versions') or 'any version'} "
+            f"{f.get('versions') or 'any version'}{' (' + f['setting'] + ')' if f.get('setting') else ''} "
             f"predicted {f['predicted']} [{f.get('source', '')}]" for f in findings]

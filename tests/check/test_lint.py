@@ -110,7 +110,7 @@ def test_cli_prints_markdown_or_json_and_exits_zero(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["schema"] == "qdq-matrix/lint/1"
     assert {tuple(sorted(f)) for f in data["findings"]} == {
-        ("detail", "engine", "fix", "node", "predicted", "rule", "source", "versions")}
+        ("detail", "engine", "fix", "node", "predicted", "rule", "setting", "source", "versions")}
     assert all(f["predicted"] in PREDICTIONS for f in data["findings"])
 
 

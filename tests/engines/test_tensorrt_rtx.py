@@ -103,3 +103,24 @@ def test_a_python_v3_plugin_builds_with_the_library_link(root):
     assert cell.status == "built", cell.error
     entry = cell.precision["node_of_p"]
     assert entry["layer_type"] == "custom_layer" and entry["precision"] == "int8"
+
+
+def test_the_lint_predicts_the_sm86_refusal_of_an_fp8_gemm_and_a_real_sm86_build_agrees(root):
+    from dataclasses import asdict
+
+    from check.lint import lint_model
+    from matrix.predict import compare
+
+    case, params = "fp8_qdq", {"op": "matmul", "weights": "per_tensor"}
+    model = write.build(get_case(case), params).model
+    rtx = [f for f in lint_model(model) if f.rule == "fp8_gemm" and f.engine == "tensorrt-rtx"]
+    by_setting = {f.setting: f for f in rtx}
+    assert {"target=SM75", "target=SM80", "target=SM86"} <= set(by_setting)
+    sm86 = by_setting["target=SM86"]
+    assert sm86.predicted == "build fails" and "tensorrt-rtx" in sm86.source and "8.9" in sm86.detail
+    cell, _ = _cell(root, case, params, target="SM86")
+    record = dict(asdict(cell), engine_version=cell.engine_version)
+    rows = compare([sm86], [record])
+    assert [(r.observed, r.agrees) for r in rows] == [("build fails", True)], (cell.status, cell.stage, cell.error)
+    default = _cell(root, case, params)[0]
+    assert not compare([sm86], [asdict(default)]), "a finding for SM86 says nothing of the default target set"
