@@ -16,7 +16,7 @@ STATES = (
     ("8", "k8", "pass, quantized nodes fused in INT8"),
     ("P", "kp", "pass (fusion not reported)"),
     ("f", "kf", "pass, but a quantized node ran in float"),
-    ("A", "ka", "built ahead of time, quantized nodes in INT8 kernels; not run here"),
+    ("A", "ka", "built ahead of time, quantized nodes in INT8 (or FP8, INT4) kernels; not run here"),
     ("a", "kf", "built ahead of time, but a quantized node is computed in float; not run here"),
     ("b", "kb", "built ahead of time (fusion not reported); not run here"),
     ("L", "kx", "fails at load (parse)"),

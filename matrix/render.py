@@ -18,7 +18,8 @@ from matrix.models import models_view
 from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_link_text
 from matrix.upgrade import upgrade_view
-from matrix.words import FAILED_STAGE, first_line, say_list
+from matrix.targets import target_view
+from matrix.words import FAILED_STAGE, first_line, quantized_word, say_list
 
 REPORT_SCHEMA = "qdq-matrix/report/2"  # 2: cells leave out fields at their default (Cell.from_dict fills them)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -69,6 +70,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
     return {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "upgrade": upgrade_view(result.cells),
+        "targets": target_view(result.cells),
         "grid": grid_view(result),
         "plots": plots_view(result, idle=collapsed_columns(result)),
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
@@ -128,7 +130,8 @@ def cell_label(cell: Cell) -> str:
     if cell.status == "crashed":
         return "crashed"
     if cell.status == "built":  # TensorRT-RTX ahead of time: parse, build and layer listing; no run here
-        return "built, INT8" if cell.fused is True else "built, not fused" if cell.fused is False else "built"
+        return f"built, {quantized_word(cell.precision)}" if cell.fused is True else \
+            "built, not fused" if cell.fused is False else "built"
     word = cell.status.replace("_", " ")
     return word + (f": {first_line(cell.reason)}" if cell.reason else "")
 

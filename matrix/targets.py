@@ -1,0 +1,78 @@
+"""Across GPU architectures: where one engine version's cells differ by the target they were built for.
+
+TensorRT-RTX builds ahead of time for one chosen compute capability (a cell's variant `target=SM86`), so one
+machine sweeps architectures. This view says, per engine version, which reproducers build for some targets and
+not for others, in sentences: "built, FP8 for SM89 and SM120; fails at build for SM75, SM80 and SM86".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Sequence, Tuple
+
+from cases.cell import Cell
+from matrix.merge import version_key
+from matrix.words import FAILED_STAGE, quantized_word, say_list
+
+
+def outcome(cell: Cell) -> str:
+    """A cell's outcome in the few words an architecture sentence needs."""
+    if cell.status == "built":
+        said = {True: f"built, {quantized_word(cell.precision)}", False: "built, not quantized"}
+        return said.get(cell.fused, "built")
+    if cell.status == "pass":
+        return {True: "INT8", False: "not INT8"}.get(cell.fused, "passes")
+    if cell.status == "fail":
+        return "fails at " + FAILED_STAGE.get(cell.stage, cell.stage or "compare")
+    return cell.status.replace("_", " ")
+
+
+def _target_key(target: str) -> Tuple[int, str]:
+    digits = re.sub(r"\D", "", target)
+    return (int(digits) if digits else 0, target)
+
+
+def target_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
+    """One entry per engine version built for two or more targets: the reproducers whose outcome depends on the
+    target, grouped by case and by the same outcome per target, and how many are the same on every target."""
+    by_version: Dict[Tuple[str, str], Dict[str, Dict[str, Cell]]] = {}
+    for c in cells:
+        target = (c.variant or {}).get("target", "")
+        if target and target != "default":
+            by_version.setdefault((c.engine, c.engine_version), {}).setdefault(c.bundle, {})[target] = c
+    out = []
+    for (engine, version), bundles in sorted(by_version.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))):
+        targets = sorted({t for per in bundles.values() for t in per}, key=_target_key)
+        if len(targets) < 2:
+            continue
+        groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], List[Cell]] = {}
+        same = 0
+        for bundle, per in sorted(bundles.items()):
+            pattern = tuple((t, outcome(per[t])) for t in targets if t in per)
+            if len({o for _, o in pattern}) < 2:
+                same += 1
+                continue
+            groups.setdefault((next(iter(per.values())).case, pattern), []).append(next(iter(per.values())))
+        rows = [{"case": case, "n": len(group), "params": _params(group), "text": _sentence(pattern)}
+                for (case, pattern), group in groups.items()]
+        out.append({"engine": engine, "version": version, "targets": targets, "rows": rows, "same": same,
+                    "bundles": len(bundles)})
+    return out
+
+
+def _sentence(pattern: Sequence[Tuple[str, str]]) -> str:
+    by_outcome: Dict[str, List[str]] = {}
+    for target, said in pattern:
+        by_outcome.setdefault(said, []).append(target)
+    return "; ".join(f"{said} for {say_list(targets)}" for said, targets in by_outcome.items())
+
+
+def _params(group: Sequence[Cell]) -> str:
+    """The parameters of a group of reproducers: each axis with the values the group holds ("op=matmul|gemm")."""
+    values: Dict[str, List[str]] = {}
+    for c in group:
+        for k, v in c.params.items():
+            shown = "yes" if v is True else "no" if v is False else str(v)
+            if shown not in values.setdefault(k, []):
+                values[k].append(shown)
+    return ", ".join(f"{k}={'|'.join(v)}" for k, v in values.items())
