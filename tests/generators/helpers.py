@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Dict
+import importlib
+from typing import Dict, List, Tuple
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from cases.base import Case
 from generators.reproducer import Reproducer
 
 
@@ -24,3 +26,9 @@ def run_onnxruntime(rep: Reproducer) -> Dict[str, np.ndarray]:
 
 def initializers(model: onnx.ModelProto) -> Dict[str, np.ndarray]:
     return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+def cases_from(modules: Tuple[str, ...]) -> Tuple[Dict[str, Case], List[Tuple[Case, dict]]]:
+    """The cases of some catalogue modules by id, and every (case, params) variant they sweep."""
+    cases = {m.split(".")[1]: importlib.import_module(m).CASE for m in modules}
+    return cases, [(c, p) for c in cases.values() for p in c.variants()]

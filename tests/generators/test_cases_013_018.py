@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import Dict, List, Tuple
 
 import ml_dtypes
 import numpy as np
@@ -13,13 +12,12 @@ import onnx
 import pytest
 
 from cases import CASE_MODULES, bundle_id, slug
-from cases.base import Case
 from cases.common import NONZERO_ZERO_POINT
 from cases.isa import isa
 from generators import write
 from generators.reference import expected_outputs
 from generators.typed_qdq import blocked, float_values
-from tests.generators.helpers import initializers as _initializers
+from tests.generators.helpers import cases_from, initializers as _initializers
 
 NEW_MODULES = (
     "cases.fp16_scale_qdq",
@@ -29,8 +27,7 @@ NEW_MODULES = (
     "cases.dynamic_quantize_asymmetric",
     "cases.bias_add_after_qdq",
 )
-CASES: Dict[str, Case] = {m.split(".")[1]: importlib.import_module(m).CASE for m in NEW_MODULES}
-VARIANTS: List[Tuple[Case, dict]] = [(c, p) for c in CASES.values() for p in c.variants()]
+CASES, VARIANTS = cases_from(NEW_MODULES)
 IDS = [bundle_id(c, p) for c, p in VARIANTS]
 SIZES = {
     "fp16_scale_qdq": 5,  # Conv and MatMul x 2 weight granularities, and #4832's DQ after the reshape chain

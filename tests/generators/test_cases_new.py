@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List, Tuple
 
 import numpy as np
 import onnx
 import pytest
 
 from cases import CASE_MODULES, slug
-from cases.base import Case
 from generators.qdq_parts import conv_transpose
 from generators.reference import expected_outputs
 from generators.steps import comparison_step, error_steps
 from generators.write import build
-from tests.generators.helpers import initializers as _initializers, run_onnxruntime as _run_onnxruntime
+from tests.generators.helpers import cases_from, initializers as _initializers, run_onnxruntime as _run_onnxruntime
 
 NEW_MODULES = (
     "cases.convtranspose_q_fusion",
@@ -25,8 +23,7 @@ NEW_MODULES = (
     "cases.residual_add_qdq",
     "cases.concat_requant",
 )
-CASES: Dict[str, Case] = {m.split(".")[1]: importlib.import_module(m).CASE for m in NEW_MODULES}
-VARIANTS: List[Tuple[Case, dict]] = [(c, p) for c in CASES.values() for p in c.variants()]
+CASES, VARIANTS = cases_from(NEW_MODULES)
 IDS = [f"{c.id}/{slug(p)}" for c, p in VARIANTS]
 SIZES = {
     "convtranspose_q_fusion": 6,  # 2 ops x 3 followers
