@@ -8,6 +8,8 @@
 #   tools/gpu-round.sh observe LABEL [VERSIONS]   # the catalogue on each version side by side, timing cache on
 #   TACTICS=tensorrt-only tools/gpu-round.sh observe LABEL [VERSIONS]
 #   tools/gpu-round.sh check LABEL                # user-model bundles (.bundles-user) on 8.5.3.1 and 8.6.0
+#   tools/gpu-round.sh bench VERSION MODEL [N]    # `check` on one user bundle against the bare engine
+#                                                  # (tools/trt-bare.py), N times each, fresh processes
 #   tools/gpu-round.sh rtx LABEL WHEELS VERSION   # TensorRT-RTX from carried wheels (WHEELS/VERSION-a, -b): its
 #                                                  # cells with this GPU (python3 is the controller and the worker)
 #   tools/gpu-round.sh pack LABEL OUT             # WORK/obs -> OUT/results-LABEL.tgz
@@ -94,6 +96,26 @@ check)
       --results-source observed) \
       >"$obs/$label/check.log" 2>&1
   say "check $label: exit $?"; tail -n 3 "$obs/$label/check.log"
+  ;;
+bench)
+  v=${1:?bench needs a TensorRT version}; model=${2:?bench needs a bundle name under .bundles-user/user_model}
+  n=${3:-3}; src=$repo/.bundles-user/user_model/$model
+  [[ -f $src/model.onnx ]] || { echo "gpu-round: no bundle $src" >&2; exit 2; }
+  dir=$obs/bench/$v-$model; rm -rf "$dir"; mkdir -p "$dir/one/user_model"; cp -r "$src" "$dir/one/user_model/"
+  wall() {  # OUT ERR COMMAND...: "exit-status milliseconds", the command's output appended to OUT and ERR
+    local o=$1 e=$2 s; shift 2; s=$(date +%s%N); "$@" >>"$o" 2>>"$e"; echo "$? $(( ($(date +%s%N) - s) / 1000000 ))"; }
+  for i in $(seq "$n"); do  # each: a new process; check's timing cache cold (a new empty folder), then warm
+    read -r rc ms < <(wall "$dir/bare.jsonl" "$dir/bare.log" "$bin/python-trt-$v" "$repo/tools/trt-bare.py" \
+      "$dir/one/user_model/$model")
+    printf '%s\t%s\tbare\t%s\t%s\t%s\n' "$v" "$model" "$i" "$rc" "$ms" | tee -a "$obs/bench/bench.tsv"
+    for cache in cold warm; do
+      [[ $cache == cold ]] && rm -rf "$dir/cache-$i"
+      read -r rc ms < <(cd "$repo" && wall "$dir/check.log" "$dir/check.log" env QDQ_TIMING_CACHE_DIR="$dir/cache-$i" \
+        PYTHONPATH="$repo" "$bin/python-controller" -m check --from-bundles "$dir/one" --engine tensorrt \
+        --trt-python "$bin/python-trt-$v" --results "$dir/r-$i-$cache" --reports "$dir/rep-$i-$cache")
+      printf '%s\t%s\tcheck-%s\t%s\t%s\t%s\n' "$v" "$model" "$cache" "$i" "$rc" "$ms" | tee -a "$obs/bench/bench.tsv"
+    done
+  done
   ;;
 rtx)
   label=${1:?rtx needs a label}; wheels=${2:?rtx needs the wheel folder}; v=${3:?rtx needs a version}
