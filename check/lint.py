@@ -527,12 +527,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
-    """The TensorRT and TensorRT-RTX cells of this model's bundle (user_model/<slug of its file name>) in results
-    files."""
+def model_cells(paths: Sequence[Path], model: Path, bundle: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The TensorRT and TensorRT-RTX cells of this model's bundle in results files: `bundle` where given (a catalogue
+    reproducer's id), else user_model/<slug of its file name>."""
     from cases.user_model import bundle_id_for
 
-    wanted = bundle_id_for(model)
+    wanted = bundle or bundle_id_for(model)
     cells = []
     for path in paths:
         if not Path(path).is_file():

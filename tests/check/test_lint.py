@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -10,6 +11,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from check.lint import PREDICTIONS, Finding, compare, lint_model, lint_path, main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _grouped_conv(cpg: int, activation: str = "int8", epilogue: str = "relu", output_qdq: bool = True):
@@ -164,3 +167,23 @@ def test_an_int8_dq_bias_add_after_a_quantized_matmul_is_predicted_from_the_obse
     assert observed and {f.predicted for f in observed} == {predicted}
     assert any(f.covers("8.6.0") and f.covers("8.5.1.7") for f in observed)
     assert not _by(lint_model(model), "dq_constant_into_add"), "a bias Add is not seed 004's DQ form"
+
+
+def test_the_bias_reproducers_observed_on_both_gpus_meet_the_lint_with_no_miss(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lint_vs_observed", ROOT / "tools" / "lint-vs-observed.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    catalogue = tool.catalogue_models(tmp_path / "bundles", ["bias_add_after_qdq"])
+    assert len(catalogue) == 8
+    cells = [ROOT / "reports" / "observed" / gpu / f"trt-{v}.jsonl"
+             for gpu in ("nvidia-h100", "nvidia-h200") for v in ("8.5.3.1", "8.6.0")]
+    (tmp_path / "no-models").mkdir()
+    text, counts = tool.page(tmp_path / "no-models", cells, "tensorrt", catalogue)
+    assert counts["misses"] == 0 and counts["agrees"] == 16
+    for gpu in ("NVIDIA H100 80GB HBM3 (sm_90)", "NVIDIA H200 (sm_90)"):
+        for v in ("8.5.3.1", "8.6.0"):
+            assert (f"| `node_of_sum` | bias_add_after_qdq | tensorrt | {v} | {gpu} | int8 | int8 | agrees |"
+                    in text)
+    assert "No cells for" not in text
