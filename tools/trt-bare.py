@@ -25,6 +25,7 @@ def _gpu_module():
     path = Path(__file__).resolve().parent.parent / "engines" / "tensorrt" / "gpu.py"
     spec = importlib.util.spec_from_file_location("qdq_bare_gpu", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

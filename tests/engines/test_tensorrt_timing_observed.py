@@ -22,16 +22,32 @@ def _outcome(cell: dict) -> tuple:
     return cell["status"], cell["stage"], cell["signature"], precision, steps
 
 
+# Seed 013 (float16 scales) fails on TensorRT 8.x in every run, but where varies from run to run on one GPU:
+# the parser's "Scale coefficients must all be positive" or the builder's weightsPtr.h "Assertion type() ==
+# expectedDataType<T>() failed" (README, "Observed on NVIDIA H100 and H200").
+FAILURE_STAGE_VARIES = "fp16_scale_qdq/"
+
+
 def test_every_run_agrees_cell_for_cell_with_the_uncached_one():
     runs = [row[1] for row in csv.reader((SWEEP / "sweep.tsv").open(), delimiter="\t")]
-    assert {"w4-off", "w4-cold", "w4-warm", "w14-off"} <= set(runs)
+    assert {"w4-off", "w4-cold", "w4-warm", "w14-off", "w2-cold", "w8-cold", "w14-cold"} <= set(runs)
     base = _cells("w4-off")
     assert len(base) == 176
     for run in runs:
         other = _cells(run)
-        assert other.keys() == base.keys(), run
+        assert base.keys() <= other.keys(), run
         differ = [b for b in base if _outcome(base[b]) != _outcome(other[b])]
         assert not differ, f"{run}: {differ[:5]}"
+
+
+def test_the_whole_catalogue_runs_agree_with_the_committed_column_but_for_seed_013s_failure_stage():
+    column = _column()
+    for run in ("w2-cold", "w8-cold", "w14-cold"):
+        other = _cells(run)
+        assert other.keys() == column.keys() and len(other) == 219, run
+        differ = [b for b in column if _outcome(column[b]) != _outcome(other[b])]
+        assert all(b.startswith(FAILURE_STAGE_VARIES) for b in differ), f"{run}: {differ[:5]}"
+        assert all(other[b]["status"] == column[b]["status"] == "fail" for b in differ), run
 
 
 def test_the_cells_record_whether_they_used_the_cache():
@@ -42,10 +58,14 @@ def test_the_cells_record_whether_they_used_the_cache():
     assert json.loads(header["cell_options"])["timing_cache"] == "on" and header["workers"] == "4"
 
 
-def test_the_committed_h100_column_built_with_the_cache_agrees_with_the_uncached_run():
+def _column() -> dict:
     column = SWEEP.parent / "trt-8.6.0.jsonl"
-    cells = {r["bundle"]: r for r in map(json.loads, column.read_text(encoding="utf-8").splitlines())
-             if r.get("schema") == "qdq-matrix/cell/1"}
+    return {r["bundle"]: r for r in map(json.loads, column.read_text(encoding="utf-8").splitlines())
+            if r.get("schema") == "qdq-matrix/cell/1"}
+
+
+def test_the_committed_h100_column_built_with_the_cache_agrees_with_the_uncached_run():
+    cells = _column()
     assert any(c["options"].get("timing_cache") == "shared" for c in cells.values())
     base = _cells("w4-off")
     differ = [b for b in base if _outcome(base[b]) != _outcome(cells[b])]
