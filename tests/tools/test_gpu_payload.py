@@ -42,7 +42,7 @@ def test_dry_run_shows_the_pins_each_version_gets(tmp_path):
     done = payload("--dry-run", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert "TensorRT 8.5.1.7 8.5.2.2 8.5.3.1 8.6.0; parts of 55 MiB in .gpu" in lines[0]
+    assert "TensorRT 8.5.1.7 8.5.2.2 8.5.3.1 8.6.0; parts of 48 MiB in .gpu" in lines[0]
     by_version = {line.split()[0]: line for line in lines[1:]}
     for v in ("8.5.1.7", "8.5.2.2", "8.5.3.1"):  # CUDA 11 builds: cuBLAS 11, cuDNN 8.6 for CUDA 11
         assert "nvidia-cublas-cu11==11.11.3.6 nvidia-cudnn-cu11==8.6.0.163" in by_version[f"tensorrt=={v}"]
