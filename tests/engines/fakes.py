@@ -49,8 +49,15 @@ class PlumbingEngine:
 
 
 class SlowEngine(PlumbingEngine):
-    """Echoes the reference after $QDQ_FAKE_DELAY seconds, so that a test can kill a run midway."""
+    """Echoes the reference after $QDQ_FAKE_DELAY seconds, so that a test can kill a run midway; while the file
+    $QDQ_FAKE_HOLD exists (at most 120 s), it holds each cell after the first, so that a test can act while a run is
+    surely still going, however slow the machine."""
 
     def run(self, bundle: Bundle) -> Observation:
         time.sleep(float(os.environ.get("QDQ_FAKE_DELAY", "0.2")))
+        hold, until = os.environ.get("QDQ_FAKE_HOLD"), time.monotonic() + 120
+        if hold and getattr(self, "_ran_one", False):
+            while os.path.exists(hold) and time.monotonic() < until:
+                time.sleep(0.05)
+        self._ran_one = True
         return super().run(bundle)

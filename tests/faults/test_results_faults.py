@@ -112,22 +112,27 @@ def test_kill_9_then_resume_loses_no_finished_cell(tmp_path: Path) -> None:
 
 
 def test_second_run_on_the_same_file_is_refused_naming_the_first(tmp_path: Path) -> None:
-    bundles, results = _bundles(tmp_path), tmp_path / "out.jsonl"
-    first = subprocess.Popen(_cmd(bundles, results), cwd=REPO, env=_env(0.3), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    bundles, results, hold = _bundles(tmp_path), tmp_path / "out.jsonl", tmp_path / "hold"
+    hold.write_text("the first run waits after its first cell while this file exists\n")
+    first = subprocess.Popen(_cmd(bundles, results), cwd=REPO, env={**_env(0.0), "QDQ_FAKE_HOLD": str(hold)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_cells(results, 1, first)
         second = _run(bundles, results)
         assert second.returncode != 0
         message = second.stdout + second.stderr
         assert "is in use by another run" in message and f"pid {first.pid}" in message, message
-        waiting = _run(bundles, results, "--results-wait", "60")  # waits for the first, then reuses its cells
-        assert waiting.returncode == 0, waiting.stdout + waiting.stderr
+        waiting = subprocess.Popen(_cmd(bundles, results, "--results-wait", "120"), cwd=REPO, env=_env(0.0),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        hold.unlink()  # the first run goes on; the waiting one takes the file when it ends, then reuses its cells
+        out, err = waiting.communicate(timeout=180)
+        assert waiting.returncode == 0, out + err
     finally:
-        first.wait(timeout=60)
+        hold.unlink(missing_ok=True)
+        first.wait(timeout=120)
     assert first.returncode == 0
     assert sorted(c["bundle"] for c in _cells(results)) == sorted(f"grouped_conv/{n}" for n in NAMES)
-    assert f"cells: {len(NAMES)} reused" in waiting.stdout
+    assert f"cells: {len(NAMES)} reused" in out
 
 
 def test_a_file_that_is_not_results_is_never_appended_to(tmp_path: Path) -> None:
