@@ -527,13 +527,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def model_cells(paths: Sequence[Path], model: Path, bundle: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The TensorRT and TensorRT-RTX cells of this model's bundle in results files: `bundle` where given (a catalogue
-    reproducer's id), else user_model/<slug of its file name>."""
+def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
+    """The TensorRT and TensorRT-RTX cells of this model's bundle (user_model/<slug of its file name>) in results
+    files."""
     from cases.user_model import bundle_id_for
 
-    wanted = bundle or bundle_id_for(model)
-    cells = []
+    return engine_cells(paths).get(bundle_id_for(model), [])
+
+
+def engine_cells(paths: Sequence[Path]) -> Dict[str, List[Dict[str, Any]]]:
+    """The TensorRT and TensorRT-RTX cells in results files, by bundle id: each file read once."""
+    cells: Dict[str, List[Dict[str, Any]]] = {}
     for path in paths:
         if not Path(path).is_file():
             raise LintInputError(f"no such results file: {path}")
@@ -542,10 +546,9 @@ def model_cells(paths: Sequence[Path], model: Path, bundle: Optional[str] = None
                 rec = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(rec, dict) and rec.get("bundle") == wanted and rec.get("engine") in ENGINES:
-                cells.append(rec)
+            if isinstance(rec, dict) and rec.get("engine") in ENGINES and isinstance(rec.get("bundle"), str):
+                cells.setdefault(rec["bundle"], []).append(rec)
     return cells
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -25,7 +25,7 @@ from typing import List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from check.lint import LintInputError, comparison_markdown, compare, lint_path, model_cells  # noqa: E402
+from check.lint import LintInputError, comparison_markdown, compare, engine_cells, lint_path  # noqa: E402
 
 NAMES = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX"}
 
@@ -35,19 +35,22 @@ def page(models: Path, cells: List[Path], engine: str,
     """The page: producer models (their user_model bundles) and catalogue reproducers given as (bundle id, model)."""
     shown = ", ".join(f"`{p}`" for p in cells)
     cases = sorted({bundle.split("/", 1)[0] for bundle, _ in catalogue})
-    also = f" and the reproducers of catalogue case {', '.join(f'`{c}`' for c in cases)}" if cases else ""
+    also = f", the reproducers of catalogue case {', '.join(f'`{c}`' for c in cases)}" if cases else ""
     lines = [f"# The lint's predictions against real {NAMES[engine]}", "",
              f"Made by `python tools/lint-vs-observed.py --engine {engine}"
              + "".join(f" --case {c}" for c in cases) + f"` from the producer models "
-             f"(`python -m check.producers`){also}, and the cells in {shown}. \"not observable\": the parser stopped "
+             f"(`python -m check.producers`){also} and the cells in {shown}. \"not observable\": the parser stopped "
              "at another node first; \"cannot say\": the cell gives no evidence for that node.", ""]
     body: List[str] = []
     counts: Counter = Counter()
     left_out = []
-    targets = [(model.name, model, None) for model in sorted(models.glob("*.onnx"))]
+    from cases.user_model import bundle_id_for
+
+    by_bundle = engine_cells(cells)
+    targets = [(model.name, model, bundle_id_for(model)) for model in sorted(models.glob("*.onnx"))]
     targets += [(bundle, model, bundle) for bundle, model in catalogue]
     for title, model, bundle in targets:
-        found = [c for c in model_cells(cells, model, bundle) if c.get("engine") == engine]
+        found = [c for c in by_bundle.get(bundle, []) if c.get("engine") == engine]
         if not found:
             left_out.append(title)
             continue
