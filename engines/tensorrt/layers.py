@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 # Data type words in both listings -> one spelling.
 _DTYPES = (
@@ -32,10 +32,6 @@ _DTYPES = (
 _DTYPE_RE = re.compile(r"\b(" + "|".join(w for _, words in _DTYPES for w in words) + r")\b", re.IGNORECASE)
 _DTYPE_OF = {w.lower(): d for d, words in _DTYPES for w in words}
 FLOAT_TYPES = ("fp32", "fp16", "bf16")
-QUANTIZED = ("int8", "uint8", "int4", "fp8", "fp4")
-# What a node's precision is called: int8 (INT8 activations and weights), int4 (4-bit weights),
-# fp8, float, unknown.
-PRECISIONS = ("int8", "int4", "fp8", "float", "unknown")
 
 # Layer types (lower case, as substrings) that perform each kind of ONNX operation.
 _CONV = ("convolution", "correlation", "conv")
@@ -376,8 +372,3 @@ def _unknown(why: str, candidates: List[str]) -> Dict[str, Any]:
         entry["candidates"] = candidates
     return entry
 
-
-def summary(layers: List[Layer]) -> List[Tuple[str, str, str]]:
-    """(name, type, input/weights/output dtypes) per layer: what the same-outcome checks compare."""
-    return [(lay.name, lay.type, "/".join([",".join(t.dtype for t in lay.inputs), ",".join(lay.weights),
-                                           ",".join(t.dtype for t in lay.outputs)])) for lay in layers]

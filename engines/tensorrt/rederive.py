@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from cases.cell import QUANTIZED_PRECISIONS, Cell
+from cases.cell import Cell
+from engines import cells
 from engines.tensorrt import layers as tlayers
 from engines.tensorrt import target_ops, unpack_listing
 from generators.bundle import Bundle, bundles_root
@@ -49,12 +50,7 @@ def rederive(cell: Cell, ops: Dict[str, str]) -> Tuple[Dict[str, Any], Optional[
         if dtype:
             entry["network_dtype"] = dtype
             entry["evidence"] += f"; network definition types its output {dtype}"
-    fused = cell.fused
-    if cell.status in ("pass", "built"):
-        values = [e["precision"] for e in new.values()]
-        fused = False if "float" in values else True if values and all(v in QUANTIZED_PRECISIONS for v in values) \
-            else None
-    return new, fused
+    return new, cells.fused(new, list(new)) if cell.status in ("pass", "built") else cell.fused
 
 
 def _ops(bundle_id: str, root: Path) -> Dict[str, str]:
