@@ -6,6 +6,8 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
+from cases.engines import variant_label
+
 SCHEMA = "qdq-matrix/cell/1"
 # status: what happened
 #   pass     - every stage ran and the outputs match the reference within tolerance
@@ -76,9 +78,7 @@ class Cell:
     @property
     def setting(self) -> str:
         """Hardware and option variant: what a column holds fixed besides the engine version."""
-        if not self.variant:
-            return self.hardware
-        return self.hardware + " · " + ", ".join(f"{k}={v}" for k, v in sorted(self.variant.items()))
+        return self.hardware + (f" · {variant_label(self.variant)}" if self.variant else "")
 
     @property
     def column(self) -> str:

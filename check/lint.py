@@ -355,7 +355,7 @@ def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, 
 
     out = []
     for e in get_case(case_id).expectations:
-        when = dict(getattr(e, "when", None) or {})
+        when = dict(e.when or {})
         if e.engine not in ENGINES or set(when) - {"target"} \
                 or any(params.get(k, object()) not in v for k, v in e.where.items()):
             continue

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from cases.cell import Cell
 from matrix.merge import version_key
 from matrix.safe import md_cell, md_code
-from matrix.words import FAILED_STAGE, say_list
+from matrix.words import FAILED_STAGE, first_line, say_list
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
@@ -167,13 +167,13 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
         out.append(Change(a.bundle, hardware, kind, before, after, detail, cause))
 
     if a.status in WORKED and b.status in FAILED:
-        add("regressed", _state(a), _state(b), _first(b.error) or b.reason, _cause(b))
+        add("regressed", _state(a), _state(b), first_line(b.error) or b.reason, _cause(b))
     elif a.status in FAILED and b.status in WORKED:
-        add("fixed", _state(a), _state(b), _first(a.error) or a.reason, _cause(a))
+        add("fixed", _state(a), _state(b), first_line(a.error) or a.reason, _cause(a))
     elif a.status == "fail" and b.status == "crashed":
         add("now crashes", _state(a), _state(b), b.reason, _cause(b))
     elif a.status == "crashed" and b.status == "fail":
-        add("no longer crashes", _state(a), _state(b), _first(b.error), _cause(a))
+        add("no longer crashes", _state(a), _state(b), first_line(b.error), _cause(a))
     if a.fused is True and b.fused is False:
         add("fusion lost", "fused", "not fused", _float_nodes(b))
     elif a.fused is False and b.fused is True:
@@ -181,16 +181,17 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     else:  # a model with many target nodes: INT8 lost or gained node by node
         lost, gained = _moved(a, b, "int8", "float"), _moved(a, b, "float", "int8")
         if lost:
-            add("fusion lost", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes", "float: " + ", ".join(lost))
+            add("fusion lost", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
+                "float: " + ", ".join(lost))
         if gained:
             add("fusion gained", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
                 "INT8: " + ", ".join(gained))
     if a.status == "fail" and b.status == "fail":
         same_symptom = a.stage == b.stage and a.signature == b.signature and (
-            a.signature != "" or _located(_first(a.error)) == _located(_first(b.error)))
-        if same_symptom and _first(a.error) != _first(b.error):
+            a.signature != "" or _located(first_line(a.error)) == _located(first_line(b.error)))
+        if same_symptom and first_line(a.error) != first_line(b.error):
             add(REWORDED, _error_text(a), _error_text(b))
-        elif _first(a.error) != _first(b.error) or a.signature != b.signature or a.stage != b.stage:
+        elif first_line(a.error) != first_line(b.error) or a.signature != b.signature or a.stage != b.stage:
             add("error changed", _error_text(a), _error_text(b))
     if a.max_error_steps is not None and b.max_error_steps is not None:
         if abs(b.max_error_steps - a.max_error_steps) > drift:
@@ -282,7 +283,7 @@ def _located(error: str) -> str:
 
 def _error_text(c: Cell) -> str:
     sig = f" [sig: {c.signature}]" if c.signature else ""
-    return f"{_state(c)}: {_first(c.error)}{sig}"
+    return f"{_state(c)}: {first_line(c.error)}{sig}"
 
 
 def _float_nodes(c: Cell) -> str:
@@ -298,10 +299,6 @@ def _moved(a: Cell, b: Cell, was: str, now: str) -> List[str]:
 
 def _int8_count(c: Cell) -> str:
     return f"{sum(p.get('precision') == 'int8' for p in c.precision.values())} of {len(c.precision)}"
-
-
-def _first(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 _NOUNS = {
@@ -324,7 +321,7 @@ def _cause(c: Cell) -> str:
     """The failing side's documented signature, else its first error line with numbers and paths masked."""
     if c.signature:
         return f"sig: {c.signature}"
-    text = _first(c.error) or _first(c.reason) or c.status
+    text = first_line(c.error) or first_line(c.reason) or c.status
     text = re.sub(r"/\S+/", "…/", text)
     return re.sub(r"\d+", "N", text)[:160]
 

@@ -36,8 +36,6 @@ SIGNATURE_WORDS = {
     "quantized_constant": "quantized constant not before DQ",
     "ort_convinteger_not_implemented": "ConvInteger not implemented",
 }
-# Cell shades: every target INT8, some, none (float), failed, crashed, nothing run.
-TONES = ("all", "some", "none", "fail", "crash", "idle")
 NOTE_AFTER = 48  # characters: a longer reason is a numbered note under the table
 Key = Tuple[str, str, str]
 
