@@ -122,7 +122,7 @@ def ort(session: nox.Session, version: str) -> None:
 
 def _cpu_has_vnni(session: nox.Session) -> bool:
     """Whether this CPU's INT8 level (engines.hardware, from cpuid) has VNNI or AMX."""
-    out = session.run("python", "-c", "from engines.hardware import isa; print(isa().level, isa().vnni)",
+    out = session.run("python", "-c", "from engines.hardware import isa; i = isa(); print(i.level, i.vnni)",
                       env=_env(), silent=True) or ""
     level, vnni = (out.strip().splitlines() or ["unknown False"])[-1].split()
     session.log(f"CPU INT8 level: {level}")
@@ -177,7 +177,8 @@ def rtx(session: nox.Session, version: str) -> None:
     # .so.1): the plugin reproducers again with that link, a column of their own beside the as-installed one.
     _run_cells(session, "tensorrt-rtx", "--engine-version", version, "--rtx-plugin-link", "libtensorrt_rtx.so",
                "--plugin-bundles-only")
-    cases = [a for c in ARCH_CASES if c in _case_ids(session) for a in ("--only-case", c)]
+    known = set(_case_ids(session))
+    cases = [a for c in ARCH_CASES if c in known for a in ("--only-case", c)]
     for target in RTX_TARGETS if cases else []:
         _run_cells(session, "tensorrt-rtx", "--engine-version", version, "--rtx-target", target, *cases)
 

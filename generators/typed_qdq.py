@@ -56,16 +56,6 @@ def small_integers(rng: np.random.Generator, shape: Sequence[int], low: int, hig
         .astype(dtype)
 
 
-def per_axis(scale: np.ndarray, ndim: int, axis: int) -> np.ndarray:
-    """A 1-D scale shaped to broadcast along `axis` of an ndim tensor (a scalar stays a scalar)."""
-    scale = np.asarray(scale)
-    if not scale.ndim:
-        return scale
-    shape = [1] * ndim
-    shape[axis] = -1
-    return scale.reshape(shape)
-
-
 def blocked(scale: np.ndarray, axis: int, block_size: int) -> np.ndarray:
     """A blocked scale or zero point repeated `block_size` times along `axis`: one value per element."""
     return np.repeat(np.asarray(scale), block_size, axis=axis)
