@@ -7,6 +7,7 @@ option sets in RECIPES (per-channel and per-tensor weights, int8 and uint8 activ
 Models are pinned to IR 8 so ONNX Runtime 1.16 and the TensorRT 8.x parsers read them.
 
     python -m check.producers --out DIR [--only NAME ...]
+    python -m check.producers --archs --out DIR [--large] [--only NAME ...]   # check.arch_models: YOLO, OCR, BERT
 """
 
 from __future__ import annotations
@@ -274,14 +275,36 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m check.producers", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the .onnx files and manifest.json")
     parser.add_argument("--only", nargs="*", default=(), help="keep models whose name contains one of these")
+    parser.add_argument("--archs", action="store_true",
+                        help="write the real-architecture models instead (check.arch_models: YOLO-, PaddleOCR- and "
+                             "BERT-style, float, quantize_static's defaults and TensorRT settings, dynamic dimensions)")
+    parser.add_argument("--large", action="store_true", help="with --archs: also the ~300- and ~900-node backbones")
     args = parser.parse_args(argv)
     try:
-        made = produce(args.out, args.only)
+        return write_archs(args.out, args.only, args.large) if args.archs else write_blocks(args.out, args.only)
     except ImportError as e:
         print(f"error: the producers need onnx and onnxruntime ({e})", file=sys.stderr)
         return 2
-    for m in made:
+
+
+def write_blocks(out: Path, only: Sequence[str]) -> int:
+    """The tiny blocks under every recipe, one line each."""
+    for m in produce(out, only):
         print(f"{m.path}: {m.nodes} nodes, {m.quantized_nodes} quantized ({m.recipe})")
+    return 0
+
+
+def write_archs(out: Path, only: Sequence[str], large: bool) -> int:
+    """check.arch_models's folder, one line a model, printed as each is written."""
+    from check import arch_models, archs
+
+    def show(m: arch_models.ArchModel) -> None:
+        dynamic = sorted({d for dims in m.inputs.values() for d in dims if isinstance(d, str)})
+        print(f"{m.path}: {m.nodes} nodes, {m.compute_nodes_with_dq} of {m.compute_nodes} compute nodes with "
+              f"dequantized inputs, opset {m.opset}, dynamic {', '.join(dynamic) or 'none'}", flush=True)
+
+    arch_models.write_models(out, archs.ARCHS + (archs.LARGE if large else ()), only=only, progress=show)
+    print(f"wrote {Path(out) / 'manifest.json'}")
     return 0
 
 
