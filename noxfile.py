@@ -254,16 +254,16 @@ def reduce(session: nox.Session) -> None:
 
 @nox.session
 def producers(session: nox.Session) -> None:
-    """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR."""
+    """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR [--archs [--large]]."""
     _sync(session, "generate")
     session.run("python", "-m", "check.producers", *session.posargs, env=_env())
 
 
 @nox.session
 def benchmark(session: nox.Session) -> None:
-    """Bundle generation and CPU-engine cell throughput; figures go in the README, not in tests."""
+    """Bundle generation, CPU-engine cell throughput, `-- --check`: python -m check on ~300/900-node models."""
     _sync(session, "check")  # generate's packages and the locked OpenVINO
-    session.run("python", "tools/benchmark.py", env=_env())
+    session.run("python", "tools/benchmark.py", *session.posargs, env=_env())
 
 
 @nox.session

@@ -1,6 +1,8 @@
 """Benchmark: bundle generation, cell reuse on an unchanged re-run, and the harness's per-cell overhead.
 
     python tools/benchmark.py            # or: nox -s benchmark
+    python tools/benchmark.py --check [--batch 1] [ENGINE ...]   # python -m check on ~300- and ~900-node models
+    python tools/benchmark.py --user-model [ENGINE]              # check against the bare engine, one model
 
 Prints Markdown tables; the README keeps the figures. Timings, not tests: nothing here fails on a
 slow machine. Everything runs on the same machine in one run.
@@ -8,6 +10,7 @@ slow machine. Everything runs on the same machine in one run.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -15,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -26,6 +30,9 @@ from engines import get_engine  # noqa: E402
 from engines.cells import run_cell  # noqa: E402
 from generators import write  # noqa: E402
 from generators.bundle import Bundle, iter_bundles, verify_bundle  # noqa: E402
+
+CHECK_ENGINES = ("onnxruntime", "openvino", "tensorrt-rtx")
+SHAPE = "1x3x64x64"  # check.archs.backbone's input at batch 1
 
 
 def timed(fn: Callable):
@@ -130,14 +137,65 @@ def main() -> int:
     return 0
 
 
-def user_model_check(engine_name: str = "onnxruntime", blocks: int = 50) -> int:
-    """A quantize_static model with >= 50 quantized nodes: `python -m check` on one engine against the bare engine."""
+def arch_model(root: Path, name: str, batch: Optional[int] = None) -> Path:
+    """One of check.archs's models quantized with TensorRT settings (check.arch_models); batch fixed where given."""
+    from check import arch_models, archs
+
+    arch = archs.by_name(name)
+    if batch:
+        arch = replace(arch, name=f"{name}_batch{batch}", options={**arch.options, "batch": batch})
+    trt = [v for v in arch_models.VARIANTS if v.name == "trt"]
+    (made,) = arch_models.write_models(root / arch.name, [arch], trt)
+    return root / arch.name / made.path
+
+
+def check_command(model: Path, engine: str, root: Path) -> Tuple[float, str]:
+    """(seconds, the engine's status and summary) of one `python -m check MODEL --engine E` at batch 1, under root."""
+    cmd = [sys.executable, "-m", "check", str(model), "--engine", engine, "--shape", f"images:{SHAPE}",
+           "--out", str(root / "b"), "--results", str(root / "r"), "--reports", str(root / "rep")]
+    done, seconds = timed(lambda: subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                                                 env={**os.environ, "PYTHONPATH": str(REPO)}))
+    try:
+        (column,) = json.loads((root / "rep" / f"{model.stem}.json").read_text())["columns"]
+        result = f"{column['status']}: {column['summary']}"
+    except (OSError, ValueError, KeyError):
+        result = f"exit {done.returncode}: {(done.stderr.strip().splitlines() or ['no report'])[-1]}"
+    return seconds, result[:100]
+
+
+def check_timings(engines: Sequence[str] = CHECK_ENGINES, batch: Optional[int] = None) -> int:
+    """`python -m check` on the ~300- and ~900-node models, per engine: a cold run, then the same command again."""
+    import onnx
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in ("backbone_300", "backbone_900"):
+            model = arch_model(root / "models", name, batch)
+            nodes = len(onnx.load(str(model)).graph.node)
+            for engine in engines:
+                work = root / model.stem / engine
+                cold, result = check_command(model, engine, work)
+                again, _ = check_command(model, engine, work)
+                print(f"{model.name} {engine}: {cold:.1f} s, again {again:.1f} s", file=sys.stderr, flush=True)
+                rows.append((model.name, nodes, engine, cold, again, result))
+    print(f"\n`python -m check MODEL --engine E --shape images:{SHAPE}` on {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores: a cold run (new bundle, results and report folders), then the same command again "
+          "(the bundle is reused; whole commands, interpreter start included):\n")
+    print("| model | nodes | engine | cold (s) | again (s) | result |")
+    print("| --- | ---: | --- | ---: | ---: | --- |")
+    for model_name, nodes, engine, cold, again, result in rows:
+        print(f"| {model_name} | {nodes} | {engine} | {cold:.1f} | {again:.1f} | {result} |")
+    return 0
+
+
+def user_model_check(engine_name: str = "onnxruntime", name: str = "backbone_300") -> int:
+    """A check.archs model at batch 1: `python -m check` on one engine against the bare engine."""
     from check.bundle import bundle_from_model
-    from tests.check.models import float_convnet, quantize_static
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        model = quantize_static(float_convnet(root / "float.onnx", blocks=blocks, channels=32), root / "deep.onnx")
+        model = arch_model(root, name, batch=1)
         bundle, prepare = timed(lambda: bundle_from_model(model, root / "b"))
         engine = get_engine(engine_name)
         info = engine.probe()
@@ -150,8 +208,8 @@ def user_model_check(engine_name: str = "onnxruntime", blocks: int = 50) -> int:
                                                    env={**os.environ, "PYTHONPATH": str(REPO)}))
         int8 = next((line for line in done.stdout.splitlines() if "quantized nodes ran in INT8" in line), "")
     targets = len(bundle.meta["target_nodes"])
-    print(f"\nYour own model: {targets} quantized nodes, {engine_name} {info.version} (bare: load with full "
-          "optimization, build, run once; best of 3):\n")
+    print(f"\nYour own model ({model.name}): {targets} quantized nodes, {engine_name} {info.version} (bare: load "
+          "with full optimization, build, run once; best of 3):\n")
     print("| step | seconds | against bare engine |")
     print("| --- | ---: | ---: |")
     for step, seconds in (("bare engine load+build+run", bare), ("bundle (checker, inputs, ORT reference)", prepare),
@@ -162,7 +220,17 @@ def user_model_check(engine_name: str = "onnxruntime", blocks: int = 50) -> int:
     return 0
 
 
+def _cli(argv: Sequence[str]) -> int:
+    """--user-model [ENGINE], --check [--batch N] [ENGINE ...], or the bundle and cell tables."""
+    if argv[:1] == ["--user-model"]:
+        return user_model_check(*(argv[1:2] or ["onnxruntime"]))
+    if argv[:1] == ["--check"]:
+        rest = list(argv[1:])
+        batch = int(rest[rest.index("--batch") + 1]) if "--batch" in rest else None
+        engines = [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] != "--batch")]
+        return check_timings(engines or CHECK_ENGINES, batch)
+    return main()
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--user-model"]:
-        sys.exit(user_model_check(*(sys.argv[2:3] or ["onnxruntime"])))
-    sys.exit(main())
+    sys.exit(_cli(sys.argv[1:]))

@@ -1,0 +1,40 @@
+"""tools/benchmark.py's `python -m check` timing: its models come from check/, and nothing under tools/ imports tests/."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import onnx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("qdq_benchmark", ROOT / "tools" / "benchmark.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_tool_imports_the_tests():
+    for path in sorted((ROOT / "tools").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(n == "tests" or n.startswith("tests.") for n in names), f"{path} imports {names}"
+
+
+def test_the_benchmark_models_are_the_large_architectures_at_a_fixed_batch(tmp_path):
+    model = _benchmark().arch_model(tmp_path, "backbone_300", batch=1)
+    graph = onnx.load(str(model)).graph
+    assert model.name == "backbone_300_batch1_trt.onnx" and 270 <= len(graph.node) <= 330
+    assert [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim] == [1, 3, 64, 64]
+
+
+def test_one_check_command_is_timed_and_its_result_read_from_the_report(tmp_path):
+    bench = _benchmark()
+    seconds, result = bench.check_command(bench.arch_model(tmp_path, "backbone_300"), "onnxruntime", tmp_path / "w")
+    assert seconds > 0 and result.split(":")[0] in ("pass", "fail"), result
+    assert (tmp_path / "w" / "rep" / "backbone_300_trt.json").is_file()
