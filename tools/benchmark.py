@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -149,25 +150,36 @@ def arch_model(root: Path, name: str, batch: Optional[int] = None) -> Path:
     return root / arch.name / made.path
 
 
-def check_command(model: Path, engine: str, root: Path) -> Tuple[float, str]:
-    """(seconds, the engine's status and summary) of one `python -m check MODEL --engine E` at batch 1, under root."""
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes of this one, their own children included."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, str]:
+    """(wall s, CPU s, the engine's status and summary) of one `python -m check MODEL --engine E` at batch 1."""
     cmd = [sys.executable, "-m", "check", str(model), "--engine", engine, "--shape", f"images:{SHAPE}",
            "--out", str(root / "b"), "--results", str(root / "r"), "--reports", str(root / "rep")]
+    cpu = children_cpu()
     done, seconds = timed(lambda: subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
                                                  env={**os.environ, "PYTHONPATH": str(REPO)}))
+    cpu = children_cpu() - cpu
     try:
         (column,) = json.loads((root / "rep" / f"{model.stem}.json").read_text())["columns"]
         result = f"{column['status']}: {column['summary']}"
     except (OSError, ValueError, KeyError):
         result = f"exit {done.returncode}: {(done.stderr.strip().splitlines() or ['no report'])[-1]}"
-    return seconds, result[:100]
+    return seconds, cpu, result[:100]
 
 
 def check_timings(engines: Sequence[str] = CHECK_ENGINES, batch: Optional[int] = None) -> int:
-    """`python -m check` on the ~300- and ~900-node models, per engine: a cold run, then the same command again."""
+    """`python -m check` on the ~300- and ~900-node models, per engine: a cold run, then the same command again.
+
+    CPU seconds beside the wall clock: on a shared machine the wall clock also counts other people's work.
+    """
     import onnx
 
-    rows = []
+    rows, load = [], os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for name in ("backbone_300", "backbone_900"):
@@ -175,17 +187,19 @@ def check_timings(engines: Sequence[str] = CHECK_ENGINES, batch: Optional[int] =
             nodes = len(onnx.load(str(model)).graph.node)
             for engine in engines:
                 work = root / model.stem / engine
-                cold, result = check_command(model, engine, work)
-                again, _ = check_command(model, engine, work)
-                print(f"{model.name} {engine}: {cold:.1f} s, again {again:.1f} s", file=sys.stderr, flush=True)
-                rows.append((model.name, nodes, engine, cold, again, result))
+                cold = check_command(model, engine, work)
+                again = check_command(model, engine, work)
+                print(f"{model.name} {engine}: {cold[0]:.1f} s, again {again[0]:.1f} s", file=sys.stderr, flush=True)
+                rows.append((model.name, nodes, engine, cold, again))
     print(f"\n`python -m check MODEL --engine E --shape images:{SHAPE}` on {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores: a cold run (new bundle, results and report folders), then the same command again "
-          "(the bundle is reused; whole commands, interpreter start included):\n")
-    print("| model | nodes | engine | cold (s) | again (s) | result |")
-    print("| --- | ---: | --- | ---: | ---: | --- |")
-    for model_name, nodes, engine, cold, again, result in rows:
-        print(f"| {model_name} | {nodes} | {engine} | {cold:.1f} | {again:.1f} | {result} |")
+          f"{os.cpu_count()} cores, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after: a cold run (new "
+          "bundle, results and report folders), then the same command again (whole commands, interpreters "
+          "included):\n")
+    print("| model | nodes | engine | cold (s) | cold CPU (s) | again (s) | again CPU (s) | result |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")
+    for model_name, nodes, engine, (cold, cold_cpu, result), (again, again_cpu, _) in rows:
+        print(f"| {model_name} | {nodes} | {engine} | {cold:.1f} | {cold_cpu:.1f} | {again:.1f} | {again_cpu:.1f} | "
+              f"{result} |")
     return 0
 
 
