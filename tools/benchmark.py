@@ -156,8 +156,8 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, str]:
-    """(wall s, CPU s, the engine's status and summary) of one `python -m check MODEL --engine E` at batch 1."""
+def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, float, str]:
+    """(wall s, CPU s, the cell's own s, the engine's status and summary) of one `python -m check MODEL --engine E`."""
     cmd = [sys.executable, "-m", "check", str(model), "--engine", engine, "--shape", f"images:{SHAPE}",
            "--out", str(root / "b"), "--results", str(root / "r"), "--reports", str(root / "rep")]
     cpu = children_cpu()
@@ -169,13 +169,24 @@ def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, s
         result = f"{column['status']}: {column['summary']}"
     except (OSError, ValueError, KeyError):
         result = f"exit {done.returncode}: {(done.stderr.strip().splitlines() or ['no report'])[-1]}"
-    return seconds, cpu, result[:100]
+    return seconds, cpu, cell_seconds(root / "r" / model.stem, engine), result[:100]
+
+
+def cell_seconds(results: Path, engine: str) -> float:
+    """The harness's own time for the cell (timings.cell in the results file), 0 where there is none."""
+    for path in results.glob(f"{engine}-*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            cell = json.loads(line)
+            if "bundle" in cell:
+                return float((cell.get("timings") or {}).get("cell", 0.0))
+    return 0.0
 
 
 def check_timings(engines: Sequence[str] = CHECK_ENGINES, batch: Optional[int] = None) -> int:
     """`python -m check` on the ~300- and ~900-node models, per engine: a cold run, then the same command again.
 
-    CPU seconds beside the wall clock: on a shared machine the wall clock also counts other people's work.
+    On a shared machine the wall clock also counts other people's work: beside it stand the cell's own time and
+    the CPU seconds of the processes the command waited for (not the TensorRT-RTX worker: its work is in the cell).
     """
     import onnx
 
@@ -191,15 +202,16 @@ def check_timings(engines: Sequence[str] = CHECK_ENGINES, batch: Optional[int] =
                 again = check_command(model, engine, work)
                 print(f"{model.name} {engine}: {cold[0]:.1f} s, again {again[0]:.1f} s", file=sys.stderr, flush=True)
                 rows.append((model.name, nodes, engine, cold, again))
-    print(f"\n`python -m check MODEL --engine E --shape images:{SHAPE}` on {platform.processor() or platform.machine()}, "
+    machine = platform.processor() or platform.machine()
+    print(f"\n`python -m check MODEL --engine E --shape images:{SHAPE}` on {machine}, "
           f"{os.cpu_count()} cores, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after: a cold run (new "
           "bundle, results and report folders), then the same command again (whole commands, interpreters "
           "included):\n")
-    print("| model | nodes | engine | cold (s) | cold CPU (s) | again (s) | again CPU (s) | result |")
+    print("| model | nodes | engine | cold (s) | again (s) | cell, cold / again (s) | CPU, cold (s) | result |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")
-    for model_name, nodes, engine, (cold, cold_cpu, result), (again, again_cpu, _) in rows:
-        print(f"| {model_name} | {nodes} | {engine} | {cold:.1f} | {cold_cpu:.1f} | {again:.1f} | {again_cpu:.1f} | "
-              f"{result} |")
+    for model_name, nodes, engine, (cold, cpu, cell, result), (again, _, cell_again, _) in rows:
+        print(f"| {model_name} | {nodes} | {engine} | {cold:.1f} | {again:.1f} | {cell:.2f} / {cell_again:.2f} | "
+              f"{cpu:.1f} | {result} |")
     return 0
 
 
