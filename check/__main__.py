@@ -278,7 +278,7 @@ def summary(outcomes: Sequence[Outcome], ran: bool = True) -> int:
         if o.unusable:
             line = f"unusable: {o.unusable}"
         else:
-            line = "; ".join(o.cells) if o.cells else ("bundle written" if not ran else "no cell")
+            line = "; ".join(o.cells) if o.cells else ("bundle ready, no engine run" if not ran else "no cell")
             if o.reference_error:
                 line += f"; numerics not compared: {o.reference_error}"
         print(f"  {o.model}: {line}")

@@ -108,7 +108,8 @@ def resolve(declared: Mapping[str, Sequence[Dim]], given: Mapping[str, InputShap
     """Every declared input's shapes, from `--shape` where given, else its static dims and the defaults; CheckError
     for a given shape that does not fit, or an input with no declared shape and no `--shape`."""
     bound = _bind(declared, given)
-    batch = {str(dims[0]) for dims in declared.values() if dims and dims != UNKNOWN_RANK and not isinstance(dims[0], int)}
+    batch = {str(dims[0]) for dims in declared.values()
+             if dims and list(dims) != UNKNOWN_RANK and not isinstance(dims[0], int)}
     shapes: Dict[str, InputShape] = {}
     assumed: List[AssumedDim] = []
     defaulted = set()  # dim_params that took a default: each of their dimensions is an assumed one
@@ -195,13 +196,13 @@ def _triple(values: Tuple[int, int, int]) -> str:
     return str(values[1]) if values[0] == values[1] == values[2] else ",".join(map(str, values))
 
 
-def describe(shapes: Mapping[str, InputShape], assumed: Sequence[AssumedDim], prof: Optional[Mapping[str, object]] = None
-             ) -> List[str]:
+def describe(shapes: Mapping[str, InputShape], assumed: Sequence[AssumedDim],
+             prof: Optional[Mapping[str, object]] = None) -> List[str]:
     """Lines for check's output: the profile of each dynamic input and every assumed dimension."""
     lines = [f"shape {name}: {shapes[name].text()}" + (" (min,opt,max)" if shapes[name].is_range else "")
              for name in (prof or {})]
     if assumed:
-        sizes = {}  # one entry per dimension name, with every input dimension it sized
+        sizes: Dict[Tuple[str, int], List[str]] = {}  # per dimension name: every input dimension it sized
         for a in assumed:
             sizes.setdefault((a.dim, a.value), []).append(f"{a.input}[{a.axis}]")
         lines.append("assumed, no --shape: " + "; ".join(f"{dim} = {value} ({', '.join(where)})"

@@ -82,7 +82,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results-wait", type=float, default=0.0,
                     help="seconds to wait for another run that holds the results file (default: stop at once)")
     group.addoption("--heartbeat", type=_seconds, default=None, metavar="SECONDS",
-                    help=f"a line per running cell every SECONDS (default {HEARTBEAT_S:g}, or ${HEARTBEAT_ENV}; 0: off)")
+                    help=f"a line per running cell every SECONDS (default {HEARTBEAT_S:g}, or ${HEARTBEAT_ENV}; "
+                         "0: off)")
 
 
 def _seconds(text: str) -> float:

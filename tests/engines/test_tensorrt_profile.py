@@ -28,7 +28,8 @@ RANGE = InputShape((1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8))
 
 
 def _cell(generation: str, bundle, log: Path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKES / f"trt{generation}"), os.environ.get("PYTHONPATH", "")]))
+    path = os.pathsep.join([str(FAKES / f"trt{generation}"), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", path)
     monkeypatch.setenv("FAKE_TRT_ACCESS_LOG", str(log))
     monkeypatch.setattr(gpu, "detect", lambda: H200)
     adapter = Adapter(tactics="tensorrt-only", isolate=True)
