@@ -63,8 +63,13 @@ def bundle_id_for(model: Union[str, Path]) -> str:
 
 
 def bundle_ids_for(model: Union[str, Path]) -> List[str]:
-    """Its bundle id, then the one bundles had before ids carried a digest (user_model/<slug>, committed cells)."""
-    return [bundle_id_for(model), f"{ID}/{model_slug(model)}"]
+    """Its bundle id, then the one bundles had before ids carried a digest (user_model/<slug>, committed cells);
+    the latter alone for a file that cannot be read here."""
+    try:
+        current = [bundle_id_for(model)]
+    except OSError:
+        current = []
+    return current + [f"{ID}/{model_slug(model)}"]
 
 
 CASE = Case(

@@ -95,6 +95,20 @@ def test_a_dynamic_dimension_takes_the_default_and_the_bundle_says_so(tmp_path):
         bundle_from_model(model, tmp_path / "out", shapes={"x": [2, 3, 9, 9]})
 
 
+def test_given_inputs_of_a_dynamic_model_set_its_profile_or_sit_inside_the_range(tmp_path):
+    model = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
+    np.savez(tmp_path / "two.npz", x=np.zeros((2, 3, 8, 8), np.float32))
+    fixed = bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "two.npz")
+    assert fixed.meta["profile"]["x"] == {"min": [2, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [2, 3, 8, 8]}
+    assert fixed.meta["assumed_dims"] == [] and fixed.meta["inputs_file"] == "two.npz"
+    ranged = InputShape((1, 3, 8, 8), (4, 3, 8, 8), (8, 3, 8, 8))
+    inside = bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "two.npz", shapes={"x": ranged})
+    assert inside.meta["profile"]["x"]["max"] == [8, 3, 8, 8] and inside.inputs()["x"].shape == (2, 3, 8, 8)
+    with pytest.raises(CheckError, match=r"input 'x' has shape \[2, 3, 8, 8\], outside --shape x:4x3x8x8,4x3x8x8"):
+        bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "two.npz",
+                          shapes={"x": InputShape((4, 3, 8, 8), (4, 3, 8, 8), (8, 3, 8, 8))})
+
+
 def test_not_onnx_is_refused_and_a_checker_failure_is_a_warning(tmp_path):
     (tmp_path / "junk.onnx").write_bytes(b"this is not a protobuf \xff\xfe")
     with pytest.raises(CheckError, match="not an ONNX model"):
