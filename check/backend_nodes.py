@@ -82,8 +82,8 @@ def test_data_reference(expected: Dict[str, np.ndarray]) -> Iterator[None]:
 
     original = cb.reference_outputs
 
-    def reference(model: Path, inputs: Any, source: Path) -> Tuple[Dict[str, np.ndarray], Dict[str, Any], str]:
-        outputs, record, error = original(model, inputs, source)
+    def reference(model: Path, inputs: Any) -> Tuple[Dict[str, np.ndarray], Dict[str, Any], str]:
+        outputs, record, error = original(model, inputs)
         if not error:
             return outputs, record, ""
         record = {"engine": "onnx backend test data", "version": onnx.__version__,

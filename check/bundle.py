@@ -89,7 +89,7 @@ def bundle_from_model(
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile((model_path.parent / rel).resolve(), staging / rel)
         warning = checker_warning(onnx, staging / "model.onnx", model, model_path.name)
-        expected, reference, failed = reference_outputs(staging / "model.onnx", made.arrays, model_path)
+        expected, reference, failed = reference_outputs(staging / "model.onnx", made.arrays)
         if failed:
             failed = _ask_for_inputs(failed, made)
             expected = {}
@@ -385,7 +385,7 @@ def declared_outputs(onnx: Any, model: Any) -> Dict[str, Dict[str, Any]]:
     return found
 
 
-def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray], original: Path
+def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray]
                       ) -> Tuple[Dict[str, np.ndarray], Dict[str, Any], str]:
     """Outputs from ONNX Runtime on CPU with graph optimizations off, what computed them, and "" or the one-line
     reason it could not run the model (then no outputs: the engines still run, their numerics are not compared)."""
