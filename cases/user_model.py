@@ -1,21 +1,25 @@
 """A user's own quantized model: no upstream thread of its own; matched against every documented symptom (#3844 ...).
 
 Not a seed and not a sweep (`external=True`): each bundle is one model a user brought
-(`python -m check`), written under `user_model/<slug of its file name>`. There are no expectations,
-so a failure is a "new failure" and a pass "undocumented"; the signatures are the catalogue's, so a
-known upstream symptom is still named when a user's model shows it.
+(`python -m check`), written under `user_model/<slug of its file name>-<digest of its name and bytes>`.
+There are no expectations, so a failure is a "new failure" and a pass "undocumented"; the signatures are
+the catalogue's, so a known upstream symptom is still named when a user's model shows it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import re
 from pathlib import Path
-from typing import Dict, Tuple, Union
+from typing import Dict, List, Tuple, Union
 
 from cases.base import Case, Signature
 
 ID = "user_model"
+ID_DIGITS = 10  # hex digits of the content digest in a model's bundle id
+
+
 def catalogue_signatures() -> Tuple[Signature, ...]:
     """Every documented signature of the seed cases (cases.CASE_MODULES, external ones left out), once per name."""
     from cases import CASE_MODULES
@@ -33,15 +37,39 @@ def catalogue_signatures() -> Tuple[Signature, ...]:
 
 
 def model_slug(model: Union[str, Path]) -> str:
-    """The bundle slug of a model file: its name without .onnx, in filesystem-safe characters."""
+    """A model file's name without .onnx, in filesystem-safe characters (not unique: see model_id)."""
     name = Path(model).name
     stem = name[: -len(".onnx")] if name.lower().endswith(".onnx") else name
     return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "model"
 
 
+def model_id(model: Union[str, Path]) -> str:
+    """The bundle slug of a model file: its name's slug and a digest of its name and bytes, stable across runs.
+
+    The same file always gets the same id; files that differ in content or in name (`net ü.onnx`, `net ö.onnx`)
+    never share one. External data files are covered by the bundle's digest, not by its id.
+    """
+    path = Path(model)
+    h = hashlib.sha256(path.name.encode("utf-8") + b"\0")
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return f"{model_slug(path)}-{h.hexdigest()[:ID_DIGITS]}"
+
+
 def bundle_id_for(model: Union[str, Path]) -> str:
-    """The bundle id a model file gets: user_model/<slug>."""
-    return f"{ID}/{model_slug(model)}"
+    """The bundle id a model file gets: user_model/<model_id>."""
+    return f"{ID}/{model_id(model)}"
+
+
+def bundle_ids_for(model: Union[str, Path]) -> List[str]:
+    """Its bundle id, then the one bundles had before ids carried a digest (user_model/<slug>, committed cells);
+    the latter alone for a file that cannot be read here."""
+    try:
+        current = [bundle_id_for(model)]
+    except OSError:
+        current = []
+    return current + [f"{ID}/{model_slug(model)}"]
 
 
 CASE = Case(

@@ -1,32 +1,60 @@
 """Command line: check your own quantized ONNX model on every engine version here, with a per-node INT8 report.
 
     python -m check model.onnx [more.onnx | a folder] [--inputs x.npz] [--shape input:1x3x224x224]
+    python -m check model.onnx --shape images:1x3x320x320,4x3x640x640,8x3x640x640   # min,opt,max: a profile
     python -m check model.onnx --engine tensorrt --trt-python /path/py-8.5 --trt-python /path/py-8.6
     python -m check model.onnx --prepare-only --out user-bundles/    # bundles to run on a GPU machine
     python -m check --from-bundles user-bundles/ --trt-python bin/python-trt-8.6.0   # there: pytest + numpy only
     python -m check model.onnx --lint-only       # the TensorRT lint's predictions alone, no bundle, no engine
 
-Before any engine runs, each bundle's lint findings (predictions, stored in its case.json) are printed one a line;
-the per-node report then sets them against what each TensorRT version did.
+Each model is checked on its own: one that cannot be used gets its report and its summary line, and the
+others go on. A dynamic dimension without --shape takes a default (batch 1, any other 64), said in the output
+and in the bundle. Integer inputs that index a table are drawn inside it; masks are ones. In a folder,
+<model>.npz beside <model>.onnx holds that model's inputs (--inputs names one file for one model only).
 
-Bad input (not ONNX, checker failure, missing files, wrong input names or shapes, unknown engine, an
-interpreter without TensorRT) is one line on stderr and exit status 2; a cell that fails is exit 1.
+Exit status: 0 every model checked and no engine failed one; 1 an engine failed a model (a failing or
+crashed cell); 4 a model could not be checked (unreadable, unsafe external data, inputs or shapes that do not
+fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run
+(bad flag or number, unknown engine, a path that does not exist, an interpreter without TensorRT).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from check import CheckError
+
+if TYPE_CHECKING:
+    from check.shapes import InputShape
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / ".bundles-user"
 DEFAULT_RESULTS = REPO / "results" / "check"
 DEFAULT_REPORTS = REPO / "reports" / "check"
+EXIT_OK, EXIT_ENGINE_FAILED, EXIT_USAGE, EXIT_MODEL_UNUSABLE = 0, 1, 2, 4
+FAILING = ("fail", "crashed")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One model given: its bundle id, or the reason it could not be used; what check must say about it."""
+
+    model: str  # as given on the command line (a path inside a folder named there)
+    bundle: str = ""
+    unusable: str = ""  # the model's own failure: nothing could run
+    notes: Tuple[str, ...] = ()  # said once before the engines run: assumed shapes, checker warning, ...
+    reference_error: str = ""
+    cells: Tuple[str, ...] = field(default_factory=tuple)  # "<column>: <status>" once the engines ran
+
+    @property
+    def checked(self) -> bool:
+        return not self.unusable and not self.reference_error
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -35,30 +63,81 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return check(args)
     except CheckError as e:
         print(f"check: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
 
 def check(args: argparse.Namespace) -> int:
     """Prepare bundles (or take prepared ones), run every engine version, write and print the reports."""
     from check.run import plan
+    from check.shapes import parse_shapes
 
     if not args.models and not args.from_bundles:
         raise CheckError("name a model (.onnx file or folder), or --from-bundles DIR")
     if args.lint_only and not args.from_bundles:
         return lint_only(args.models)
+    shapes = parse_shapes(args.shape or [])
+    models = [] if args.from_bundles else model_files(args.models)
+    if args.inputs and not Path(args.inputs).is_file():
+        raise CheckError(f"--inputs {args.inputs}: no such file")
+    if args.inputs and len(models) > 1:
+        raise CheckError(f"--inputs names one file for one model, and {len(models)} models are given; put "
+                         "<model>.npz beside each <model>.onnx instead")
     targets = [t.strip() for t in ",".join(args.target or []).split(",") if t.strip()]
     runs = [] if args.prepare_only or args.lint_only else plan(args.engine or [], args.trt_python or [],
                                                                args.rtx_python or [], targets)
     if args.from_bundles:
-        root, ids = Path(args.from_bundles), prepared_ids(Path(args.from_bundles))
+        root = Path(args.from_bundles)
+        outcomes = [outcome_of(root, b) for b in prepared_ids(root)]
     else:
-        root, ids = Path(args.out), prepare(args)
-    for bundle in ids:
-        print(f"bundle {bundle} in {root}")
-    print_lint(root, ids)
-    if args.prepare_only or args.lint_only:
-        return 0
-    return run_and_report(runs, root, ids, Path(args.results), Path(args.reports), args.results_source)
+        root = Path(args.out)
+        outcomes = prepare(args, models, shapes)
+    usable = [o.bundle for o in outcomes if o.bundle]
+    for o in outcomes:
+        print_outcome(root, o)
+    print_lint(root, usable)
+    engines_run = not (args.prepare_only or args.lint_only)
+    if engines_run and usable:
+        cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source)
+        outcomes = [replace(o, cells=tuple(cells.get(o.bundle, ()))) for o in outcomes]
+    for o in outcomes:
+        if o.unusable and engines_run:
+            print("wrote " + ", ".join(str(p) for p in unusable_report(o, Path(args.reports))))
+    return summary(outcomes, ran=engines_run)
+
+
+def print_outcome(root: Path, outcome: Outcome) -> None:
+    """What check says about one model before any engine runs: its bundle, or why it cannot be used."""
+    if outcome.unusable:
+        print(f"model {outcome.model}: cannot be checked: {outcome.unusable}")
+        return
+    print(f"bundle {outcome.bundle} in {root} (model {outcome.model})")
+    for note in outcome.notes:
+        print(f"  {note}")
+    sys.stdout.flush()
+
+
+def outcome_of(root: Path, bundle: str) -> Outcome:
+    """A model's outcome from its bundle's case.json: the notes it carries and its reference error."""
+    from check.shapes import AssumedDim, InputShape, describe
+    from matrix.nodes import read_meta
+
+    meta = read_meta(root, bundle)
+    notes: List[str] = []
+    if meta.get("checker_warning"):
+        notes.append(f"warning: {meta['checker_warning']}")
+    prof = meta.get("profile") or {}
+    shapes = {n: InputShape(tuple(p["min"]), tuple(p["opt"]), tuple(p["max"])) for n, p in prof.items()}
+    assumed = [AssumedDim(a["input"], a["axis"], a["dim"], a["value"]) for a in meta.get("assumed_dims") or []]
+    notes += describe(shapes, assumed, prof)
+    notes += [f"input {n}: {g['why']}" for n, g in (meta.get("input_generation") or {}).items() if g.get("rule") not in
+              ("uniform", "booleans")]
+    if meta.get("inputs_file"):
+        notes.append(f"inputs from {meta['inputs_file']}")
+    error = str(meta.get("reference_error") or "")
+    if error:
+        notes.append(f"numerics not compared: {error}")
+    model = (meta.get("source_model") or {}).get("name") or (meta.get("params") or {}).get("model") or bundle
+    return Outcome(model=str(model), bundle=bundle, notes=tuple(notes), reference_error=error)
 
 
 def print_lint(root: Path, ids: Sequence[str]) -> None:
@@ -73,37 +152,64 @@ def print_lint(root: Path, ids: Sequence[str]) -> None:
 
 
 def lint_only(models: Sequence[str]) -> int:
-    """The TensorRT lint for each model, one line a finding; no bundle, no engine."""
+    """The TensorRT lint for each model, one line a finding; no bundle, no engine. A model it cannot read is one
+    line and exit status 4; the others are still linted."""
     from check.lint import LintInputError, lint_path, to_json
     from matrix.predict import summary_lines
 
+    status = EXIT_OK
     for model in model_files(models):
         try:
             findings = lint_path(model)
         except LintInputError as e:
-            raise CheckError(str(e)) from e
+            print(f"lint {model}: cannot be linted: {e}")
+            status = EXIT_MODEL_UNUSABLE
+            continue
         for line in summary_lines(str(model), json.loads(to_json(findings))):
             print(line)
-    return 0
+    return status
 
 
-def prepare(args: argparse.Namespace) -> List[str]:
-    """Write one bundle per model; their ids."""
+def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[str, InputShape]) -> List[Outcome]:
+    """One bundle per model, each on its own: a model that cannot be used is an outcome, never the end of the run."""
     from check.bundle import bundle_from_model
 
-    models = model_files(args.models)
-    shapes = parse_shapes(args.shape or [])
-    names = unique_names(models)
-    ids = []
+    outcomes: List[Outcome] = []
+    taken: List[str] = []
+    matched: set = set()
     for model in models:
-        bundle = bundle_from_model(model, Path(args.out), inputs_npz=args.inputs, shapes=shapes, seed=args.seed,
-                                   name=names[model], tolerance_steps=args.tolerance)
-        ids.append(bundle.id)
-    return ids
+        npz = Path(args.inputs) if args.inputs else beside(model)
+        print(f"preparing {model}" + (f" with inputs {npz}" if npz else "") + " ...", flush=True)
+        try:
+            bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
+                                       tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken)
+        except CheckError as e:
+            said = str(e)
+            outcomes.append(Outcome(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
+                f"{model}: ") else said))
+            continue
+        taken.append(bundle.id.split("/", 1)[1])
+        matched |= set(bundle.meta.get("inputs") or {})
+        outcomes.append(replace(outcome_of(Path(args.out), bundle.id), model=str(model)))
+    unmatched = [n for n in shapes if n not in matched]
+    if unmatched and outcomes and all(o.bundle for o in outcomes):
+        raise CheckError(f"--shape names no input {unmatched[0]!r} of the model{'s' if len(models) > 1 else ''} "
+                         f"given; their inputs: {', '.join(sorted(matched)) or 'none'}")
+    for name in unmatched:
+        print(f"warning: --shape {name} names no input of the models that could be read")
+    return outcomes
 
 
-def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path, source: str = "local") -> int:
-    """Run the bundles on each engine version, then write and print one per-node report per bundle."""
+def beside(model: Path) -> Optional[Path]:
+    """<model>.npz beside <model>.onnx, where there is one: that model's own inputs."""
+    npz = model.with_suffix(".npz")
+    return npz if npz.is_file() else None
+
+
+def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path,
+                   source: str = "local") -> Dict[str, List[str]]:
+    """Run the bundles on each engine version, then write and print one per-node report per bundle; returns, per
+    bundle, "<column>: <status>" for each cell."""
     from check.run import run_cells
     from matrix.merge import load_results
     from matrix.nodes import node_report, read_meta, write_node_reports
@@ -115,10 +221,11 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
               flush=True)
         files.append(run_cells(run, root, ids, results / label, ["--results-source", source]))
     merged = load_results(files)
-    failed = 0
+    found: Dict[str, List[str]] = {}
     for bundle in ids:
         cells = [c for c in merged.cells if c.bundle == bundle]
-        failed += sum(c.status in ("fail", "crashed") for c in cells)
+        found[bundle] = [f"{c.engine}@{c.engine_version}{' [' + _variant(c) + ']' if c.variant else ''}: {c.status}"
+                         for c in cells]
         report = node_report(cells, read_meta(root, bundle))
         stem = bundle.split("/", 1)[1]
         try:
@@ -134,7 +241,64 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
             print(md.split("\n## Evidence", 1)[0].rstrip() + "\n")
         print("wrote " + ", ".join(str(p) for p in paths))
     print("cells: " + ", ".join(str(f) for f in files))
-    return 1 if failed else 0
+    return found
+
+
+def _variant(cell) -> str:
+    from cases.engines import variant_label
+
+    return variant_label(cell.variant)
+
+
+def unusable_report(outcome: Outcome, reports: Path) -> List[Path]:
+    """The report of a model that could not be used: what was given and why, as JSON and Markdown."""
+    from cases.user_model import model_id, model_slug
+
+    try:
+        stem = model_id(outcome.model)
+    except OSError:  # not readable at all: its name alone
+        stem = model_slug(outcome.model)
+    reports.mkdir(parents=True, exist_ok=True)
+    name = Path(outcome.model).name
+    record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "status": "unusable",
+              "reason": outcome.unusable}
+    md = f"# {name}: not checked\n\nThis model could not be used, so no engine ran it:\n\n    {outcome.unusable}\n"
+    paths = [reports / f"{stem}.json", reports / f"{stem}.md"]
+    paths[0].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    paths[1].write_text(md, encoding="utf-8")
+    return paths
+
+
+def summary(outcomes: Sequence[Outcome], ran: bool = True) -> int:
+    """The summary, a line a model, and the exit status it adds up to."""
+    print(f"\nsummary: {len(outcomes)} model{'s' if len(outcomes) != 1 else ''}")
+    status = EXIT_OK
+    for o in outcomes:
+        failed = [c for c in o.cells if c.rsplit(": ", 1)[-1] in FAILING]
+        if o.unusable:
+            line = f"unusable: {o.unusable}"
+        else:
+            line = "; ".join(o.cells) if o.cells else ("bundle ready, no engine run" if not ran else "no cell")
+            if o.reference_error:
+                line += f"; numerics not compared: {o.reference_error}"
+        print(f"  {o.model}: {line}")
+        if failed:
+            status |= EXIT_ENGINE_FAILED
+        if not o.checked:
+            status |= EXIT_MODEL_UNUSABLE
+    print(f"exit status {status}: " + _status_words(status))
+    return status
+
+
+def _status_words(status: int) -> str:
+    if status == EXIT_OK:
+        return "every model checked, no engine failed"
+    words = []
+    if status & EXIT_ENGINE_FAILED:
+        words.append("an engine failed a model")
+    if status & EXIT_MODEL_UNUSABLE:
+        words.append("a model could not be (fully) checked")
+    return " and ".join(words)
 
 
 def prepared_ids(root: Path) -> List[str]:
@@ -165,46 +329,41 @@ def model_files(given: Sequence[str]) -> List[Path]:
     return list(dict.fromkeys(found))
 
 
-def unique_names(models: Sequence[Path]) -> Dict[Path, str]:
-    """A bundle slug per model: its file name, with its folder's name in front where two names clash."""
-    from cases.user_model import model_slug
-
-    slugs = {m: model_slug(m) for m in models}
-    clashing = {s for s in slugs.values() if list(slugs.values()).count(s) > 1}
-    names: Dict[Path, str] = {}
-    for m, s in slugs.items():
-        name = f"{model_slug(m.parent.name or 'model')}-{s}" if s in clashing else s
-        n, base = 1, name
-        while name in names.values():
-            n += 1
-            name = f"{base}-{n}"
-        names[m] = name
-    return names
+def positive_float(text: str) -> float:
+    """argparse type: a finite number above zero (nan, inf, 0 and -5 are refused, exit status 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number above zero")
+    return value
 
 
-def parse_shapes(given: Sequence[str]) -> Dict[str, List[int]]:
-    """--shape name:1x3x224x224 (repeatable) -> {name: [1, 3, 224, 224]}."""
-    shapes: Dict[str, List[int]] = {}
-    for text in given:
-        name, _, dims = text.rpartition(":")
-        try:
-            values = [int(d) for d in dims.lower().split("x")]
-        except ValueError:
-            values = []
-        if not name or not values or any(v <= 0 for v in values):
-            raise CheckError(f"--shape {text!r}: write it as NAME:1x3x224x224")
-        shapes[name] = values
-    return shapes
+def seed_int(text: str) -> int:
+    """argparse type: a whole number >= 0 (numpy's generators refuse negative seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= 0")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m check", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    doc = __doc__.split("\n\n")
+    parser = argparse.ArgumentParser(prog="python -m check", description=doc[0].splitlines()[0],
+                                     epilog="\n\n".join(doc[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*", help="ONNX model files or folders of them")
-    parser.add_argument("--inputs", default=None, help="inputs as a .npz file, by input name (default: seeded random)")
-    parser.add_argument("--shape", action="append", metavar="NAME:1x3x224x224", help="shape of a dynamic input")
-    parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
-    parser.add_argument("--tolerance", type=float, default=2.0,
+    parser.add_argument("--inputs", default=None,
+                        help="inputs as a .npz file, by input name, for one model (default: <model>.npz beside the "
+                             "model, else generated with --seed)")
+    parser.add_argument("--shape", action="append", metavar="NAME:1x3x224x224[,OPT,MAX]",
+                        help="shape of an input: fixed, or min,opt,max for an optimization profile (repeatable; "
+                             "default for a dynamic dimension: batch 1, any other 64)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed for generated inputs (default 0)")
+    parser.add_argument("--tolerance", type=positive_float, default=2.0,
                         help="tolerance in output steps (quantization step, else max|reference|/127; default 2)")
     parser.add_argument("--engine", action="append", metavar="ENGINE",
                         help="onnxruntime, openvino, tensorrt-rtx or tensorrt (repeatable; default: those installed, "

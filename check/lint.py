@@ -528,11 +528,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
-    """The TensorRT and TensorRT-RTX cells of this model's bundle (user_model/<slug of its file name>) in results
-    files."""
-    from cases.user_model import bundle_id_for
+    """The TensorRT and TensorRT-RTX cells of this model's bundle (cases.user_model.bundle_ids_for) in results files."""
+    from cases.user_model import bundle_ids_for
 
-    return engine_cells(paths).get(bundle_id_for(model), [])
+    cells = engine_cells(paths)
+    return [c for bundle in bundle_ids_for(model) for c in cells.get(bundle, [])]
 
 
 def engine_cells(paths: Sequence[Path]) -> Dict[str, List[Dict[str, Any]]]:

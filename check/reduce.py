@@ -258,7 +258,7 @@ def engine_oracle(engine: str, bundles: Path, node: Optional[str] = None, seed: 
         raise ReduceError(f"{engine} cannot run here: {info.reason}")
 
     def oracle(path: Path) -> str:
-        bundle = bundle_from_model(path, bundles, seed=seed)
+        bundle = bundle_from_model(path, bundles, seed=seed, name="candidate")  # one folder, not one per candidate
         if node is not None and node not in (bundle.meta.get("target_nodes") or []):
             return ""
         return observation_signature(adapter.run(bundle), node, bundle)

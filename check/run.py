@@ -7,17 +7,20 @@ import json
 import os
 import subprocess
 import sys
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from cases.engines import CPU_ENGINES, ENGINES as ENGINE_SPECS, NAMES, RTX_TARGETS
 from check import CheckError
+from engines.pytest_cells import PROGRESS_PREFIX
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINES = NAMES
 # TensorRT-RTX builds on any machine: where this interpreter has it, a check includes its columns.
 AOT_ENGINES = tuple(n for n, s in ENGINE_SPECS.items() if s.device == "aot")
+TAIL_LINES = 15  # of the cell session's output, in the error of a session that failed
 
 
 @dataclass(frozen=True)
@@ -104,14 +107,29 @@ def run_cells(run: EngineRun, bundles: Path, bundle_ids: Sequence[str], results:
         command += [f"--trt-python={run.python}"]  # one token: pytest would take a separate value for a test path
     command += run.options() + list(extra) + [f"tests/cells/test_cells.py::test_cell[{b}]" for b in bundle_ids]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
-    if done.returncode not in (0, 1) or not staged.is_file():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise CheckError(f"{run.label}: the cell run failed (pytest exit {done.returncode}):\n{tail}")
+    returncode, tail = stream(command, env)
+    if returncode not in (0, 1) or not staged.is_file():
+        raise CheckError(f"{run.label}: the cell run failed (pytest exit {returncode}):\n" + "\n".join(tail))
     version = session_version(staged) or run.version or "unknown"
     final = results / f"{run.engine}-{version}{'-' + run.target if run.target else ''}.jsonl"
     os.replace(staged, final)
     return final
+
+
+def stream(command: Sequence[str], env: Dict[str, str]) -> Tuple[int, List[str]]:
+    """Run the cell session, showing its progress lines as they come (engines.pytest_cells' heartbeat);
+    returns its exit status and the last TAIL_LINES lines of its output, for an error."""
+    tail: Deque[str] = deque(maxlen=TAIL_LINES)
+    proc = subprocess.Popen(list(command), cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, encoding="utf-8", errors="replace")
+    assert proc.stdout is not None
+    with proc.stdout:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            tail.append(line)
+            if line.startswith(PROGRESS_PREFIX):
+                print("  " + line[len(PROGRESS_PREFIX):], flush=True)
+    return proc.wait(), list(tail)
 
 
 def session_version(path: Path) -> Optional[str]:

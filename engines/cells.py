@@ -32,6 +32,8 @@ def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[fl
     worst: Optional[float] = None
     problems: List[str] = []
     dtypes = {name: str(arr.dtype) for name, arr in outputs.items()}
+    if not_compared(bundle):  # no reference outputs: nothing to fail against
+        return None, "", dtypes
     for name, expected in bundle.expected().items():
         if name not in outputs:
             problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
@@ -45,6 +47,12 @@ def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[fl
         if err > tolerance:
             problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
     return worst, "; ".join(problems), dtypes
+
+
+def not_compared(bundle: Bundle) -> str:
+    """"numerics not compared: <why>" for a bundle whose reference could not run (case.json reference_error)."""
+    why = str(bundle.meta.get("reference_error") or "")
+    return f"numerics not compared: {why}" if why else ""
 
 
 def fused(precision: Dict[str, Dict[str, Any]], targets: List[str]) -> Optional[bool]:
@@ -97,7 +105,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         worst, mismatch, dtypes = compare(bundle, obs.outputs)
         status = "fail" if mismatch else "pass"
         error = mismatch
-        stage = "run" if mismatch else "compare"
+        stage = "run" if mismatch or not_compared(bundle) else "compare"
     elif stage == "build" and not error and obs.not_run_here:  # built ahead of time; no GPU here runs it
         status = "built"
     else:
@@ -115,7 +123,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     verdict, why = judge(expectation, status, is_fused)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
-    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "")
+    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
+        or (not_compared(bundle) if status == "pass" else "")
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,

@@ -8,6 +8,10 @@ controller appends it to the results file and flushes, so a crash loses nothing 
 test whose worker died (segfault, hang past --timeout) has no cell: the controller records it as
 crashed and the run goes on (pytest-xdist starts a new worker).
 
+Long cells are not silent: every --heartbeat seconds (default 15, or $QDQ_HEARTBEAT_S; 0 turns it off) the
+controller writes a line per cell still running to stderr, "[cells] <bundle> on <engine version>: running for
+N s", and one when such a cell ends, so a user sees which model and which engine version a long build is on.
+
 Runs resume: a results file is appended to, never truncated, and a cell it already holds for the
 same bundle digest, engine, engine version, hardware, variant and engine options is reused instead of run
 again (`--fresh` runs everything). One run at a time holds a results file (an OS file lock); a
@@ -18,10 +22,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
+import threading
+import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, TextIO
 
 import pytest
 
@@ -38,6 +45,9 @@ CELL_KEY = "qdq_cell"
 REUSED_KEY = "qdq_reused"
 # Engine options whose default is read from the environment (the GPU scripts set them).
 ENV_DEFAULTS = {"tactics": "QDQ_TRT_TACTICS"}
+HEARTBEAT_S = 15.0
+HEARTBEAT_ENV = "QDQ_HEARTBEAT_S"
+PROGRESS_PREFIX = "[cells] "  # the heartbeat's lines start with it (check/run.py shows them as they come)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,6 +81,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="only the bundles of this case (repeatable)")
     group.addoption("--results-wait", type=float, default=0.0,
                     help="seconds to wait for another run that holds the results file (default: stop at once)")
+    group.addoption("--heartbeat", type=_seconds, default=None, metavar="SECONDS",
+                    help=f"a line per running cell every SECONDS (default {HEARTBEAT_S:g}, or ${HEARTBEAT_ENV}; "
+                         "0: off)")
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds, 0 or more."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(text)
+    return value
+
+
+def heartbeat_interval(config: pytest.Config) -> float:
+    """--heartbeat, else $QDQ_HEARTBEAT_S, else 15 s; a bad environment value is a usage error."""
+    given = config.getoption("--heartbeat")
+    if given is not None:
+        return given
+    try:
+        return _seconds(os.environ.get(HEARTBEAT_ENV) or str(HEARTBEAT_S))
+    except ValueError:
+        raise pytest.UsageError(f"${HEARTBEAT_ENV}={os.environ[HEARTBEAT_ENV]!r}: give seconds, 0 or more") from None
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:
@@ -101,7 +133,78 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     config._qdq_writer = writer
     config._qdq_reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
+    interval = heartbeat_interval(config)
+    config._qdq_heartbeat = Heartbeat(engine_label(info), interval) if interval > 0 else None
     config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
+
+
+def engine_label(info: EngineInfo) -> str:
+    """"TensorRT-RTX 1.7.1.116 (target=SM86)": the engine version a heartbeat line names."""
+    from cases.engines import variant_label
+
+    title = ENGINES[info.name].title if info.name in ENGINES else info.name
+    return f"{title} {info.version}" + (f" ({variant_label(info.variant)})" if info.variant else "")
+
+
+class Heartbeat:
+    """Every `interval` seconds, a line per cell still running (bundle, engine version, elapsed time), written by
+    a thread of the controller to its own copy of stderr, so that pytest's output capture never holds it back."""
+
+    def __init__(self, label: str, interval: float, out: Optional[TextIO] = None) -> None:
+        self.label, self.interval = label, interval
+        self._out = out or os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
+        self._running: Dict[str, float] = {}
+        self._told: set = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="qdq-heartbeat", daemon=True)
+        self._thread.start()
+
+    def started(self, nodeid: str) -> None:
+        with self._lock:
+            self._running.setdefault(nodeid, time.monotonic())
+
+    def finished(self, nodeid: str, status: str = "") -> None:
+        """A cell ended: said only where a heartbeat line told the user it was running."""
+        with self._lock:
+            start = self._running.pop(nodeid, None)
+            told = nodeid in self._told
+            self._told.discard(nodeid)
+        if start is not None and told:
+            self._write(f"{_bundle_of(nodeid)} on {self.label}: {status or 'done'} after "
+                        f"{time.monotonic() - start:.0f} s")
+
+    def beat(self) -> None:
+        """One line per running cell."""
+        now = time.monotonic()
+        with self._lock:
+            running = sorted(self._running.items(), key=lambda kv: kv[1])
+            self._told.update(n for n, _ in running)
+        for nodeid, start in running:
+            self._write(f"{_bundle_of(nodeid)} on {self.label}: running for {now - start:.0f} s")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        try:
+            self._out.close()
+        except OSError:
+            pass
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beat()
+
+    def _write(self, text: str) -> None:
+        try:
+            self._out.write(PROGRESS_PREFIX + text + "\n")
+            self._out.flush()
+        except (OSError, ValueError):  # the terminal went away: progress is not worth a failed run
+            pass
+
+
+def _bundle_of(nodeid: str) -> str:
+    return nodeid.split("[", 1)[1][:-1] if "[" in nodeid and nodeid.endswith("]") else nodeid
 
 
 def engine_options(config: pytest.Config, name: str) -> Dict[str, str]:
@@ -197,10 +300,17 @@ class _ControllerHooks:
         node.workerinput["qdq_run"] = json.dumps(config._qdq_run)
         node.workerinput["qdq_reuse"] = json.dumps(config._qdq_reuse)
 
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self._config._qdq_heartbeat is not None:
+            self._config._qdq_heartbeat.started(nodeid)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self._config
         writer: ResultsWriter = config._qdq_writer
         props = dict(report.user_properties)
+        beat = config._qdq_heartbeat
+        if beat is not None and (report.when in ("teardown", "???") or CELL_KEY in props):
+            beat.finished(report.nodeid, json.loads(props[CELL_KEY]).get("status", "") if CELL_KEY in props else "")
         if CELL_KEY in props and report.when == "call":
             if REUSED_KEY in props:  # already in the file
                 writer.reused += 1
@@ -215,6 +325,8 @@ class _ControllerHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         writer: ResultsWriter = session.config._qdq_writer
         writer.close()
+        if session.config._qdq_heartbeat is not None:
+            session.config._qdq_heartbeat.close()
         counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
         session.config._qdq_summary = (f"cells: {writer.reused} reused from earlier runs, run now: {counts} "
                                        f"-> {writer.path}")

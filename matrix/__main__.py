@@ -51,9 +51,9 @@ def diff_cmd(args: argparse.Namespace) -> int:
         return 2
     cells = result.cells
     if args.model:  # a user's model: its bundle only (python -m check made it)
-        from cases.user_model import bundle_id_for
+        from cases.user_model import bundle_ids_for
 
-        wanted = [bundle_id_for(m) for m in args.model]
+        wanted = [i for m in args.model for i in bundle_ids_for(m)]
         cells = tuple(c for c in cells if c.bundle in wanted)
         if not cells:
             print(f"matrix diff: no cells for {', '.join(wanted)}; run `python -m check` on the model first",

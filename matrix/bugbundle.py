@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import shutil
 from collections import Counter
 from dataclasses import dataclass
@@ -276,8 +277,30 @@ def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None) 
             trt["target"] = str(cell.variant.get("target") or cell.options.get("target") or "default")
             engine["plugin_link"] = str(cell.variant.get("plugin_link") or "none")
         out["request"] = {"bundle": cell.bundle, "target_nodes": list(meta.get("target_nodes") or []),
-                          "target_ops": _target_ops(source), "trt": trt}
+                          "target_ops": _target_ops(source), "profile": profile_of(cell, meta), "trt": trt}
     return out
+
+
+def profile_of(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Dict[str, List[int]]]:
+    """min/opt/max per dynamic input: what the cell's worker set (options.profile), else the bundle's case.json
+    profile; {} for a static model."""
+    used = cell.options.get("profile") or meta.get("profile") or {}
+    return {str(name): {k: [int(d) for d in shape[k]] for k in ("min", "opt", "max")} for name, shape in used.items()}
+
+
+def profile_commands(profile: Dict[str, Dict[str, List[int]]]) -> Dict[str, List[str]]:
+    """trtexec's --minShapes/--optShapes/--maxShapes and Polygraphy's --trt-{min,opt,max}-shapes for a profile."""
+    if not profile:
+        return {"trtexec": [], "polygraphy": [], "lines": []}
+    trtexec, polygraphy = [], []
+    for key, flag in (("min", "min"), ("opt", "opt"), ("max", "max")):
+        trtexec.append(shlex.quote(f"--{flag}Shapes=" + ",".join(
+            f"{name}:{'x'.join(map(str, p[key]))}" for name, p in profile.items())))
+        polygraphy.append(f"--trt-{flag}-shapes " + " ".join(
+            shlex.quote(f"{name}:[{','.join(map(str, p[key]))}]") for name, p in profile.items()))
+    lines = [f"{name}: min {'x'.join(map(str, p['min']))}, opt {'x'.join(map(str, p['opt']))}, "
+             f"max {'x'.join(map(str, p['max']))}" for name, p in profile.items()]
+    return {"trtexec": [" ".join(trtexec)], "polygraphy": [" ".join(polygraphy)], "lines": lines}
 
 
 def _target_ops(source: Optional[Path]) -> Dict[str, str]:
@@ -365,6 +388,9 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
                      "and CUDNN (this cell did not record the list)")
     trtexec.append(f"--memPoolSize=workspace:{workspace}")
     polygraphy.append(f"--pool-limit workspace:{workspace}M")
+    shapes = profile_commands(profile_of(cell, meta))
+    trtexec += shapes["trtexec"]
+    polygraphy += shapes["polygraphy"]
     for raw in trt.get("parser_flags") or []:
         name = raw.lstrip("-")
         if raw == "-NATIVE_INSTANCENORM":
@@ -396,7 +422,7 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     if trt.get("plugins"):
         notes.append(f"the model needs plugins {', '.join(trt['plugins'])}: load their library with "
                      "trtexec --plugins / polygraphy --plugins")
-    return {"trtexec": trtexec, "polygraphy": polygraphy, "tool_notes": notes}
+    return {"trtexec": trtexec, "polygraphy": polygraphy, "tool_notes": notes, "profile_lines": shapes["lines"]}
 
 
 def title(cell: Cell) -> str:

@@ -68,11 +68,25 @@ def read_meta(bundles: Union[None, Path, Sequence[Path]], bundle: str) -> Dict[s
     """A bundle's case.json from the first bundle folder that has it, {} where none is at hand."""
     roots = [] if bundles is None else [bundles] if isinstance(bundles, (str, Path)) else list(bundles)
     for root in roots:
-        try:
-            return json.loads((Path(root) / bundle / "case.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+        for folder in [Path(root) / bundle, *renamed_user_bundle(Path(root), bundle)]:
+            try:
+                return json.loads((folder / "case.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
     return {}
+
+
+def renamed_user_bundle(root: Path, bundle: str) -> List[Path]:
+    """For a cell recorded under a user model's old id (user_model/<slug>), its bundle under today's id
+    (user_model/<slug>-<10 hex digits>, cases.user_model.model_id) where exactly one is there."""
+    from cases.user_model import ID, ID_DIGITS
+
+    case, _, slug = bundle.partition("/")
+    if case != ID or not slug or not (root / case).is_dir():
+        return []
+    found = [p for p in (root / case).iterdir() if p.name.startswith(slug + "-")
+             and re.fullmatch(r"[0-9a-f]{%d}" % ID_DIGITS, p.name[len(slug) + 1:])]
+    return found if len(found) == 1 else []
 
 
 def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:

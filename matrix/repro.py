@@ -9,7 +9,8 @@ A bug bundle (`python -m matrix bugs`) holds this file unchanged, next to the re
 inputs.npz, expected.npz, case.json), cell.json (what the suite recorded, and how its adapter ran the engine) and
 suite/, the suite's own files copied unchanged: steps.py (its error measure, generators/steps.py) and either
 tensorrt/ (TensorRT and TensorRT-RTX: the worker, engines/tensorrt/*.py, run in its own process as the adapter
-runs it) or stages.py (ONNX Runtime or OpenVINO: the adapter's stages, engines/<engine>/stages.py). The outputs
+runs it) or stages.py (ONNX Runtime or OpenVINO: the adapter's stages, engines/<engine>/stages.py). A model with dynamic
+inputs builds with the optimization profile the cell recorded (cell.json request.profile). The outputs
 are judged as engines/cells.py judges them. The last line is "REPRODUCED: ..." (exit status 0) when the recorded
 status and stage (the documented signature and INT8 fusion where the cell has them) happen here, else
 "DID NOT REPRODUCE: ..." (exit status 1); either way it sets the max error against the recorded one.
@@ -185,6 +186,8 @@ def observe_worker(cell: Dict[str, Any], tmp: str) -> Observation:
     obs.not_run_here = "" if obs.error or obs.crashed else str(result.get("not_run_here") or "")
     obs.version = (result.get("versions") or {}).get(engine["module"], "")
     obs.notes += [str(n) for n in obs.options.get("notes") or []]
+    for name, shape in (obs.options.get("profile") or {}).items():  # the same profile as the recorded cell
+        obs.notes.append(f"optimization profile {name}: min {shape['min']}, opt {shape['opt']}, max {shape['max']}")
     obs.traceback = result.get("traceback", "")
     return obs
 

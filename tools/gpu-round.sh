@@ -100,6 +100,9 @@ check)
 bench)
   v=${1:?bench needs a TensorRT version}; model=${2:?bench needs a bundle name under .bundles-user/user_model}
   n=${3:-3}; src=$repo/.bundles-user/user_model/$model
+  if [[ ! -f $src/model.onnx ]]; then  # the model's name: its bundle is <name>-<10 hex digits of its id>
+    found=("$src"-??????????); [[ -f ${found[0]}/model.onnx ]] && src=${found[0]} && model=${src##*/}
+  fi
   [[ -f $src/model.onnx ]] || { echo "gpu-round: no bundle $src" >&2; exit 2; }
   dir=$obs/bench/$v-$model; rm -rf "$dir"; mkdir -p "$dir/one/user_model"; cp -r "$src" "$dir/one/user_model/"
   wall() {  # OUT ERR COMMAND...: "exit-status milliseconds", the command's output appended to OUT and ERR

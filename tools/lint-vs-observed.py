@@ -44,13 +44,13 @@ def page(models: Path, cells: List[Path], engine: str,
     body: List[str] = []
     counts: Counter = Counter()
     left_out = []
-    from cases.user_model import bundle_id_for
+    from cases.user_model import bundle_ids_for
 
     by_bundle = engine_cells(cells)
-    targets = [(model.name, model, bundle_id_for(model)) for model in sorted(models.glob("*.onnx"))]
-    targets += [(bundle, model, bundle) for bundle, model in catalogue]
-    for title, model, bundle in targets:
-        found = [c for c in by_bundle.get(bundle, []) if c.get("engine") == engine]
+    targets = [(model.name, model, bundle_ids_for(model)) for model in sorted(models.glob("*.onnx"))]
+    targets += [(bundle, model, [bundle]) for bundle, model in catalogue]
+    for title, model, bundles in targets:
+        found = [c for b in bundles for c in by_bundle.get(b, []) if c.get("engine") == engine]
         if not found:
             left_out.append(title)
             continue

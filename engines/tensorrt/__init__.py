@@ -210,6 +210,7 @@ class Adapter:
             "inputs": str((bundle.path / "inputs.npz").resolve()),
             "target_nodes": list(bundle.meta.get("target_nodes") or []),
             "target_ops": target_ops(bundle),
+            "profile": dict(bundle.meta.get("profile") or {}),  # min/opt/max of each dynamic input (user models)
             "gpu": {"present": found.present, "label": found.label, "reason": found.reason},
             "trt": self._request_trt(bundle),
             "out": str(tmp / "out"),

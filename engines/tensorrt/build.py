@@ -117,6 +117,8 @@ def stage_build(trt: Any, caps: Dict[str, Any], loaded: tuple, req: Dict[str, An
         return None
     if opts.get("int8_ranges") == "trtexec":
         set_dummy_ranges(trt, network, result)
+    if not add_profile(builder, network, config, req, result):
+        return None
     cache = _timing_cache(caps, opts, config, result)
     serialized = builder.build_serialized_network(network, config)
     if serialized is None:
@@ -131,6 +133,45 @@ def stage_build(trt: Any, caps: Dict[str, Any], loaded: tuple, req: Dict[str, An
         except Exception as e:  # the plan is built; a cache that cannot be written costs time, not the cell
             result.note(f"timing cache: not saved ({type(e).__name__}: {e})")
     return serialized
+
+
+def add_profile(builder: Any, network: Any, config: Any, req: Dict[str, Any], result: Any) -> bool:
+    """An optimization profile for every dynamic network input: min, opt and max from the request's "profile",
+    else the input's shape in inputs.npz. A static network gets none, so it builds exactly as without this.
+    Recorded in options.profile; False with the error where an input has no shape to give."""
+    dynamic = [network.get_input(i) for i in range(network.num_inputs)]
+    dynamic = [t for t in dynamic if -1 in tuple(t.shape)]
+    if not dynamic:
+        return True
+    given = req.get("profile") or {}
+    arrays: Optional[Dict[str, List[int]]] = None
+    profile = builder.create_optimization_profile()
+    used: Dict[str, Dict[str, Any]] = {}
+    for tensor in dynamic:
+        entry = given.get(tensor.name)
+        if entry is not None:
+            shapes = [list(entry["min"]), list(entry["opt"]), list(entry["max"])]
+            source = "request"
+        else:
+            arrays = arrays if arrays is not None else input_shapes(req)
+            if tensor.name not in arrays:
+                result.data["error"] = (f"input {tensor.name} has dynamic shape {list(tensor.shape)}, and neither the "
+                                        "request's profile nor inputs.npz gives its shape")
+                return False
+            shapes, source = [arrays[tensor.name]] * 3, "inputs.npz"
+        profile.set_shape(tensor.name, *shapes)
+        used[tensor.name] = {"min": shapes[0], "opt": shapes[1], "max": shapes[2], "from": source}
+    config.add_optimization_profile(profile)
+    result.data["options"]["profile"] = used
+    return True
+
+
+def input_shapes(req: Dict[str, Any]) -> Dict[str, List[int]]:
+    """The shape of each array in the request's inputs.npz."""
+    import numpy as np
+
+    with np.load(req["inputs"]) as f:
+        return {k: [int(d) for d in f[k].shape] for k in f.files}
 
 
 # TensorRT-RTX plans: a bit per target architecture in byte 32 of the 64-byte header (b"vtrt" first). Not

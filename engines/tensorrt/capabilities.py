@@ -53,6 +53,13 @@ def detect(trt: Any, module: str) -> Dict[str, Any]:
         implicit_int8 = ""
     engine_cls = getattr(trt, "ICudaEngine", None)
     io = ("bindings" if hasattr(engine_cls, "num_bindings") else "tensors") if engine_cls is not None else ""
+    context_cls = getattr(trt, "IExecutionContext", None)
+    # How a dynamic input's shape is set before a run: by binding index with the bindings API (8.x), by name
+    # with named I/O tensors (8.5 on, the only way from 10.0).
+    if io == "bindings" and hasattr(context_cls, "set_binding_shape"):
+        input_shapes = "set_binding_shape"
+    else:
+        input_shapes = "set_input_shape" if hasattr(context_cls, "set_input_shape") else ""
     return {
         "module": module,
         "version": str(getattr(trt, "__version__", "")),
@@ -63,6 +70,7 @@ def detect(trt: Any, module: str) -> Dict[str, Any]:
         "default_tactics_use_cudnn": typing == "weak" and "CUDNN" in members(getattr(trt, "TacticSource", None)),
         "precision_flags": [f for f in ("INT8", "FP16") if f in builder_flags and typing != "always strong"],
         "io": io,  # "" until an engine says (the stand-ins have no ICudaEngine class)
+        "input_shapes": input_shapes,  # the execution context's method for a dynamic input's shape ("" if none)
         "python_plugins": plugins,
         "implicit_int8": implicit_int8,  # why implicit (calibrated) INT8 cannot be built, or ""
         "parser_flags": members(getattr(trt, "OnnxParserFlag", None)),

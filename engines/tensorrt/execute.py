@@ -65,7 +65,7 @@ def _targets(req: Dict[str, Any]) -> Dict[str, str]:
     return {node: str(ops.get(node, "")) for node in req.get("target_nodes") or []}
 
 
-def stage_run(trt: Any, engine: Any, req: Dict[str, Any], result: Any) -> Dict[str, Any]:
+def stage_run(trt: Any, caps: Dict[str, Any], engine: Any, req: Dict[str, Any], result: Any) -> Dict[str, Any]:
     """Execute once with the bundle's inputs; returns outputs by name."""
     import numpy as np
 
@@ -77,11 +77,32 @@ def stage_run(trt: Any, engine: Any, req: Dict[str, Any], result: Any) -> Dict[s
     context = engine.create_execution_context()
     if context is None:
         raise RuntimeError("create_execution_context returned None" + last_error(result))
+    shaper = InputShapes(caps, context, result)
     if hasattr(engine, "num_bindings"):  # 8.x; the bindings API went in 10.0
         result.data["options"]["io_api"] = "bindings"
-        return run_bindings(engine, context, inputs, cuda, result)
+        return run_bindings(engine, context, inputs, cuda, result, shaper)
     result.data["options"]["io_api"] = "tensors"
-    return run_tensors(trt, engine, context, inputs, cuda, result)
+    return run_tensors(trt, engine, context, inputs, cuda, result, shaper)
+
+
+class InputShapes:
+    """Sets a dynamic input's shape on the execution context with the method the capability record names
+    (set_binding_shape by index with the bindings API, set_input_shape by name); records each in options."""
+
+    def __init__(self, caps: Dict[str, Any], context: Any, result: Any) -> None:
+        self.method = caps.get("input_shapes") or ""
+        self.context, self.result = context, result
+
+    def set(self, name: str, index: int, shape: Any) -> None:
+        if self.method == "set_binding_shape":
+            ok = self.context.set_binding_shape(index, tuple(shape))
+        elif self.method == "set_input_shape":
+            ok = self.context.set_input_shape(name, tuple(shape))
+        else:
+            raise RuntimeError("this module's execution context has neither set_input_shape nor set_binding_shape")
+        if ok is False:
+            raise RuntimeError(f"{self.method}({name}, {list(shape)}) refused" + last_error(self.result))
+        self.result.data["options"].setdefault("input_shapes", {})[name] = [int(d) for d in shape]
 
 
 def host_input(inputs: Dict[str, Any], name: str, trt_dtype: Any) -> Any:
@@ -92,7 +113,8 @@ def host_input(inputs: Dict[str, Any], name: str, trt_dtype: Any) -> Any:
     return np.ascontiguousarray(inputs[name], dtype=tinspect.numpy_dtype_name(trt_dtype))
 
 
-def run_bindings(engine: Any, context: Any, inputs: Dict[str, Any], cuda: Any, result: Any) -> Dict[str, Any]:
+def run_bindings(engine: Any, context: Any, inputs: Dict[str, Any], cuda: Any, result: Any,
+                 shaper: InputShapes) -> Dict[str, Any]:
     """TensorRT 8.x: bindings API and execute_v2."""
     import numpy as np
 
@@ -104,7 +126,7 @@ def run_bindings(engine: Any, context: Any, inputs: Dict[str, Any], cuda: Any, r
             if engine.binding_is_input(i):
                 arr = host_input(inputs, engine.get_binding_name(i), engine.get_binding_dtype(i))
                 if -1 in tuple(engine.get_binding_shape(i)):
-                    context.set_binding_shape(i, arr.shape)
+                    shaper.set(engine.get_binding_name(i), i, arr.shape)
                 ptrs[i] = cuda.alloc(arr.nbytes)
                 cuda.to_device(ptrs[i], arr)
         for i in range(n):
@@ -124,7 +146,8 @@ def run_bindings(engine: Any, context: Any, inputs: Dict[str, Any], cuda: Any, r
                 cuda.free(p)
 
 
-def run_tensors(trt: Any, engine: Any, context: Any, inputs: Dict[str, Any], cuda: Any, result: Any) -> Dict[str, Any]:
+def run_tensors(trt: Any, engine: Any, context: Any, inputs: Dict[str, Any], cuda: Any, result: Any,
+                shaper: InputShapes) -> Dict[str, Any]:
     """TensorRT 10.x/11.x and TensorRT-RTX: named I/O tensors and execute_async_v3 on a stream of our own.
     NOT VERIFIED ON A REAL ENGINE: no GPU here runs a TensorRT-RTX plan, and 10.x/11.x are out of reach."""
     import numpy as np
@@ -135,10 +158,12 @@ def run_tensors(trt: Any, engine: Any, context: Any, inputs: Dict[str, Any], cud
     hosts: Dict[str, Any] = {}
     stream = 0
     try:
-        for name in [n for n in names if is_input[n]]:
+        for index, name in enumerate(names):
+            if not is_input[name]:
+                continue
             arr = host_input(inputs, name, engine.get_tensor_dtype(name))
             if -1 in tuple(engine.get_tensor_shape(name)):
-                context.set_input_shape(name, arr.shape)
+                shaper.set(name, index, arr.shape)
             ptrs[name] = cuda.alloc(arr.nbytes)
             cuda.to_device(ptrs[name], arr)
             context.set_tensor_address(name, ptrs[name])

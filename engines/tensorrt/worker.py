@@ -17,7 +17,9 @@ plan built ahead of time for GPUs this machine does not have stops after "build"
 every stage, and every logger message is appended to log.jsonl as it comes, so a crash still leaves evidence.
 
 Request JSON: {"model", "inputs" (npz path), "out" (folder), "target_nodes", "target_ops" (node -> ONNX op),
-"gpu" ({"present", "label", "reason"}: what the adapter found), "trt": {"int8" (default true), "fp16",
+"profile" (input -> {"min", "opt", "max"}: the optimization profile of a network with dynamic inputs; an input
+it leaves out takes its inputs.npz shape; a static network gets no profile), "gpu" ({"present", "label",
+"reason"}: what the adapter found), "trt": {"int8" (default true), "fp16",
 "strongly_typed", "parser_flags" (OnnxParserFlag names; "-NAME" clears one), "plugins" (plugin names the
 model needs), "plugin_api", "workspace_mb", "tactics" ("default" or "tensorrt-only"), "target"
 (TensorRT-RTX: "default" or a ComputeCapability name such as "SM86")}}.
@@ -179,7 +181,7 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
         execute.layer_evidence(caps, req, result)
         if engine is None:
             return result.write()
-        outputs = timed(result, "run", lambda: execute.stage_run(trt, engine, req, result))
+        outputs = timed(result, "run", lambda: execute.stage_run(trt, caps, engine, req, result))
         if outputs is not None:
             # Positional arrays plus a name list: an output called "file" would collide with savez's own argument.
             result.data["outputs"] = os.path.join(result.out, "outputs.npz")

@@ -93,3 +93,57 @@ def quantize_static(float_model: Path, out: Path, per_channel: bool = False, sam
                         reduce_range=reduce_range,
                         extra_options={"QuantizeBias": quantize_bias, "ActivationSymmetric": symmetric})
     return out
+
+
+def bert_embedding(path: Path, vocab: int = 100, hidden: int = 16, out: int = 8, seed: int = 0,
+                   sequence: str = "seq") -> Path:
+    """BERT-style inputs into a Q/DQ MatMul: input_ids index an INT8 word table (through its DequantizeLinear),
+    token_type_ids a 2-row table (through a Cast), attention_mask multiplies; batch and sequence are dynamic."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(-63, 64, size=(vocab, hidden)).astype(np.int8)
+    w = rng.integers(-63, 64, size=(hidden, out)).astype(np.int8)
+    inits = [
+        numpy_helper.from_array(words, "word_q"), numpy_helper.from_array(np.array(0.01, np.float32), "s_word"),
+        numpy_helper.from_array((rng.standard_normal((2, hidden)) * 0.1).astype(np.float32), "type_table"),
+        numpy_helper.from_array(np.array(0, np.int8), "z"), numpy_helper.from_array(np.array([-1], np.int64), "last"),
+        numpy_helper.from_array(np.array(0.02, np.float32), "s_x"), numpy_helper.from_array(w, "w_q"),
+        numpy_helper.from_array(np.array(0.01, np.float32), "s_w"),
+    ]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["word_q", "s_word", "z"], ["word_table"], name="dq_words"),
+        helper.make_node("Gather", ["word_table", "input_ids"], ["word_emb"], name="word_embedding"),
+        helper.make_node("Cast", ["token_type_ids"], ["types32"], name="cast_types", to=TensorProto.INT32),
+        helper.make_node("Gather", ["type_table", "types32"], ["type_emb"], name="type_embedding"),
+        helper.make_node("Add", ["word_emb", "type_emb"], ["emb"], name="add_emb"),
+        helper.make_node("Cast", ["attention_mask"], ["mask_f"], name="cast_mask", to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["mask_f", "last"], ["mask_3d"], name="unsqueeze_mask"),
+        helper.make_node("Mul", ["emb", "mask_3d"], ["masked"], name="apply_mask"),
+        helper.make_node("QuantizeLinear", ["masked", "s_x", "z"], ["x_q"], name="q_x"),
+        helper.make_node("DequantizeLinear", ["x_q", "s_x", "z"], ["x_dq"], name="dq_x"),
+        helper.make_node("DequantizeLinear", ["w_q", "s_w", "z"], ["w_dq"], name="dq_w"),
+        helper.make_node("MatMul", ["x_dq", "w_dq"], ["y"], name="dense"),
+    ]
+    ids = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", sequence])
+           for n in ("input_ids", "attention_mask", "token_type_ids")]
+    graph = helper.make_graph(nodes, "bert_embedding", ids,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", sequence, out])],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def per_channel_opset12(path: Path) -> Path:
+    """qdq_conv with per-channel weights (DequantizeLinear axis=0) under opset 12, as onnxruntime's quantizer writes
+    an opset-11/12 model with per_channel=True: onnx.checker refuses it (axis came in opset 13)."""
+    model = onnx.load(str(qdq_conv(path)))
+    scales = next(i for i in model.graph.initializer if i.name == "s_w")
+    scales.CopyFrom(numpy_helper.from_array(np.array([0.01, 0.02, 0.01, 0.02], np.float32), "s_w"))
+    model.graph.initializer.append(numpy_helper.from_array(np.zeros(4, np.int8), "z_w"))
+    dq = next(n for n in model.graph.node if n.input and n.input[0] == "w_q")
+    dq.input[2] = "z_w"
+    dq.attribute.append(helper.make_attribute("axis", 0))
+    model.opset_import[0].version = 12
+    onnx.save(model, str(path))
+    return path

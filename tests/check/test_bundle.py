@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -11,16 +15,19 @@ import pytest
 from cases import all_cases, get_case
 from check import CheckError
 from check.bundle import bundle_from_model
+from check.shapes import InputShape
 from generators.bundle import BundleCorrupt, iter_bundles, verify_bundle
-from tests.check.models import qdq_conv
+from tests.check.models import per_channel_opset12, qdq_conv
 
 
 def test_a_qdq_conv_becomes_a_bundle_the_cells_can_read(tmp_path):
     bundle = bundle_from_model(qdq_conv(tmp_path / "conv.onnx"), tmp_path / "out")
-    assert bundle.id == "user_model/conv"
-    assert [b.id for b in iter_bundles(tmp_path / "out")] == ["user_model/conv"]
+    assert re.fullmatch(r"user_model/conv-[0-9a-f]{10}", bundle.id)
+    assert [b.id for b in iter_bundles(tmp_path / "out")] == [bundle.id]
     meta = bundle.meta
-    assert meta["case"] == "user_model" and meta["checker"] == "passed"
+    assert meta["case"] == "user_model" and meta["checker"] == "passed" and meta["checker_warning"] == ""
+    assert meta["reference_error"] == "" and meta["profile"] == {} and meta["assumed_dims"] == []
+    assert meta["source_model"] == {"name": "conv.onnx", "producer": ""}, "the file name, never a machine path"
     assert meta["target_nodes"] == ["node_of_c"]  # the Conv: fed by DequantizeLinear, feeding QuantizeLinear
     assert meta["reference_engine"]["engine"] == "onnxruntime"
     assert meta["reference_engine"]["graph_optimization_level"] == "ORT_DISABLE_ALL"
@@ -67,17 +74,42 @@ def test_given_inputs_are_used_and_checked(tmp_path):
         bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "absent.npz")
 
 
-def test_a_dynamic_dimension_needs_a_shape_and_names_the_input(tmp_path):
+def test_a_dynamic_dimension_takes_the_default_and_the_bundle_says_so(tmp_path):
     model = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
-    with pytest.raises(CheckError, match=r"input 'x' has a dynamic shape \[N, 3, 8, 8\].*--shape x:Nx3x8x8"):
-        bundle_from_model(model, tmp_path / "out")
-    bundle = bundle_from_model(model, tmp_path / "out", shapes={"x": [2, 3, 8, 8]})
-    assert bundle.inputs()["x"].shape == (2, 3, 8, 8)
+    bundle = bundle_from_model(model, tmp_path / "out")
+    assert bundle.inputs()["x"].shape == (1, 3, 8, 8)
+    assert bundle.meta["assumed_dims"] == [{"input": "x", "axis": 0, "dim": "N", "value": 1}]
+    assert bundle.meta["profile"] == {"x": {"min": [1, 3, 8, 8], "opt": [1, 3, 8, 8], "max": [1, 3, 8, 8]}}
+    dims = onnx.load(str(bundle.model_path)).graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "N", "the bundle keeps the user's dynamic dimension"
+    given = bundle_from_model(model, tmp_path / "out", shapes={"x": [2, 3, 8, 8]})
+    assert given.inputs()["x"].shape == (2, 3, 8, 8) and given.meta["assumed_dims"] == []
+    ranged = bundle_from_model(model, tmp_path / "out", shapes={"x": InputShape((1, 3, 8, 8), (4, 3, 8, 8),
+                                                                                (8, 3, 8, 8))})
+    assert ranged.inputs()["x"].shape == (4, 3, 8, 8), "inputs are generated at the opt shape"
+    assert ranged.meta["profile"]["x"] == {"min": [1, 3, 8, 8], "opt": [4, 3, 8, 8], "max": [8, 3, 8, 8]}
+    assert ranged.id == given.id and ranged.meta["cache_key"] != given.meta["cache_key"]
     with pytest.raises(CheckError, match="--shape names no input 'image'"):
         bundle_from_model(model, tmp_path / "out", shapes={"image": [1, 3, 8, 8]})
+    with pytest.raises(CheckError, match=r"--shape x:2x3x9x9 does not fit the declared shape \[N, 3, 8, 8\]"):
+        bundle_from_model(model, tmp_path / "out", shapes={"x": [2, 3, 9, 9]})
 
 
-def test_not_onnx_and_checker_failures_are_refused(tmp_path):
+def test_given_inputs_of_a_dynamic_model_set_its_profile_or_sit_inside_the_range(tmp_path):
+    model = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
+    np.savez(tmp_path / "two.npz", x=np.zeros((2, 3, 8, 8), np.float32))
+    fixed = bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "two.npz")
+    assert fixed.meta["profile"]["x"] == {"min": [2, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [2, 3, 8, 8]}
+    assert fixed.meta["assumed_dims"] == [] and fixed.meta["inputs_file"] == "two.npz"
+    ranged = InputShape((1, 3, 8, 8), (4, 3, 8, 8), (8, 3, 8, 8))
+    inside = bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "two.npz", shapes={"x": ranged})
+    assert inside.meta["profile"]["x"]["max"] == [8, 3, 8, 8] and inside.inputs()["x"].shape == (2, 3, 8, 8)
+    with pytest.raises(CheckError, match=r"input 'x' has shape \[2, 3, 8, 8\], outside --shape x:4x3x8x8,4x3x8x8"):
+        bundle_from_model(model, tmp_path / "out", inputs_npz=tmp_path / "two.npz",
+                          shapes={"x": InputShape((4, 3, 8, 8), (4, 3, 8, 8), (8, 3, 8, 8))})
+
+
+def test_not_onnx_is_refused_and_a_checker_failure_is_a_warning(tmp_path):
     (tmp_path / "junk.onnx").write_bytes(b"this is not a protobuf \xff\xfe")
     with pytest.raises(CheckError, match="not an ONNX model"):
         bundle_from_model(tmp_path / "junk.onnx", tmp_path / "out")
@@ -86,8 +118,27 @@ def test_not_onnx_and_checker_failures_are_refused(tmp_path):
     model = onnx.load(str(qdq_conv(tmp_path / "conv.onnx")))
     model.graph.node[3].input[1] = "nowhere"  # the Conv reads a tensor nothing produces
     onnx.save(model, str(tmp_path / "broken.onnx"))
-    with pytest.raises(CheckError, match="onnx.checker refused the model"):
-        bundle_from_model(tmp_path / "broken.onnx", tmp_path / "out")
+    meta = bundle_from_model(tmp_path / "broken.onnx", tmp_path / "out").meta
+    assert meta["checker"] == "warning" and meta["checker_warning"].startswith("onnx.checker refused the model: ")
+    assert "nowhere" in meta["reference_error"] and meta["reference_error"].startswith(
+        "the reference (ONNX Runtime "), "the reference cannot run it either: recorded, not fatal"
+    assert str(tmp_path) not in meta["reference_error"], "no staging path in case.json"
+
+
+def test_an_opset_12_per_channel_dequantize_gets_the_conversion_that_fixes_it(tmp_path):
+    """onnxruntime's quantizer writes DequantizeLinear(axis) under opset 12: the checker refuses it, TensorRT-RTX
+    builds it; the warning gives the command that converts it to opset 13."""
+    bundle = bundle_from_model(per_channel_opset12(tmp_path / "per_axis.onnx"), tmp_path / "out")
+    warning = bundle.meta["checker_warning"]
+    assert "Unrecognized attribute: axis" in warning and "opset 12" in warning
+    command = warning.split("convert it first: ", 1)[1]
+    assert command.startswith("python -c ")
+    subprocess.run([sys.executable, "-c", shlex.split(command)[2]], cwd=tmp_path, check=True)
+    converted = onnx.load(str(tmp_path / "per_axis-opset13.onnx"))
+    onnx.checker.check_model(converted)
+    again = bundle_from_model(tmp_path / "per_axis-opset13.onnx", tmp_path / "out")
+    assert again.meta["checker"] == "passed" and again.meta["reference_error"] == ""
+    assert bundle.expected() == {} and bundle.meta["outputs"]["y"]["step_kind"] == "not compared"
 
 
 def test_external_data_is_copied_and_covered_by_the_digest(tmp_path):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,9 +27,9 @@ def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantize
     assert main([str(quantized), *out]) == 0
     printed = capsys.readouterr().out
     assert "quantized nodes ran in INT8" in printed and "## Nodes" in printed
-    lint = "lint user_model/convnet_int8: "
-    assert lint in printed and printed.index(lint) < printed.index("running "), "predictions come before engines"
-    report = json.loads((tmp_path / "rep" / "convnet_int8.json").read_text())
+    lint = re.search(r"lint user_model/convnet_int8-[0-9a-f]{10}: ", printed)
+    assert lint and lint.start() < printed.index("running "), "predictions come before engines"
+    report = json.loads(_report(tmp_path / "rep", "convnet_int8").read_text())
     engines = {c["engine"] for c in report["columns"]}
     assert engines == {"onnxruntime", "openvino"}
     assert report["targets"] == 3 and {n["name"] for n in report["nodes"]} == {"conv0", "conv1", "add_out"}
@@ -37,12 +39,12 @@ def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantize
         assert col["numerics"].endswith("output quantization steps (tolerance 2)")
     openvino = next(c for c in report["columns"] if c["engine"] == "openvino")
     assert openvino["int8"] >= 2  # both convolutions run as i8/u8 kernels on any x86-64 CPU
-    assert (tmp_path / "rep" / "convnet_int8.html").read_text().count("<table>") == 3  # engines, lint, nodes
+    assert _report(tmp_path / "rep", "convnet_int8", ".html").read_text().count("<table>") == 3  # engines, lint, nodes
     lint = report["predictions"]
     assert lint["findings"] and lint["ran"] == [] and lint["not_run"] == len(lint["rows"]), \
         "no TensorRT ran here: every prediction is 'predicted, not run here'"
     assert {r["rule"] for r in lint["rows"]} >= {"dq_non_activation"}  # quantize_static's INT32 bias
-    cells = sorted((tmp_path / "r" / "convnet_int8").glob("*.jsonl"))
+    cells = sorted(next((tmp_path / "r").glob("convnet_int8-*")).glob("*.jsonl"))
     assert [p.name.split("-")[0] for p in cells] == ["onnxruntime", "openvino"]
 
 
@@ -60,7 +62,7 @@ def test_with_no_gpu_a_check_has_a_real_tensorrt_rtx_plan_per_target(tmp_path, c
     # and non-zero zero points (the lint predicts both)
     out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
     assert main([str(model), "--engine", "tensorrt-rtx", "--target", "SM86,SM89", *out]) == 0
-    report = json.loads((tmp_path / "rep" / "convnet_fbias.json").read_text())
+    report = json.loads(_report(tmp_path / "rep", "convnet_fbias").read_text())
     columns = {c["hardware"]: c for c in report["columns"]}
     assert len(columns) == 2 and all(c["engine"] == "tensorrt-rtx" and c["status"] == "built" for c in columns.values())
     assert {h.rsplit("target=", 1)[-1] for h in columns} == {"SM86", "SM89"}
@@ -72,7 +74,7 @@ def test_with_no_gpu_a_check_has_a_real_tensorrt_rtx_plan_per_target(tmp_path, c
 
 def test_prepare_only_then_from_bundles(quantized, tmp_path, capsys):
     assert main([str(quantized), "--prepare-only", "--out", str(tmp_path / "b")]) == 0
-    assert (tmp_path / "b" / "user_model" / "convnet_int8" / "case.json").is_file()
+    assert len(list((tmp_path / "b" / "user_model").glob("convnet_int8-*/case.json"))) == 1
     assert main(["--from-bundles", str(tmp_path / "b"), "--engine", "onnxruntime", "--results", str(tmp_path / "r"),
                  "--reports", str(tmp_path / "rep")]) == 0
     assert "onnxruntime@" in capsys.readouterr().out
@@ -94,7 +96,10 @@ def test_lint_only_prints_one_line_per_finding_and_runs_nothing(quantized, tmp_p
     assert main([str(qdq_conv(tmp_path / "conv.onnx")), "--lint-only"]) == 0
     assert capsys.readouterr().out.strip().endswith("conv.onnx: no findings (no catalogue rule matched this graph)")
     (tmp_path / "junk.onnx").write_text("not a model")
-    assert "not an ONNX model" in _refused([str(tmp_path / "junk.onnx"), "--lint-only"], capsys)
+    assert main([str(tmp_path / "junk.onnx"), str(tmp_path / "conv.onnx"), "--lint-only"]) == 4
+    lines = capsys.readouterr().out.splitlines()
+    assert "not an ONNX model" in lines[0] and lines[1].endswith("conv.onnx: no findings (no catalogue rule matched "
+                                                                 "this graph)"), "one bad model costs only itself"
 
 
 def _refused(argv, capsys) -> str:
@@ -111,15 +116,34 @@ def test_unknown_engine_and_an_interpreter_without_tensorrt_are_refused(extra, t
     assert "unknown engine 'tensorflow'" in err or "has no TensorRT" in err
 
 
-def test_bad_models_and_inputs_are_refused_with_one_line(tmp_path, capsys):
-    (tmp_path / "junk.onnx").write_text("not a model")
-    out = ["--out", str(tmp_path / "b"), "--engine", "onnxruntime"]
-    assert "not an ONNX model" in _refused([str(tmp_path / "junk.onnx"), *out], capsys)
+def test_usage_errors_are_refused_with_one_line_and_exit_2(tmp_path, capsys):
+    out = ["--out", str(tmp_path / "b"), "--engine", "onnxruntime", "--reports", str(tmp_path / "rep")]
     assert "no such model file" in _refused([str(tmp_path / "absent.onnx"), *out], capsys)
     model = qdq_conv(tmp_path / "conv.onnx")
     assert "--inputs" in _refused([str(model), "--inputs", str(tmp_path / "absent.npz"), *out], capsys)
-    np.savez(tmp_path / "bad.npz", image=np.zeros((1, 3, 8, 8), np.float32))
-    assert "no model input named image" in _refused([str(model), "--inputs", str(tmp_path / "bad.npz"), *out], capsys)
     assert "write it as NAME:1x3x224x224" in _refused([str(model), "--shape", "x=1,3", *out], capsys)
-    dynamic = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
-    assert "input 'x' has a dynamic shape" in _refused([str(dynamic), *out], capsys)
+    assert "min <= opt <= max" in _refused([str(model), "--shape", "x:1x3x8x8,1x3x8x8,1x3x4x8", *out], capsys)
+    assert "names no input 'image'" in _refused([str(model), "--shape", "image:1x3x8x8", *out], capsys)
+    assert not (tmp_path / "rep").exists(), "nothing ran"
+
+
+def test_a_model_that_cannot_be_used_gets_its_report_and_exit_4(tmp_path, capsys):
+    (tmp_path / "junk.onnx").write_text("not a model")
+    out = ["--out", str(tmp_path / "b"), "--engine", "onnxruntime", "--reports", str(tmp_path / "rep"),
+           "--results", str(tmp_path / "r")]
+    assert main([str(tmp_path / "junk.onnx"), *out]) == 4
+    printed = capsys.readouterr().out
+    assert "junk.onnx: unusable: not an ONNX model" in printed and "exit status 4" in printed
+    report = json.loads(_report(tmp_path / "rep", "junk").read_text())
+    assert report["status"] == "unusable" and report["model"] == "junk.onnx" and str(tmp_path) not in report["reason"]
+    model = qdq_conv(tmp_path / "conv.onnx")
+    np.savez(tmp_path / "bad.npz", image=np.zeros((1, 3, 8, 8), np.float32))
+    assert main([str(model), "--inputs", str(tmp_path / "bad.npz"), *out]) == 4
+    assert "no model input named image" in capsys.readouterr().out
+
+
+def _report(folder: Path, slug: str, suffix: str = ".json") -> Path:
+    """The one report of a model in a report folder: <slug>-<10 hex digits of its id><suffix>."""
+    found = [p for p in folder.glob(f"{slug}-*{suffix}") if re.fullmatch(rf"{re.escape(slug)}-[0-9a-f]{{10}}", p.stem)]
+    assert len(found) == 1, found
+    return found[0]

@@ -74,3 +74,18 @@ def test_an_engine_that_cannot_run_a_bundle_gives_a_not_run_cell(chain):
     case, bundle = chain
     cell = run_cell(case, bundle, _NoPlugins(), H200, RUN)
     assert (cell.status, cell.verdict, cell.reason) == ("not_run", "not run", "needs plugin X")
+
+
+def test_a_bundle_whose_reference_could_not_run_is_not_failed_for_it():
+    """case.json reference_error: no expected outputs; the cell keeps its parse, build and run, and says why its
+    numerics were not compared."""
+    from generators.bundle import Bundle
+
+    meta = {"bundle": "user_model/m", "params": {"model": "m.onnx"}, "digest": "d", "target_nodes": [],
+            "outputs": {"y": {"step": None}}, "tolerance_steps": 2.0,
+            "reference_error": "the reference (ONNX Runtime 1.32.0, CPU, optimizations off) cannot run it: bad"}
+    bundle = Bundle(path=None, meta=meta)
+    cell = judge_observation(get_case("user_model"), bundle, H200,
+                             Observation(stage="run", outputs={"y": np.ones(3, np.float32)}), RUN)
+    assert (cell.status, cell.stage, cell.max_error_steps) == ("pass", "run", None)
+    assert cell.reason == f"numerics not compared: {meta['reference_error']}"

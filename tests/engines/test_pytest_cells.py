@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 from tests.engines.fakes import write_fake_bundle
 
@@ -49,3 +51,57 @@ def test_results_are_flushed_cell_by_cell(tmp_path: Path) -> None:
     bundles = [c["bundle"] for c in lines[1:]]
     assert bundles == ["grouped_conv/a-ok"], proc.stdout + proc.stderr
     assert proc.returncode != 0
+
+
+def _heartbeat_run(tmp_path: Path, *args: str, env: Optional[dict] = None) -> tuple[list[str], int]:
+    """Two fake cells; the second is held until a heartbeat line says it is running (the fake lets go by itself
+    after 120 s). Returns the stderr lines and the exit status."""
+    import os
+
+    bundles, hold = tmp_path / "bundles", tmp_path / "hold"
+    for name in ("a", "b"):
+        _fake_bundle(bundles, name)
+    hold.write_text("")
+    cmd = [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-p", "no:xdist",
+           "--engine", "tests.engines.fakes:SlowEngine", "--bundles", str(bundles),
+           "--results", str(tmp_path / "out.jsonl"), *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "QDQ_FAKE_DELAY": "0", "QDQ_FAKE_HOLD": str(hold), **(env or {})}
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line.rstrip("\n"))
+        if "grouped_conv/b on fake" in line and "running for" in line:
+            hold.unlink(missing_ok=True)
+    hold.unlink(missing_ok=True)
+    return lines, proc.wait(timeout=180)
+
+
+def test_a_running_cell_says_which_bundle_engine_version_and_time(tmp_path: Path) -> None:
+    """--heartbeat sets the interval, so the test waits a fraction of a second, not 15 s; the line reaches stderr
+    while pytest captures the test's own output."""
+    lines, status = _heartbeat_run(tmp_path, "--heartbeat", "0.1")
+    assert status == 0, lines
+    progress = [x for x in lines if x.startswith("[cells] ")]
+    assert any(re.fullmatch(r"\[cells\] grouped_conv/b on fake \S+: running for \d+ s", x) for x in progress), lines
+    assert progress[-1].startswith("[cells] grouped_conv/b on fake ") and " pass after " in progress[-1]
+
+
+def test_the_heartbeat_interval_comes_from_the_environment(tmp_path: Path) -> None:
+    lines, status = _heartbeat_run(tmp_path, env={"QDQ_HEARTBEAT_S": "0.1"})
+    assert status == 0 and any("grouped_conv/b on fake" in x and "running for" in x for x in lines), lines
+
+
+def test_the_heartbeat_interval_is_checked_and_0_turns_it_off(monkeypatch) -> None:
+    import pytest
+
+    from engines.pytest_cells import HEARTBEAT_S, heartbeat_interval
+
+    config = type("Config", (), {"getoption": lambda self, name: None})()
+    monkeypatch.delenv("QDQ_HEARTBEAT_S", raising=False)
+    assert heartbeat_interval(config) == HEARTBEAT_S == 15
+    monkeypatch.setenv("QDQ_HEARTBEAT_S", "0")
+    assert heartbeat_interval(config) == 0, "0: no heartbeat thread at all"
+    for bad in ("nan", "-1", "soon"):
+        monkeypatch.setenv("QDQ_HEARTBEAT_S", bad)
+        with pytest.raises(pytest.UsageError, match="QDQ_HEARTBEAT_S"):
+            heartbeat_interval(config)

@@ -54,6 +54,7 @@ def test_probe_needs_no_gpu_and_records_the_modules_capabilities():
     caps = info.capabilities
     assert caps["module"] == "tensorrt_rtx" and caps["typing"] == "always strong" and caps["aot"] is True
     assert caps["io"] == "tensors" and "IPluginV3" in caps["python_plugins"] and not caps["precision_flags"]
+    assert caps["input_shapes"] == "set_input_shape"
     assert {"SM80", "SM86", "SM89", "SM120"} <= set(caps["compute_capabilities"])
     assert "ahead-of-time build" in info.hardware
 
@@ -69,6 +70,7 @@ def test_an_int8_conv_is_built_ahead_of_time_and_attributed_through_onnx_metadat
     assert cell.fused is True and cell.options["api"]["typing"] == "always strong"
     assert cell.options["strongly_typed"] is True and cell.options["builder_flags"] == []
     assert cell.listing["kind"] == "build log Layers:" and cell.listing["encoding"] == "zlib+base64"
+    assert "profile" not in cell.options, "the catalogue's static bundles build as before: no profile"
 
 
 def test_the_target_architecture_is_a_column_of_its_own(root):
@@ -124,3 +126,41 @@ def test_the_lint_predicts_the_sm86_refusal_of_an_fp8_gemm_and_a_real_sm86_build
     assert [(r.observed, r.agrees) for r in rows] == [("build fails", True)], (cell.status, cell.stage, cell.error)
     default = _cell(root, case, params)[0]
     assert not compare([sm86], [asdict(default)]), "a finding for SM86 says nothing of the default target set"
+
+
+def _user_cell(bundle, target: str = "SM86"):
+    adapter = RtxAdapter(python=sys.executable, target=target)
+    try:
+        return run_cell(get_case("user_model"), bundle, adapter, adapter.probe(), {"source": "local"})
+    finally:
+        adapter.close()
+
+
+def test_a_dynamic_batch_builds_with_the_default_profile_and_records_it(tmp_path):
+    """Without --shape: "Network has dynamic or shape inputs, but no optimization profile has been defined" was the
+    failure; now the assumed batch of 1 is the profile, recorded in the cell as the worker set it."""
+    from check.bundle import bundle_from_model
+    from tests.check.models import qdq_conv
+
+    bundle = bundle_from_model(qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True), tmp_path / "b")
+    cell = _user_cell(bundle)
+    assert cell.status == "built" and cell.stage == "build", cell.error
+    assert cell.options["profile"] == {"x": {"min": [1, 3, 8, 8], "opt": [1, 3, 8, 8], "max": [1, 3, 8, 8],
+                                             "from": "request"}}
+    assert cell.precision["node_of_c"]["precision"] == "int8"
+
+
+def test_dynamic_batch_and_sequence_build_with_a_min_opt_max_range(tmp_path):
+    from check.bundle import bundle_from_model
+    from check.shapes import InputShape
+    from tests.check.models import bert_embedding
+
+    ids = InputShape((1, 8), (2, 32), (4, 128))
+    shapes = {n: ids for n in ("input_ids", "attention_mask", "token_type_ids")}
+    bundle = bundle_from_model(bert_embedding(tmp_path / "bert.onnx"), tmp_path / "b", shapes=shapes)
+    cell = _user_cell(bundle)
+    assert cell.status == "built", cell.error
+    assert set(cell.options["profile"]) == set(shapes)
+    assert all(p == {"min": [1, 8], "opt": [2, 32], "max": [4, 128], "from": "request"}
+               for p in cell.options["profile"].values())
+    assert cell.precision["dense"]["precision"] == "int8"

@@ -324,3 +324,53 @@ def test_the_bundle_ships_every_file_the_worker_loads():
         for m in pattern.finditer(text):
             todo += [g for g in m.groups() if g]
     assert {f"{n}.py" for n in seen} <= set(TRT_FILES), sorted({f"{n}.py" for n in seen} - set(TRT_FILES))
+
+
+@pytest.fixture
+def dynamic_user_bundle(tmp_path) -> Path:
+    """A user's dynamic-batch model, prepared with a min,opt,max range."""
+    from check.bundle import bundle_from_model
+    from check.shapes import InputShape
+    from tests.check.models import qdq_conv
+
+    model = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
+    return bundle_from_model(model, tmp_path / "bundles", shapes={"x": InputShape((1, 3, 8, 8), (2, 3, 8, 8),
+                                                                                   (4, 3, 8, 8))}).path
+
+
+def test_the_trtexec_and_polygraphy_commands_carry_the_profile(dynamic_user_bundle, tmp_path):
+    from matrix.bugbundle import make
+
+    bundle = load_bundle(dynamic_user_bundle)
+    observed = next(c for c in load_results([OBSERVED]).cells if c.engine_version == "8.6.0")
+    profile = {"x": {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 8, 8], "from": "request"}}
+    cell = replace(observed, bundle=bundle.id, case="user_model", params=dict(bundle.meta["params"]),
+                   digest=bundle.meta["digest"], signature="", options=dict(observed.options, profile=profile))
+    folder = make(cell, [cell], dynamic_user_bundle.parent.parent, tmp_path / "out")
+    commands = (folder / "commands.md").read_text()
+    assert "--minShapes=x:1x3x8x8 --optShapes=x:2x3x8x8 --maxShapes=x:4x3x8x8" in commands
+    assert "--trt-min-shapes 'x:[1,3,8,8]' --trt-opt-shapes 'x:[2,3,8,8]' --trt-max-shapes 'x:[4,3,8,8]'" in commands
+    assert "optimization profile (the inputs are at the opt shapes): x: min 1x3x8x8, opt 2x3x8x8, max 4x3x8x8" \
+        in commands
+    request = json.loads((folder / "cell.json").read_text())["request"]
+    assert request["profile"] == {"x": {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 8, 8]}}
+
+
+def test_repro_builds_a_tensorrt_rtx_cell_with_the_profile_it_recorded(dynamic_user_bundle, tmp_path):
+    """A real ahead-of-time build, in the bug bundle's own worker, from cell.json alone."""
+    pytest.importorskip("tensorrt_rtx")
+    from engines.tensorrt import RtxAdapter
+    from matrix.bugbundle import make
+
+    bundle = load_bundle(dynamic_user_bundle)
+    adapter = RtxAdapter(python=sys.executable, target="SM86")
+    try:
+        cell = run_cell(get_case("user_model"), bundle, adapter, adapter.probe(), dict(RUN))
+    finally:
+        adapter.close()
+    assert cell.status == "built", cell.error
+    folder = make(cell, [cell], dynamic_user_bundle.parent.parent, tmp_path / "out")
+    done = run_repro(folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: optimization profile x: min [1, 3, 8, 8], opt [2, 3, 8, 8], max [4, 3, 8, 8]" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("REPRODUCED: built ahead of time")

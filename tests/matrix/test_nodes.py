@@ -158,3 +158,19 @@ def test_a_parse_failure_at_another_node_says_nothing_about_this_one() -> None:
     assert node_outcome(cell, "b_conv1_DequantizeLinear") == "parse fails"
     assert node_outcome(cell, "x_QuantizeLinear") == "not observable"
     assert node_outcome({"status": "fail", "stage": "", "error": "zero point must be all zeros"}, "x") == "parse fails"
+
+
+def test_a_cell_under_a_user_models_old_id_finds_its_bundle_under_todays(tmp_path):
+    """Committed cells say user_model/<slug>; bundles are now user_model/<slug>-<10 hex digits>."""
+    import json
+
+    from matrix.nodes import read_meta
+
+    folder = tmp_path / "user_model" / "net-0123456789"
+    folder.mkdir(parents=True)
+    (folder / "case.json").write_text(json.dumps({"bundle": "user_model/net-0123456789", "lint": {"findings": []}}))
+    assert read_meta(tmp_path, "user_model/net")["bundle"] == "user_model/net-0123456789"
+    assert read_meta(tmp_path, "user_model/ne") == {}, "a slug is matched whole"
+    (tmp_path / "user_model" / "net-abcdefabcd").mkdir()
+    (tmp_path / "user_model" / "net-abcdefabcd" / "case.json").write_text("{}")
+    assert read_meta(tmp_path, "user_model/net") == {}, "two candidates: neither is guessed"

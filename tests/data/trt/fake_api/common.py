@@ -106,8 +106,8 @@ class _PluginBase:
 
 
 class _Tensor(_Recorded):
-    def __init__(self, name, dtype):
-        self.name, self.dtype = name, dtype
+    def __init__(self, name, dtype, shape=()):
+        self.name, self.dtype, self.shape = name, dtype, tuple(shape)
         if _GEN["name"] != "11":
             self.dynamic_range = None
 
@@ -130,7 +130,7 @@ class _Layer(_Recorded):
 
 class _Network(_Recorded):
     def __init__(self, flags):
-        self.flags, self.layers = flags, []
+        self.flags, self.layers, self.inputs = flags, [], []
 
     @property
     def num_layers(self):
@@ -138,6 +138,21 @@ class _Network(_Recorded):
 
     def get_layer(self, i):
         return self.layers[i]
+
+    @property
+    def num_inputs(self):
+        return len(self.inputs)
+
+    def get_input(self, i):
+        return self.inputs[i]
+
+
+class _Profile(_Recorded):
+    def __init__(self):
+        self.shapes = {}
+
+    def set_shape(self, name, low, opt, high):
+        self.shapes[name] = (tuple(low), tuple(opt), tuple(high))
 
 
 class _ParserError(_Recorded):
@@ -182,6 +197,12 @@ class OnnxParser(_Recorded):
         strong = _GEN["name"] == "11" or bool(self.network.flags & (1 << _strong_bit()))
         have = _registry().names()
         tensors = {}
+        weights = {t.name for t in graph.initializer}
+        for vi in graph.input:
+            if vi.name not in weights:
+                dims = [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
+                tensors[vi.name] = _Tensor(vi.name, DataType.__members__["FLOAT"], dims)
+                self.network.inputs.append(tensors[vi.name])
         for i, node in enumerate(graph.node):
             if node.domain not in ("", "ai.onnx") and not {node.op_type, f"{node.domain}::{node.op_type}"} & have:
                 self._errors.append(_ParserError(f"fake: no plugin creator for {node.domain}::{node.op_type}", i))
@@ -212,6 +233,10 @@ class _Config(_Recorded):
     def set_memory_pool_limit(self, pool, size):
         self.pools[pool] = size
 
+    def add_optimization_profile(self, profile):
+        self.profiles = getattr(self, "profiles", []) + [profile]
+        return len(self.profiles) - 1
+
 
 class Builder(_Recorded):
     def __init__(self, logger):
@@ -224,6 +249,9 @@ class Builder(_Recorded):
 
     def create_builder_config(self):
         return _Config()
+
+    def create_optimization_profile(self):
+        return _Profile()
 
     def build_serialized_network(self, network, config):
         layers = [network.get_layer(i) for i in range(network.num_layers)]
@@ -331,7 +359,11 @@ _PLUGIN_CLASSES = {
     "10": ("IPluginV3", "IPluginV3OneCore", "IPluginV3OneBuild", "IPluginV3OneRuntime", "IPluginCreatorV3One",
            "IPluginV2DynamicExt", "IPluginCreator", "IPluginCreatorInterface", "DimsExprs"),
 }
-_PLUGIN_CLASSES["11"] = _PLUGIN_CLASSES["10"]  # V2 deprecated in 11, still there; IPluginCreator is an IPluginCreatorInterface
+_PLUGIN_CLASSES["11"] = _PLUGIN_CLASSES["10"]
+# What the worker looks up on the engine and execution context classes (capabilities.detect): the bindings API
+# and set_binding_shape until 10.0, named I/O tensors and set_input_shape from 8.5 on.
+_RUNTIME_CLASSES = {"ICudaEngine": ("num_bindings", "num_io_tensors", "get_tensor_name"),
+                    "IExecutionContext": ("set_binding_shape", "set_input_shape", "execute_v2", "execute_async_v3")}  # V2 deprecated in 11, still there; IPluginCreator is an IPluginCreatorInterface
 
 
 def install(module, generation):
@@ -364,6 +396,9 @@ def install(module, generation):
         setattr(module, name, value)
     for name in _PLUGIN_CLASSES[generation]:
         setattr(module, name, type(name, (_PluginBase,), {}))
+    for name, methods in _RUNTIME_CLASSES.items():
+        kept = {m: None for m in methods if not is_removed(generation, f"{name}.{m}")}
+        setattr(module, name, type(name, (), kept))
     if generation != "11":  # calibrators and algorithm selection: gone in 11.0
         for name in ("IInt8EntropyCalibrator2", "IInt8MinMaxCalibrator", "IAlgorithmSelector"):
             setattr(module, name, type(name, (_PluginBase,), {}))

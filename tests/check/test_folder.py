@@ -1,0 +1,122 @@
+"""python -m check on a folder, model by model: every model gets its report and summary line, one bad model
+never costs the others, and the exit status says what happened (python -m check --help)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from check.__main__ import main
+from tests.check.models import bert_embedding, float_convnet, per_channel_opset12, qdq_conv, quantize_static
+
+RTX = ["--engine", "tensorrt-rtx", "--target", "SM86"]
+
+
+def _folder(root: Path) -> Path:
+    """A dynamic-batch conv, a BERT-style model (dynamic batch and sequence, integer inputs), a float model, an
+    opset-12 per-channel model the checker and the reference refuse, a file that is not ONNX, and in sub/ a
+    dynamic model with its own inputs beside it."""
+    models = root / "models"
+    (models / "sub").mkdir(parents=True)
+    qdq_conv(models / "conv_dyn.onnx", dynamic_batch=True)
+    bert_embedding(models / "bert.onnx")
+    float_convnet(models / "float.onnx")
+    per_channel_opset12(models / "per_axis.onnx")
+    (models / "junk.onnx").write_text("not a model")
+    qdq_conv(models / "sub" / "batch2.onnx", dynamic_batch=True)
+    np.savez(models / "sub" / "batch2.npz", x=np.random.default_rng(0).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32))
+    return models
+
+
+def _out(root: Path) -> list:
+    return ["--out", str(root / "b"), "--results", str(root / "r"), "--reports", str(root / "rep")]
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    """The folder on ONNX Runtime and TensorRT-RTX (one ahead-of-time target), as a user runs it."""
+    pytest.importorskip("tensorrt_rtx")
+    root = tmp_path_factory.mktemp("folder")
+    models = _folder(root)
+    import io
+    from contextlib import redirect_stdout
+
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        status = main([str(models), "--engine", "onnxruntime", *RTX, *_out(root)])
+    return root, status, printed.getvalue()
+
+
+def _cells(root: Path, engine: str) -> dict:
+    files = list((root / "r").glob(f"*/{engine}-*.jsonl"))
+    assert len(files) == 1, files
+    records = [json.loads(line) for line in files[0].read_text().splitlines()]
+    return {r["params"]["model"]: r for r in records if r.get("kind") != "session"}
+
+
+def test_every_model_gets_a_report_and_a_summary_line(checked):
+    root, status, printed = checked
+    assert status == 5, "an engine failed a model (1: ONNX Runtime refuses the opset-12 axis) and models could " \
+                        "not be fully checked (4: junk, and per_axis's reference)"
+    summary = printed.split("\nsummary: 6 models\n", 1)[1].splitlines()
+    lines = {Path(line.strip().split(": ", 1)[0]).name: line for line in summary[:6]}
+    assert set(lines) == {"conv_dyn.onnx", "bert.onnx", "float.onnx", "per_axis.onnx", "junk.onnx", "batch2.onnx"}
+    assert "unusable: not an ONNX model" in lines["junk.onnx"]
+    assert "numerics not compared: the reference" in lines["per_axis.onnx"]
+    assert "tensorrt-rtx@" in lines["bert.onnx"] and ": built" in lines["bert.onnx"]
+    assert summary[6].startswith("exit status 5: an engine failed a model and a model could not be (fully) checked")
+    reports = {json.loads(p.read_text()).get("model") for p in (root / "rep").glob("*.json")}
+    assert reports == set(lines), "a report per model, the unusable one included"
+
+
+def test_the_dynamic_models_build_on_tensorrt_rtx_with_the_profile_recorded(checked):
+    root, _, printed = checked
+    rtx = _cells(root, "tensorrt-rtx")
+    assert rtx["conv_dyn.onnx"]["status"] == "built"
+    assert rtx["conv_dyn.onnx"]["options"]["profile"]["x"] == {"min": [1, 3, 8, 8], "opt": [1, 3, 8, 8],
+                                                               "max": [1, 3, 8, 8], "from": "request"}
+    assert rtx["bert.onnx"]["status"] == "built"
+    assert {n: p["opt"] for n, p in rtx["bert.onnx"]["options"]["profile"].items()} == {
+        "input_ids": [1, 64], "attention_mask": [1, 64], "token_type_ids": [1, 64]}
+    assert "profile" not in rtx["float.onnx"]["options"], "a static model builds without a profile"
+    assert rtx["per_axis.onnx"]["status"] == "built", "the engine decides, not onnx.checker"
+    assert "assumed, no --shape: batch = 1 (input_ids[0]" in printed, "defaults are said, never silent"
+    assert "warning: onnx.checker refused the model: Unrecognized attribute: axis" in printed
+
+
+def test_a_models_own_npz_beside_it_is_its_inputs(checked):
+    root, _, printed = checked
+    rtx = _cells(root, "tensorrt-rtx")
+    assert rtx["batch2.onnx"]["options"]["profile"]["x"]["opt"] == [2, 3, 8, 8]
+    assert f"with inputs {root / 'models' / 'sub' / 'batch2.npz'}" in printed and "inputs from batch2.npz" in printed
+    ort = _cells(root, "onnxruntime")
+    assert ort["batch2.onnx"]["status"] == "pass" and ort["bert.onnx"]["status"] == "pass"
+    assert ort["per_axis.onnx"]["status"] == "fail"
+
+
+def test_one_inputs_file_for_several_models_is_a_usage_error(tmp_path, capsys):
+    models = tmp_path / "m"
+    models.mkdir()
+    qdq_conv(models / "a.onnx")
+    qdq_conv(models / "b.onnx", unnamed=False)
+    np.savez(tmp_path / "x.npz", x=np.zeros((1, 3, 8, 8), np.float32))
+    assert main([str(models), "--inputs", str(tmp_path / "x.npz"), "--engine", "onnxruntime", *_out(tmp_path)]) == 2
+    assert "put <model>.npz beside each <model>.onnx" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_clean_folder_exits_0_and_a_failing_engine_exits_1(tmp_path, capsys):
+    pytest.importorskip("tensorrt_rtx")
+    models = tmp_path / "m"
+    models.mkdir()
+    qdq_conv(models / "a.onnx")
+    assert main([str(models), *RTX, *_out(tmp_path)]) == 0
+    assert "exit status 0: every model checked, no engine failed" in capsys.readouterr().out
+    # onnxruntime's quantizer at its defaults writes an INT32 bias DequantizeLinear, which TensorRT-RTX's parser
+    # refuses: every model is checked, an engine failed one
+    quantize_static(float_convnet(tmp_path / "float.onnx"), models / "int32_bias.onnx")
+    assert main([str(models), *RTX, *_out(tmp_path)]) == 1
+    assert "exit status 1: an engine failed a model" in capsys.readouterr().out
