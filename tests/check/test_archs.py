@@ -169,23 +169,27 @@ def test_the_cli_writes_the_models_it_is_asked_for(tmp_path, capsys):
 
 
 def test_tensorrt_rtx_builds_every_convolution_of_the_yolo_model_in_int8(tmp_path):
-    """`python -m check` on the YOLO graph quantized with TensorRT settings: a real ahead-of-time plan, all Conv INT8.
-
-    Fixed shapes: today's check makes no optimization profile, so the dynamic model would not build.
-    """
+    """`python -m check` on the dynamic YOLO graph quantized with TensorRT settings: a real ahead-of-time plan
+    built with an optimization profile, all Conv INT8."""
     pytest.importorskip("tensorrt_rtx")
     from check.__main__ import main as check
     from engines.tensorrt import gpu
 
     if gpu.detect().present:
         pytest.skip("a GPU is here: the cell may run, and its status would not be 'built'")
-    fixed = archs.yolo_csp(np.random.default_rng(0), batch=1, height=64, width=64)
-    model = arch_models.quantize(fixed, {}, arch_models.TRT_OPTIONS, tmp_path / "yolo_trt.onnx")
+    dynamic = archs.yolo_csp(np.random.default_rng(0))
+    model = arch_models.quantize(dynamic, {"batch": 1, "height": 64, "width": 64}, arch_models.TRT_OPTIONS,
+                                 tmp_path / "yolo_trt.onnx")
     out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
-    assert check([str(model), "--engine", "tensorrt-rtx", *out]) == 0
-    report = json.loads((tmp_path / "rep" / "yolo_trt.json").read_text())
+    shape = ["--shape", "images:1x3x64x64,2x3x64x64,4x3x128x128"]
+    assert check([str(model), "--engine", "tensorrt-rtx", *shape, *out]) == 0
+    (found,) = (tmp_path / "rep").glob("yolo_trt*.json")
+    report = json.loads(found.read_text())
     (column,) = report["columns"]
     assert column["engine"] == "tensorrt-rtx" and column["status"] == "built"
+    (cells,) = (tmp_path / "r").rglob("tensorrt-rtx-*.jsonl")
+    cell = [json.loads(line) for line in cells.read_text().splitlines()][-1]
+    assert cell["options"]["profile"]["images"]["max"] == [4, 3, 128, 128], "the range reached the plan's profile"
     convs = [n for n in report["nodes"] if n["op"] == "Conv"]
-    assert len(convs) == len(arch_models.compute_nodes(fixed)) == 32
+    assert len(convs) == len(arch_models.compute_nodes(dynamic)) == 32
     assert {n["results"][0]["precision"] for n in convs} == {"int8"}, "every Conv in an INT8 layer of the plan"
