@@ -165,16 +165,17 @@ def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, f
                                                  env={**os.environ, "PYTHONPATH": str(REPO)}))
     cpu = children_cpu() - cpu
     try:
-        (column,) = json.loads((root / "rep" / f"{model.stem}.json").read_text())["columns"]
+        (report,) = (root / "rep").glob(f"{model.stem}-*.json")  # <slug>-<10 hex of the model's id>.json
+        (column,) = json.loads(report.read_text())["columns"]
         result = f"{column['status']}: {column['summary']}"
     except (OSError, ValueError, KeyError):
         result = f"exit {done.returncode}: {(done.stderr.strip().splitlines() or ['no report'])[-1]}"
-    return seconds, cpu, cell_seconds(root / "r" / model.stem, engine), result[:100]
+    return seconds, cpu, cell_seconds(root / "r", engine), result[:100]
 
 
 def cell_seconds(results: Path, engine: str) -> float:
     """The harness's own time for the cell (timings.cell in the results file), 0 where there is none."""
-    for path in results.glob(f"{engine}-*.jsonl"):
+    for path in results.rglob(f"{engine}-*.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
             cell = json.loads(line)
             if "bundle" in cell:
