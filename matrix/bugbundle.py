@@ -45,6 +45,7 @@ SHIPPED = {
 }
 SHIPPED_ALWAYS = {"repro.py": "matrix/repro.py", "suite/steps.py": "generators/steps.py"}
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
+OPTIONAL_FILES = ("float.npz",)  # a user bundle's float-model outputs (check --float-model), where it has them
 FAILING = ("fail", "crashed")
 ENGINE_TITLES = {name: s.title for name, s in ENGINES.items()}
 STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
@@ -164,11 +165,12 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     if cell.engine == "tensorrt":
         texts["commands.md"] = render("commands_tensorrt.md.j2", view(cell, meta, everything))
         texts["data_loader.py"] = render("data_loader.py.j2", {})
-    files = sorted([*SOURCE_FILES, *texts, "repro.py", "suite/", "ISSUE.md"])
+    sources = [*SOURCE_FILES, *(n for n in OPTIONAL_FILES if (source / n).is_file())]
+    files = sorted([*sources, *texts, "repro.py", "suite/", "ISSUE.md"])
     texts["ISSUE.md"] = render("ISSUE.md.j2", dict(view(cell, meta, everything), files=files))
     _clear(target)  # only now: a cell that cannot be rendered leaves nothing behind
     target.mkdir(parents=True)
-    for name in SOURCE_FILES:
+    for name in sources:
         shutil.copyfile(source / name, target / name)
     for name, path in shipped.items():
         (target / name).parent.mkdir(parents=True, exist_ok=True)
