@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from check import CheckError
+from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / ".bundles-user"
@@ -58,7 +60,8 @@ def check(args: argparse.Namespace) -> int:
     print_lint(root, ids)
     if args.prepare_only or args.lint_only:
         return 0
-    return run_and_report(runs, root, ids, Path(args.results), Path(args.reports), args.results_source)
+    return run_and_report(runs, root, ids, Path(args.results), Path(args.reports), args.results_source,
+                          localize=args.localize)
 
 
 def print_lint(root: Path, ids: Sequence[str]) -> None:
@@ -92,17 +95,21 @@ def prepare(args: argparse.Namespace) -> List[str]:
     from check.bundle import bundle_from_model
 
     models = model_files(args.models)
+    if args.float_model and len(models) > 1:
+        raise CheckError(f"--float-model is the float original of one model; {len(models)} models were given")
     shapes = parse_shapes(args.shape or [])
     names = unique_names(models)
     ids = []
     for model in models:
         bundle = bundle_from_model(model, Path(args.out), inputs_npz=args.inputs, shapes=shapes, seed=args.seed,
-                                   name=names[model], tolerance_steps=args.tolerance)
+                                   name=names[model], tolerance_steps=args.tolerance, float_model=args.float_model,
+                                   min_sqnr_db=args.min_sqnr, min_cosine=args.min_cosine)
         ids.append(bundle.id)
     return ids
 
 
-def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path, source: str = "local") -> int:
+def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path, source: str = "local",
+                   localize: bool = False) -> int:
     """Run the bundles on each engine version, then write and print one per-node report per bundle."""
     from check.run import run_cells
     from matrix.merge import load_results
@@ -120,6 +127,8 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
         cells = [c for c in merged.cells if c.bundle == bundle]
         failed += sum(c.status in ("fail", "crashed") for c in cells)
         report = node_report(cells, read_meta(root, bundle))
+        if localize:
+            report["localize"] = localized(root, bundle, cells)
         stem = bundle.split("/", 1)[1]
         try:
             paths = write_node_reports(report, reports, stem)
@@ -135,6 +144,18 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
         print("wrote " + ", ".join(str(p) for p in paths))
     print("cells: " + ", ".join(str(f) for f in files))
     return 1 if failed else 0
+
+
+def localized(root: Path, bundle: str, cells: Sequence) -> List[Dict]:
+    """--localize for each cell of one bundle, at the bundle's own SQNR line (check.localize)."""
+    from check.localize import localize_cells
+    from engines.cells import measure
+    from generators.bundle import load_bundle
+
+    found = load_bundle(root / bundle)
+    line = measure(found.meta).get("min_sqnr_db", DEFAULT_MIN_SQNR_DB)
+    print(f"localizing {bundle}: every quantized activation marked as an output ...", flush=True)
+    return localize_cells(found, cells, line)
 
 
 def prepared_ids(root: Path) -> List[str]:
@@ -197,6 +218,25 @@ def parse_shapes(given: Sequence[str]) -> Dict[str, List[int]]:
     return shapes
 
 
+def positive_number(text: str) -> float:
+    """argparse type: a finite number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number above 0")
+    return value
+
+
+def cosine(text: str) -> float:
+    """argparse type: a cosine similarity threshold in (0, 1]."""
+    value = positive_number(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a cosine similarity is at most 1")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m check", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -204,8 +244,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--inputs", default=None, help="inputs as a .npz file, by input name (default: seeded random)")
     parser.add_argument("--shape", action="append", metavar="NAME:1x3x224x224", help="shape of a dynamic input")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
-    parser.add_argument("--tolerance", type=float, default=2.0,
-                        help="tolerance in output steps (quantization step, else max|reference|/127; default 2)")
+    parser.add_argument("--tolerance", type=positive_number, default=2.0,
+                        help="the error in output steps that the report states beside SQNR (quantization step, else "
+                             "max|reference|/127; default 2); a whole model is judged by --min-sqnr and --min-cosine")
+    parser.add_argument("--min-sqnr", type=positive_number, default=DEFAULT_MIN_SQNR_DB, metavar="DB",
+                        help="an output passes with SQNR against the simulated Q/DQ reference at or above this, in dB "
+                             f"(default {DEFAULT_MIN_SQNR_DB:g}; docs/numerics.md says where it comes from)")
+    parser.add_argument("--min-cosine", type=cosine, default=DEFAULT_MIN_COSINE, metavar="C",
+                        help=f"... and cosine similarity at or above this, in (0, 1] (default {DEFAULT_MIN_COSINE:g})")
+    parser.add_argument("--float-model", metavar="F.onnx",
+                        help="the float model the quantized one came from: its outputs for the same inputs are the "
+                             "second comparison (quantization loss apart from engine fidelity)")
+    parser.add_argument("--localize", action="store_true",
+                        help="where an output fails, name the first node whose output drifts past --min-sqnr "
+                             "(ONNX Runtime and OpenVINO: every quantized activation marked as an output)")
     parser.add_argument("--engine", action="append", metavar="ENGINE",
                         help="onnxruntime, openvino, tensorrt-rtx or tensorrt (repeatable; default: those installed, "
                              "and tensorrt for each --trt-python)")
