@@ -43,7 +43,8 @@ def test_the_report_counts_int8_nodes_and_names_the_float_fallback():
     report = node_report(cells, meta)
     assert [c["heading"] for c in report["columns"]] == ["onnxruntime@1.31.1", "tensorrt@8.6.0"]
     trt = report["columns"][1]
-    assert trt["summary"] == "1 of 2 quantized nodes ran in INT8"
+    assert (report["compute"], report["other"]) == (1, 1)
+    assert trt["summary"] == "1 of 1 quantized compute nodes ran in INT8; other quantized nodes: 1 float fallback"
     assert trt["fallbacks"][0]["text"] == "dq_c → add_out (Add) → q_y: not fused; float fallback (fp16) in layer add_out"
     assert trt["numerics"] == "0.5 output quantization steps (tolerance 2)"
 
@@ -125,10 +126,11 @@ def test_the_markdown_and_html_reports_show_misses_and_keep_sources_as_text(tmp_
     cells = [_trt("8.6.0", "pass", "compare", {"conv0": "int8", "add_out": "float"})]
     md, html, data = write_node_reports(node_report(cells, {"target_nodes": ["conv0"], "lint": LINT}), tmp_path, "n")
     text = md.read_text()
-    miss = "| conv0 | grouped_conv | 8.6.0 [hw] | build fails | int8 | **miss: news for the catalogue** | [1] |  |"
+    miss = "| grouped_conv | `8.6.0` [hw] | 1: conv0 | build fails | int8 | **miss: news for the catalogue** | [1] |  |"
     assert miss in text and text.index(miss) < text.index("## Nodes")
-    assert "| q_x | nonzero_zero_point | 8.6.0 [hw] | parse fails | unknown | cannot say | [3] | (1) |" in text
-    assert "<script>" not in text and "&lt;script&gt;\\|\\`x\\`" in text
+    assert "| nonzero_zero_point | `8.6.0` [hw] | 1: q_x | parse fails | unknown | cannot say | [3] | (1) |" in text
+    assert "| nonzero_zero_point | `>=8.0,<10.0` |" not in text, "8.6.0 ran: the range is said by its version"
+    assert "<script>" not in text and "&lt;script>\\|\\`x\\`" in text
     page = html.read_text()
     assert "<script>" not in page and '<tr class="news">' in page and "predicted, not run here" in page
     assert json.loads(data.read_text())["predictions"]["news"] == 1
