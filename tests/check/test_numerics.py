@@ -1,5 +1,6 @@
-"""Whole models are judged by signal-to-noise, single-op reproducers by steps: deep quantized networks that agree with
-the reference pass on ONNX Runtime and OpenVINO, a really wrong output fails, and --localize names where drift starts."""
+"""Whole models are judged by signal-to-noise, single-op reproducers by steps: deep quantized networks that agree
+with the reference pass on ONNX Runtime and OpenVINO, a really wrong output fails, and --localize names where drift
+starts."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def deep(tmp_path_factory):
     """A 24-layer residual convnet and two quantized copies: TensorRT settings, and ORT's int8 defaults."""
     folder = tmp_path_factory.mktemp("deep")
     floats = deep_convnet(folder / "deep_float.onnx", layers=24)
-    return floats, quantize_for_tensorrt(floats, folder / "deep_trt.onnx"), quantize_static(floats, folder / "deep.onnx")
+    trt = quantize_for_tensorrt(floats, folder / "deep_trt.onnx")
+    return floats, trt, quantize_static(floats, folder / "deep.onnx")
 
 
 def _run(bundle, engine_name: str):
@@ -148,3 +150,20 @@ def test_localize_says_why_for_the_tensorrt_family(deep, tmp_path):
         assert said[engine].status == "not localized" and "--trt-outputs mark all" in said[engine].reason
     assert "cannot run on this machine" in said["tensorrt-rtx"].reason
     assert "does not mark outputs" in said["tensorrt"].reason
+
+
+def test_a_bug_bundles_repro_judges_a_user_model_by_the_same_measure(deep, tmp_path):
+    import subprocess
+    import sys
+
+    from matrix.bugbundle import make
+
+    bundle = bundle_from_model(deep[1], tmp_path / "b")
+    _, info, obs = _run(bundle, "openvino")
+    cell = judge_observation(CASE, bundle, info, obs, {"source": "local"})
+    folder = make(cell, [cell], tmp_path / "b", tmp_path / "bug")
+    done = subprocess.run([sys.executable, "repro.py", "--json", "seen.json"], cwd=str(folder), capture_output=True,
+                          text=True, timeout=600)
+    seen = json.loads((folder / "seen.json").read_text())["observed"]
+    assert (seen["status"], cell.status) == ("pass", "pass") and done.returncode == 0, done.stdout + done.stderr
+    assert "REPRODUCED" in done.stdout

@@ -160,3 +160,31 @@ def test_a_parse_failure_at_another_node_says_nothing_about_this_one() -> None:
     assert node_outcome(cell, "b_conv1_DequantizeLinear") == "parse fails"
     assert node_outcome(cell, "x_QuantizeLinear") == "not observable"
     assert node_outcome({"status": "fail", "stage": "", "error": "zero point must be all zeros"}, "x") == "parse fails"
+
+
+def test_a_big_model_groups_its_nodes_and_counts_the_nodes_without_evidence_by_op(tmp_path):
+    from matrix.nodes import write_node_reports
+
+    names = [f"split{i}" for i in range(30)] + [f"conv{i}" for i in range(30)]
+    details = {n: {"op": "Split" if n.startswith("split") else "Conv"} for n in names}
+    ov = {n: ("int8", OV.replace("f32", "i8")) if n.startswith("conv") else ("unknown", "no runtime layer")
+          for n in names}
+    report = node_report([_cell("openvino", "2026.4.1", ov)], {"target_nodes": names, "target_details": details})
+    col = report["columns"][0]
+    assert col["unknown_ops"] == {"Split": 30} and len(col["unknown"]) == 30 and not report["listed"]
+    assert [(g["kind"], g["op"], g["count"], g["results"]) for g in report["node_groups"]] == \
+        [("compute", "Conv", 30, ["int8"]), ("other", "Split", 30, ["unknown"])]
+    md, html, _ = write_node_reports(report, tmp_path, "big")
+    text = md.read_text()
+    assert "No precision evidence for 30 nodes: 30 Split (listed in the HTML and the JSON)." in text
+    assert "split7" not in text.split("## Nodes", 1)[1].replace("split0, split1, split2, split3", "")
+    page = html.read_text()
+    assert "<summary>No precision evidence for 30 nodes: 30 Split</summary>" in page and "split29" in page
+
+
+def test_markdown_keeps_plain_comparisons_and_escapes_only_what_opens_html():
+    from matrix.safe import md_cell
+
+    assert md_cell(">=8.0,<10.0") == ">=8.0,<10.0"
+    assert md_cell("a < b && c > d") == "a < b && c > d"
+    assert md_cell("<script>x</script> &amp; | `") == "&lt;script>x&lt;/script> &amp;amp; \\| \\`"
