@@ -19,7 +19,8 @@ from matrix.merge import version_key
 from matrix.predict import failing_node, predictions_view, reason_line
 
 NODES_SCHEMA = "qdq-matrix/nodes/1"
-LISTED_NODES = 40  # up to this many quantized nodes, the Markdown lists each node and its evidence; above, it groups
+LISTED_NODES = 40  # up to this many quantized nodes, the Markdown lists each node; above, it groups them only
+LISTED_EVIDENCE = 60  # up to this many node-by-engine evidence sentences, the Markdown has them too (else HTML, JSON)
 SHOWN_NAMES = 4  # node names a grouped row shows before "and N more"
 # What a float precision was, where the evidence says: TensorRT formats, OpenVINO runtimePrecision, ORT profile types.
 _WIDTHS = (
@@ -103,6 +104,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "judge": dict(meta.get("judge") or {}), "float_reference": _loss(meta.get("float_reference")),
         "columns": [{k: v for k, v in col.items() if k != "nodes"} for col in columns],
         "nodes": nodes, "node_groups": node_groups(nodes, columns), "listed": len(nodes) <= LISTED_NODES,
+        "evidence_listed": len(nodes) <= LISTED_NODES and len(nodes) * len(columns) <= LISTED_EVIDENCE,
         "predictions": predictions_view(meta.get("lint"), cells), "advice": advice(meta.get("lint")),
         "localize": [],  # check --localize fills it (check.localize: it runs engines, which matrix never does)
     }
