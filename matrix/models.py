@@ -27,6 +27,8 @@ RULE_WORDS = {
     "q_graph_output": "Q as graph output",
     "int8_constant_into_plugin": "INT8 constant into a plugin",
     "dq_constant_into_add": "DQ constant into Add",
+    "float_model": "a float model (no Q/DQ)",
+    "widened_weights": "integer weights widened without a DQ",
 }
 SIGNATURE_WORDS = {
     "no_implementation": "no implementation for a node",

@@ -91,7 +91,9 @@ def engine_words(error: str, node: str = "") -> str:
 # every error on a machine without a GPU ("Error Code 1: Cuda Runtime (... CUDA driver version is insufficient ...)").
 _NOT_WHY = re.compile(r"^(?:While parsing node|--- (?:Begin|End) node|Node name:|ERROR: ModelImporter)|"
                       r"Error Code 1: Cuda Runtime")
-# TensorRT's API errors say why inside the node's own parentheses: "... Error (<node>: <why>. In <func> at <file>)".
+# TensorRT's errors say why in parentheses: "<function>: Error Code 4: API Usage Error (<why>. In <func> at <file>)",
+# the why often starting with the node's name.
+_TRT_ERROR = re.compile(r"^(?:\S+: )?Error Code \d+: [A-Za-z ]+ \((.*)\)$")
 _SOURCE_SUFFIX = re.compile(r"\.?\s+In \w+ at \S+\)?$")
 REASON_LIMIT = 300
 
@@ -118,14 +120,14 @@ def _why(text: str, node: str) -> str:
             continue
         if line.startswith("Invalid Node - "):
             continue
+        wrapped = _TRT_ERROR.match(line)
+        line = _SOURCE_SUFFIX.sub("", wrapped.group(1) if wrapped else line).strip()
         suffix = _NODE_SUFFIX.search(line)
         if suffix and suffix.group(1) == node and line[:suffix.start()].strip():
             line = line[:suffix.start()]
-        elif node and f"({node}: " in line:
-            line = line.split(f"({node}: ", 1)[1]
         elif node and line.startswith(f"{node}: "):
             line = line[len(node) + 2:]
-        return _SOURCE_SUFFIX.sub("", line).strip().rstrip(".")[:REASON_LIMIT]
+        return line.split(". ", 1)[0].strip().rstrip(".")[:REASON_LIMIT]  # its first sentence
     return ""
 
 

@@ -139,3 +139,16 @@ def test_the_reason_line_comes_from_the_parsers_fields_and_skips_where_and_the_m
     cell = _cell(engine="tensorrt-rtx", version="1.7.1.116", parser_errors=[rtx],
                  error="ONNX parse failed: Invalid Node - b0_DequantizeLinear")
     assert _said(cell) == f"parse fails (b0_DequantizeLinear) [{why}]"
+
+
+def test_a_tensorrt_error_code_line_gives_its_parenthesised_reason_first_sentence_only():
+    from matrix.predict import reason_line
+
+    built = ("build_serialized_network returned None: IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error "
+             "(Quantized constant (w_q) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node. If this constant is "
+             "not intended as a quantized floating-point value, consider using other data types. In "
+             "matchQuantizedConstantPluginOrDQ at /_src/optimizer/common/rewrite/qdqGraphOptimizer.cpp:4327)")
+    assert reason_line(built) == "Quantized constant (w_q) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node"
+    assert reason_line("build_serialized_network returned None: Error Code 10: Internal Error (Could not find any "
+                       "implementation for node {ForeignNode[a]}.)") == \
+        "Could not find any implementation for node {ForeignNode[a]}"
