@@ -5,6 +5,7 @@
     python -m check model.onnx --prepare-only --out user-bundles/    # bundles to run on a GPU machine
     python -m check --from-bundles user-bundles/ --trt-python bin/python-trt-8.6.0   # there: pytest + numpy only
     python -m check model.onnx --lint-only       # the TensorRT lint's predictions alone, no bundle, no engine
+    python -m check model.onnx --float-model float.onnx --localize   # SQNR against both; where the drift starts
 
 Before any engine runs, each bundle's lint findings (predictions, stored in its case.json) are printed one a line;
 the per-node report then sets them against what each TensorRT version did.
@@ -256,8 +257,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="the float model the quantized one came from: its outputs for the same inputs are the "
                              "second comparison (quantization loss apart from engine fidelity)")
     parser.add_argument("--localize", action="store_true",
-                        help="where an output fails, name the first node whose output drifts past --min-sqnr "
-                             "(ONNX Runtime and OpenVINO: every quantized activation marked as an output)")
+                        help="for each ONNX Runtime and OpenVINO cell, name the first node whose quantized output "
+                             "drifts below --min-sqnr (every quantized activation marked as an output; docs/numerics.md)")
     parser.add_argument("--engine", action="append", metavar="ENGINE",
                         help="onnxruntime, openvino, tensorrt-rtx or tensorrt (repeatable; default: those installed, "
                              "and tensorrt for each --trt-python)")

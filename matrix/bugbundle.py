@@ -30,6 +30,7 @@ from cases.cell import Cell
 from cases.engines import ENGINES
 from cases.verdict import UNEXPECTED
 from matrix.merge import tactics_choice, version_key
+from matrix.nodes import network_words
 from matrix.safe import clean, md_cell, md_code, md_fence
 from matrix.words import FAILED_STAGE
 
@@ -221,6 +222,9 @@ def log_text(cell: Cell) -> str:
         f"signature: {cell.signature or 'none matched'}",
         f"max error: {_steps(cell.max_error_steps)} steps (tolerance {_steps(cell.tolerance_steps)})",
     ]
+    if (cell.output_stats or {}).get("measure") == "network":
+        head.append(f"outputs against the reference: {network_words(cell.output_stats)} (judged by SQNR >= "
+                    f"{cell.output_stats.get('min_sqnr_db')} dB and cosine >= {cell.output_stats.get('min_cosine')})")
     if cell.reason:
         head.append(f"reason: {cell.reason}")
     body = ["", "== error ==", cell.error or "(none)", "", "== engine log ==", cell.log or "(empty)"]
@@ -323,6 +327,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": int(trt.get("workspace_mb", 1024)),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
+        "network": network_words(cell.output_stats) if (cell.output_stats or {}).get("measure") == "network" else "",
         **tool_commands(cell, meta),
     }
 

@@ -167,3 +167,6 @@ def test_a_bug_bundles_repro_judges_a_user_model_by_the_same_measure(deep, tmp_p
     seen = json.loads((folder / "seen.json").read_text())["observed"]
     assert (seen["status"], cell.status) == ("pass", "pass") and done.returncode == 0, done.stdout + done.stderr
     assert "REPRODUCED" in done.stdout
+    issue = (folder / "ISSUE.md").read_text(encoding="utf-8")
+    assert "against the reference, its worst output has SQNR" in issue and "error is" not in issue
+    assert "judged by SQNR >= 20.0 dB" in (folder / "log.txt").read_text(encoding="utf-8")
