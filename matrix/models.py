@@ -74,11 +74,10 @@ def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = N
         return {"text": text, "reason": "", "node": "", "tone": tone if col.get("ran") else "idle"}
     if status == "fail" and FAILED_STAGE.get(stage) == "compare":
         worst = col.get("max_error_steps")
-        stats = col.get("output_stats") or {}
-        if stats.get("measure") == "network":
-            off = f"outputs below the line: {col.get('numerics', '')}"
-        else:
-            off = f"outputs off by {worst:.3g} steps" if isinstance(worst, (int, float)) else "outputs differ"
+        if (col.get("output_stats") or {}).get("measure") == "network":  # the statistics: said after, or a note
+            return {"text": f"{int8}/{total} INT8; outputs differ", "reason": col.get("numerics", ""), "node": "",
+                    "tone": "fail"}
+        off = f"outputs off by {worst:.3g} steps" if isinstance(worst, (int, float)) else "outputs differ"
         return {"text": f"{int8}/{total} INT8; {off}", "reason": "", "node": "", "tone": "fail"}
     if status == "fail":
         node = col.get("failing_node", "")

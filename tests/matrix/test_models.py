@@ -152,3 +152,12 @@ def test_a_tensorrt_error_code_line_gives_its_parenthesised_reason_first_sentenc
     assert reason_line("build_serialized_network returned None: Error Code 10: Internal Error (Could not find any "
                        "implementation for node {ForeignNode[a]}.)") == \
         "Could not find any implementation for node {ForeignNode[a]}"
+
+
+def test_a_network_that_fails_its_sqnr_line_says_so_with_its_statistics():
+    stats = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99,
+             "outputs": {"y": {"sqnr_db": 8.5, "cosine": 0.93, "max_abs": 1.5, "peak": 3.0}}}
+    cell = _cell(engine="onnxruntime", version="1.32.0", status="fail", stage="run", max_error_steps=40.0,
+                 precision={"conv": "int8", "relu": "int8"}, output_stats=stats,
+                 error="output 'y' differs from the reference: SQNR 8.5 dB < 20 dB (cosine 0.9300)")
+    assert _said(cell) == "2/2 INT8; outputs differ: SQNR 8.5 dB, cosine 0.9300, max abs 1.5"
