@@ -45,12 +45,19 @@ class Cell:
     stage: str = ""  # last stage reached: "", load, build, run, compare
     reason: str = ""  # why skipped / not run / crashed
     error: str = ""  # the engine's error text (first lines)
+    # TensorRT family: the ONNX parser's errors as the worker recorded them (desc, code, node_name, node_operator,
+    # func, ...), so a report reads the engine's reason from fields, not from the error text
+    parser_errors: List[Dict[str, Any]] = field(default_factory=list)
     signature: str = ""  # the documented error signature it matched, if any
     warnings: List[str] = field(default_factory=list)  # matched warning signature names
     output_dtypes: Dict[str, str] = field(default_factory=dict)
     network_dtypes: Dict[str, str] = field(default_factory=dict)  # TensorRT: tensor dtypes before build
     max_error_steps: Optional[float] = None  # worst |out - expected| over all outputs, in quantization steps
     tolerance_steps: Optional[float] = None
+    # How the outputs were judged and, per output, against the reference: {"measure": "steps" | "network",
+    # "min_sqnr_db", "min_cosine" (network) or "tolerance_steps", "outputs": {name: {"sqnr_db", "cosine", "max_abs",
+    # "peak", "non_finite"?, "float"?: the same against the float model's outputs}}}; {} where nothing was compared.
+    output_stats: Dict[str, Any] = field(default_factory=dict)
     precision: Dict[str, Dict[str, str]] = field(default_factory=dict)  # node -> {precision, evidence}
     fused: Optional[bool] = None  # every target node ran in INT8
     expectation: Dict[str, Any] = field(default_factory=dict)  # the documented expectation used, if any

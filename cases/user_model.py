@@ -18,6 +18,11 @@ from cases.base import Case, Signature
 
 ID = "user_model"
 ID_DIGITS = 10  # hex digits of the content digest in a model's bundle id
+# A user model's compute nodes: the ops that do a network's arithmetic on weights. With any node that takes weights
+# through a DequantizeLinear of an initializer, they are the denominator of "N of M quantized compute nodes INT8";
+# the other quantized nodes (activations, Concat, Resize, ...) are counted apart (check.bundle.target_details).
+COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "ConvInteger", "MatMulInteger", "QLinearConv",
+                         "QLinearMatMul"})
 
 
 def catalogue_signatures() -> Tuple[Signature, ...]:
@@ -78,7 +83,7 @@ CASE = Case(
     title="a user's own quantized model",
     links=(),
     axes={},
-    target_nodes=(),  # per model: every node fed by a DequantizeLinear or feeding a QuantizeLinear
+    target_nodes=(),  # per model: every node fed by a DequantizeLinear or feeding a QuantizeLinear (check.bundle)
     signatures=catalogue_signatures(),
     expectations=(),
     builder="check.bundle:bundle_from_model",

@@ -6,6 +6,7 @@
     python -m check model.onnx --prepare-only --out user-bundles/    # bundles to run on a GPU machine
     python -m check --from-bundles user-bundles/ --trt-python bin/python-trt-8.6.0   # there: pytest + numpy only
     python -m check model.onnx --lint-only       # the TensorRT lint's predictions alone, no bundle, no engine
+    python -m check model.onnx --float-model float.onnx --localize   # SQNR against both; where the drift starts
 
 Each model is checked on its own: one that cannot be used gets its report and its summary line, and the
 others go on. A dynamic dimension without --shape takes a default (batch 1, any other 64), said in the output
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from check import CheckError
+from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 
 if TYPE_CHECKING:
     from check.shapes import InputShape
@@ -79,6 +81,8 @@ def check(args: argparse.Namespace) -> int:
     models = [] if args.from_bundles else model_files(args.models)
     if args.inputs and not Path(args.inputs).is_file():
         raise CheckError(f"--inputs {args.inputs}: no such file")
+    if args.float_model and len(models) > 1:
+        raise CheckError(f"--float-model is the float original of one model; {len(models)} models were given")
     if args.inputs and len(models) > 1:
         raise CheckError(f"--inputs names one file for one model, and {len(models)} models are given; put "
                          "<model>.npz beside each <model>.onnx instead")
@@ -97,7 +101,8 @@ def check(args: argparse.Namespace) -> int:
     print_lint(root, usable)
     engines_run = not (args.prepare_only or args.lint_only)
     if engines_run and usable:
-        cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source)
+        cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source,
+                               localize=args.localize)
         outcomes = [replace(o, cells=tuple(cells.get(o.bundle, ()))) for o in outcomes]
     for o in outcomes:
         if o.unusable and engines_run:
@@ -182,7 +187,9 @@ def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[st
         print(f"preparing {model}" + (f" with inputs {npz}" if npz else "") + " ...", flush=True)
         try:
             bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
-                                       tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken)
+                                       tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
+                                       float_model=args.float_model, min_sqnr_db=args.min_sqnr,
+                                       min_cosine=args.min_cosine)
         except CheckError as e:
             said = str(e)
             outcomes.append(Outcome(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
@@ -207,7 +214,7 @@ def beside(model: Path) -> Optional[Path]:
 
 
 def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path,
-                   source: str = "local") -> Dict[str, List[str]]:
+                   source: str = "local", localize: bool = False) -> Dict[str, List[str]]:
     """Run the bundles on each engine version, then write and print one per-node report per bundle; returns, per
     bundle, "<column>: <status>" for each cell."""
     from check.run import run_cells
@@ -227,6 +234,8 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
         found[bundle] = [f"{c.engine}@{c.engine_version}{' [' + _variant(c) + ']' if c.variant else ''}: {c.status}"
                          for c in cells]
         report = node_report(cells, read_meta(root, bundle))
+        if localize:
+            report["localize"] = localized(root, bundle, cells)
         stem = bundle.split("/", 1)[1]
         try:
             paths = write_node_reports(report, reports, stem)
@@ -242,6 +251,18 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
         print("wrote " + ", ".join(str(p) for p in paths))
     print("cells: " + ", ".join(str(f) for f in files))
     return found
+
+
+def localized(root: Path, bundle: str, cells: Sequence) -> List[Dict]:
+    """--localize for each cell of one bundle, at the bundle's own SQNR line (check.localize)."""
+    from check.localize import localize_cells
+    from engines.cells import measure
+    from generators.bundle import load_bundle
+
+    found = load_bundle(root / bundle)
+    line = measure(found.meta).get("min_sqnr_db", DEFAULT_MIN_SQNR_DB)
+    print(f"localizing {bundle}: every quantized activation marked as an output ...", flush=True)
+    return localize_cells(found, cells, line)
 
 
 def _variant(cell) -> str:
@@ -340,6 +361,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def cosine(text: str) -> float:
+    """argparse type: a cosine similarity threshold in (0, 1]."""
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a cosine similarity is at most 1")
+    return value
+
+
 def seed_int(text: str) -> int:
     """argparse type: a whole number >= 0 (numpy's generators refuse negative seeds)."""
     try:
@@ -364,7 +393,19 @@ def _parser() -> argparse.ArgumentParser:
                              "default for a dynamic dimension: batch 1, any other 64)")
     parser.add_argument("--seed", type=seed_int, default=0, help="seed for generated inputs (default 0)")
     parser.add_argument("--tolerance", type=positive_float, default=2.0,
-                        help="tolerance in output steps (quantization step, else max|reference|/127; default 2)")
+                        help="the error in output steps that the report states beside SQNR (quantization step, else "
+                             "max|reference|/127; default 2); a whole model is judged by --min-sqnr and --min-cosine")
+    parser.add_argument("--min-sqnr", type=positive_float, default=DEFAULT_MIN_SQNR_DB, metavar="DB",
+                        help="an output passes with SQNR against the simulated Q/DQ reference at or above this, in dB "
+                             f"(default {DEFAULT_MIN_SQNR_DB:g}; docs/numerics.md says where it comes from)")
+    parser.add_argument("--min-cosine", type=cosine, default=DEFAULT_MIN_COSINE, metavar="C",
+                        help=f"... and cosine similarity at or above this, in (0, 1] (default {DEFAULT_MIN_COSINE:g})")
+    parser.add_argument("--float-model", metavar="F.onnx",
+                        help="the float model the quantized one came from: its outputs for the same inputs are the "
+                             "second comparison (quantization loss apart from engine fidelity)")
+    parser.add_argument("--localize", action="store_true",
+                        help="for each ONNX Runtime and OpenVINO cell, name the first node whose quantized output "
+                             "drifts below --min-sqnr (every quantized activation marked as an output; docs/numerics.md)")
     parser.add_argument("--engine", action="append", metavar="ENGINE",
                         help="onnxruntime, openvino, tensorrt-rtx or tensorrt (repeatable; default: those installed, "
                              "and tensorrt for each --trt-python)")

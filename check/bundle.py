@@ -20,15 +20,16 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 
 import numpy as np
 
-from cases.user_model import CASE, model_id
+from cases.user_model import CASE, COMPUTE_OPS, model_id
 from check import CheckError
 from check import inputs as generated
 from check.shapes import AssumedDim, InputShape, as_shape, check_fits, profile, resolve, show_dims
-from generators.bundle import Bundle, load_bundle, meta_digest
-from generators.steps import comparison_step
+from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
+from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
-# dims, input generation, checker warning, reference error, the model's file name only).
+# dims, input generation, checker warning, reference error, the model's file name only, compute/other target
+# kinds, graph counts, the network measure, the float model).
 FORMAT_VERSION = "user-3"
 DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
@@ -49,13 +50,18 @@ def bundle_from_model(
     tolerance_steps: float = DEFAULT_TOLERANCE_STEPS,
     strict_shape_names: bool = True,
     taken: Collection[str] = (),
+    float_model: Optional[PathLike] = None,
+    min_sqnr_db: float = DEFAULT_MIN_SQNR_DB,
+    min_cosine: float = DEFAULT_MIN_COSINE,
 ) -> Bundle:
     """Read a user's model, make or load its inputs, compute the reference, write the bundle.
 
     CheckError where the model cannot be used at all (unreadable, unsafe external data, a shape or inputs that
     do not fit). An onnx.checker failure is a warning and a reference that cannot run is recorded
     (case.json `checker_warning`, `reference_error`): the engines still decide. `taken`: bundle slugs already
-    used in this run, so that two models never share one.
+    used in this run, so that two models never share one. Outputs are judged by the network measure (SQNR and
+    cosine against the reference, generators.steps); with a float model, the same inputs also run through it,
+    so a report separates quantization loss from engine fidelity.
     """
     onnx = _onnx()
     model_path = Path(model_path)
@@ -76,7 +82,11 @@ def bundle_from_model(
         _known_names(given, declared)
     given = {k: v for k, v in given.items() if k in declared}
     made = _inputs(model, declared, inputs_npz, given, seed)
-    key = _cache_key(model_bytes, made.arrays, tolerance_steps, made.profile)
+    judge = {"measure": "network", "min_sqnr_db": float(min_sqnr_db), "min_cosine": float(min_cosine)}
+    floats = Path(float_model) if float_model is not None else None
+    if floats is not None and not floats.is_file():
+        raise CheckError(f"--float-model {floats}: no such model file")
+    key = _cache_key(model_bytes, made.arrays, tolerance_steps, made.profile, judge, floats)
     cached = _cached(target, key)
     if cached is not None:
         return cached
@@ -100,7 +110,11 @@ def bundle_from_model(
         meta.update(checker="warning" if warning else "passed", checker_warning=warning, reference_error=failed,
                     cache_key=key, renamed_nodes=renamed, external_data=external, profile=made.profile,
                     assumed_dims=[a.to_json() for a in made.assumed], input_generation=made.generation,
-                    inputs_file=made.source)
+                    inputs_file=made.source, judge=judge)
+        if floats is not None and not failed:  # no reference: nothing to set the float model's outputs against
+            float_outputs = float_reference(floats, made.arrays, expected)
+            np.savez(staging / FLOAT_FILE, **float_outputs)
+            meta["float_reference"] = float_record(floats, float_outputs, expected)
         meta["lint"] = lint_record(onnx, staging / "model.onnx")
         meta["meta_digest"] = meta_digest(meta)  # last: it covers every other field, the lint included
         np.savez(staging / "inputs.npz", **made.arrays)
@@ -204,34 +218,72 @@ def name_nodes(model: Any) -> Dict[str, str]:
 
 
 def target_nodes(model: Any) -> List[str]:
-    """Quantized compute nodes: every node fed by a DequantizeLinear output or feeding a QuantizeLinear."""
+    """Quantized nodes, in graph order: every node fed by a DequantizeLinear output or feeding a QuantizeLinear, and
+    every compute node whose integer weights are widened by Cast -> Mul (check.lint.widened_source).
+
+    Engines report precision evidence for each; target_details says which of them are compute nodes."""
     nodes = list(model.graph.node)
     dq_outputs = {o for n in nodes if n.op_type == DEQUANTIZE for o in n.output}
     q_inputs = {n.input[0] for n in nodes if n.op_type == QUANTIZE and n.input}
+    widened = widened_nodes(model)
     found = []
     for n in nodes:
         if n.op_type in (QUANTIZE, DEQUANTIZE):
             continue
-        if dq_outputs & set(n.input) or q_inputs & set(n.output):
+        if dq_outputs & set(n.input) or q_inputs & set(n.output) or n.name in widened:
             found.append(n.name)
     return found
 
 
+def widened_nodes(model: Any) -> Dict[str, str]:
+    """Compute nodes whose weights are an integer initializer widened to float without a DequantizeLinear: name ->
+    that initializer."""
+    from check.lint import widened_source
+
+    onnx = _onnx()
+    dtypes = {t.name: np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type)).name for t in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    found = {}
+    for n in model.graph.node:
+        source = widened_source(producer, dtypes, n)
+        if source:
+            found[n.name] = source[0]
+    return found
+
+
 def target_details(model: Any) -> Dict[str, Dict[str, Any]]:
-    """Per target node: its op type and the DequantizeLinear/QuantizeLinear nodes around it (its Q/DQ pairs)."""
+    """Per target node: its op type, its kind ("compute": a convolution or matrix product, or a node that carries
+    weights through a DequantizeLinear of an initializer or a Cast -> Mul; else "other") and the Q/DQ nodes around
+    it."""
     nodes = list(model.graph.node)
     producer = {o: n for n in nodes for o in n.output}
     consumers: Dict[str, List[Any]] = {}
     for n in nodes:
         for i in n.input:
             consumers.setdefault(i, []).append(n)
+    stored = {i.name for i in model.graph.initializer} | {o for n in nodes if n.op_type == "Constant" for o in n.output}
+    widened = widened_nodes(model)
     details = {}
+    by_name = {n.name: n for n in nodes}
     for name in target_nodes(model):
-        node = next(n for n in nodes if n.name == name)
-        dq = [producer[i].name for i in node.input if i in producer and producer[i].op_type == DEQUANTIZE]
+        node = by_name[name]
+        dq = [producer[i] for i in node.input if i in producer and producer[i].op_type == DEQUANTIZE]
         q = [c.name for o in node.output for c in consumers.get(o, []) if c.op_type == QUANTIZE]
-        details[name] = {"op": node.op_type, "dequantize": list(dict.fromkeys(dq)), "quantize": list(dict.fromkeys(q))}
+        weighted = any(d.input and d.input[0] in stored for d in dq) or name in widened
+        kind = "compute" if node.op_type in COMPUTE_OPS or weighted else "other"
+        details[name] = {"op": node.op_type, "kind": kind, "dequantize": list(dict.fromkeys(d.name for d in dq)),
+                         "quantize": list(dict.fromkeys(q))}
+        if name in widened:
+            details[name]["widened_weights"] = widened[name]
     return details
+
+
+def quantization_summary(model: Any) -> Dict[str, Any]:
+    """What the graph holds: Q/DQ node counts and its compute nodes (quantized or not), for the report's first line."""
+    nodes = list(model.graph.node)
+    compute = [n.name for n in nodes if n.op_type in COMPUTE_OPS]
+    return {"quantize": sum(n.op_type == QUANTIZE for n in nodes),
+            "dequantize": sum(n.op_type == DEQUANTIZE for n in nodes), "compute": len(compute), "nodes": len(nodes)}
 
 
 def external_files(model: Any, base: Path) -> List[str]:
@@ -459,7 +511,7 @@ def _meta(model: Any, path: Path, slug: str, seed: int, inputs: Mapping[str, np.
         "links": [], "params": {"model": path.name}, "rng_seed": seed,
         "digest": digest(model_bytes, inputs, expected), "generator_version": FORMAT_VERSION,
         "opset": opset, "ir_version": model.ir_version, "target_nodes": target_nodes(model),
-        "target_details": target_details(model),
+        "target_details": target_details(model), "graph": quantization_summary(model),
         "inputs": {n: {"dtype": a.dtype.name, "shape": list(a.shape)} for n, a in inputs.items()},
         "outputs": outputs, "tolerance_steps": tolerance, "trt": {"int8": True},
         "intentionally_invalid": "", "reference": f"{reference['engine']} {reference['version']}",
@@ -470,17 +522,55 @@ def _meta(model: Any, path: Path, slug: str, seed: int, inputs: Mapping[str, np.
 
 
 def _cache_key(model_bytes: bytes, inputs: Mapping[str, np.ndarray], tolerance: float,
-               shapes: Mapping[str, Any]) -> str:
+               shapes: Mapping[str, Any], judge: Optional[Mapping[str, Any]] = None,
+               float_model: Optional[Path] = None) -> str:
     """What a user bundle is made from: model bytes (with external data's sha256), inputs, profile, tolerance,
-    format."""
+    the measure, the float model's bytes, format."""
     h = hashlib.sha256(model_bytes)
     for name in sorted(inputs):
         a = np.ascontiguousarray(inputs[name])
         h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode("utf-8"))
         h.update(a.tobytes())
-    h.update(json.dumps({"tolerance": tolerance, "format": FORMAT_VERSION, "profile": shapes},
-                        sort_keys=True).encode("utf-8"))
+    floats = hashlib.sha256(float_model.read_bytes()).hexdigest() if float_model is not None else ""
+    h.update(json.dumps({"tolerance": tolerance, "format": FORMAT_VERSION, "profile": shapes,
+                         "judge": dict(judge or {}), "float_model": floats}, sort_keys=True).encode("utf-8"))
     return h.hexdigest()
+
+
+def float_reference(path: Path, inputs: Mapping[str, np.ndarray],
+                    expected: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """The float model's outputs for the bundle's inputs, under the quantized model's output names (matched by name,
+    else by position); CheckError where its inputs or outputs do not line up."""
+    onnx = _onnx()
+    declared = graph_inputs(onnx, _load(onnx, path))
+    if set(declared) != set(inputs):
+        raise CheckError(f"--float-model {path}: its inputs ({', '.join(declared) or 'none'}) are not the quantized "
+                         f"model's ({', '.join(inputs)})")
+    got, _, failed = reference_outputs(path, inputs)
+    if failed:
+        raise CheckError(f"--float-model {path}: {failed}")
+    names = list(expected)
+    if set(names) <= set(got):
+        mapped = {n: got[n] for n in names}
+    elif len(got) == len(names):
+        mapped = dict(zip(names, got.values()))
+    else:
+        raise CheckError(f"--float-model {path}: its outputs ({', '.join(got)}) do not match the quantized model's "
+                         f"({', '.join(names)})")
+    wrong = [n for n in names if mapped[n].shape != expected[n].shape]
+    if wrong:
+        raise CheckError(f"--float-model {path}: output {wrong[0]!r} has shape {list(mapped[wrong[0]].shape)}, the "
+                         f"quantized model's has {list(expected[wrong[0]].shape)}")
+    return mapped
+
+
+def float_record(path: Path, outputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> Dict[str, Any]:
+    """case.json's `float_reference`: the float model, its outputs' digest, and the quantization loss per output (the
+    simulated Q/DQ reference against the float model)."""
+    from generators.bundle import digest
+
+    return {"model": path.name, "path": str(path.resolve()), "digest": digest(b"", {}, outputs),
+            "loss": {n: output_stats(outputs[n], expected[n]) for n in expected}}
 
 
 def _cached(target: Path, key: str) -> Optional[Bundle]:

@@ -38,6 +38,19 @@ FIX_SYMMETRIC_WEIGHTS = (f'{QUANTIZE_STATIC}(..., weight_type=QuantType.QInt8, '
 FIX_FLOAT_BIAS = f'{QUANTIZE_STATIC}(..., extra_options={{"QuantizeBias": False}})'
 FIX_STATIC_QDQ = f"{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ) instead of quantize_dynamic / QOperator"
 FIX_KERNEL_SHAPE = "write the Conv's kernel_shape attribute (torch.onnx does; onnx.helper graphs often do not)"
+EXPLICIT_QUANTIZATION = ("https://docs.nvidia.com/deeplearning/tensorrt/latest/inference-library/"
+                         "quantized-types-explicit-quantization.html")
+MODELOPT_ONNX = "https://nvidia.github.io/TensorRT-Model-Optimizer/guides/_onnx_quantization.html"
+FIX_QUANTIZE = ("quantize it for TensorRT: python -m modelopt.onnx.quantization --onnx_path model.onnx "
+                "--quantize_mode int8 --calibration_data calib.npz (NVIDIA ModelOpt), or "
+                f"{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, "
+                "weight_type=QuantType.QInt8, per_channel=True, extra_options={\"ActivationSymmetric\": True, "
+                "\"WeightSymmetric\": True, \"QuantizeBias\": False})")
+FIX_WIDENED = ("give the weights to a DequantizeLinear (the int8 initializer, its scale, zero point 0) instead of "
+               "Cast -> Mul, and Q/DQ on the activations, as ModelOpt or quantize_static in QDQ format write them")
+COMPUTE_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+# Ops a widened weight passes through between its Cast and its consumer (scale, zero point, layout).
+_WIDENING = ("Cast", "Mul", "Sub", "Add", "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Identity")
 STAGE_PREDICTION = {"load": "parse fails", "build": "build fails"}
 QUANT_OPS = ("QuantizeLinear", "DequantizeLinear")
 INTEGER_OPS = ("ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul")
@@ -91,6 +104,8 @@ class Graph:
             for i in n.input:
                 self.consumers.setdefault(i, []).append(n)
         self.outputs = {o.name for o in model.graph.output}
+        # Quantized in any form the lint knows: Q/DQ, a dynamic quantizer, an integer op
+        self.quantized = any(n.op_type in QUANT_OPS + INTEGER_OPS + ("DynamicQuantizeLinear",) for n in self.nodes)
 
     def op(self, tensor: str) -> str:
         n = self.producer.get(tensor)
@@ -308,8 +323,79 @@ def _fp8_dq(g: Graph, tensor: str) -> bool:
     return zp in g.const and "float8" in str(g.const[zp].dtype)
 
 
+def float_model_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A model with no Q/DQ (and no integer op or dynamic quantizer, which have rules of their own): TensorRT builds
+    it in float, every compute node with it."""
+    if n.op_type not in COMPUTE_OPS or g.quantized or widened_weight(g, n):
+        return []
+    detail = ("the model has no QuantizeLinear/DequantizeLinear: TensorRT quantizes explicitly, from the Q/DQ it "
+              "finds (\"When TensorRT detects Q/DQ layers in a network, it builds an engine using explicit "
+              "quantization\"), and this suite gives it no calibrator, so the network is built in float")
+    return [Finding(node_name(n), "float_model", "", "float", EXPLICIT_QUANTIZATION, detail, FIX_QUANTIZE, engine)
+            for engine in ENGINES]
+
+
+def widened_weights_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A compute node whose weights are an integer initializer widened by Cast (-> Sub) -> Mul, with no
+    DequantizeLinear: TensorRT sees float weights and computes the node in float; an INT8 constant that feeds no
+    DequantizeLinear is refused at build by TensorRT-RTX 1.7 (its quantized-constant check)."""
+    source = widened_weight(g, n)
+    if not source:
+        return []
+    tensor, dtype = source
+    why = (f"weights {tensor} are {dtype}, widened to float by Cast -> Mul with no DequantizeLinear: TensorRT's "
+           "explicit quantization knows pre-quantized weights only through one (\"When using pre-quantized weights, "
+           "an IDequantizeLayer is required between the weights and the linear operator that uses them\"), so this "
+           f"{n.op_type} is no INT8 layer: it reads float weights")
+    refused = dtype == "int8"  # TensorRT's quantized type; uint8 and wider integers are plain data to it
+    rtx = ("; TensorRT-RTX 1.7.1.116 refuses the INT8 constant at build: 'Quantized constant (" + tensor + ") is only "
+           "allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node' (seen by tests/check/test_numerics.py)") if refused \
+        else "; TensorRT-RTX 1.7.1.116 builds it, the MatMul in float (seen by tests/check/test_numerics.py)"
+    also = ("; TensorRT 10.x's builder has the same quantized-constant check (#3919, 10.0.1: 'Quantized constant is "
+            "only allowed before DQ or PLUGIN_V2 node'), which may refuse it before any float layer") if refused else ""
+    return [Finding(node_name(n), "widened_weights", "", "float", EXPLICIT_QUANTIZATION, why + also, FIX_WIDENED),
+            Finding(node_name(n), "widened_weights", "==1.7.1.116", "build fails" if refused else "float",
+                    EXPLICIT_QUANTIZATION, why + rtx, FIX_WIDENED, "tensorrt-rtx")]
+
+
+def widened_weight(g: Graph, n: Any) -> Optional[Tuple[str, str]]:
+    """(initializer, dtype) where a compute node's weight input is an integer initializer that reaches it through
+    Cast and arithmetic (Mul, Sub, reshapes) without a DequantizeLinear; else None."""
+    return widened_source(g.producer, {k: str(v.dtype) for k, v in g.const.items()}, n)
+
+
+def widened_source(producer: Mapping[str, Any], dtypes: Mapping[str, str], n: Any) -> Optional[Tuple[str, str]]:
+    """widened_weight from a graph's producers and its constants' dtypes alone (check.bundle has no arrays)."""
+    if n.op_type not in COMPUTE_OPS + ("Gather",) or len(n.input) < 2:
+        return None
+    for tensor in [n.input[0]] if n.op_type == "Gather" else list(n.input[:2]):
+        found = _widened(producer, dtypes, tensor, depth=6, cast=False)
+        if found:
+            return found
+    return None
+
+
+def _widened(producer: Mapping[str, Any], dtypes: Mapping[str, str], tensor: str, depth: int,
+             cast: bool) -> Optional[Tuple[str, str]]:
+    if tensor in dtypes:
+        return (tensor, dtypes[tensor]) if cast and dtypes[tensor].startswith(("int", "uint")) else None
+    p = producer.get(tensor)
+    if p is None or depth == 0 or p.op_type not in _WIDENING:
+        return None
+    if p.op_type == "Cast":
+        return _widened(producer, dtypes, p.input[0], depth - 1, True)
+    if cast:  # between the initializer and its Cast only the cast itself counts
+        return None
+    for i in p.input if p.op_type in ("Mul", "Sub", "Add") else p.input[:1]:
+        found = _widened(producer, dtypes, i, depth - 1, False)
+        if found:
+            return found
+    return None
+
+
 RULES = (zero_point_rule, int32_dq_rule, dynamic_quantize_rule, conv_kernel_shape_rule, grouped_conv_rule,
-         q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule, fp8_gemm_rule)
+         q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule, fp8_gemm_rule, float_model_rule,
+         widened_weights_rule)
 
 
 # ---- matching a node to a catalogue variant ----

@@ -41,6 +41,7 @@ class Observation:
     crashed: str = ""  # non-empty when the engine's process died: signal or timeout
     not_run_here: str = ""  # built ahead of time, but this machine cannot run it: why (TensorRT-RTX)
     listing: Dict[str, str] = field(default_factory=dict)  # the engine's layer listing, packed (kind, encoding, data)
+    parser_errors: List[Dict[str, Any]] = field(default_factory=list)  # TensorRT family: the ONNX parser's errors
 
 
 class Engine(Protocol):

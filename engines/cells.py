@@ -26,9 +26,21 @@ def error_steps(got: np.ndarray, expected: np.ndarray, step: Optional[float]) ->
     return steps.error_steps(expected, got, steps.comparison_step(expected, step)[0])
 
 
+def measure(meta: Dict[str, Any]) -> Dict[str, Any]:
+    """How a bundle's outputs are judged: {"measure": "steps"} (the catalogue's single-op reproducers), or the network
+    measure a user bundle asks for in case.json's `judge` ({"measure": "network", "min_sqnr_db", "min_cosine"})."""
+    judge = dict(meta.get("judge") or {})
+    if judge.get("measure") != "network":
+        return {"measure": "steps", "tolerance_steps": float(meta.get("tolerance_steps", 1.0))}
+    return {"measure": "network", "min_sqnr_db": float(judge.get("min_sqnr_db", steps.DEFAULT_MIN_SQNR_DB)),
+            "min_cosine": float(judge.get("min_cosine", steps.DEFAULT_MIN_COSINE))}
+
+
 def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[float], str, Dict[str, str]]:
-    """(worst error in steps, mismatch message or "", output dtypes) against the bundle's reference."""
+    """(worst error in steps, mismatch message or "", output dtypes) against the bundle's reference, judged by the
+    bundle's measure: steps, or signal-to-noise and cosine for a whole network."""
     tolerance = float(bundle.meta.get("tolerance_steps", 1.0))
+    how = measure(bundle.meta)
     worst: Optional[float] = None
     problems: List[str] = []
     dtypes = {name: str(arr.dtype) for name, arr in outputs.items()}
@@ -44,7 +56,12 @@ def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[fl
             problems.append(f"output {name!r}: {exc}")
             continue
         worst = err if worst is None else max(worst, err)
-        if err > tolerance:
+        if how["measure"] == "network":
+            why = steps.below(steps.output_stats(expected, np.asarray(outputs[name])), how["min_sqnr_db"],
+                              how["min_cosine"])
+            if why:
+                problems.append(f"output {name!r} differs from the reference: {why}")
+        elif err > tolerance:
             problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
     return worst, "; ".join(problems), dtypes
 
@@ -53,6 +70,24 @@ def not_compared(bundle: Bundle) -> str:
     """"numerics not compared: <why>" for a bundle whose reference could not run (case.json reference_error)."""
     why = str(bundle.meta.get("reference_error") or "")
     return f"numerics not compared: {why}" if why else ""
+
+
+def output_stats(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    """The cell's `output_stats`: the measure and, per output, cosine, SQNR (dB), max abs error and peak against the
+    reference; with the float model's outputs in the bundle, the same against them under "float"."""
+    if not_compared(bundle):  # no reference outputs to measure against
+        return {}
+    floats = bundle.float_outputs()
+    per: Dict[str, Any] = {}
+    for name, expected in bundle.expected().items():
+        got = outputs.get(name)
+        if got is None or np.asarray(got).shape != expected.shape:
+            continue
+        entry = steps.output_stats(expected, np.asarray(got))
+        if name in floats and floats[name].shape == expected.shape:
+            entry["float"] = steps.output_stats(floats[name], np.asarray(got))
+        per[name] = entry
+    return dict(measure(bundle.meta), outputs=per) if per else {}
 
 
 def fused(precision: Dict[str, Dict[str, Any]], targets: List[str]) -> Optional[bool]:
@@ -96,13 +131,14 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     """Compare, match signatures, decide precision and verdict for one observation."""
     params = dict(bundle.meta["params"])
     targets = list(bundle.meta.get("target_nodes", []))
-    stage, error, worst, dtypes = obs.stage, obs.error, None, {}
+    stage, error, worst, dtypes, stats = obs.stage, obs.error, None, {}, {}
     if obs.crashed:
         status = "crashed"
     elif obs.options.get("not_applicable"):  # the version removed the API the documented path needs
         status = "not_applicable"
     elif stage == "run" and not error:
         worst, mismatch, dtypes = compare(bundle, obs.outputs)
+        stats = output_stats(bundle, obs.outputs)
         status = "fail" if mismatch else "pass"
         error = mismatch
         stage = "run" if mismatch or not_compared(bundle) else "compare"
@@ -130,7 +166,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,
         stage=stage, reason=reason, error=error[:4000], signature=errors[0] if errors else "",
         warnings=match_signatures(case, text, "warning"), output_dtypes=dtypes,
-        network_dtypes=dict(obs.network_dtypes), max_error_steps=worst,
+        network_dtypes=dict(obs.network_dtypes), max_error_steps=worst, output_stats=stats,
+        parser_errors=list(obs.parser_errors),
         tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),
         precision={t: _with_network_dtype(t, obs) for t in targets},
         fused=is_fused, expectation=expectation_record(expectation), explanation=why,

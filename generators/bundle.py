@@ -8,6 +8,8 @@ A bundle is a folder `<root>/<case id>/<param slug>/` holding:
   case.json      bundle, case, seed, params, rng_seed, digest, generator_version, opset, ir_version,
                  target_nodes, inputs/outputs (dtype, shape, step), tolerance_steps, trt,
                  intentionally_invalid, checker, reference, cross_check
+  float.npz      (user bundles made with --float-model only) the float model's outputs for the same inputs;
+                 case.json's `float_reference` names the model and holds their digest
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / ".bundles"
 FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
+FLOAT_FILE = "float.npz"
 
 
 class BundleCorrupt(Exception):
@@ -55,6 +58,14 @@ class Bundle:
 
     def expected(self) -> Dict[str, np.ndarray]:
         with np.load(self.path / "expected.npz") as f:
+            return {k: f[k] for k in f.files}
+
+    def float_outputs(self) -> Dict[str, np.ndarray]:
+        """The float model's outputs for the same inputs (float.npz), {} where the bundle has none."""
+        path = self.path / FLOAT_FILE
+        if not path.is_file():
+            return {}
+        with np.load(path) as f:
             return {k: f[k] for k in f.files}
 
     def output_step(self, name: str) -> Optional[float]:
@@ -90,6 +101,14 @@ def meta_digest(meta: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+def float_digest(bundle: Bundle) -> str:
+    """sha256 of the float model's outputs (float.npz), "" where they are missing or unreadable."""
+    try:
+        return digest(b"", {}, bundle.float_outputs())
+    except Exception:  # a truncated npz raises one of several types
+        return ""
+
+
 def verify_bundle(path: Path) -> Bundle:
     """Load a bundle and check every file against its digests; raise BundleCorrupt saying what is wrong."""
     path = Path(path)
@@ -112,6 +131,8 @@ def verify_bundle(path: Path) -> Bundle:
     if actual != meta["digest"]:
         raise BundleCorrupt(f"bundle corrupt: model.onnx, inputs.npz or expected.npz changed on disk "
                             f"(they hash to {actual[:12]}, case.json says {str(meta['digest'])[:12]})")
+    if meta.get("float_reference") and float_digest(bundle) != meta["float_reference"].get("digest"):
+        raise BundleCorrupt(f"bundle corrupt: {FLOAT_FILE} is missing or changed on disk")
     return bundle
 
 

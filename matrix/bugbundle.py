@@ -31,6 +31,7 @@ from cases.cell import Cell
 from cases.engines import ENGINES
 from cases.verdict import UNEXPECTED
 from matrix.merge import tactics_choice, version_key
+from matrix.nodes import network_words
 from matrix.safe import clean, md_cell, md_code, md_fence
 from matrix.words import FAILED_STAGE
 
@@ -46,6 +47,7 @@ SHIPPED = {
 }
 SHIPPED_ALWAYS = {"repro.py": "matrix/repro.py", "suite/steps.py": "generators/steps.py"}
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
+OPTIONAL_FILES = ("float.npz",)  # a user bundle's float-model outputs (check --float-model), where it has them
 FAILING = ("fail", "crashed")
 ENGINE_TITLES = {name: s.title for name, s in ENGINES.items()}
 STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
@@ -165,11 +167,12 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     if cell.engine == "tensorrt":
         texts["commands.md"] = render("commands_tensorrt.md.j2", view(cell, meta, everything))
         texts["data_loader.py"] = render("data_loader.py.j2", {})
-    files = sorted([*SOURCE_FILES, *texts, "repro.py", "suite/", "ISSUE.md"])
+    sources = [*SOURCE_FILES, *(n for n in OPTIONAL_FILES if (source / n).is_file())]
+    files = sorted([*sources, *texts, "repro.py", "suite/", "ISSUE.md"])
     texts["ISSUE.md"] = render("ISSUE.md.j2", dict(view(cell, meta, everything), files=files))
     _clear(target)  # only now: a cell that cannot be rendered leaves nothing behind
     target.mkdir(parents=True)
-    for name in SOURCE_FILES:
+    for name in sources:
         shutil.copyfile(source / name, target / name)
     for name, path in shipped.items():
         (target / name).parent.mkdir(parents=True, exist_ok=True)
@@ -220,6 +223,9 @@ def log_text(cell: Cell) -> str:
         f"signature: {cell.signature or 'none matched'}",
         f"max error: {_steps(cell.max_error_steps)} steps (tolerance {_steps(cell.tolerance_steps)})",
     ]
+    if (cell.output_stats or {}).get("measure") == "network":
+        head.append(f"outputs against the reference: {network_words(cell.output_stats)} (judged by SQNR >= "
+                    f"{cell.output_stats.get('min_sqnr_db')} dB and cosine >= {cell.output_stats.get('min_cosine')})")
     if cell.reason:
         head.append(f"reason: {cell.reason}")
     body = ["", "== error ==", cell.error or "(none)", "", "== engine log ==", cell.log or "(empty)"]
@@ -344,6 +350,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": int(trt.get("workspace_mb", 1024)),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
+        "network": network_words(cell.output_stats) if (cell.output_stats or {}).get("measure") == "network" else "",
         **tool_commands(cell, meta),
     }
 

@@ -24,7 +24,8 @@ _TYPES: Dict[str, Tuple[type, ...]] = {
     "max_error_steps": (int, float, type(None)), "tolerance_steps": (int, float, type(None)),
     "precision": (dict,), "fused": (bool, type(None)), "expectation": (dict,), "explanation": (str,),
     "hardware_detail": (dict,), "versions": (dict,), "options": (dict,), "timings": (dict,),
-    "log": (str,), "run": (dict,), "variant": (dict,), "listing": (dict,),
+    "log": (str,), "run": (dict,), "variant": (dict,), "listing": (dict,), "output_stats": (dict,),
+    "parser_errors": (list,),
 }
 
 

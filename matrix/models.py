@@ -27,6 +27,8 @@ RULE_WORDS = {
     "q_graph_output": "Q as graph output",
     "int8_constant_into_plugin": "INT8 constant into a plugin",
     "dq_constant_into_add": "DQ constant into Add",
+    "float_model": "a float model (no Q/DQ)",
+    "widened_weights": "integer weights widened without a DQ",
 }
 SIGNATURE_WORDS = {
     "no_implementation": "no implementation for a node",
@@ -72,6 +74,9 @@ def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = N
         return {"text": text, "reason": "", "node": "", "tone": tone if col.get("ran") else "idle"}
     if status == "fail" and FAILED_STAGE.get(stage) == "compare":
         worst = col.get("max_error_steps")
+        if (col.get("output_stats") or {}).get("measure") == "network":  # the statistics: said after, or a note
+            return {"text": f"{int8}/{total} INT8; outputs differ", "reason": col.get("numerics", ""), "node": "",
+                    "tone": "fail"}
         off = f"outputs off by {worst:.3g} steps" if isinstance(worst, (int, float)) else "outputs differ"
         return {"text": f"{int8}/{total} INT8; {off}", "reason": "", "node": "", "tone": "fail"}
     if status == "fail":

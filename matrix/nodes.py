@@ -14,10 +14,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from cases.cell import Cell
+from cases.user_model import COMPUTE_OPS
 from matrix.merge import version_key
-from matrix.predict import engine_words, failing_node, predictions_view
+from matrix.predict import failing_node, predictions_view, reason_line
 
 NODES_SCHEMA = "qdq-matrix/nodes/1"
+LISTED_NODES = 40  # up to this many quantized nodes, the Markdown lists each node; above, it groups them only
+LISTED_EVIDENCE = 60  # up to this many node-by-engine evidence sentences, the Markdown has them too (else HTML, JSON)
+SHOWN_NAMES = 4  # node names a grouped row shows before "and N more"
 # What a float precision was, where the evidence says: TensorRT formats, OpenVINO runtimePrecision, ORT profile types.
 _WIDTHS = (
     ("fp16", re.compile(r"\b(?:FP16|Half|f16|float16)\b")),
@@ -100,16 +104,51 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
     nodes = []
     for t in targets:
         d = details.get(t, {})
-        nodes.append({"name": t, "op": d.get("op", ""), "dequantize": list(d.get("dequantize", [])),
+        nodes.append({"name": t, "op": d.get("op", ""), "kind": kind_of(d), "dequantize": list(d.get("dequantize", [])),
                       "quantize": list(d.get("quantize", [])),
                       "results": [col["nodes"].get(t) for col in columns]})
+    graph = dict(meta.get("graph") or {})
+    compute = sum(n["kind"] == "compute" for n in nodes)
     return {
         "schema": NODES_SCHEMA, "bundle": bundle,
         "model": (meta.get("params") or (cells[0].params if cells else {})).get("model", bundle),
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
-        "targets": len(targets), "columns": [{k: v for k, v in col.items() if k != "nodes"} for col in columns],
-        "nodes": nodes, "predictions": predictions_view(meta.get("lint"), cells),
+        "targets": len(targets), "compute": compute, "other": len(targets) - compute, "graph": graph,
+        "float_model": bool(graph) and not graph.get("quantize") and not graph.get("dequantize") and not targets,
+        "judge": dict(meta.get("judge") or {}), "float_reference": _loss(meta.get("float_reference")),
+        "columns": [{k: v for k, v in col.items() if k != "nodes"} for col in columns],
+        "nodes": nodes, "node_groups": node_groups(nodes, columns), "listed": len(nodes) <= LISTED_NODES,
+        "evidence_listed": len(nodes) <= LISTED_NODES and len(nodes) * len(columns) <= LISTED_EVIDENCE,
+        "predictions": predictions_view(meta.get("lint"), cells), "advice": advice(meta.get("lint")),
+        "localize": [],  # check --localize fills it (check.localize: it runs engines, which matrix never does)
     }
+
+
+# Lint rules about the whole model's quantization, said once above the tables: their detail says why, their fix how.
+MODEL_RULES = {"float_model": "This model has no Q/DQ", "widened_weights": "Integer weights without a DequantizeLinear"}
+
+
+def advice(lint: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """One paragraph per model-level lint rule that fired: its title, node count, why (detail), fix and source."""
+    found: Dict[str, Dict[str, Any]] = {}
+    for f in (lint or {}).get("findings") or []:
+        if f.get("rule") in MODEL_RULES:
+            entry = found.setdefault(f["rule"], {"title": MODEL_RULES[f["rule"]], "nodes": [], "detail": f.get(
+                "detail", ""), "fix": f.get("fix", ""), "source": f.get("source", "")})
+            if f["node"] not in entry["nodes"]:
+                entry["nodes"].append(f["node"])
+    return list(found.values())
+
+
+def kind_of(detail: Mapping[str, Any]) -> str:
+    """"compute" or "other" as the bundle says; a bundle made before it said: by op type."""
+    op = detail.get("op")
+    return str(detail.get("kind") or ("compute" if op in COMPUTE_OPS or not op else "other"))
+
+
+def _loss(record: Any) -> Dict[str, Any]:
+    """The float model's record in case.json, with the quantization loss per output (reference against float)."""
+    return dict(record) if isinstance(record, Mapping) else {}
 
 
 def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Mapping[str, Any]) -> Dict[str, Any]:
@@ -118,31 +157,109 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
     for t in targets:
         entry = cell.precision.get(t, {"precision": "unknown", "evidence": "not reported"})
         nodes[t] = {"precision": precision_of(entry) if ran else "unknown", "layer": layer_of(entry),
-                    "evidence": entry.get("evidence", "")}
-    int8 = sum(n["precision"] == "int8" for n in nodes.values())
+                    "evidence": entry.get("evidence", ""), "generated": bool(entry.get("generated"))}
+        nodes[t]["shown"] = _outcome(nodes[t])
+    compute = [t for t in targets if kind_of(details.get(t, {})) == "compute"]
+    int8 = sum(nodes[t]["precision"] == "int8" for t in compute)
+    others = _others([t for t in targets if t not in compute], nodes) if ran else {}
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
                  if nodes[t]["precision"] not in ("int8", "int4", "fp8", "unknown")]
-    if cell.status == "built":  # TensorRT-RTX ahead of time: the plan's layers, no run on this machine
-        summary = f"{int8} of {len(targets)} quantized nodes INT8 (ahead-of-time plan)"
-    elif ran:
-        summary = f"{int8} of {len(targets)} quantized nodes ran in INT8"
-    else:
-        summary = f"no per-node evidence: {cell.status}" + (f" ({_first(cell.error or cell.reason)})"
-                                                           if cell.error or cell.reason else "")
-    unknown = [t for t in targets if nodes[t]["precision"] == "unknown"]
+    unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]]
     failed = cell.status in ("fail", "crashed")
     node = failing_node(cell.error) if failed else ""
+    if not node and failed:
+        node = next((str(e.get("node_name")) for e in cell.parser_errors if e.get("node_name")), "")
     column = {
         "engine": cell.engine, "version": cell.engine_version, "hardware": cell.setting,
         "heading": f"{cell.engine}@{cell.engine_version}", "status": cell.status, "verdict": cell.verdict,
         "stage": cell.stage, "error": _first(cell.error) or _first(cell.reason), "signature": cell.signature,
-        "int8": int8, "total": len(targets), "ran": ran,
-        "summary": summary, "failing_node": node, "says": engine_words(cell.error, node)[:300] if failed else "",
+        "int8": int8, "total": len(compute), "others": others, "ran": ran,
+        "summary": _summary(cell, ran, int8, len(compute), others, meta), "failing_node": node,
+        "says": reason_line(cell.error, node, cell.parser_errors) if failed else "",
         "reason": _first(cell.reason), "max_error_steps": cell.max_error_steps,
-        "numerics": numerics(cell, meta), "fallbacks": fallbacks, "unknown": unknown,
+        "numerics": numerics(cell, meta), "output_stats": dict(cell.output_stats), "fallbacks": fallbacks,
+        "fallback_ops": _ops([f["node"] for f in fallbacks], details),
+        "unknown": unknown, "unknown_ops": _ops(unknown, details), "time": build_time(cell),
         "source": cell.run.get("source", ""), "date": cell.run.get("date", ""), "nodes": nodes,
     }
     return column
+
+
+def _others(names: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]) -> Dict[str, int]:
+    """The quantized nodes that are not compute nodes, by what the evidence says of each."""
+    counts = {"fused": 0, "int8": 0, "float": 0, "unknown": 0}
+    for t in names:
+        precision = nodes[t]["precision"]
+        kind = ("int8" if precision in ("int8", "int4", "fp8") else "fused" if nodes[t]["generated"]
+                else "unknown" if precision == "unknown" else "float")
+        counts[kind] += 1
+    return counts
+
+
+OTHER_WORDS = (("fused", "fused into generated kernels (no per-node precision)"), ("int8", "INT8"),
+               ("float", "float fallback"), ("unknown", "no evidence"))
+
+
+def _summary(cell: Cell, ran: bool, int8: int, total: int, others: Mapping[str, int], meta: Mapping[str, Any]) -> str:
+    """The column's INT8 answer in one line: compute nodes first, the other quantized nodes counted apart."""
+    graph = meta.get("graph") or {}
+    if graph and not graph.get("quantize") and not graph.get("dequantize") and not meta.get("target_nodes"):
+        return "no Q/DQ in the model: a float model (TensorRT builds it in float)"
+    if cell.status == "built":  # TensorRT-RTX ahead of time: the plan's layers, no run on this machine
+        head = f"{int8} of {total} quantized compute nodes INT8 (ahead-of-time plan)"
+    elif ran:
+        head = f"{int8} of {total} quantized compute nodes ran in INT8"
+    elif cell.status in ("fail", "crashed"):  # the result column says why
+        return f"no per-node evidence: {cell.status}"
+    else:
+        return f"no per-node evidence: {cell.status}" + (f" ({_first(cell.reason)})" if cell.reason else "")
+    rest = [f"{others[k]} {words}" for k, words in OTHER_WORDS if others.get(k)]
+    return head + (f"; other quantized nodes: {', '.join(rest)}" if rest else "")
+
+
+def _ops(names: Sequence[str], details: Mapping[str, Any]) -> Dict[str, int]:
+    """How many of the nodes have each op type, most first."""
+    counts: Dict[str, int] = {}
+    for t in names:
+        op = details.get(t, {}).get("op") or "?"
+        counts[op] = counts.get(op, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def build_time(cell: Cell) -> str:
+    """How long the engine took to build, as the report says it: "build 12.3 s" (TensorRT's build stage, ONNX
+    Runtime's session, OpenVINO's compile), with the cell's whole time; "" where the cell has no timings."""
+    t = cell.timings
+    build = t.get("build", t.get("load") if cell.engine in ("onnxruntime",) else None)
+    parts = [f"build {build:.3g} s"] if isinstance(build, (int, float)) else []
+    if isinstance(t.get("cell"), (int, float)):
+        parts.append(f"cell {t['cell']:.3g} s")
+    return ", ".join(parts)
+
+
+def node_groups(nodes: Sequence[Mapping[str, Any]], columns: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The node table grouped: one row per op, kind and outcome in every column, with its count and first names."""
+    groups: Dict[tuple, Dict[str, Any]] = {}
+    for n in nodes:
+        outcome = tuple(_outcome(r) for r in n["results"])
+        key = (n["kind"], n["op"], outcome)
+        if key not in groups:
+            groups[key] = {"kind": n["kind"], "op": n["op"], "results": list(outcome), "names": []}
+        groups[key]["names"].append(n["name"])
+    rows = sorted(groups.values(), key=lambda g: (g["kind"] != "compute", -len(g["names"]), g["op"], g["results"]))
+    for g in rows:
+        g["count"], g["shown"] = len(g["names"]), g["names"][:SHOWN_NAMES]
+        g["more"] = max(0, g["count"] - SHOWN_NAMES)
+    return rows
+
+
+def _outcome(result: Optional[Mapping[str, Any]]) -> str:
+    """A node's outcome in one column, as a grouped row shows it: its precision, or "fused" (generated kernel)."""
+    if not result:
+        return ""
+    if result.get("generated") and result.get("precision") == "unknown":
+        return "fused"
+    return str(result.get("precision", "unknown"))
 
 
 def _fallback(name: str, node: Mapping[str, str], detail: Mapping[str, Any]) -> Dict[str, Any]:
@@ -155,7 +272,11 @@ def _fallback(name: str, node: Mapping[str, str], detail: Mapping[str, Any]) -> 
 
 
 def numerics(cell: Cell, meta: Mapping[str, Any]) -> str:
-    """The output error in quantization steps where the outputs are quantized, else as abs/rel error."""
+    """The output error as the bundle is judged: SQNR, cosine and max abs error for a whole network, else quantization
+    steps where the outputs are quantized, else abs/rel error."""
+    stats = cell.output_stats or {}
+    if stats.get("measure") == "network" and stats.get("outputs"):
+        return network_words(stats)
     if cell.max_error_steps is None:
         return ""
     err, tol = cell.max_error_steps, cell.tolerance_steps
@@ -172,6 +293,33 @@ def numerics(cell: Cell, meta: Mapping[str, Any]) -> str:
             tol_text = f" (tolerance abs {tol * step:.3g}" + (f", rel {tol * step / peak:.3g}" if peak else "") + ")"
         return f"abs {abs_err:.3g}{rel} of peak {peak:.3g}{tol_text}"
     return f"{err:.3g} steps{tolerance} (each output's step is in case.json)"
+
+
+def network_words(stats: Mapping[str, Any]) -> str:
+    """The worst output by SQNR, in words: "SQNR 31.2 dB, cosine 0.9996, max abs 0.012" (the report's header says the
+    line once); with the float model, the same against it."""
+    outputs = stats.get("outputs") or {}
+    name = min(outputs, key=lambda n: _sqnr_rank(outputs[n]))
+    o = outputs[name]
+    which = f"{name}: " if len(outputs) > 1 else ""
+    said = f"{which}{_stat_words(o)}"
+    if isinstance(o.get("float"), Mapping):
+        said += f"; against the float model {_stat_words(o['float'])}"
+    return said
+
+
+def _stat_words(o: Mapping[str, Any]) -> str:
+    if o.get("non_finite"):
+        return f"{o['non_finite']} values NaN or inf"
+    sqnr = "SQNR exact" if o.get("sqnr_db") is None else f"SQNR {o['sqnr_db']:.1f} dB"
+    cosine = f", cosine {o['cosine']:.4f}" if o.get("cosine") is not None else ""
+    return f"{sqnr}{cosine}, max abs {float(o.get('max_abs') or 0):.3g}"
+
+
+def _sqnr_rank(o: Mapping[str, Any]) -> float:
+    if o.get("non_finite"):
+        return float("-inf")
+    return float("inf") if o.get("sqnr_db") is None else float(o["sqnr_db"])
 
 
 def write_node_reports(report: Mapping[str, Any], out: Path, stem: str) -> List[Path]:

@@ -86,6 +86,51 @@ def engine_words(error: str, node: str = "") -> str:
     return next((x for x in lines if x), "")
 
 
+# Lines of an engine's error that say where, or what the machine lacks, never why: the parser's own trail
+# ("While parsing node ...", "--- Begin node ---"), and the CUDA runtime's complaint that TensorRT-RTX appends to
+# every error on a machine without a GPU ("Error Code 1: Cuda Runtime (... CUDA driver version is insufficient ...)").
+_NOT_WHY = re.compile(r"^(?:While parsing node|--- (?:Begin|End) node|Node name:|ERROR: ModelImporter)|"
+                      r"Error Code 1: Cuda Runtime")
+# TensorRT's errors say why in parentheses: "<function>: Error Code 4: API Usage Error (<why>. In <func> at <file>)",
+# the why often starting with the node's name.
+_TRT_ERROR = re.compile(r"^(?:\S+: )?Error Code \d+: [A-Za-z ]+ \((.*)\)$")
+_SOURCE_SUFFIX = re.compile(r"\.?\s+In \w+ at \S+\)?$")
+REASON_LIMIT = 300
+
+
+def reason_line(error: str, node: str = "", parser_errors: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The engine's own reason for a failure: the first line that says why, not only where.
+
+    From the parser's structured errors where the cell has them (each error's description, less its "Invalid Node -
+    <node_name>" line and the machine's noise), else from the error text; a line that quotes the node says why after
+    "<node>: ". "" where no line says more than where."""
+    for e in parser_errors:
+        named = str(e.get("node_name") or "")
+        why = _why(str(e.get("desc") or ""), named if named and not named.startswith("<") else node)
+        if why:
+            return why
+    return _why(error, node) or engine_words(error, node)
+
+
+def _why(text: str, node: str) -> str:
+    """The first line of text that says why (see reason_line), trimmed to the reason itself."""
+    for raw in (text or "").splitlines():
+        line = _WORKER_PREFIX.sub("", raw.strip())
+        if not line or _NOT_WHY.search(line) or (node and line in (f"Invalid Node - {node}", node)):
+            continue
+        if line.startswith("Invalid Node - "):
+            continue
+        wrapped = _TRT_ERROR.match(line)
+        line = _SOURCE_SUFFIX.sub("", wrapped.group(1) if wrapped else line).strip()
+        suffix = _NODE_SUFFIX.search(line)
+        if suffix and suffix.group(1) == node and line[:suffix.start()].strip():
+            line = line[:suffix.start()]
+        elif node and line.startswith(f"{node}: "):
+            line = line[len(node) + 2:]
+        return line.split(". ", 1)[0].strip().rstrip(".")[:REASON_LIMIT]  # its first sentence
+    return ""
+
+
 def node_outcome(cell: Mapping[str, Any], node: str) -> str:
     """What a cell shows for one node: a model-level failure, or the node's precision."""
     status = cell.get("status")
@@ -173,10 +218,32 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     return {
         "findings": len(findings), "error": lint.get("error", ""), "present": "findings" in lint,
         "ran": [engine_version_label(e, v) for e in ENGINES for v in ran_by.get(e, [])], "rows": rows,
+        "groups": grouped(rows),
         "news": sum(r["news"] for r in rows),
         "agrees": sum(r["verdict"] == "agrees" for r in rows), "not_run": sum(not r["ran"] for r in rows),
         "nodes": list(dict.fromkeys(f["node"] for f in findings)), "sources": sources, "fixes": fixes,
     }
+
+
+SHOWN_NODES = 4  # node names a grouped row shows before "and N more"
+
+
+def grouped(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The rows as a report shows them: one per rule, engine version and outcome, with its node count and first
+    nodes (every node stays in `rows`), in the rows' order (misses first)."""
+    groups: Dict[tuple, Dict[str, Any]] = {}
+    for r in rows:
+        key = (r["rule"], r["version"], r["hardware"], r["predicted"], r["observed"], r["verdict"], r["source_no"],
+               r["fix_no"])
+        if key not in groups:
+            groups[key] = {k: r[k] for k in ("rule", "version", "hardware", "predicted", "observed", "ran", "verdict",
+                                             "news", "source_no", "fix_no", "detail", "range", "engine")}
+            groups[key]["nodes"] = []
+        groups[key]["nodes"].append(r["node"])
+    for g in groups.values():
+        g["count"], g["shown"] = len(g["nodes"]), g["nodes"][:SHOWN_NODES]
+        g["more"] = max(0, len(g["nodes"]) - SHOWN_NODES)
+    return list(groups.values())
 
 
 def engine_version_label(engine: str, version: str) -> str:
@@ -185,7 +252,8 @@ def engine_version_label(engine: str, version: str) -> str:
 
 
 def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
-    """One line per finding (what `python -m check` prints before any engine runs)."""
+    """One line per rule, engine, version range and prediction, naming its nodes (what `python -m check` prints
+    before any engine runs)."""
     lint = dict(lint or {})
     if "findings" not in lint:
         return [f"lint {name}: no lint in this bundle (made before bundles carried one)"]
@@ -194,6 +262,16 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
     findings = [record(f) for f in lint["findings"]]
     if not findings:
         return [f"lint {name}: no findings (no catalogue rule matched this graph)"]
-    return [f"lint {name}: {f['node']} ({f['rule']}): {_ENGINE_NAMES.get(f.get('engine', ENGINE), f.get('engine'))} "
-            f"{f.get('versions') or 'any version'}{' (' + f['setting'] + ')' if f.get('setting') else ''} "
-            f"predicted {f['predicted']} [{f.get('source', '')}]" for f in findings]
+    same: Dict[tuple, List[str]] = {}
+    for f in findings:
+        key = (f["rule"], f.get("engine", ENGINE), f.get("versions", ""), f.get("setting", ""), f["predicted"],
+               f.get("source", ""))
+        same.setdefault(key, []).append(f["node"])
+    lines = []
+    for (rule, engine, versions, setting, predicted, source), nodes in same.items():
+        shown = ", ".join(nodes[:SHOWN_NODES]) + (f" and {len(nodes) - SHOWN_NODES} more" if len(nodes) > SHOWN_NODES
+                                                  else "")
+        where = shown if len(nodes) == 1 else f"{len(nodes)} nodes ({shown})"
+        lines.append(f"lint {name}: {where} ({rule}): {_ENGINE_NAMES.get(engine, engine)} {versions or 'any version'}"
+                     f"{' (' + setting + ')' if setting else ''} predicted {predicted} [{source}]")
+    return lines

@@ -16,7 +16,7 @@ from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.models import models_view
 from matrix.plots import plots_view
-from matrix.safe import clean, md_cell, md_link_text
+from matrix.safe import clean, md_cell, md_code, md_link_text
 from matrix.upgrade import upgrade_view
 from matrix.targets import target_view
 from matrix.words import FAILED_STAGE, first_line, quantized_word, say_list
@@ -62,6 +62,7 @@ def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
     )
     env.filters["md"] = md_escape
     env.filters["mdlink"] = md_link_text
+    env.filters["mdcode"] = md_code
     return env.get_template(name).render(report=view)
 
 

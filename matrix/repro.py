@@ -85,9 +85,11 @@ def suite_module(relative: str, name: str) -> types.ModuleType:
 # ---- judging: engines/cells.py's rules, with the suite's error measure ----
 
 def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optional[float], str]:
-    """(worst error in steps, mismatch message or "") against expected.npz, as engines.cells.compare."""
+    """(worst error in steps, mismatch message or "") against expected.npz, as engines.cells.compare: in steps, or
+    by SQNR and cosine where case.json judges the whole network."""
     steps = suite_module("steps.py", "qdq_suite_steps")
     tolerance = float(case.get("tolerance_steps", 1.0))
+    how = case.get("judge") or {}
     worst: Optional[float] = None
     problems = []
     for name, expected in read_npz("expected.npz").items():
@@ -102,7 +104,11 @@ def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optio
         step = (case.get("outputs") or {}).get(name, {}).get("step")
         err = steps.error_steps(expected, got, steps.comparison_step(expected, step)[0])
         worst = err if worst is None else max(worst, err)
-        if err > tolerance:
+        if how.get("measure") == "network":
+            why = steps.below(steps.output_stats(expected, got), float(how["min_sqnr_db"]), float(how["min_cosine"]))
+            if why:
+                problems.append(f"output {name!r} differs from the reference: {why}")
+        elif err > tolerance:
             problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
     return worst, "; ".join(problems)
 

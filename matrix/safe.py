@@ -15,8 +15,11 @@ from typing import Any
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 # Everything XML 1.0 does not allow (tab, newline and carriage return are allowed), plus DEL and C1 controls.
 ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u00a0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": " ", "\n": " "}
-MD_SPECIAL = re.compile("[" + re.escape("".join(MD_ESCAPES)) + "]")
+MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "\r": " ", "\n": " "}
+# Markdown passes HTML through only where "<" opens a tag, a comment or a declaration, and "&" an entity; every other
+# "<", ">" and "&" is plain text (CommonMark, raw HTML and entity references), so ">=8.0,<10.0" stays as it is.
+MD_SPECIAL = re.compile("[" + re.escape("".join(MD_ESCAPES)) + "]|<(?=[A-Za-z/!?])|&(?=#?\\w+;)")
+_MD_HTML = {"<": "&lt;", "&": "&amp;"}
 
 
 def clean(value: Any) -> Any:
@@ -32,8 +35,9 @@ def _visible(match: re.Match) -> str:
 
 
 def md_cell(value: Any) -> str:
-    """Text safe in a Markdown table cell or line: no raw HTML, no cell break, no code span, one line."""
-    return MD_SPECIAL.sub(lambda m: MD_ESCAPES[m.group()], clean(str(value)))
+    """Text safe in a Markdown table cell or line: no raw HTML, no cell break, no code span, one line; a "<" or "&"
+    that cannot start HTML stays as it is."""
+    return MD_SPECIAL.sub(lambda m: MD_ESCAPES.get(m.group()) or _MD_HTML[m.group()], clean(str(value)))
 
 
 def md_link_text(value: Any) -> str:

@@ -263,6 +263,7 @@ class Adapter:
             crashed=crashed,
             not_run_here="" if error or crashed else str(result.get("not_run_here") or ""),
             listing=pack_listing(listing.get("kind", ""), listing.get("text", "")) if listing else {},
+            parser_errors=[dict(e) for e in result.get("parser_errors") or [] if isinstance(e, dict)],
         )
 
 

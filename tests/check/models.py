@@ -1,4 +1,5 @@
-"""Small quantized models built in the tests: a hand-made QDQ conv, and float models quantized by ONNX Runtime."""
+"""Models built in the tests from seeds: hand-made QDQ graphs, float networks (a YOLO-style CSP block, a deep
+convnet) for ONNX Runtime's quantizer, a 900-node quantized stack, and integer weights widened without a DQ."""
 
 from __future__ import annotations
 
@@ -134,6 +135,49 @@ def bert_embedding(path: Path, vocab: int = 100, hidden: int = 16, out: int = 8,
     return path
 
 
+def yolo_csp(path: Path, seed: int = 0, width: int = 8, size: int = 32) -> Path:
+    """A float YOLO-style detector block: Conv-SiLU stem and downsample, a CSP block (Split, two bottlenecks with
+    residual Adds, Concat), Resize back up, Concat with the stem, a Conv head and a Sigmoid; static 1x3xSxS."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+
+    def conv_silu(x: str, cin: int, cout: int, k: int, name: str, stride: int = 1) -> str:
+        w = (rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
+        inits.extend([numpy_helper.from_array(w, f"{name}_w"),
+                      numpy_helper.from_array((rng.standard_normal(cout) * 0.05).astype(np.float32), f"{name}_b")])
+        nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_c"], name=name,
+                                      kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride, stride]))
+        nodes.append(helper.make_node("Sigmoid", [f"{name}_c"], [f"{name}_s"], name=f"{name}_sig"))
+        nodes.append(helper.make_node("Mul", [f"{name}_c", f"{name}_s"], [f"{name}_y"], name=f"{name}_silu"))
+        return f"{name}_y"
+
+    c = width
+    stem = conv_silu("images", 3, c, 3, "stem", stride=2)
+    x = conv_silu(conv_silu(stem, c, 2 * c, 3, "down", stride=2), 2 * c, 2 * c, 1, "cv1")
+    inits.append(numpy_helper.from_array(np.array([c, c], np.int64), "halves"))
+    nodes.append(helper.make_node("Split", [x, "halves"], ["a", "b"], name="split", axis=1))
+    y, parts = "b", ["a", "b"]
+    for i in range(2):
+        t = conv_silu(conv_silu(y, c, c, 3, f"m{i}a"), c, c, 3, f"m{i}b")
+        nodes.append(helper.make_node("Add", [y, t], [f"m{i}_add"], name=f"m{i}_add"))
+        y = f"m{i}_add"
+        parts.append(y)
+    nodes.append(helper.make_node("Concat", parts, ["cat"], name="concat", axis=1))
+    z = conv_silu("cat", 4 * c, 2 * c, 1, "cv2")
+    inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "up2"))
+    nodes.append(helper.make_node("Resize", [z, "", "up2"], ["up"], name="resize", mode="nearest"))
+    nodes.append(helper.make_node("Concat", ["up", stem], ["cat2"], name="concat2", axis=1))
+    head = conv_silu("cat2", 3 * c, 8, 1, "head")
+    nodes.append(helper.make_node("Sigmoid", [head], ["pred"], name="pred_sig"))
+    graph = helper.make_graph(
+        nodes, "yolo_csp", [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("pred", TensorProto.FLOAT, [1, 8, size // 2, size // 2])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
 def per_channel_opset12(path: Path) -> Path:
     """qdq_conv with per-channel weights (DequantizeLinear axis=0) under opset 12, as onnxruntime's quantizer writes
     an opset-11/12 model with per_channel=True: onnx.checker refuses it (axis came in opset 13)."""
@@ -145,5 +189,86 @@ def per_channel_opset12(path: Path) -> Path:
     dq.input[2] = "z_w"
     dq.attribute.append(helper.make_attribute("axis", 0))
     model.opset_import[0].version = 12
+    onnx.save(model, str(path))
+    return path
+
+
+def deep_convnet(path: Path, layers: int = 24, channels: int = 8, seed: int = 0) -> Path:
+    """A float plain deep network: `layers` Conv -> Relu, a residual Add every other layer, static 1x3x16x16."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, prev, skip = [], [], "x", ""
+    for i in range(layers):
+        cin = 3 if i == 0 else channels
+        w = (rng.standard_normal((channels, cin, 3, 3)) * np.sqrt(2.0 / (cin * 9))).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"w{i}"),
+                  numpy_helper.from_array((rng.standard_normal(channels) * 0.05).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("Conv", [prev, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", kernel_shape=[3, 3],
+                                   pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}")]
+        prev = f"r{i}"
+        if i % 2 == 1 and skip:
+            nodes.append(helper.make_node("Add", [prev, skip], [f"s{i}"], name=f"add{i}"))
+            prev = f"s{i}"
+        skip = prev if i % 2 == 1 else skip or prev
+    graph = helper.make_graph(
+        nodes, "deep_convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, channels, 16, 16])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def quantize_for_tensorrt(float_model: Path, out: Path, samples: int = 4) -> Path:
+    """onnxruntime's quantizer with TensorRT settings: QDQ, int8 symmetric activations and weights, per-channel
+    weights, bias not quantized (7-bit weights, reduce_range, so that no x86-64 CPU saturates ORT's u8s8 kernels)."""
+    return quantize_static(float_model, out, per_channel=True, samples=samples, quantize_bias=False, symmetric=True)
+
+
+def qdq_conv_stack(path: Path, blocks: int = 150, channels: int = 4, seed: int = 0) -> Path:
+    """A long quantized model made of small blocks, six nodes each: Q -> DQ, a DQ'd int8 weight and a DQ'd INT32
+    bias (onnxruntime's QuantizeBias) into a Conv, then a Relu; 150 blocks are 900 nodes."""
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s_x"),
+             numpy_helper.from_array(np.array(0, np.int8), "z")]
+    nodes, prev = [], "x"
+    for i in range(blocks):
+        w = rng.integers(-63, 64, size=(channels, channels, 1, 1)).astype(np.int8)
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(np.array(0.01, np.float32), f"s_w{i}"),
+                  numpy_helper.from_array(rng.integers(-50, 50, size=channels).astype(np.int32), f"b{i}"),
+                  numpy_helper.from_array(np.array(0.0005, np.float32), f"s_b{i}"),
+                  numpy_helper.from_array(np.array(0, np.int32), f"z_b{i}")]
+        nodes += [helper.make_node("QuantizeLinear", [prev, "s_x", "z"], [f"q{i}"], name=f"q{i}_QuantizeLinear"),
+                  helper.make_node("DequantizeLinear", [f"q{i}", "s_x", "z"], [f"d{i}"], name=f"d{i}_DequantizeLinear"),
+                  helper.make_node("DequantizeLinear", [f"w{i}", f"s_w{i}", "z"], [f"wd{i}"],
+                                   name=f"w{i}_DequantizeLinear"),
+                  helper.make_node("DequantizeLinear", [f"b{i}", f"s_b{i}", f"z_b{i}"], [f"bd{i}"],
+                                   name=f"b{i}_DequantizeLinear"),
+                  helper.make_node("Conv", [f"d{i}", f"wd{i}", f"bd{i}"], [f"c{i}"], name=f"conv{i}",
+                                   kernel_shape=[1, 1]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}")]
+        prev = f"r{i}"
+    graph = helper.make_graph(
+        nodes, "qdq_conv_stack", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, 4, 4])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, channels, 4, 4])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def widened_matmul(path: Path, dtype: str = "int8") -> Path:
+    """x @ W where W is an integer initializer widened by Cast -> Mul (a scale), no DequantizeLinear anywhere."""
+    rng = np.random.default_rng(0)
+    low = 0 if dtype == "uint8" else -63
+    w = rng.integers(low, 64, size=(16, 8)).astype(dtype)
+    inits = [numpy_helper.from_array(w, "w_q"), numpy_helper.from_array(np.array(0.01, np.float32), "w_s")]
+    nodes = [helper.make_node("Cast", ["w_q"], ["w_f"], name="cast_w", to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["w_f", "w_s"], ["w"], name="scale_w"),
+             helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    graph = helper.make_graph(nodes, "widened", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
     onnx.save(model, str(path))
     return path

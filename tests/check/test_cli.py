@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from check.__main__ import main
+from tests.check.paths import report_file
 from tests.check.models import float_convnet, qdq_conv, quantize_static
 
 
@@ -21,25 +22,27 @@ def quantized(tmp_path_factory):
     return quantize_static(float_convnet(folder / "float.onnx", blocks=2), folder / "convnet_int8.onnx")
 
 
-def test_check_runs_onnxruntime_and_openvino_and_writes_the_node_report(quantized, tmp_path, capsys):
+def test_check_runs_onnxruntime_and_openvino_and_writes_the_nodereport_file(quantized, tmp_path, capsys):
     out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep"),
            "--engine", "onnxruntime", "--engine", "openvino"]
     assert main([str(quantized), *out]) == 0
     printed = capsys.readouterr().out
-    assert "quantized nodes ran in INT8" in printed and "## Nodes" in printed
+    assert "quantized compute nodes ran in INT8" in printed and "## Nodes" in printed
     lint = re.search(r"lint user_model/convnet_int8-[0-9a-f]{10}: ", printed)
     assert lint and lint.start() < printed.index("running "), "predictions come before engines"
-    report = json.loads(_report(tmp_path / "rep", "convnet_int8").read_text())
+    report = json.loads(report_file(tmp_path / "rep", "convnet_int8").read_text())
     engines = {c["engine"] for c in report["columns"]}
     assert engines == {"onnxruntime", "openvino"}
     assert report["targets"] == 3 and {n["name"] for n in report["nodes"]} == {"conv0", "conv1", "add_out"}
+    assert (report["compute"], report["other"]) == (2, 1)  # the convolutions; the Add is counted apart
     for col in report["columns"]:
         assert col["status"] == "pass" and col["ran"]
-        assert f"of {report['targets']} quantized nodes ran in INT8" in col["summary"]
-        assert col["numerics"].endswith("output quantization steps (tolerance 2)")
+        assert "of 2 quantized compute nodes ran in INT8" in col["summary"]
+        assert col["numerics"].startswith("SQNR ") and col["output_stats"]["measure"] == "network"
     openvino = next(c for c in report["columns"] if c["engine"] == "openvino")
     assert openvino["int8"] >= 2  # both convolutions run as i8/u8 kernels on any x86-64 CPU
-    assert _report(tmp_path / "rep", "convnet_int8", ".html").read_text().count("<table>") == 3  # engines, lint, nodes
+    # engines, lint, nodes grouped, every node (behind a click)
+    assert report_file(tmp_path / "rep", "convnet_int8", ".html").read_text().count("<table>") == 4
     lint = report["predictions"]
     assert lint["findings"] and lint["ran"] == [] and lint["not_run"] == len(lint["rows"]), \
         "no TensorRT ran here: every prediction is 'predicted, not run here'"
@@ -62,14 +65,14 @@ def test_with_no_gpu_a_check_has_a_real_tensorrt_rtx_plan_per_target(tmp_path, c
     # and non-zero zero points (the lint predicts both)
     out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
     assert main([str(model), "--engine", "tensorrt-rtx", "--target", "SM86,SM89", *out]) == 0
-    report = json.loads(_report(tmp_path / "rep", "convnet_fbias").read_text())
+    report = json.loads(report_file(tmp_path / "rep", "convnet_fbias").read_text())
     columns = {c["hardware"]: c for c in report["columns"]}
     assert len(columns) == 2 and all(c["engine"] == "tensorrt-rtx" and c["status"] == "built" for c in columns.values())
     assert {h.rsplit("target=", 1)[-1] for h in columns} == {"SM86", "SM89"}
     for col in columns.values():
-        assert f"of {report['targets']} quantized nodes INT8 (ahead-of-time plan)" in col["summary"]
-        assert col["int8"] >= 2  # both convolutions: INT8 correlation layers, read from the build log
-    assert "quantized nodes INT8 (ahead-of-time plan)" in capsys.readouterr().out
+        assert col["summary"].startswith("2 of 2 quantized compute nodes INT8 (ahead-of-time plan)")
+        assert col["int8"] == 2  # both convolutions: INT8 correlation layers, read from the build log
+    assert "quantized compute nodes INT8 (ahead-of-time plan)" in capsys.readouterr().out
 
 
 def test_prepare_only_then_from_bundles(quantized, tmp_path, capsys):
@@ -83,15 +86,17 @@ def test_prepare_only_then_from_bundles(quantized, tmp_path, capsys):
     assert "predicted parse fails" in printed and "running" not in printed
 
 
-def test_lint_only_prints_one_line_per_finding_and_runs_nothing(quantized, tmp_path, capsys, monkeypatch):
+def test_lint_only_prints_one_line_per_rule_and_runs_nothing(quantized, tmp_path, capsys, monkeypatch):
     from check.lint import lint_path
 
     monkeypatch.chdir(tmp_path)
     assert main([str(quantized), "--lint-only", "--out", str(tmp_path / "b"), "--engine", "tensorflow"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(lint_path(quantized)) > 0
+    findings = lint_path(quantized)
+    assert len(lines) == len({(f.rule, f.engine, f.versions, f.predicted, f.source) for f in findings}) < len(findings)
     assert all(line.startswith(f"lint {quantized}: ") and " predicted " in line for line in lines)
-    assert any("(dq_non_activation): TensorRT >=8.0,<10.0 predicted parse fails" in line for line in lines)
+    assert any("2 nodes (b0_DequantizeLinear, b1_DequantizeLinear) (dq_non_activation): TensorRT >=8.0,<10.0 "
+               "predicted parse fails" in line for line in lines)
     assert not (tmp_path / "b").exists(), "no bundle is made"
     assert main([str(qdq_conv(tmp_path / "conv.onnx")), "--lint-only"]) == 0
     assert capsys.readouterr().out.strip().endswith("conv.onnx: no findings (no catalogue rule matched this graph)")
@@ -134,7 +139,7 @@ def test_a_model_that_cannot_be_used_gets_its_report_and_exit_4(tmp_path, capsys
     assert main([str(tmp_path / "junk.onnx"), *out]) == 4
     printed = capsys.readouterr().out
     assert "junk.onnx: unusable: not an ONNX model" in printed and "exit status 4" in printed
-    report = json.loads(_report(tmp_path / "rep", "junk").read_text())
+    report = json.loads(report_file(tmp_path / "rep", "junk").read_text())
     assert report["status"] == "unusable" and report["model"] == "junk.onnx" and str(tmp_path) not in report["reason"]
     model = qdq_conv(tmp_path / "conv.onnx")
     np.savez(tmp_path / "bad.npz", image=np.zeros((1, 3, 8, 8), np.float32))
@@ -142,8 +147,3 @@ def test_a_model_that_cannot_be_used_gets_its_report_and_exit_4(tmp_path, capsys
     assert "no model input named image" in capsys.readouterr().out
 
 
-def _report(folder: Path, slug: str, suffix: str = ".json") -> Path:
-    """The one report of a model in a report folder: <slug>-<10 hex digits of its id><suffix>."""
-    found = [p for p in folder.glob(f"{slug}-*{suffix}") if re.fullmatch(rf"{re.escape(slug)}-[0-9a-f]{{10}}", p.stem)]
-    assert len(found) == 1, found
-    return found[0]

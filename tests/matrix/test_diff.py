@@ -177,5 +177,5 @@ def test_text_from_results_files_stays_text_in_the_markdown(make_cell):
     assert span.startswith("```") and span.strip("` ").replace("\\|", "|") == evil, "the error is one code span"
     outside = _without_code_spans(md).replace("<details><summary>", "").replace("</summary>", "")
     outside = outside.replace("</details>", "")
-    assert "<" not in outside and "&lt;script&gt;" in outside and "&lt;img src=x" in outside
+    assert "<" not in outside and "&lt;script>" in outside and "&lt;img src=x" in outside
     assert "\\`x\\`" in outside, "a backtick outside a code span is escaped, not a code span"

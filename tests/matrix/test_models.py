@@ -121,3 +121,43 @@ def test_a_model_without_a_cell_in_a_column_is_a_dot(tmp_path):
     table = html[html.index('<table id="m">'):html.index("</table>", html.index('<table id="m">'))]
     assert table.count('<td class="e">&middot;</td>') == 2
     assert '<td class="m-all" title="undocumented"><a href="nodes/user_model__net.html">1/1 INT8</a></td>' in table
+
+
+def test_the_reason_line_comes_from_the_parsers_fields_and_skips_where_and_the_machines_noise():
+    from matrix.predict import reason_line
+
+    rtx = {"desc": "Invalid Node - b0_DequantizeLinear\nITensor::getDimensions: Error Code 4: API Usage Error "
+                   "(b0_DequantizeLinear: input has type Int32 but must have type FP8, FP4, Int4, Int8, or UInt8. In "
+                   "checkType at /_src/optimizer/common/nodeBase.cpp:456)\n[checkMacros.cpp::catchCudaError::250] "
+                   "Error Code 1: Cuda Runtime (CUDA driver version is insufficient for CUDA runtime version)",
+           "node_name": "b0_DequantizeLinear", "node_operator": "DequantizeLinear", "code": "ErrorCode.INVALID_NODE"}
+    why = "input has type Int32 but must have type FP8, FP4, Int4, Int8, or UInt8"
+    assert reason_line("ONNX parse failed: Invalid Node - b0_DequantizeLinear", "", [rtx]) == why
+    assert reason_line("ONNX parse failed: " + rtx["desc"], "b0_DequantizeLinear") == why, "the text, where no fields"
+    assert reason_line(INVALID_NODE, "b_dw_DequantizeLinear") == "only activation types allowed as input to this layer"
+    assert reason_line(SUFFIX, "node_of_x_q") == "Non-zero zero point is not supported"
+    cell = _cell(engine="tensorrt-rtx", version="1.7.1.116", parser_errors=[rtx],
+                 error="ONNX parse failed: Invalid Node - b0_DequantizeLinear")
+    assert _said(cell) == f"parse fails (b0_DequantizeLinear) [{why}]"
+
+
+def test_a_tensorrt_error_code_line_gives_its_parenthesised_reason_first_sentence_only():
+    from matrix.predict import reason_line
+
+    built = ("build_serialized_network returned None: IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error "
+             "(Quantized constant (w_q) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node. If this constant is "
+             "not intended as a quantized floating-point value, consider using other data types. In "
+             "matchQuantizedConstantPluginOrDQ at /_src/optimizer/common/rewrite/qdqGraphOptimizer.cpp:4327)")
+    assert reason_line(built) == "Quantized constant (w_q) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node"
+    assert reason_line("build_serialized_network returned None: Error Code 10: Internal Error (Could not find any "
+                       "implementation for node {ForeignNode[a]}.)") == \
+        "Could not find any implementation for node {ForeignNode[a]}"
+
+
+def test_a_network_that_fails_its_sqnr_line_says_so_with_its_statistics():
+    stats = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99,
+             "outputs": {"y": {"sqnr_db": 8.5, "cosine": 0.93, "max_abs": 1.5, "peak": 3.0}}}
+    cell = _cell(engine="onnxruntime", version="1.32.0", status="fail", stage="run", max_error_steps=40.0,
+                 precision={"conv": "int8", "relu": "int8"}, output_stats=stats,
+                 error="output 'y' differs from the reference: SQNR 8.5 dB < 20 dB (cosine 0.9300)")
+    assert _said(cell) == "2/2 INT8; outputs differ: SQNR 8.5 dB, cosine 0.9300, max abs 1.5"

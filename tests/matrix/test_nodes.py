@@ -43,7 +43,8 @@ def test_the_report_counts_int8_nodes_and_names_the_float_fallback():
     report = node_report(cells, meta)
     assert [c["heading"] for c in report["columns"]] == ["onnxruntime@1.31.1", "tensorrt@8.6.0"]
     trt = report["columns"][1]
-    assert trt["summary"] == "1 of 2 quantized nodes ran in INT8"
+    assert (report["compute"], report["other"]) == (1, 1)
+    assert trt["summary"] == "1 of 1 quantized compute nodes ran in INT8; other quantized nodes: 1 float fallback"
     assert trt["fallbacks"][0]["text"] == "dq_c → add_out (Add) → q_y: not fused; float fallback (fp16) in layer add_out"
     assert trt["numerics"] == "0.5 output quantization steps (tolerance 2)"
 
@@ -125,10 +126,11 @@ def test_the_markdown_and_html_reports_show_misses_and_keep_sources_as_text(tmp_
     cells = [_trt("8.6.0", "pass", "compare", {"conv0": "int8", "add_out": "float"})]
     md, html, data = write_node_reports(node_report(cells, {"target_nodes": ["conv0"], "lint": LINT}), tmp_path, "n")
     text = md.read_text()
-    miss = "| conv0 | grouped_conv | 8.6.0 [hw] | build fails | int8 | **miss: news for the catalogue** | [1] |  |"
+    miss = "| grouped_conv | `8.6.0` [hw] | 1: conv0 | build fails | int8 | **miss: news for the catalogue** | [1] |  |"
     assert miss in text and text.index(miss) < text.index("## Nodes")
-    assert "| q_x | nonzero_zero_point | 8.6.0 [hw] | parse fails | unknown | cannot say | [3] | (1) |" in text
-    assert "<script>" not in text and "&lt;script&gt;\\|\\`x\\`" in text
+    assert "| nonzero_zero_point | `8.6.0` [hw] | 1: q_x | parse fails | unknown | cannot say | [3] | (1) |" in text
+    assert "| nonzero_zero_point | `>=8.0,<10.0` |" not in text, "8.6.0 ran: the range is said by its version"
+    assert "<script>" not in text and "&lt;script>\\|\\`x\\`" in text
     page = html.read_text()
     assert "<script>" not in page and '<tr class="news">' in page and "predicted, not run here" in page
     assert json.loads(data.read_text())["predictions"]["news"] == 1
@@ -174,3 +176,31 @@ def test_a_cell_under_a_user_models_old_id_finds_its_bundle_under_todays(tmp_pat
     (tmp_path / "user_model" / "net-abcdefabcd").mkdir()
     (tmp_path / "user_model" / "net-abcdefabcd" / "case.json").write_text("{}")
     assert read_meta(tmp_path, "user_model/net") == {}, "two candidates: neither is guessed"
+
+
+def test_a_big_model_groups_its_nodes_and_counts_the_nodes_without_evidence_by_op(tmp_path):
+    from matrix.nodes import write_node_reports
+
+    names = [f"split{i}" for i in range(30)] + [f"conv{i}" for i in range(30)]
+    details = {n: {"op": "Split" if n.startswith("split") else "Conv"} for n in names}
+    ov = {n: ("int8", OV.replace("f32", "i8")) if n.startswith("conv") else ("unknown", "no runtime layer")
+          for n in names}
+    report = node_report([_cell("openvino", "2026.4.1", ov)], {"target_nodes": names, "target_details": details})
+    col = report["columns"][0]
+    assert col["unknown_ops"] == {"Split": 30} and len(col["unknown"]) == 30 and not report["listed"]
+    assert [(g["kind"], g["op"], g["count"], g["results"]) for g in report["node_groups"]] == \
+        [("compute", "Conv", 30, ["int8"]), ("other", "Split", 30, ["unknown"])]
+    md, html, _ = write_node_reports(report, tmp_path, "big")
+    text = md.read_text()
+    assert "No precision evidence for 30 nodes: 30 Split (listed in the HTML and the JSON)." in text
+    assert "split7" not in text.split("## Nodes", 1)[1].replace("split0, split1, split2, split3", "")
+    page = html.read_text()
+    assert "<summary>No precision evidence for 30 nodes: 30 Split</summary>" in page and "split29" in page
+
+
+def test_markdown_keeps_plain_comparisons_and_escapes_only_what_opens_html():
+    from matrix.safe import md_cell
+
+    assert md_cell(">=8.0,<10.0") == ">=8.0,<10.0"
+    assert md_cell("a < b && c > d") == "a < b && c > d"
+    assert md_cell("<script>x</script> &amp; | `") == "&lt;script>x&lt;/script> &amp;amp; \\| \\`"

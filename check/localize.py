@@ -1,0 +1,204 @@
+"""--localize: the first node whose output drifts past the threshold, where an engine lets us mark intermediates.
+
+Polygraphy's `polygraphy run --onnxrt --mark all` and onnxruntime's QDQ debugger
+(`qdq_loss_debug.modify_model_output_intermediate_tensors`) both make intermediate tensors graph outputs and compare
+them. Here the marked tensors are the model's quantized activations (every QuantizeLinear output that is not a
+weight): an engine fuses Q into the kernel before it, so its INT8 output stays the same tensor when it is marked,
+and each one is compared in integer units against the simulated reference with the network measure (SQNR). The first
+in graph order that falls below the line is named with the node that computed it. Marking can still change what an
+engine fuses: each result says whether the marked model's own outputs fail as the cell's did.
+
+ONNX Runtime and OpenVINO run here. The TensorRT family is not localized by this suite: TensorRT-RTX cannot run on a
+machine without one of its GPUs, and the TensorRT worker does not mark outputs; each says so, with the Polygraphy
+command that does it on a GPU.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from cases.cell import Cell
+from generators.bundle import Bundle
+from generators.steps import output_stats
+
+ENGINES = ("onnxruntime", "openvino")
+# A bug bundle's data_loader.py feeds its inputs.npz (matrix/templates/data_loader.py.j2).
+POLYGRAPHY = ("polygraphy run model.onnx --trt --onnxrt --trt-outputs mark all --onnx-outputs mark all "
+              "--data-loader-script data_loader.py --save-outputs outputs.json, then each marked tensor's SQNR")
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One marked tensor: the node that computed it, and how far the engine is from the reference there."""
+
+    tensor: str  # the QuantizeLinear output that was marked
+    node: str  # the node whose output that Q quantizes
+    op: str
+    sqnr_db: Optional[float]  # None: equal to the reference
+    cosine: Optional[float]
+
+
+@dataclass(frozen=True)
+class Localized:
+    """What --localize found for one cell: the first drifting node, or why nothing could be said."""
+
+    engine: str
+    version: str
+    setting: str
+    status: str  # "found", "none drift", "not localized"
+    first: Optional[Drift] = None
+    marked: int = 0
+    reproduces: Optional[bool] = None  # the marked model's outputs fail as the cell's did (None: not compared)
+    reason: str = ""
+    drifts: List[Drift] = field(default_factory=list)  # every marked tensor below the line, in graph order
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def localize_cells(bundle: Bundle, cells: Sequence[Cell], min_sqnr_db: float) -> List[Dict[str, Any]]:
+    """One record per cell of this bundle: localized where the engine runs here, else why not."""
+    return [localize_cell(bundle, c, min_sqnr_db).to_dict() for c in cells]
+
+
+def localize_cell(bundle: Bundle, cell: Cell, min_sqnr_db: float) -> Localized:
+    """Mark every quantized activation, run the reference and the cell's engine, name the first tensor that drifts."""
+    base = {"engine": cell.engine, "version": cell.engine_version, "setting": cell.setting}
+    if cell.engine not in ENGINES:
+        why = ("TensorRT-RTX cannot run on this machine (it builds ahead of time; the plan needs one of its GPUs)"
+               if cell.engine == "tensorrt-rtx" else "this suite's TensorRT worker does not mark outputs")
+        return Localized(**base, status="not localized", reason=f"{why}; on a GPU: {POLYGRAPHY}")
+    if cell.stage not in ("run", "compare"):
+        return Localized(**base, status="not localized", reason=f"the engine did not run the model ({cell.status})")
+    with tempfile.TemporaryDirectory(prefix="qdq-localize-") as tmp:
+        marked, model = mark_activations(bundle.model_path, Path(tmp) / "marked.onnx")
+        if not marked:
+            return Localized(**base, status="not localized", reason="the model has no quantized activations to mark")
+        inputs = bundle.inputs()
+        try:
+            want = _reference(model, inputs)
+            got = _run(cell, model, inputs, Path(tmp))
+        except Exception as e:  # an engine that refuses the marked model: say so, never a guess
+            return Localized(**base, status="not localized", marked=len(marked),
+                             reason=f"the marked model does not run: {_first(e)}")
+    drifts = [d for d in _drifts(marked, want, got) if d.sqnr_db is not None and d.sqnr_db < min_sqnr_db]
+    reproduces = _reproduces(bundle, got, min_sqnr_db) if cell.status == "fail" else None
+    if not drifts:
+        return Localized(**base, status="none drift", marked=len(marked), reproduces=reproduces,
+                         reason=f"no marked activation is below {min_sqnr_db:g} dB")
+    return Localized(**base, status="found", first=drifts[0], marked=len(marked), reproduces=reproduces,
+                     drifts=drifts)
+
+
+def mark_activations(model_path: Path, out: Path) -> Tuple[List[Tuple[str, str, str]], Path]:
+    """Write the model with every activation QuantizeLinear output as a graph output; [(tensor, node, op)]."""
+    import onnx
+
+    model = onnx.load(str(model_path))
+    graph = model.graph
+    stored = {i.name for i in graph.initializer} | {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    producer = {o: n for n in graph.node for o in n.output}
+    outputs = {o.name for o in graph.output}
+    marked = []
+    for n in graph.node:
+        if n.op_type != "QuantizeLinear" or not n.input or n.input[0] in stored or n.output[0] in outputs:
+            continue
+        source = producer.get(n.input[0])
+        marked.append((n.output[0], source.name if source is not None else n.input[0],
+                       source.op_type if source is not None else "graph input"))
+        zero = n.input[2] if len(n.input) > 2 else ""
+        elem = _elem_type(graph, zero)
+        graph.output.append(onnx.helper.make_tensor_value_info(n.output[0], elem, None))
+    onnx.save(model, str(out))
+    return marked, out
+
+
+def _elem_type(graph: Any, zero_point: str) -> int:
+    """A QuantizeLinear output's element type: its zero point's, else uint8 (ONNX's default without a zero point)."""
+    from onnx import TensorProto
+
+    for t in graph.initializer:
+        if t.name == zero_point:
+            return t.data_type
+    for n in graph.node:
+        if n.op_type == "Constant" and zero_point in n.output:
+            return next((a.t.data_type for a in n.attribute if a.name == "value"), TensorProto.UINT8)
+    return TensorProto.UINT8  # ONNX: no zero point means uint8
+
+
+def _reference(model: Path, inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """The simulated reference's values of every output (ONNX Runtime, CPU, optimizations off), as check.bundle."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, dict(inputs))))
+
+
+class _Seen:
+    """The stages' observation object: stage, error, outputs, timings, options."""
+
+    def __init__(self) -> None:
+        self.stage, self.error, self.outputs, self.timings, self.options = "", "", {}, {}, {}
+
+
+def _run(cell: Cell, model: Path, inputs: Mapping[str, np.ndarray], tmp: Path) -> Dict[str, np.ndarray]:
+    """The cell's engine, with the cell's settings, through the adapters' own stages."""
+    seen = _Seen()
+    if cell.engine == "onnxruntime":
+        import onnxruntime as ort
+
+        from engines.onnxruntime import stages
+
+        stages.run_stages(ort, str(model), dict(inputs), str(tmp), ["CPUExecutionProvider"],
+                          str(cell.options.get("graph_optimization_level", "ORT_ENABLE_ALL")),
+                          str(cell.variant.get("x64quantprecision", cell.options.get("x64quantprecision", "0"))), seen)
+    else:
+        import onnx
+        import openvino as ov
+
+        from engines.openvino import stages
+
+        names = [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
+        config = dict(cell.options.get("config") or {"INFERENCE_PRECISION_HINT": "f32"})
+        compiled = stages.compile_stages(ov, str(model), "CPU", config, seen)
+        if compiled is not None:
+            stages.run_stage(compiled, dict(inputs), names, seen)
+    if seen.error or seen.stage != "run":
+        raise RuntimeError(seen.error or "no outputs")
+    return dict(seen.outputs)
+
+
+def _drifts(marked: Sequence[Tuple[str, str, str]], want: Mapping[str, np.ndarray],
+            got: Mapping[str, np.ndarray]) -> List[Drift]:
+    """Each marked tensor's SQNR and cosine, in integer units (a per-tensor scale divides out of both)."""
+    found = []
+    for tensor, node, op in marked:
+        if tensor not in want or tensor not in got or np.shape(got[tensor]) != np.shape(want[tensor]):
+            continue
+        stats = output_stats(want[tensor].astype(np.float64), np.asarray(got[tensor]).astype(np.float64))
+        found.append(Drift(tensor, node, op, stats["sqnr_db"], stats["cosine"]))
+    return found
+
+
+def _reproduces(bundle: Bundle, got: Mapping[str, np.ndarray], min_sqnr_db: float) -> bool:
+    """Whether the marked run's model outputs are below the line too (marking changed nothing that matters)."""
+    for name, expected in bundle.expected().items():
+        if name in got and np.shape(got[name]) == expected.shape:
+            sqnr = output_stats(expected, got[name])["sqnr_db"]
+            if sqnr is not None and sqnr < min_sqnr_db:
+                return True
+    return False
+
+
+def _first(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__

@@ -1,0 +1,174 @@
+"""Whole models are judged by signal-to-noise, single-op reproducers by steps: deep quantized networks that agree
+with the reference pass on ONNX Runtime and OpenVINO, a really wrong output fails, and --localize names where drift
+starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from cases import get_case
+from check.__main__ import main
+from tests.check.paths import report_file
+from check.bundle import bundle_from_model
+from check.localize import localize_cell
+from engines import get_engine
+from engines.cells import judge_observation, measure
+from generators import steps
+from generators.bundle import verify_bundle
+from tests.check.models import deep_convnet, qdq_conv, quantize_for_tensorrt, quantize_static
+
+CASE = get_case("user_model")
+
+
+@pytest.fixture(scope="module")
+def deep(tmp_path_factory):
+    """A 24-layer residual convnet and two quantized copies: TensorRT settings, and ORT's int8 defaults."""
+    folder = tmp_path_factory.mktemp("deep")
+    floats = deep_convnet(folder / "deep_float.onnx", layers=24)
+    trt = quantize_for_tensorrt(floats, folder / "deep_trt.onnx")
+    return floats, trt, quantize_static(floats, folder / "deep.onnx")
+
+
+def _run(bundle, engine_name: str):
+    engine = get_engine(engine_name)
+    info = engine.probe()
+    return engine, info, engine.run(bundle)
+
+
+def test_output_stats_are_onnxruntimes_sqnr_and_a_cosine():
+    x = np.linspace(-1, 1, 1000)
+    noisy = x + 0.01 * np.cos(np.arange(1000))  # noise at about 1.7% of the signal's norm
+    stats = steps.output_stats(x, noisy)
+    want = 20 * np.log10(np.linalg.norm(x) / np.linalg.norm(x - noisy))  # qdq_loss_debug's definition
+    assert stats["sqnr_db"] == pytest.approx(want, abs=1e-3) and 30 < stats["sqnr_db"] < 40
+    assert stats["cosine"] > 0.999 and stats["max_abs"] == pytest.approx(0.01, rel=1e-3) and stats["peak"] == 1.0
+    assert steps.output_stats(x, x)["sqnr_db"] is None, "equal outputs: no noise, no ratio"
+    assert steps.below(steps.output_stats(x, 2 * x), 20, 0.99).startswith("SQNR 0.0 dB < 20 dB"), \
+        "a mis-scaled output points the right way (cosine 1) and still fails"
+    assert steps.below(steps.output_stats(x, np.where(x > 0.5, np.nan, x)), 20, 0.99).endswith("reference is finite")
+
+
+@pytest.mark.parametrize("which", [1, 2], ids=["tensorrt-settings", "ort-defaults"])
+@pytest.mark.parametrize("engine_name", ["onnxruntime", "openvino"])
+def test_a_deep_network_that_agrees_at_high_sqnr_passes_and_a_wrong_output_fails(deep, tmp_path, which, engine_name):
+    bundle = bundle_from_model(deep[which], tmp_path / "b", float_model=deep[0])
+    assert measure(bundle.meta) == {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99}
+    _, info, obs = _run(bundle, engine_name)
+    cell = judge_observation(CASE, bundle, info, obs, {"source": "local"})
+    (name, stats), = cell.output_stats["outputs"].items()
+    assert cell.status == "pass", cell.error
+    assert stats["sqnr_db"] is None or stats["sqnr_db"] >= 30, "the engine's integer kernels agree with the reference"
+    assert stats["float"]["sqnr_db"] > 20 and stats["float"]["cosine"] > 0.99, "against the float model too"
+    # The same run with one output channel off by a factor of two (a mis-scaled layer) is a failure.
+    wrong = dict(obs.outputs)
+    wrong[name] = wrong[name].copy()
+    wrong[name][:, 0] *= 2.0
+    obs.outputs = wrong
+    bad = judge_observation(CASE, bundle, info, obs, {"source": "local"})
+    assert (bad.status, bad.stage, bad.verdict) == ("fail", "run", "new failure")
+    assert f"output {name!r} differs from the reference: SQNR" in bad.error
+    assert bad.output_stats["outputs"][name]["sqnr_db"] < 20
+
+
+def test_the_catalogue_keeps_the_step_measure(tmp_path):
+    from generators import write
+    from generators.bundle import load_bundle
+
+    case = get_case("grouped_conv")
+    bundle = load_bundle(write.write_bundle(case, next(iter(case.variants())), root=tmp_path))
+    assert "judge" not in bundle.meta and measure(bundle.meta)["measure"] == "steps"
+    _, info, obs = _run(bundle, "onnxruntime")
+    cell = judge_observation(case, bundle, info, obs, {"source": "local"})
+    assert cell.output_stats["measure"] == "steps" and cell.max_error_steps is not None
+
+
+def test_the_cli_reports_sqnr_with_the_float_model_and_localizes_on_both_cpu_engines(deep, tmp_path, capsys):
+    floats, trt, _ = deep
+    out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
+    assert main([str(trt), "--engine", "onnxruntime", "--engine", "openvino", "--float-model", str(floats),
+                 "--localize", "--min-sqnr", "25", *out]) == 0
+    printed = capsys.readouterr().out
+    assert "each output passes at SQNR ≥ 25.0 dB" in printed and "against the float model SQNR" in printed
+    report = json.loads(report_file(tmp_path / "rep", "deep_trt").read_text())
+    assert report["float_reference"]["model"] == "deep_float.onnx"
+    loss = next(iter(report["float_reference"]["loss"].values()))
+    assert 20 < loss["sqnr_db"] < 60, "quantization loss: the simulated Q/DQ model against the float one"
+    assert [(r["engine"], r["status"]) for r in report["localize"]] == [("onnxruntime", "none drift"),
+                                                                       ("openvino", "none drift")]
+    graph = onnx.load(str(trt)).graph
+    stored = {i.name for i in graph.initializer}
+    activations = sum(n.op_type == "QuantizeLinear" and n.input[0] not in stored for n in graph.node)
+    assert activations > 24 and all(r["marked"] == activations for r in report["localize"]), \
+        "every quantized activation is marked"
+    (bundle,) = (tmp_path / "b" / "user_model").glob("deep_trt-*")
+    assert verify_bundle(bundle).meta["float_reference"]["digest"]
+
+
+@pytest.mark.parametrize("flag, value", [("--min-sqnr", "nan"), ("--min-sqnr", "-3"), ("--min-cosine", "1.5"),
+                                         ("--min-cosine", "0"), ("--tolerance", "inf")])
+def test_thresholds_are_finite_and_positive(flag, value, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([str(qdq_conv(tmp_path / "conv.onnx")), flag, value])
+    assert e.value.code == 2 and flag in capsys.readouterr().err
+
+
+def test_localize_names_the_first_drifting_node_in_graph_order(deep, tmp_path, monkeypatch):
+    """The engine's run is replaced (plumbing only: no cell is written): two activations drift, the first is named."""
+    from check import localize
+
+    bundle = bundle_from_model(deep[1], tmp_path / "b")
+    _, info, obs = _run(bundle, "onnxruntime")
+    cell = judge_observation(CASE, bundle, info, obs, {"source": "local"})
+    real = localize._reference
+
+    def drifted(cell_, model, inputs, tmp):
+        got = real(model, inputs)
+        marked, _ = localize.mark_activations(Path(bundle.model_path), tmp / "again.onnx")
+        for tensor, _, _ in (marked[20], marked[5]):
+            got[tensor] = np.clip(got[tensor].astype(np.int16) * 3, -128, 127).astype(got[tensor].dtype)
+        return got
+
+    monkeypatch.setattr(localize, "_run", drifted)
+    found = localize_cell(bundle, cell, 20.0)
+    marked, _ = localize.mark_activations(Path(bundle.model_path), tmp_path / "m.onnx")
+    assert found.status == "found" and found.first.tensor == marked[5][0] and found.first.node == marked[5][1]
+    assert [d.tensor for d in found.drifts] == [marked[5][0], marked[20][0]]
+
+
+def test_localize_says_why_for_the_tensorrt_family(deep, tmp_path):
+    from cases.cell import Cell
+
+    bundle = bundle_from_model(deep[1], tmp_path / "b")
+    said = {}
+    for engine in ("tensorrt-rtx", "tensorrt"):
+        cell = Cell(bundle=bundle.id, case="user_model", params={}, digest="d", engine=engine, engine_version="1",
+                    hardware="h", status="built", verdict="undocumented", stage="build")
+        said[engine] = localize_cell(bundle, cell, 20.0)
+        assert said[engine].status == "not localized" and "--trt-outputs mark all" in said[engine].reason
+    assert "cannot run on this machine" in said["tensorrt-rtx"].reason
+    assert "does not mark outputs" in said["tensorrt"].reason
+
+
+def test_a_bug_bundles_repro_judges_a_user_model_by_the_same_measure(deep, tmp_path):
+    import subprocess
+    import sys
+
+    from matrix.bugbundle import make
+
+    bundle = bundle_from_model(deep[1], tmp_path / "b")
+    _, info, obs = _run(bundle, "openvino")
+    cell = judge_observation(CASE, bundle, info, obs, {"source": "local"})
+    folder = make(cell, [cell], tmp_path / "b", tmp_path / "bug")
+    done = subprocess.run([sys.executable, "repro.py", "--json", "seen.json"], cwd=str(folder), capture_output=True,
+                          text=True, timeout=600)
+    seen = json.loads((folder / "seen.json").read_text())["observed"]
+    assert (seen["status"], cell.status) == ("pass", "pass") and done.returncode == 0, done.stdout + done.stderr
+    assert "REPRODUCED" in done.stdout
+    issue = (folder / "ISSUE.md").read_text(encoding="utf-8")
+    assert "against the reference, its worst output has SQNR" in issue and "error is" not in issue
+    assert "judged by SQNR >= 20.0 dB" in (folder / "log.txt").read_text(encoding="utf-8")

@@ -1,0 +1,119 @@
+"""What a person reads first: compute nodes counted apart from the other quantized nodes, a float model and widened
+integer weights explained, the engine's own reason in the summary table, and a 900-node report that stays short."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from check.__main__ import main
+from tests.check.paths import report_file
+from tests.check.models import float_convnet, qdq_conv_stack, quantize_for_tensorrt, quantize_static, widened_matmul
+from tests.check.models import yolo_csp
+
+
+def _check(model, tmp_path, *engines: str, extra=()):
+    """Run python -m check on one model; (its report JSON, its Markdown)."""
+    out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
+    main([str(model), *[a for e in engines for a in ("--engine", e)], *out, *extra])
+    stem = model.name[: -len(".onnx")]
+    return (json.loads(report_file(tmp_path / "rep", stem).read_text()),
+            report_file(tmp_path / "rep", stem, ".md").read_text(encoding="utf-8"))
+
+
+def _rtx():
+    pytest.importorskip("tensorrt_rtx")
+    from engines.tensorrt import gpu
+
+    if gpu.detect().present:
+        pytest.skip("a GPU is here: its cells may run, and the summary would say 'ran'")
+
+
+def _column(report, engine):
+    return next(c for c in report["columns"] if c["engine"] == engine)
+
+
+def test_a_yolo_style_model_quantized_for_tensorrt_has_all_its_compute_nodes_int8_on_tensorrt_rtx(tmp_path):
+    _rtx()
+    model = quantize_for_tensorrt(yolo_csp(tmp_path / "float.onnx"), tmp_path / "yolo_trt.onnx")
+    report, md = _check(model, tmp_path, "tensorrt-rtx")
+    convs = [n for n in report["nodes"] if n["op"] == "Conv"]
+    assert report["compute"] == len(convs) == 9 and report["other"] > report["compute"]
+    rtx = _column(report, "tensorrt-rtx")
+    assert rtx["status"] == "built" and (rtx["int8"], rtx["total"]) == (9, 9)
+    assert rtx["summary"].startswith("9 of 9 quantized compute nodes INT8 (ahead-of-time plan); other quantized "
+                                     "nodes: ")
+    # SiLU's Sigmoid and Mul, Split, Concat, Resize, the residual Adds: inside Myelin's generated kernels
+    assert rtx["others"]["fused"] >= 20 and rtx["others"]["fused"] + rtx["others"]["int8"] == report["other"]
+    assert "9 of 9 quantized compute nodes INT8" in md.split("\n## ", 1)[0], "said in the summary table"
+    assert "| compute | Conv | 9: stem, down, cv1, m0a and 5 more | int8 |" in md
+    assert "No precision evidence" not in md, "a node in a generated kernel is counted as fused, not as unknown"
+
+
+def test_a_float_model_says_tensorrt_builds_it_in_float_and_names_the_quantizers(tmp_path):
+    model = float_convnet(tmp_path / "plain.onnx", blocks=2)
+    report, md = _check(model, tmp_path, "onnxruntime")
+    assert report["float_model"] and report["targets"] == 0
+    assert _column(report, "onnxruntime")["summary"] == \
+        "no Q/DQ in the model: a float model (TensorRT builds it in float)"
+    (advice,) = report["advice"]
+    assert advice["title"] == "This model has no Q/DQ" and len(advice["nodes"]) == 2
+    assert "python -m modelopt.onnx.quantization" in advice["fix"] and "quantize_static" in advice["fix"]
+    assert '"QuantizeBias": False' in advice["fix"] and "per_channel=True" in advice["fix"]
+    assert "**This model has no Q/DQ** (2 compute nodes)" in md
+
+
+@pytest.mark.parametrize("dtype, rtx_does", [("int8", "build fails"), ("uint8", "float")])
+def test_integer_weights_widened_by_cast_and_mul_are_explained_and_tensorrt_rtx_agrees(tmp_path, dtype, rtx_does):
+    _rtx()
+    model = widened_matmul(tmp_path / f"widened_{dtype}.onnx", dtype)
+    report, md = _check(model, tmp_path, "tensorrt-rtx")
+    assert report["compute"] == 1 and report["nodes"][0]["name"] == "mm", "widened weights make a compute node"
+    (advice,) = report["advice"]
+    assert advice["title"] == "Integer weights without a DequantizeLinear" and "Cast -> Mul" in advice["detail"]
+    rows = {r["engine"]: r for r in report["predictions"]["rows"] if r["ran"]}
+    assert rows["tensorrt-rtx"]["predicted"] == rtx_does and rows["tensorrt-rtx"]["verdict"] == "agrees", \
+        "what TensorRT-RTX 1.7.1.116 does with it: news for the catalogue if it changes"
+    assert "**Integer weights without a DequantizeLinear** (1 compute node)" in md
+
+
+def test_the_int32_bias_parse_failure_shows_the_engines_reason_in_the_summary_table(tmp_path):
+    _rtx()
+    model = quantize_static(float_convnet(tmp_path / "float.onnx"), tmp_path / "int32_bias.onnx", symmetric=True)
+    report, md = _check(model, tmp_path, "tensorrt-rtx")
+    rtx = _column(report, "tensorrt-rtx")
+    reason = "input has type Int32 but must have type FP8, FP4, Int4, Int8, or UInt8"
+    assert rtx["status"] == "fail" and rtx["says"] == reason and rtx["failing_node"] == "b0_DequantizeLinear"
+    summary = md.split("\n## ", 1)[0]
+    row = next(line for line in summary.splitlines() if line.startswith("| tensorrt-rtx@"))
+    assert f"new failure: **{reason}** (b0_DequantizeLinear)" in row
+    from matrix.models import models_view
+
+    view = models_view([{"bundle": report["bundle"], "report": report, "html": "n.html", "md": "n.md"}])
+    cell = view["rows"][0]["cells"][0]
+    assert cell["text"] == "parse fails (b0_DequantizeLinear)" and view["notes"][cell["note"] - 1]["text"] == reason
+
+
+def test_a_900_node_model_reads_in_under_30_kb_with_the_lint_grouped_by_rule(tmp_path):
+    model = qdq_conv_stack(tmp_path / "stack900.onnx", blocks=150)
+    report, md = _check(model, tmp_path, "onnxruntime", "openvino")
+    # every Conv, and every Relu but the last (the graph's output, with no Q after it)
+    assert report["graph"]["nodes"] == 900 and (report["compute"], report["other"]) == (150, 149)
+    size = len(md.encode("utf-8"))
+    assert size < 30_000, f"{size} bytes of Markdown"
+    lint = md[md.index("## TensorRT and TensorRT-RTX"):md.index("## Nodes")]
+    rows = [line for line in lint.splitlines() if line.startswith("| dq_non_activation |")]
+    assert rows == ["| dq_non_activation | `>=8.0,<10.0` | 150: b0_DequantizeLinear, b1_DequantizeLinear, "
+                    "b2_DequantizeLinear, b3_DequantizeLinear and 146 more | parse fails |  | predicted, not run here "
+                    "| [1] | (1) |"]
+    assert len(report["predictions"]["rows"]) == 150, "every node stays in the JSON"
+    assert "&gt;" not in md and "&lt;" not in md, "no HTML escaping in Markdown"
+    assert "## Evidence" not in md and "| conv17 |" not in md, "node by node only in the HTML and the JSON"
+    nodes = md[md.index("## Nodes"):md.index("## Q/DQ pairs")]
+    assert re.search(r"\| compute \| Conv \| 150: conv0, conv1, conv2, conv3 and 146 more \|", nodes)
+    html = report_file(tmp_path / "rep", "stack900", ".html").read_text(encoding="utf-8")
+    assert html.count("<tr><td>conv17</td>") == 1 and "<details" in html, "the full node table is one click away"
+    for col in report["columns"]:
+        assert col["time"].startswith("build ") and col["output_stats"]["measure"] == "network"
