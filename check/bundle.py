@@ -228,7 +228,7 @@ def target_nodes(model: Any) -> List[str]:
     widened = widened_nodes(model)
     found = []
     for n in nodes:
-        if n.op_type in (QUANTIZE, DEQUANTIZE):
+        if n.op_type in (QUANTIZE, DEQUANTIZE, "Constant"):  # a Constant feeding a Q is a weight, not a computation
             continue
         if dq_outputs & set(n.input) or q_inputs & set(n.output) or n.name in widened:
             found.append(n.name)

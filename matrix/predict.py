@@ -90,7 +90,7 @@ def engine_words(error: str, node: str = "") -> str:
 # ("While parsing node ...", "--- Begin node ---"), and the CUDA runtime's complaint that TensorRT-RTX appends to
 # every error on a machine without a GPU ("Error Code 1: Cuda Runtime (... CUDA driver version is insufficient ...)").
 _NOT_WHY = re.compile(r"^(?:While parsing node|--- (?:Begin|End) node|Node name:|ERROR: ModelImporter)|"
-                      r"Error Code 1: Cuda Runtime")
+                      r"Error Code 1: Cuda Runtime|^Exception from \S+:\d+:$")  # OpenVINO's trail of source lines
 # TensorRT's errors say why in parentheses: "<function>: Error Code 4: API Usage Error (<why>. In <func> at <file>)",
 # the why often starting with the node's name.
 _TRT_ERROR = re.compile(r"^(?:\S+: )?Error Code \d+: [A-Za-z ]+ \((.*)\)$")

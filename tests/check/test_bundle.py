@@ -192,3 +192,22 @@ def test_the_user_case_is_registered_but_not_a_seed():
     assert case.external and not case.expectations
     names = {s.name for s in case.signatures}
     assert {s.name for c in all_cases() for s in c.signatures} == names
+
+
+def test_a_constant_that_feeds_a_quantize_is_a_weight_not_a_quantized_node():
+    """Paddle exports keep weights as Constant nodes, which onnxruntime's quantizer Q/DQs: not a computation to judge."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from check.bundle import target_details, target_nodes
+
+    w = numpy_helper.from_array(np.full((2, 3, 1, 1), 0.1, np.float32), "w_value")
+    nodes = [helper.make_node("Constant", [], ["w"], name="weight", value=w),
+             helper.make_node("QuantizeLinear", ["w", "s", "z"], ["w_q"], name="q_w"),
+             helper.make_node("DequantizeLinear", ["w_q", "s", "z"], ["w_dq"], name="dq_w"),
+             helper.make_node("Conv", ["x", "w_dq"], ["y"], name="conv")]
+    inits = [numpy_helper.from_array(np.array(0.01, np.float32), "s"), numpy_helper.from_array(np.array(0, np.int8), "z")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    assert target_nodes(model) == ["conv"]
+    assert target_details(model)["conv"]["kind"] == "compute"

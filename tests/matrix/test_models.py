@@ -136,6 +136,10 @@ def test_the_reason_line_comes_from_the_parsers_fields_and_skips_where_and_the_m
     assert reason_line("ONNX parse failed: " + rtx["desc"], "b0_DequantizeLinear") == why, "the text, where no fields"
     assert reason_line(INVALID_NODE, "b_dw_DequantizeLinear") == "only activation types allowed as input to this layer"
     assert reason_line(SUFFIX, "node_of_x_q") == "Non-zero zero point is not supported"
+    openvino = ("Exception from src/inference/src/cpp/core.cpp:117:\nException from src/core/src/pass/graph_rewrite.cpp:298:"
+                "\n[MultiplyPartialTransformation] END: node: opset1::Multiply p2o.Mul.0 CALLBACK HAS THROWN: Check "
+                "'index < m_inputs.size()' failed at src/core/src/node.cpp:304:\nindex '0' out of range")
+    assert reason_line(openvino).startswith("[MultiplyPartialTransformation] END"), "OpenVINO's source trail says where"
     cell = _cell(engine="tensorrt-rtx", version="1.7.1.116", parser_errors=[rtx],
                  error="ONNX parse failed: Invalid Node - b0_DequantizeLinear")
     assert _said(cell) == f"parse fails (b0_DequantizeLinear) [{why}]"
