@@ -222,6 +222,16 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session
+def observe(session: nox.Session) -> None:
+    """List files under reports/observed/ as observations: nox -s observe -- FILE... --machine M [--command C].
+
+    Only reports/observed/MANIFEST.json makes a cell observed (its file listed with its sha256, machine and
+    command); `nox -s observe -- --check` checks every listed file against its digest."""
+    _sync(session, "report")
+    session.run("python", "-m", "matrix", "observe", *session.posargs, env=_env())
+
+
+@nox.session
 def diff(session: nox.Session) -> None:
     """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO."""
     _sync(session, "report")

@@ -20,6 +20,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -28,6 +29,7 @@ import pytest
 from cases import get_case
 from cases.cell import SOURCES, Cell
 from cases.engines import ENGINES, spec
+from cases.portable import portable_command
 from cases.verdict import rejudge
 from engines.base import EngineInfo
 from engines.results import (  # noqa: F401  (REUSABLE, same_not_run: the cell test imports them from here)
@@ -62,7 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results", default=None,
                     help="JSONL results file (default results/<engine>-<version>-<hardware>[-<variant>].jsonl)")
     group.addoption("--results-source", default="local", choices=SOURCES,
-                    help="'local' for this machine's runs, 'observed' for data to commit from a real machine")
+                    help="what the cells say they are; a claim only: a cell is observed where "
+                         "reports/observed/MANIFEST.json lists its file with its digest (nox -s observe)")
     group.addoption("--bundles", default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     group.addoption("--fresh", action="store_true", help="run every cell again, even those the results file holds")
     group.addoption("--plugin-bundles-only", action="store_true",
@@ -100,6 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ResultsBusy, NotAResultsFile) as e:
         raise pytest.UsageError(str(e)) from None
     config._qdq_writer = writer
+    if writer.notice:
+        sys.stderr.write(f"qdq-matrix: {writer.notice}\n")
     config._qdq_reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
     config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
 
@@ -146,7 +151,7 @@ def run_record(config: pytest.Config, info: Optional[EngineInfo] = None) -> Dict
     A stand-in engine (a test double that says so in its probe) gets the source "stand-in", which
     no report accepts, whatever --results-source says.
     """
-    argv = " ".join(["pytest"] + [a for a in config.invocation_params.args])
+    argv = portable_command(["pytest", *config.invocation_params.args])  # no path of this machine in a record
     source = config.getoption("--results-source")
     if info is not None and info.versions.get("stand_in"):
         source = "stand-in"
@@ -216,8 +221,8 @@ class _ControllerHooks:
         writer: ResultsWriter = session.config._qdq_writer
         writer.close()
         counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
-        session.config._qdq_summary = (f"cells: {writer.reused} reused from earlier runs, run now: {counts} "
-                                       f"-> {writer.path}")
+        session.config._qdq_summary = "\n".join(filter(None, [writer.notice, (
+            f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> {writer.path}")]))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         summary = getattr(terminalreporter.config, "_qdq_summary", "")

@@ -20,17 +20,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    """Merge every results file and write matrix.md, matrix.html, matrix.json and junit.xml."""
-    from matrix.render import write_reports
-
-    from matrix.nodes import write_all
-
+    """Merge every results file and write matrix.md, matrix.html, matrix.json, junit.xml and the per-node reports,
+    all rendered in a staging folder first and then swapped in; exit 1 when a results file was refused."""
     result = _load(args.results, catalogue_bundles(args.bundles))
     if result is None:
         return 2
-    nodes = write_all(result.cells, Path(args.out) / "nodes", [Path(args.bundles), REPO / ".bundles-user"])
-    paths = write_reports(result, Path(args.out), node_reports=nodes)
-    paths += [n["html"] for n in nodes]
+    paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
     unexpected = sum(s["unexpected"] for s in _summary(result))
     print(f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
           f"{len(result.columns)} columns, {unexpected} unexpected")
@@ -39,7 +34,39 @@ def report(args: argparse.Namespace) -> int:
         print(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
     for p in paths:
         print(f"wrote {p}")
+    refused = sorted({p.file for p in result.errors})
+    if refused:
+        print(f"matrix report: {len(refused)} results files refused, their cells are not in the reports: "
+              f"{', '.join(refused)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Path]:
+    """Render every report into a staging folder inside out, then swap each into place: a report that cannot be
+    rendered leaves the reports that were there untouched, and they never disagree with each other."""
+    import shutil
+    import tempfile
+
+    from matrix.nodes import write_all
+    from matrix.render import write_reports
+
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+    if (out / "nodes").is_dir():
+        (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
+    try:
+        nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
+        written = write_reports(result, staging, node_reports=nodes) + [Path(n["html"]) for n in nodes]
+        old = staging / ".old"
+        old.mkdir()
+        for entry in sorted(p for p in staging.iterdir() if p.name != ".old"):
+            if (out / entry.name).is_dir():
+                os.replace(out / entry.name, old / entry.name)
+            os.replace(entry, out / entry.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out / p.relative_to(staging) for p in written]
 
 
 def diff_cmd(args: argparse.Namespace) -> int:
@@ -110,6 +137,34 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     return 1 if refused else 0
 
 
+def observe_cmd(args: argparse.Namespace) -> int:
+    """List observed files in reports/observed/MANIFEST.json (their digest, machine and command), or check it."""
+    from matrix import observed
+
+    try:
+        manifest = observed.load(Path(args.root))
+        if args.check:
+            problems = observed.verify(manifest)
+            for p in problems:
+                print(f"matrix observe: {p}", file=sys.stderr)
+            print(f"{len(manifest.entries)} observed files listed in {observed.show(manifest.path)}"
+                  + (f", {len(problems)} problems" if problems else ", all present with their digests"))
+            return 1 if problems else 0
+        if not args.files:
+            raise observed.ManifestError("name the files to list (under reports/observed/), or --check")
+        new = observed.add(manifest, [Path(f) for f in args.files], args.machine or "", args.command or "")
+    except observed.ManifestError as e:
+        print(f"matrix observe: {e}", file=sys.stderr)
+        return 2
+    for rel, entry in sorted(new.entries.items()):
+        if manifest.entries.get(rel) != entry:
+            was = manifest.entries.get(rel)
+            print(f"{'updated' if was else 'added'} {rel}: sha256 {entry.sha256[:16]}..., machine: {entry.machine}; "
+                  f"command: {entry.command}")
+    print(f"wrote {observed.show(observed.save(new))} ({len(new.entries)} files)")
+    return 0
+
+
 def _load(given: Optional[List[str]], catalogue: Sequence[str]) -> Optional[MergeResult]:
     """Merged results, problems on stderr; None (and why) when nothing could be read."""
     paths = given if given else [p for p in DEFAULT_RESULTS if p.exists()]
@@ -170,6 +225,14 @@ def _parser() -> argparse.ArgumentParser:
     bug.add_argument("--hardware", default=None, help="the cell's hardware label, where several match")
     bug.add_argument("--zip", action="store_true", help="also write <folder>.zip next to each bug bundle")
     bug.set_defaults(func=bugs_cmd)
+    obs = sub.add_parser("observe", help="list files under reports/observed/ as observations in its MANIFEST.json")
+    obs.add_argument("files", nargs="*", metavar="FILE", help="files under reports/observed/ (committed with it)")
+    obs.add_argument("--machine", help="what it ran on: GPU or CPU, driver, CUDA, libraries (a new file needs it)")
+    obs.add_argument("--command", help="what made it (default for a results file: its session headers' commands)")
+    obs.add_argument("--check", action="store_true",
+                     help="check the manifest instead: every listed file present with its digest, every file listed")
+    obs.add_argument("--root", default=str(REPO / "reports" / "observed"), help=argparse.SUPPRESS)
+    obs.set_defaults(func=observe_cmd)
     return parser
 
 

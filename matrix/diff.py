@@ -238,13 +238,18 @@ def _hardware_pairs(cells: List[Cell], engine: str, old: str, new: str,
 
 
 def _newest(cells) -> Dict[str, Cell]:
-    """One cell per bundle: the newest run (local and observed data may both hold it)."""
+    """One cell per bundle: an observed cell before a local one (a local run never replaces an observation), then
+    the newest run."""
     out: Dict[str, Cell] = {}
     for c in cells:
         old = out.get(c.bundle)
-        if old is None or c.run.get("date", "") >= old.run.get("date", ""):
+        if old is None or _rank(c) >= _rank(old):
             out[c.bundle] = c
     return out
+
+
+def _rank(c: Cell) -> Tuple[bool, str]:
+    return c.run.get("source") == "observed", c.run.get("date", "")
 
 
 def _not_comparable(a: Optional[Cell], b: Optional[Cell], old: str, new: str) -> str:
