@@ -150,8 +150,20 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
         return not_run_cell(case, bundle, replace(info, available=False, unavailable_status="not_run", reason=why), run)
     start = time.perf_counter()
     cell = judge_observation(case, bundle, info, engine.run(bundle), run)
+    gone = environment_broken(info) if cell.status in ("fail", "crashed") else ""
+    if gone:  # the engine was removed or reinstalled under the run: not a verdict, and never reused
+        idle = replace(info, available=False, unavailable_status="not_run", reason=gone)
+        return replace(not_run_cell(case, bundle, idle, run), stage=cell.stage, error=cell.error, log=cell.log)
     # "cell": the harness's whole time for it (adapter, worker round trip, judging), beside the engine's stages
     return replace(cell, timings={**cell.timings, "cell": round(time.perf_counter() - start, 4)})
+
+
+def environment_broken(info: EngineInfo) -> str:
+    """Why the engine this run probed is no longer the one installed, or ""."""
+    from cases.engines import ENGINES
+    from engines.environment import broken
+
+    return broken(ENGINES[info.name].module, info.installation) if info.name in ENGINES else ""
 
 
 def _with_network_dtype(target: str, obs: Observation) -> Dict[str, Any]:

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -30,6 +31,7 @@ from cases import get_case
 from cases.cell import SOURCES, Cell
 from cases.engines import ENGINES, spec
 from cases.portable import portable_command
+from engines.environment import installation
 from cases.verdict import rejudge
 from engines.base import EngineInfo
 from engines.results import (  # noqa: F401  (REUSABLE, same_not_run: the cell test imports them from here)
@@ -95,6 +97,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     engine = make_engine(config)
     info = engine.probe()
+    if info.available and info.name in ENGINES:  # which install ran: a cell fails as "environment broken" if it changes
+        info = replace(info, installation=installation(spec(info.name).module))
     config._qdq_info = info
     config._qdq_run = run_record(config, info)
     try:
@@ -220,14 +224,28 @@ class _ControllerHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         writer: ResultsWriter = session.config._qdq_writer
         writer.close()
+        ran = sum(writer.counts.values())
         counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
-        session.config._qdq_summary = "\n".join(filter(None, [writer.notice, (
-            f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> {writer.path}")]))
+        lines = [writer.notice, f"cells: {ran + writer.reused} in {writer.path}: {writer.reused} reused from "
+                                f"earlier runs, run now: {counts}"]
+        errors = len(_reporter(session).stats.get("error", [])) if _reporter(session) else 0
+        if errors:  # collection or set-up broke: failing cells are exit 1, a broken run must not look like one
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            lines.append(f"qdq-matrix: {errors} errors outside the cells (collection or set-up): the run is broken, "
+                         f"not judged (exit {int(session.exitstatus)})")
+        elif ran + writer.reused == 0:
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+            lines.append(f"qdq-matrix: no cell ran (exit {int(session.exitstatus)})")
+        session.config._qdq_summary = "\n".join(filter(None, lines))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         summary = getattr(terminalreporter.config, "_qdq_summary", "")
         if summary:
             terminalreporter.write_line(summary)
+
+
+def _reporter(session: pytest.Session) -> Any:
+    return session.config.pluginmanager.get_plugin("terminalreporter")
 
 
 def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str]) -> Cell:
