@@ -337,7 +337,8 @@ def benchmark(session: nox.Session) -> None:
 
 @nox.session(requires=["generate"])
 def bugs(session: nox.Session) -> None:
-    """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip]."""
+    """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip];
+    a user model's: nox -s bugs -- --model MODEL.onnx (its bundle from .bundles-user, else listed as needing it)."""
     _sync(session, "report")  # numpy comes with every sync (the project's own dependency)
     session.run(
         "python", "-m", "matrix", "bugs", "--results", str(RESULTS), "--results", str(OBSERVED), *session.posargs,

@@ -48,6 +48,10 @@ def _selection(case_ids: List[str], raw_params: List[str]) -> Tuple[List[str], D
         cases = [get_case(c) for c in dict.fromkeys(case_ids)] if case_ids else all_cases()
     except KeyError as e:
         raise UsageError(e.args[0]) from None
+    external = [c.id for c in cases if c.external]
+    if external:
+        raise UsageError(f"{external[0]} is not generated from a seed: its bundles are users' own models, made with "
+                         "`python -m check MODEL.onnx` (or `--prepare-only --out DIR`)")
     return [c.id for c in cases], _parse_params(raw_params, cases)
 
 

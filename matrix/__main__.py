@@ -103,8 +103,9 @@ def diff_cmd(args: argparse.Namespace) -> int:
 
 
 def bugs_cmd(args: argparse.Namespace) -> int:
-    """Write a bug bundle for every failing or unexpected cell, or for the one cell named."""
-    from matrix.bugbundle import make_all, select, wanted
+    """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
+    the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
+    from matrix.bugbundle import make_all, model_cells, select, wanted
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):
@@ -120,21 +121,47 @@ def bugs_cmd(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"matrix bugs: {e}", file=sys.stderr)
             return 2
+    elif args.model:
+        mine = model_cells(result.cells, args.model)
+        if not mine:
+            known = sorted({c.bundle for c in result.cells if c.case == "user_model"})
+            print(f"matrix bugs: no cells of {', '.join(args.model)}; user models with cells: "
+                  f"{', '.join(known) or 'none (run python -m check MODEL first)'}", file=sys.stderr)
+            return 2
+        cells = [c for c in mine if wanted(c)]
     else:
         cells = [c for c in result.cells if wanted(c)]
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
-    made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip)
+    made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip,
+                    user_bundles=Path(args.user_bundles))
     for m in made:
         what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.hardware}]"
-        if m.refused:
+        if m.refused and not m.needs_model:
             print(f"matrix bugs: refused {what}: {m.refused}", file=sys.stderr)
-            continue
-        print(f"wrote {m.path}/ ({m.cell.status}, {m.cell.verdict})" + (f" and {m.archive}" if m.archive else ""))
-    refused = sum(1 for m in made if m.refused)
-    print(f"{len(made) - refused} bug bundles written to {args.out}" + (f", {refused} refused" if refused else ""))
+        elif not m.refused:
+            print(f"wrote {m.path}/ ({m.cell.status}, {m.cell.verdict})" + (f" and {m.archive}" if m.archive else ""))
+    _say_needs_model([m for m in made if m.needs_model], Path(args.user_bundles))
+    refused = sum(1 for m in made if m.refused and not m.needs_model)
+    waiting = sum(1 for m in made if m.needs_model)
+    print(f"{len(made) - refused - waiting} bug bundles written to {args.out}" + (f", {refused} refused" if refused
+          else "") + (f", {waiting} need the model" if waiting else ""))
     return 1 if refused else 0
+
+
+def _say_needs_model(made: Sequence, root: Path) -> None:
+    """One line per user model whose failing cells wait for its bundle, then how to make it."""
+    from matrix.bugbundle import show
+
+    by_model: dict = {}
+    for m in made:
+        by_model.setdefault(m.cell.bundle, []).append(f"{m.cell.engine} {m.cell.engine_version}")
+    for bundle, columns in sorted(by_model.items()):
+        print(f"needs the model: {bundle} ({len(columns)} failing cells: {', '.join(sorted(set(columns)))})")
+    if by_model:
+        print(f"  a user model's bundle is not in the repository: its owner runs `python -m check MODEL.onnx` (bundle "
+              f"in {show(root)}) or `nox -s bugs -- --model MODEL.onnx --user-bundles DIR`")
 
 
 def observe_cmd(args: argparse.Namespace) -> int:
@@ -224,6 +251,10 @@ def _parser() -> argparse.ArgumentParser:
     bug.add_argument("--version", help="the cell's engine version (with --cell)")
     bug.add_argument("--hardware", default=None, help="the cell's hardware label, where several match")
     bug.add_argument("--zip", action="store_true", help="also write <folder>.zip next to each bug bundle")
+    bug.add_argument("--model", action="append", metavar="MODEL",
+                     help="only the failing cells of this user model: its .onnx file, bundle id or name (repeatable)")
+    bug.add_argument("--user-bundles", default=str(REPO / ".bundles-user"),
+                     help="where python -m check wrote the user models' bundles (default: .bundles-user)")
     bug.set_defaults(func=bugs_cmd)
     obs = sub.add_parser("observe", help="list files under reports/observed/ as observations in its MANIFEST.json")
     obs.add_argument("files", nargs="*", metavar="FILE", help="files under reports/observed/ (committed with it)")
