@@ -63,6 +63,8 @@ def write_column(info: EngineInfo, bundles: List[Bundle], run: Dict[str, str], p
                  wait: float = 0.0) -> Dict[str, int]:
     """Every bundle as a not-run cell of this column; returns counts of cells written and left as they were."""
     writer = ResultsWriter(path or default_path(info), info, run, wait=wait)
+    if writer.notice:
+        print(f"engines.idle: {writer.notice}", file=sys.stderr)
     try:
         stored = stored_cells(writer.path, writer.resume_offset)
         written = unchanged = 0
