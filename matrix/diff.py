@@ -147,6 +147,7 @@ def diff(
         before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
         after = _newest(c for c in mine if c.engine_version == to_version and c.setting == pair[1])
         label = _pair_label(pair)
+        notes += _mixed_sources(before, after, from_version, to_version, label)
         for bundle in sorted(set(before) | set(after)):
             a, b = before.get(bundle), after.get(bundle)
             why = _not_comparable(a, b, from_version, to_version)
@@ -246,6 +247,16 @@ def _newest(cells) -> Dict[str, Cell]:
         if old is None or _rank(c) >= _rank(old):
             out[c.bundle] = c
     return out
+
+
+def _mixed_sources(before: Dict[str, Cell], after: Dict[str, Cell], old: str, new: str, label: str) -> List[str]:
+    """A note where one side is observed and the other a local run: the reader must know what is compared."""
+    sides = {v: {c.run.get("source", "local") for c in cells.values()} for v, cells in ((old, before), (new, after))}
+    if sides[old] == sides[new] or not all(sides.values()):
+        return []
+    said = "; ".join(f"{v}: {' and '.join(sorted(s))}" for v, s in sides.items())
+    return [f"on {label}, an observation is compared with a local run ({said}); a local run is listed in no "
+            "observations manifest"]
 
 
 def _rank(c: Cell) -> Tuple[bool, str]:

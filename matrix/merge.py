@@ -158,17 +158,23 @@ def _repository_manifest() -> Tuple[Manifest, List[Problem]]:
 
 
 def _local_beside_observed(cells: List[Cell]) -> List[Problem]:
-    """A warning per local column that shares engine, version and setting with an observed one: both are shown,
-    and the upgrade answer compares the observed cells."""
-    keys = {column_key(c): c for c in cells}
+    """A warning per local column that holds cells an observed column of the same engine, version and setting
+    also holds: both are shown, and the upgrade answer compares the observed ones."""
+    bundles: Dict[ColumnKey, set] = {}
+    first: Dict[ColumnKey, Cell] = {}
+    for c in cells:
+        bundles.setdefault(column_key(c), set()).add(c.bundle)
+        first.setdefault(column_key(c), c)
     out = []
-    for key, cell in sorted(keys.items()):
+    for key in sorted(k for k in bundles if k[4] == "local"):
         twin = (*key[:4], "observed")
-        if key[4] == "local" and twin in keys:
+        both = bundles[key] & bundles.get(twin, set())
+        if both:
+            cell = first[key]
             out.append(Problem(cell.run.get("file", "") or "(no file)", 0, (
-                f"{cell.column}: local cells beside the observed column of the same engine, version and setting "
-                f"({keys[twin].run.get('file', '')}); a local cell never replaces an observed one: both columns are "
-                "shown, and the upgrade answer compares the observed cells"), "warning"))
+                f"{cell.column}: {len(both)} local cells of reproducers that the observed column "
+                f"({first[twin].run.get('file', '')}) also holds; a local cell never replaces an observed one: both "
+                "columns are shown, and the upgrade answer compares the observed cells"), "warning"))
     return out
 
 

@@ -78,6 +78,9 @@ def test_a_fake_observed_tensorrt_11_4_gives_no_observed_column(tmp_path, commit
     columns = [c for c in result.columns if c.engine_version == "11.4.0.106"]
     assert columns and all(c.source == "local" for c in columns)
     assert all(c.provenance.startswith("local run") for c in columns)
+    upgrade = diff(result.cells, "tensorrt", "8.6.0", "11.4.0.106", "NVIDIA H200 (sm_90)")
+    assert any("an observation is compared with a local run (8.6.0: observed; 11.4.0.106: local)" in n
+               for n in upgrade.notes)
     [why] = [p for p in result.problems if p.file.endswith("fake.jsonl") and p.level == "warning"]
     assert "local runs, not observations: it is not under reports/observed" in why.message
     assert observed_cells(result.cells) == observed_cells(committed.cells)
