@@ -226,8 +226,8 @@ class _ControllerHooks:
         writer.close()
         ran = sum(writer.counts.values())
         counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
-        lines = [writer.notice, f"cells: {ran + writer.reused} in {writer.path}: {writer.reused} reused from "
-                                f"earlier runs, run now: {counts}"]
+        lines = [writer.notice, f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> {writer.path} "
+                                f"({ran + writer.reused} cells in all)"]
         errors = len(_reporter(session).stats.get("error", [])) if _reporter(session) else 0
         if errors:  # collection or set-up broke: failing cells are exit 1, a broken run must not look like one
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

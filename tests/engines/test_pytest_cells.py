@@ -65,6 +65,6 @@ def test_a_run_that_ran_no_cell_fails_and_says_so(tmp_path: Path) -> None:
     _fake_bundle(empty, "a-ok")
     nothing = subprocess.run([*cmd, "--only-case", "no_such_case"], cwd=REPO, capture_output=True, text=True,
                              timeout=120, env=env)
-    assert nothing.returncode == 5 and "cells: 0 in" in nothing.stdout, nothing.stdout + nothing.stderr
+    assert nothing.returncode == 5 and "(0 cells in all)" in nothing.stdout, nothing.stdout + nothing.stderr
     ran = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
-    assert ran.returncode == 0 and "cells: 1 in" in ran.stdout, ran.stdout + ran.stderr
+    assert ran.returncode == 0 and "run now: 1 pass" in ran.stdout and "(1 cells in all)" in ran.stdout, ran.stdout
