@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from cases.cell import SESSION_SCHEMA, SOURCES, Cell
 from cases.engines import variant_label
-from cases.portable import portable_path, portable_text
+from cases.portable import portable_path, portable_text, scrub
 from cases.schema import check_lines, problems
 from matrix import observed
 from matrix.observed import Manifest
@@ -354,13 +354,14 @@ def _with_run(cell: Cell, header: Dict[str, Any], path: Path, source: str) -> Ce
     run["date"] = str(run.get("date") or "")
     if run.get("command"):  # written by an older version, or by hand: published without this machine's paths
         run["command"] = portable_text(run["command"])
+    texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation")}
     run["file"] = _show(path)
     detail = cell.hardware_detail or dict(header.get("hardware_detail") or {})
     variant = cell.variant or _older_variant(cell)
     hardware = cell.hardware
     if not cell.variant and hardware.endswith(_OLD_TACTICS_SUFFIX):  # merged by an older version of this code
         hardware = hardware[: -len(_OLD_TACTICS_SUFFIX)]
-    return replace(cell, run=run, hardware_detail=detail, hardware=hardware, variant=variant)
+    return replace(cell, run=run, hardware_detail=detail, hardware=hardware, variant=variant, **texts)
 
 
 _OLD_TACTICS_SUFFIX = ", tensorrt-only tactics"

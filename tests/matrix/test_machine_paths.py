@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -46,7 +47,9 @@ def test_a_recorded_command_is_relative_to_the_repository():
 def test_a_fresh_report_holds_no_machine_path(make_cell, write_results, tmp_path):
     """Over the committed observations and a local file whose cells ran with absolute paths in their command."""
     here = make_cell(run={"source": "local", "date": "2026-11-24T00:00:00Z",
-                          "command": f"pytest --bundles {tmp_path}/bundles --results {REPO}/results/x.jsonl"})
+                          "command": f"pytest --bundles {tmp_path}/bundles --results {REPO}/results/x.jsonl"},
+                     status="fail", verdict="new failure", error=f"Load model from {tmp_path}/b/q/x/model.onnx failed",
+                     log=f"Traceback: {REPO}/engines/cells.py line 1; node /layer1/conv/Conv")
     local = write_results("local.jsonl", [here])
     out = tmp_path / "reports"
     main(["report", "--results", str(local), "--results", str(OBSERVED), "--out", str(out),
@@ -55,3 +58,24 @@ def test_a_fresh_report_holds_no_machine_path(make_cell, write_results, tmp_path
         text = (out / name).read_text(encoding="utf-8")
         assert str(tmp_path) not in text and str(REPO) not in text and os.path.expanduser("~") + "/" not in text
         assert [p for p in machine_paths(text) if not p.startswith(str(tmp_path))] == [], name
+    data = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    [mine] = [c for c in data["cells"] if c.get("error", "").startswith("Load model")]
+    assert mine["error"] == "Load model from …/x/model.onnx failed"
+    assert mine["log"] == "Traceback: engines/cells.py line 1; node /layer1/conv/Conv"  # an ONNX node name is kept
+
+
+def test_an_engine_error_naming_the_bundle_is_recorded_without_its_folder(tmp_path):
+    from cases import get_case
+    from engines.base import EngineInfo, Observation
+    from engines.cells import judge_observation
+    from generators.bundle import load_bundle
+    from generators.write import write_bundle
+
+    case = get_case("q_output_type")
+    bundle = load_bundle(write_bundle(case, {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"},
+                                      tmp_path))
+    obs = Observation(stage="", error=f"Load model from {bundle.model_path} failed: IR 10", log=f"{bundle.path}/x")
+    info = EngineInfo("onnxruntime", "1.16.3", "cpu: x (avx2)", True)
+    cell = judge_observation(case, bundle, info, obs, {"date": "2026-11-24T00:00:00Z"})
+    assert str(tmp_path) not in cell.error + cell.log
+    assert cell.error == "Load model from …/variant=q_dq_chain+activation=int8+plugin=none/model.onnx failed: IR 10"
