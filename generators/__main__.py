@@ -94,8 +94,12 @@ def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) ->
         counts[status] += 1
         print(f"[{done}/{total}] {bundle} {status}", flush=True)
 
-    paths = write.write_all(case_ids, wanted, out, progress=progress)
     root = bundles_root() if out is None else out
+    try:
+        paths = write.write_all(case_ids, wanted, out, progress=progress)
+    except OSError as e:  # a bundle folder that cannot be written: one line, never a traceback
+        print(f"error: cannot write bundles in {root}: {e.strerror or e} ({e.filename or root})", file=sys.stderr)
+        return EXIT_USAGE
     print(f"{len(paths)} bundles in {root}: {counts['written']} written, {counts['cached']} cached")
     return 0
 

@@ -203,3 +203,12 @@ def test_cache_key_names_the_onnx_and_numpy_that_built_it(monkeypatch):
     assert set(write.builder_libraries()) >= {"onnx", "numpy"}
     monkeypatch.setattr(write.np, "__version__", "0.0.0-other")
     assert write.cache_key(case, params) != before
+
+
+def test_an_unwritable_bundle_folder_is_one_line_and_exit_2(tmp_path, capsys, my_cases):
+    """A file where the bundle folder should be (root ignores permissions, not file types)."""
+    blocked = tmp_path / "bundles"
+    blocked.write_text("not a folder\n")
+    assert main(["write", "--case", "q_output_type", "--out", str(blocked)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write bundles in ") and "Not a directory" in err and len(err.splitlines()) == 1
