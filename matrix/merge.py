@@ -160,21 +160,20 @@ def _repository_manifest() -> Tuple[Manifest, List[Problem]]:
 def _local_beside_observed(cells: List[Cell]) -> List[Problem]:
     """A warning per local column that holds cells an observed column of the same engine, version and setting
     also holds: both are shown, and the upgrade answer compares the observed ones."""
-    bundles: Dict[ColumnKey, set] = {}
-    first: Dict[ColumnKey, Cell] = {}
+    by_column: Dict[ColumnKey, Dict[str, Cell]] = {}
     for c in cells:
-        bundles.setdefault(column_key(c), set()).add(c.bundle)
-        first.setdefault(column_key(c), c)
+        by_column.setdefault(column_key(c), {})[c.bundle] = c
     out = []
-    for key in sorted(k for k in bundles if k[4] == "local"):
-        twin = (*key[:4], "observed")
-        both = bundles[key] & bundles.get(twin, set())
+    for key in sorted(k for k in by_column if k[4] == "local"):
+        twin = by_column.get((*key[:4], "observed"), {})
+        both = sorted(set(by_column[key]) & set(twin))
         if both:
-            cell = first[key]
+            cell = by_column[key][both[0]]
+            files = ", ".join(sorted({twin[b].run.get("file", "") for b in both}))
             out.append(Problem(cell.run.get("file", "") or "(no file)", 0, (
-                f"{cell.column}: {len(both)} local cells of reproducers that the observed column "
-                f"({first[twin].run.get('file', '')}) also holds; a local cell never replaces an observed one: both "
-                "columns are shown, and the upgrade answer compares the observed cells"), "warning"))
+                f"{cell.column}: {len(both)} local cells of reproducers that the observed column also holds ({files}); "
+                "a local cell never replaces an observed one: both columns are shown, and the upgrade answer compares "
+                "the observed cells"), "warning"))
     return out
 
 
@@ -440,5 +439,5 @@ def version_key(version: str) -> Tuple[Any, ...]:
 
 
 def _show(path: PathLike) -> str:
-    """A path as a report may print it: relative to the repository, else "…/<parent>/<name>" (never a machine path)."""
+    """A path as a report prints it: relative to the repository, else "…/<parent>/<name>", never a machine path."""
     return portable_path(os.path.abspath(path))
