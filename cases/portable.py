@@ -54,7 +54,7 @@ def portable_command(argv: Iterable[str], repo: Optional[Path] = None) -> str:
 
 
 def portable_text(text: str, repo: Optional[Path] = None) -> str:
-    """A recorded command line or log line with each absolute path in it made portable; other words kept as they were."""
+    """A recorded command or log line with each absolute path in it made portable; other words kept as they were."""
     return ABSOLUTE.sub(lambda m: portable_path(m.group(0), repo), text)
 
 
