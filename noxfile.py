@@ -138,7 +138,7 @@ def _workers(engine: str = "") -> str:
 
 
 def _run_cells(session: nox.Session, engine: str, *args: str) -> None:
-    """Run every bundle on one engine (the generate session wrote them first). Exit 1 is failing cells, which are
+    """Run every bundle on one engine (the bundles session wrote them first). Exit 1 is failing cells, which are
     results, not a broken session; any other status fails it: 3 a broken run (collection or set-up errors), 5 no
     cell ran, 2 and 4 pytest's own interruptions and usage errors. pytest's last lines say how many cells ran."""
     session.run(
@@ -162,12 +162,21 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def generate(session: nox.Session) -> None:
-    """Write every reproducer bundle (cached by digest) to .bundles/; every session that runs cells requires it."""
+    """Write reproducer bundles (cached by digest) to .bundles/: nox -s generate [-- --case ID --param K=V]."""
     _sync(session, "generate")
     session.run("python", "-m", "generators", "write", *session.posargs, env=_env())
 
 
-@nox.session(name="ort", requires=["generate"])
+@nox.session
+def bundles(session: nox.Session) -> None:
+    """Every reproducer bundle (cached by digest), no arguments: each session that runs cells requires it.
+
+    No posargs: `nox -s "ort(1.31.1)" -- -k x` gives -k x to pytest alone."""
+    _sync(session, "generate")
+    session.run("python", "-m", "generators", "write", env=_env())
+
+
+@nox.session(name="ort", requires=["bundles"])
 @nox.parametrize("version", list(ORT_VERSIONS), ids=list(ORT_VERSIONS))
 def ort(session: nox.Session, version: str) -> None:
     """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
@@ -188,7 +197,7 @@ def _cpu_has_vnni(session: nox.Session) -> bool:
     return vnni == "True"
 
 
-@nox.session(name="openvino", requires=["generate"])
+@nox.session(name="openvino", requires=["bundles"])
 @nox.parametrize("version", list(OPENVINO_VERSIONS), ids=list(OPENVINO_VERSIONS))
 def openvino(session: nox.Session, version: str) -> None:
     """Every bundle on one OpenVINO version (CPU, f32 inference precision)."""
@@ -212,21 +221,21 @@ def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str)
     _run_cells(session, "tensorrt", f"--trt-python={Path(session.bin) / 'python'}", "--engine-version", version)
 
 
-@nox.session(name="trt", python=TRT_PYTHON, requires=["generate"])
+@nox.session(name="trt", python=TRT_PYTHON, requires=["bundles"])
 @nox.parametrize("version", TRT_PYPI, ids=TRT_PYPI)
 def trt(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 8.5/8.6.0 version from PyPI (needs an NVIDIA GPU)."""
     _trt_impl(session, version, None, "numpy<1.24")  # 8.x's trt.nptype uses np.bool, gone in numpy 1.24
 
 
-@nox.session(name="trt10", python=TRT10_PYTHON, requires=["generate"])
+@nox.session(name="trt10", python=TRT10_PYTHON, requires=["bundles"])
 @nox.parametrize("version", TRT_NVIDIA, ids=TRT_NVIDIA)
 def trt10(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 10.x or 11.x from NVIDIA's index (not verified on real TensorRT here)."""
     _trt_impl(session, version, NVIDIA_INDEX)
 
 
-@nox.session(name="rtx", requires=["generate"])
+@nox.session(name="rtx", requires=["bundles"])
 @nox.parametrize("version", RTX_VERSIONS, ids=RTX_VERSIONS)
 def rtx(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
@@ -249,7 +258,7 @@ def _case_ids(session: nox.Session) -> list[str]:
     return (out.strip().splitlines() or [""])[-1].split()
 
 
-@nox.session(requires=["generate"])
+@nox.session(requires=["bundles"])
 def trt_existing(session: nox.Session) -> None:
     """The TensorRT column with interpreters that already have TensorRT: nox -s trt_existing -- PY [PY ...]."""
     pythons = [a for a in session.posargs if not a.startswith("-")] or _trt_pythons_from_env()
@@ -335,10 +344,11 @@ def benchmark(session: nox.Session) -> None:
     session.run("python", "tools/benchmark.py", env=_env())
 
 
-@nox.session(requires=["generate"])
+@nox.session(requires=["bundles"])
 def bugs(session: nox.Session) -> None:
-    """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip];
-    a user model's: nox -s bugs -- --model MODEL.onnx (its bundle from .bundles-user, else listed as needing it)."""
+    """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip].
+
+    A user model's: nox -s bugs -- --model MODEL.onnx (its bundle from .bundles-user, else listed as needing it)."""
     _sync(session, "report")  # numpy comes with every sync (the project's own dependency)
     session.run(
         "python", "-m", "matrix", "bugs", "--results", str(RESULTS), "--results", str(OBSERVED), *session.posargs,
@@ -346,9 +356,9 @@ def bugs(session: nox.Session) -> None:
     )
 
 
-@nox.session(requires=["generate"])
+@nox.session(requires=["bundles"])
 def matrix(session: nox.Session) -> None:
-    """The main job: bundles (the generate session), every engine version this machine can run, then the reports."""
+    """The main job: bundles (the bundles session), every engine version this machine can run, then the reports."""
     _sync(session, "generate", "cells")
     gpu = has_nvidia_gpu()
     if gpu:  # 10.x/11.x come from NVIDIA's index; where it is out of reach their cells say so
