@@ -31,9 +31,9 @@ from cases import get_case
 from cases.cell import SOURCES, Cell
 from cases.engines import ENGINES, spec
 from cases.portable import portable_command
-from engines.environment import installation
 from cases.verdict import rejudge
 from engines.base import EngineInfo
+from engines.environment import installation
 from engines.results import (  # noqa: F401  (REUSABLE, same_not_run: the cell test imports them from here)
     REUSABLE, NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -11,9 +10,10 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from cases.cell import SESSION_SCHEMA, SOURCES, Cell
 from cases.engines import variant_label
 from cases.portable import portable_path, portable_text, scrub
-from cases.schema import check_lines, problems
+from cases.schema import check_lines
 from matrix import observed
 from matrix.observed import Manifest
+
 ColumnKey = Tuple[str, str, str, str, str]  # engine, engine_version, hardware, variant label, source
 PathLike = Union[str, Path]
 
@@ -306,14 +306,6 @@ def _refuse_stand_in(cell: Cell, header: Dict[str, Any]) -> None:
     if cell.engine not in ENGINES:
         raise ValueError(f"engine {cell.engine!r} is not one of {', '.join(ENGINES)}: cells of an engine the suite "
                          "does not know never reach a report")
-
-
-def parse_cell(record: Any) -> Cell:
-    """One cell from a decoded JSON record, checked against cases/cell.schema.json; ValueError says what is wrong."""
-    wrong = problems(record)
-    if wrong:
-        raise ValueError("; ".join(wrong))
-    return Cell.from_dict(record)
 
 
 def case_catalogue() -> Dict[str, CaseInfo]:
