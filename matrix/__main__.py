@@ -1,4 +1,4 @@
-"""Command line: `python -m matrix report` writes the matrix, `diff` compares two versions, `bugs` bundles bugs."""
+"""Command line: report writes the matrix, diff compares two versions, bugs bundles bugs, observe lists observations."""
 
 from __future__ import annotations
 
