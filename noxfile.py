@@ -8,10 +8,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import fcntl
+import json
 import os
+import sys
 from pathlib import Path
+from typing import Iterator
 
 import nox
+import nox.sessions
+from nox.logger import logger
 
 # The pin table. Oldest and newest of each cross-check engine; ORT 1.16 is the oldest that reads
 # the bundles (IR 8), and the oldest ORT/OpenVINO builds need numpy 1.x.
@@ -48,6 +56,55 @@ nox.options.default_venv_backend = "uv"  # the environments come from uv.lock, t
 nox.options.sessions = ["tests"]
 
 
+@contextlib.contextmanager
+def _environment_lock(envdir: Path, name: str) -> Iterator[None]:
+    """Hold .nox/<environment>.lock (fcntl, dropped when the process dies) from before nox creates or reuses the
+    environment until the session ends: a second run of the session waits for the first, saying whose it is."""
+    lock = envdir.with_name(envdir.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+", encoding="utf-8") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "holder unknown"
+            logger.warning(f"{name}: its environment {envdir.name} is in use by another run ({holder}); waiting for "
+                           "it to finish, so that neither rebuilds it under the other")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.truncate(0)
+        f.write(json.dumps({"pid": os.getpid(), "session": name, "command": " ".join(sys.argv[1:]),
+                            "started": datetime.datetime.now().isoformat(timespec="seconds")}) + "\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.truncate(0)
+
+
+def _one_run_per_environment() -> None:
+    """Every session takes its environment's lock before nox creates or reuses the environment (nox's session
+    runner does both before the session function starts, so the lock wraps the runner): the lock covers uv sync
+    and the run, and two `nox -s "openvino(2026.4.1)"` never share a half-rebuilt environment."""
+    runner = nox.sessions.SessionRunner
+    execute = getattr(runner, "execute", None)
+    if execute is None or not hasattr(runner, "envdir"):
+        logger.warning("this nox has no SessionRunner.execute/envdir: sessions run without their environment lock; "
+                       "never run one session twice at once (README, Set-up, names the nox this is written for)")
+        return
+    if getattr(execute, "qdq_locked", False):
+        return
+
+    def locked(self: nox.sessions.SessionRunner) -> nox.sessions.Result:
+        with _environment_lock(Path(self.envdir), self.friendly_name):
+            return execute(self)
+
+    locked.qdq_locked = True  # type: ignore[attr-defined]
+    runner.execute = locked  # type: ignore[method-assign]
+
+
+_one_run_per_environment()
+
+
 def _group(name: str) -> list[str]:
     return nox.project.dependency_groups(PYPROJECT, name)
 
@@ -81,7 +138,9 @@ def _workers(engine: str = "") -> str:
 
 
 def _run_cells(session: nox.Session, engine: str, *args: str) -> None:
-    """Run every bundle on one engine; failing cells are results, not a broken session."""
+    """Run every bundle on one engine (the bundles session wrote them first). Exit 1 is failing cells, which are
+    results, not a broken session; any other status fails it: 3 a broken run (collection or set-up errors), 5 no
+    cell ran, 2 and 4 pytest's own interruptions and usage errors. pytest's last lines say how many cells ran."""
     session.run(
         "python", "-m", "pytest", *CELL_ARGS, "--engine", engine, "-n", _workers(engine), *args, *session.posargs,
         env=_env(), success_codes=[0, 1],
@@ -103,12 +162,21 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def generate(session: nox.Session) -> None:
-    """Write every reproducer bundle (cached by digest) to .bundles/."""
+    """Write reproducer bundles (cached by digest) to .bundles/: nox -s generate [-- --case ID --param K=V]."""
     _sync(session, "generate")
     session.run("python", "-m", "generators", "write", *session.posargs, env=_env())
 
 
-@nox.session(name="ort")
+@nox.session
+def bundles(session: nox.Session) -> None:
+    """Every reproducer bundle (cached by digest), no arguments: each session that runs cells requires it.
+
+    No posargs: `nox -s "ort(1.31.1)" -- -k x` gives -k x to pytest alone."""
+    _sync(session, "generate")
+    session.run("python", "-m", "generators", "write", env=_env())
+
+
+@nox.session(name="ort", requires=["bundles"])
 @nox.parametrize("version", list(ORT_VERSIONS), ids=list(ORT_VERSIONS))
 def ort(session: nox.Session, version: str) -> None:
     """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
@@ -129,7 +197,7 @@ def _cpu_has_vnni(session: nox.Session) -> bool:
     return vnni == "True"
 
 
-@nox.session(name="openvino")
+@nox.session(name="openvino", requires=["bundles"])
 @nox.parametrize("version", list(OPENVINO_VERSIONS), ids=list(OPENVINO_VERSIONS))
 def openvino(session: nox.Session, version: str) -> None:
     """Every bundle on one OpenVINO version (CPU, f32 inference precision)."""
@@ -153,21 +221,21 @@ def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str)
     _run_cells(session, "tensorrt", f"--trt-python={Path(session.bin) / 'python'}", "--engine-version", version)
 
 
-@nox.session(name="trt", python=TRT_PYTHON)
+@nox.session(name="trt", python=TRT_PYTHON, requires=["bundles"])
 @nox.parametrize("version", TRT_PYPI, ids=TRT_PYPI)
 def trt(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 8.5/8.6.0 version from PyPI (needs an NVIDIA GPU)."""
     _trt_impl(session, version, None, "numpy<1.24")  # 8.x's trt.nptype uses np.bool, gone in numpy 1.24
 
 
-@nox.session(name="trt10", python=TRT10_PYTHON)
+@nox.session(name="trt10", python=TRT10_PYTHON, requires=["bundles"])
 @nox.parametrize("version", TRT_NVIDIA, ids=TRT_NVIDIA)
 def trt10(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 10.x or 11.x from NVIDIA's index (not verified on real TensorRT here)."""
     _trt_impl(session, version, NVIDIA_INDEX)
 
 
-@nox.session(name="rtx")
+@nox.session(name="rtx", requires=["bundles"])
 @nox.parametrize("version", RTX_VERSIONS, ids=RTX_VERSIONS)
 def rtx(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
@@ -190,7 +258,7 @@ def _case_ids(session: nox.Session) -> list[str]:
     return (out.strip().splitlines() or [""])[-1].split()
 
 
-@nox.session
+@nox.session(requires=["bundles"])
 def trt_existing(session: nox.Session) -> None:
     """The TensorRT column with interpreters that already have TensorRT: nox -s trt_existing -- PY [PY ...]."""
     pythons = [a for a in session.posargs if not a.startswith("-")] or _trt_pythons_from_env()
@@ -219,6 +287,16 @@ def report(session: nox.Session) -> None:
         "python", "-m", "matrix", "report", "--results", str(RESULTS), "--results", str(OBSERVED),
         "--out", str(HERE / "reports"), *session.posargs, env=_env(),
     )
+
+
+@nox.session
+def observe(session: nox.Session) -> None:
+    """List files under reports/observed/ as observations: nox -s observe -- FILE... --machine M [--command C].
+
+    Only reports/observed/MANIFEST.json makes a cell observed (its file listed with its sha256, machine and
+    command); `nox -s observe -- --check` checks every listed file against its digest."""
+    _sync(session, "report")
+    session.run("python", "-m", "matrix", "observe", *session.posargs, env=_env())
 
 
 @nox.session
@@ -276,9 +354,11 @@ def benchmark(session: nox.Session) -> None:
     session.run("python", "tools/benchmark.py", *session.posargs, env=_env())
 
 
-@nox.session
+@nox.session(requires=["bundles"])
 def bugs(session: nox.Session) -> None:
-    """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip]."""
+    """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip].
+
+    A user model's: nox -s bugs -- --model MODEL.onnx (its bundle from .bundles-user, else listed as needing it)."""
     _sync(session, "report")  # numpy comes with every sync (the project's own dependency)
     session.run(
         "python", "-m", "matrix", "bugs", "--results", str(RESULTS), "--results", str(OBSERVED), *session.posargs,
@@ -286,11 +366,10 @@ def bugs(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(requires=["bundles"])
 def matrix(session: nox.Session) -> None:
-    """The main job: bundles, every engine version this machine can run, then the reports."""
+    """The main job: bundles (the bundles session), every engine version this machine can run, then the reports."""
     _sync(session, "generate", "cells")
-    session.run("python", "-m", "generators", "write", env=_env())
     gpu = has_nvidia_gpu()
     if gpu:  # 10.x/11.x come from NVIDIA's index; where it is out of reach their cells say so
         for version in TRT_PYPI:

@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Optional
 
 from cases.engines import variant_label
 
-SCHEMA = "qdq-matrix/cell/1"
+SCHEMA = "qdq-matrix/cell/1"  # its JSON Schema: cases/cell.schema.json (cases.schema checks every line)
+SESSION_SCHEMA = "qdq-matrix/session/1"  # a results file's header line: cases/session.schema.json
 # status: what happened
 #   pass     - every stage ran and the outputs match the reference within tolerance
 #   fail     - a stage failed (load/build/run) or the outputs do not match (compare)

@@ -67,6 +67,13 @@ def bundle_id_for(model: Union[str, Path]) -> str:
     return f"{ID}/{model_id(model)}"
 
 
+def slug_of(bundle: str) -> str:
+    """The model's name slug in a bundle id: user_model/net-0123456789 -> net (an older id's slug as it is)."""
+    slug = bundle.split("/", 1)[-1]
+    stem, _, digits = slug.rpartition("-")
+    return stem if stem and len(digits) == ID_DIGITS and all(c in "0123456789abcdef" for c in digits) else slug
+
+
 def bundle_ids_for(model: Union[str, Path]) -> List[str]:
     """Its bundle id, then the one bundles had before ids carried a digest (user_model/<slug>, committed cells);
     the latter alone for a file that cannot be read here."""

@@ -61,6 +61,9 @@ class Outcome:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.bug:  # bug bundles for a checked model's failing cells (check/bug.py)
+        from check.bug import bug_bundles
+        return bug_bundles(args)
     try:
         return check(args)
     except CheckError as e:
@@ -422,9 +425,10 @@ def _parser() -> argparse.ArgumentParser:
                              "(with --from-bundles: the predictions stored in the bundles)")
     parser.add_argument("--results", default=str(DEFAULT_RESULTS), help="results folder (default: results/check/)")
     parser.add_argument("--reports", default=str(DEFAULT_REPORTS), help="report folder (default: reports/check/)")
+    parser.add_argument("--bug", metavar="MODEL", help="bug bundles for a checked model's failing cells (check/bug.py)")
     parser.add_argument("--results-source", default="local", choices=("local", "observed"),
-                        help="what the cells say they are: a local run (default) or an observation to commit under "
-                             "reports/observed/ (its column then reads 'observed on <hardware>')")
+                        help="what the cells' lines claim; only reports/observed/MANIFEST.json makes a committed file "
+                             "observed (nox -s observe)")
     return parser
 
 

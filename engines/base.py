@@ -24,6 +24,7 @@ class EngineInfo:
     versions: Dict[str, str] = field(default_factory=dict)
     variant: Dict[str, str] = field(default_factory=dict)  # column options off their defaults (cases.engines)
     capabilities: Dict[str, Any] = field(default_factory=dict)  # what the engine's module offers (TensorRT family)
+    installation: str = ""  # engines.environment.installation() of its module when probed; never written to a file
 
 
 @dataclass

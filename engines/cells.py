@@ -11,6 +11,7 @@ import numpy as np
 from cases.base import Case
 from cases.cell import QUANTIZED_PRECISIONS, Cell
 from cases.common import ENVIRONMENT_SIGNATURES
+from cases.portable import scrub
 from cases.verdict import cell_context, expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
 from generators import steps
@@ -117,7 +118,7 @@ def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, st
 
 def corrupt_cell(bundle_id: str, why: str, info: EngineInfo, run: Dict[str, str]) -> Cell:
     """The not-run cell of a bundle whose files do not match their digest: never a verdict on a wrong model."""
-    case_id = bundle_id.split("/", 1)[0]
+    case_id, why = bundle_id.split("/", 1)[0], scrub(why)
     return Cell(
         bundle=bundle_id, case=case_id, params={}, digest="", engine=info.name, engine_version=info.version,
         hardware=info.hardware, status="not_run", verdict="not run", reason=why,
@@ -146,12 +147,13 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         status = "built"
     else:
         status = "fail"
-    text = "\n".join([error, obs.crashed, obs.log])
+    error, log = scrub(error), scrub(obs.log)  # the bundle's path on this machine is no part of the observation
+    text = "\n".join([error, obs.crashed, log])
     errors = match_signatures(case, text, "error")
     machine = environment_limit(info, status, text)
     if machine:  # the machine lacks what this version needs to build: not run, never a build failure
         idle = replace(info, available=False, unavailable_status="not_run", reason=machine)
-        return replace(not_run_cell(case, bundle, idle, run), stage=stage, error=error[:4000], log=obs.log[-LOG_LIMIT:],
+        return replace(not_run_cell(case, bundle, idle, run), stage=stage, error=error[:4000], log=log[-LOG_LIMIT:],
                        options=dict(obs.options), timings={k: round(v, 4) for k, v in obs.timings.items()})
     is_fused = fused(obs.precision, targets) if status in ("pass", "built") else None
     context = cell_context(info.hardware_detail, info.variant)
@@ -173,7 +175,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         fused=is_fused, expectation=expectation_record(expectation), explanation=why,
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
         variant=dict(info.variant), listing=dict(obs.listing), timings={k: round(v, 4) for k, v in obs.timings.items()},
-        log=obs.log[-LOG_LIMIT:], run=dict(run),
+        log=log[-LOG_LIMIT:], run=dict(run),
     )
 
 
@@ -196,8 +198,20 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
         return not_run_cell(case, bundle, replace(info, available=False, unavailable_status="not_run", reason=why), run)
     start = time.perf_counter()
     cell = judge_observation(case, bundle, info, engine.run(bundle), run)
+    gone = environment_broken(info) if cell.status in ("fail", "crashed") else ""
+    if gone:  # the engine was removed or reinstalled under the run: not a verdict, and never reused
+        idle = replace(info, available=False, unavailable_status="not_run", reason=gone)
+        return replace(not_run_cell(case, bundle, idle, run), stage=cell.stage, error=cell.error, log=cell.log)
     # "cell": the harness's whole time for it (adapter, worker round trip, judging), beside the engine's stages
     return replace(cell, timings={**cell.timings, "cell": round(time.perf_counter() - start, 4)})
+
+
+def environment_broken(info: EngineInfo) -> str:
+    """Why the engine this run probed is no longer the one installed, or ""."""
+    from cases.engines import ENGINES
+    from engines.environment import broken
+
+    return broken(ENGINES[info.name].module, info.installation) if info.name in ENGINES else ""
 
 
 def _with_network_dtype(target: str, obs: Observation) -> Dict[str, Any]:

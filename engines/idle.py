@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence
 
 from cases import get_case
 from cases.engines import ENGINES, spec
+from cases.portable import portable_command
 from engines import get_engine
 from engines.base import EngineInfo
 from engines.cells import not_run_cell
@@ -53,7 +54,7 @@ def idle_info(engine: str, version: str) -> EngineInfo:
 def run_record(engine: str, argv: Sequence[str]) -> Dict[str, str]:
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "host": platform.node(),
-        "command": " ".join(["python -m engines.idle", *argv]), "source": "local",
+        "command": portable_command(["python", "-m", "engines.idle", *argv]), "source": "local",
         "python": platform.python_version(), "cell_options": json.dumps(spec(engine).defaults(), sort_keys=True),
     }
 
@@ -62,6 +63,8 @@ def write_column(info: EngineInfo, bundles: List[Bundle], run: Dict[str, str], p
                  wait: float = 0.0) -> Dict[str, int]:
     """Every bundle as a not-run cell of this column; returns counts of cells written and left as they were."""
     writer = ResultsWriter(path or default_path(info), info, run, wait=wait)
+    if writer.notice:
+        print(f"engines.idle: {writer.notice}", file=sys.stderr)
     try:
         stored = stored_cells(writer.path, writer.resume_offset)
         written = unchanged = 0

@@ -27,6 +27,8 @@ import os
 import platform
 import threading
 import time
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Optional, TextIO
 
@@ -35,8 +37,10 @@ import pytest
 from cases import get_case
 from cases.cell import SOURCES, Cell
 from cases.engines import ENGINES, spec
+from cases.portable import portable_command
 from cases.verdict import rejudge
 from engines.base import EngineInfo
+from engines.environment import installation
 from engines.results import (  # noqa: F401  (REUSABLE, same_not_run: the cell test imports them from here)
     REUSABLE, NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
 )
@@ -72,7 +76,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results", default=None,
                     help="JSONL results file (default results/<engine>-<version>-<hardware>[-<variant>].jsonl)")
     group.addoption("--results-source", default="local", choices=SOURCES,
-                    help="'local' for this machine's runs, 'observed' for data to commit from a real machine")
+                    help="what the cells say they are; a claim only: a cell is observed where "
+                         "reports/observed/MANIFEST.json lists its file with its digest (nox -s observe)")
     group.addoption("--bundles", default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     group.addoption("--fresh", action="store_true", help="run every cell again, even those the results file holds")
     group.addoption("--plugin-bundles-only", action="store_true",
@@ -124,6 +129,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     engine = make_engine(config)
     info = engine.probe()
+    if info.available and info.name in ENGINES:  # which install ran: a cell fails as "environment broken" if it changes
+        info = replace(info, installation=installation(spec(info.name).module))
     config._qdq_info = info
     config._qdq_run = run_record(config, info)
     try:
@@ -132,6 +139,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ResultsBusy, NotAResultsFile) as e:
         raise pytest.UsageError(str(e)) from None
     config._qdq_writer = writer
+    if writer.notice:
+        sys.stderr.write(f"qdq-matrix: {writer.notice}\n")
     config._qdq_reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
     interval = heartbeat_interval(config)
     config._qdq_heartbeat = Heartbeat(engine_label(info), interval) if interval > 0 else None
@@ -249,7 +258,7 @@ def run_record(config: pytest.Config, info: Optional[EngineInfo] = None) -> Dict
     A stand-in engine (a test double that says so in its probe) gets the source "stand-in", which
     no report accepts, whatever --results-source says.
     """
-    argv = " ".join(["pytest"] + [a for a in config.invocation_params.args])
+    argv = portable_command(["pytest", *config.invocation_params.args])  # no path of this machine in a record
     source = config.getoption("--results-source")
     if info is not None and info.versions.get("stand_in"):
         source = "stand-in"
@@ -327,14 +336,28 @@ class _ControllerHooks:
         writer.close()
         if session.config._qdq_heartbeat is not None:
             session.config._qdq_heartbeat.close()
+        ran = sum(writer.counts.values())
         counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
-        session.config._qdq_summary = (f"cells: {writer.reused} reused from earlier runs, run now: {counts} "
-                                       f"-> {writer.path}")
+        lines = [writer.notice, f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> {writer.path} "
+                                f"({ran + writer.reused} cells in all)"]
+        errors = len(_reporter(session).stats.get("error", [])) if _reporter(session) else 0
+        if errors:  # collection or set-up broke: failing cells are exit 1, a broken run must not look like one
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            lines.append(f"qdq-matrix: {errors} errors outside the cells (collection or set-up): the run is broken, "
+                         f"not judged (exit {int(session.exitstatus)})")
+        elif ran + writer.reused == 0:
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+            lines.append(f"qdq-matrix: no cell ran (exit {int(session.exitstatus)})")
+        session.config._qdq_summary = "\n".join(filter(None, lines))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         summary = getattr(terminalreporter.config, "_qdq_summary", "")
         if summary:
             terminalreporter.write_line(summary)
+
+
+def _reporter(session: pytest.Session) -> Any:
+    return session.config.pluginmanager.get_plugin("terminalreporter")
 
 
 def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str]) -> Cell:

@@ -17,10 +17,9 @@ import time
 from pathlib import Path
 from typing import Dict, IO, Optional, Tuple
 
-from cases.cell import Cell
+from cases.cell import SESSION_SCHEMA, Cell
 from engines.base import EngineInfo
 
-SESSION_SCHEMA = "qdq-matrix/session/1"
 REPO = Path(__file__).resolve().parent.parent
 REUSABLE = ("pass", "fail", "built")  # observations stand; crashed, skipped and not-run cells are tried again
 
@@ -98,6 +97,7 @@ class ResultsWriter:
         self._lock(wait, run)
         self._refuse_foreign()
         self.resume_offset = self._drop_cut_off_line()
+        self.notice = self._set_aside_if_refused()
         header = {
             "schema": SESSION_SCHEMA, "kind": "session", "engine": info.name, "engine_version": info.version,
             "hardware": info.hardware, "hardware_detail": info.hardware_detail, "versions": info.versions,
@@ -147,6 +147,28 @@ class ResultsWriter:
             self.close()
             raise NotAResultsFile(f"{self.path} is not a qdq-matrix results file (its first line is not a "
                                     f"{SESSION_SCHEMA} header); refusing to append to it: name another --results")
+
+    def _set_aside_if_refused(self) -> str:
+        """A file the merge would refuse (a line that is not JSON or breaks cases/cell.schema.json) is never resumed:
+        its bytes are moved to <name>.refused-<time> and the run starts the file again; returns why, or ""."""
+        from cases.schema import SchemaUnavailable, check_lines
+
+        data = self.path.read_bytes()
+        try:
+            bad = check_lines(data.decode("utf-8", errors="replace")).bad
+        except SchemaUnavailable as e:
+            return "" if not data else f"{self.path} was resumed without a schema check: {e}"
+        if not bad:
+            return ""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = self.path.with_name(f"{self.path.name}.refused-{stamp}")
+        aside.write_bytes(data)
+        os.truncate(self.path, 0)  # in place: the lock this run holds stays on the file
+        self.resume_offset = 0
+        number, why = bad[0]
+        return (f"{self.path} is refused by its schema (line {number}: {why}"
+                + (f"; {len(bad) - 1} more bad lines" if len(bad) > 1 else "") + f"), so no cell of it is reused: "
+                f"moved to {aside.name}, and this run starts the file again")
 
     def _drop_cut_off_line(self) -> int:
         """Truncate a last line without its newline (a killed writer's); return the size after that."""

@@ -48,6 +48,10 @@ def _selection(case_ids: List[str], raw_params: List[str]) -> Tuple[List[str], D
         cases = [get_case(c) for c in dict.fromkeys(case_ids)] if case_ids else all_cases()
     except KeyError as e:
         raise UsageError(e.args[0]) from None
+    external = [c.id for c in cases if c.external]
+    if external:
+        raise UsageError(f"{external[0]} is not generated from a seed: its bundles are users' own models, made with "
+                         "`python -m check MODEL.onnx` (or `--prepare-only --out DIR`)")
     return [c.id for c in cases], _parse_params(raw_params, cases)
 
 
@@ -90,8 +94,12 @@ def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) ->
         counts[status] += 1
         print(f"[{done}/{total}] {bundle} {status}", flush=True)
 
-    paths = write.write_all(case_ids, wanted, out, progress=progress)
     root = bundles_root() if out is None else out
+    try:
+        paths = write.write_all(case_ids, wanted, out, progress=progress)
+    except OSError as e:  # a bundle folder that cannot be written: one line, never a traceback
+        print(f"error: cannot write bundles in {root}: {e.strerror or e} ({e.filename or root})", file=sys.stderr)
+        return EXIT_USAGE
     print(f"{len(paths)} bundles in {root}: {counts['written']} written, {counts['cached']} cached")
     return 0
 

@@ -20,7 +20,9 @@ from cases import Case, all_cases, bundle_id, get_case
 from generators.bundle import bundles_root, digest, meta_digest
 from generators.reproducer import Reproducer
 
-# Bump when a builder or the bundle format changes: it is part of the cache key.
+GENERATORS = Path(__file__).resolve().parent
+
+# Bump when the bundle format changes (the source of every generators/ module is part of the cache key anyway).
 GENERATOR_VERSION = "3"  # 2: case.json carries meta_digest; 3: its ORT cross-check names the CPU INT8 level
 
 # progress(done, total, bundle id, "written" or "cached")
@@ -44,27 +46,49 @@ def build(case: Case, params: Mapping[str, Any]) -> Reproducer:
 
 
 def cache_key(case: Case, params: Mapping[str, Any]) -> str:
-    """What a bundle was built from: case, parameters, seed, generator version and the case's source code."""
+    """What a bundle was built from: case, parameters, seed, generator version, the source code of the case and of
+    every generators/ module, and the versions of the libraries that build and compute it."""
     seed = rng_seed(bundle_id(case, dict(params)))
     blob = json.dumps(
         {"case": case.id, "params": dict(params), "rng_seed": seed, "generator_version": GENERATOR_VERSION,
-         "source": _source_digest(case.id, case.builder)},
+         "source": _source_digest(case.id, case.builder), "libraries": builder_libraries()},
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
-def _source_digest(case_id: str, builder: str) -> str:
-    """sha256 of the case module and its builder module, so an edited builder is never served from cache."""
-    h = hashlib.sha256()
+def source_files(case_id: str, builder: str) -> List[Path]:
+    """The files a bundle is built from: its case module, its builder's module and every module of generators/
+    (the builders share qdq_parts, onnx_util, typed_qdq and reference: an edit to any of them must rebuild)."""
+    found = []
     for name in (f"cases.{case_id}", builder.split(":")[0]):
         try:
             source = inspect.getsourcefile(importlib.import_module(name))
         except ImportError:  # a case declared outside cases/ (tests do this)
             source = None
-        h.update(Path(source).read_bytes() if source else name.encode())
+        if source and Path(source).resolve().parent != GENERATORS:
+            found.append(Path(source))
+    return found + sorted(GENERATORS.glob("*.py"))
+
+
+@functools.lru_cache(maxsize=None)
+def _source_digest(case_id: str, builder: str) -> str:
+    """sha256 over the names and bytes of source_files()."""
+    h = hashlib.sha256(case_id.encode())
+    for path in source_files(case_id, builder):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
+
+
+def builder_libraries() -> Dict[str, str]:
+    """The versions of the libraries that build a model and compute its reference: onnx, numpy, ml_dtypes."""
+    found = {}
+    for name in ("onnx", "numpy", "ml_dtypes"):
+        try:
+            found[name] = str(importlib.import_module(name).__version__)
+        except ImportError:
+            found[name] = "absent"
+    return found
 
 
 def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Path:

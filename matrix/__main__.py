@@ -1,4 +1,4 @@
-"""Command line: `python -m matrix report` writes the matrix, `diff` compares two versions, `bugs` bundles bugs."""
+"""Command line: report writes the matrix, diff compares two versions, bugs bundles bugs, observe lists observations."""
 
 from __future__ import annotations
 
@@ -20,17 +20,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    """Merge every results file and write matrix.md, matrix.html, matrix.json and junit.xml."""
-    from matrix.render import write_reports
-
-    from matrix.nodes import write_all
-
+    """Merge every results file and write matrix.md, matrix.html, matrix.json, junit.xml and the per-node reports,
+    all rendered in a staging folder first and then swapped in; exit 1 when a results file was refused."""
     result = _load(args.results, catalogue_bundles(args.bundles))
     if result is None:
         return 2
-    nodes = write_all(result.cells, Path(args.out) / "nodes", [Path(args.bundles), REPO / ".bundles-user"])
-    paths = write_reports(result, Path(args.out), node_reports=nodes)
-    paths += [n["html"] for n in nodes]
+    paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
     unexpected = sum(s["unexpected"] for s in _summary(result))
     print(f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
           f"{len(result.columns)} columns, {unexpected} unexpected")
@@ -39,7 +34,39 @@ def report(args: argparse.Namespace) -> int:
         print(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
     for p in paths:
         print(f"wrote {p}")
+    refused = sorted({p.file for p in result.errors})
+    if refused:
+        print(f"matrix report: {len(refused)} results files refused, their cells are not in the reports: "
+              f"{', '.join(refused)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Path]:
+    """Render every report into a staging folder inside out, then swap each into place: a report that cannot be
+    rendered leaves the reports that were there untouched, and they never disagree with each other."""
+    import shutil
+    import tempfile
+
+    from matrix.nodes import write_all
+    from matrix.render import write_reports
+
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+    if (out / "nodes").is_dir():
+        (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
+    try:
+        nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
+        written = write_reports(result, staging, node_reports=nodes) + [Path(n["html"]) for n in nodes]
+        old = staging / ".old"
+        old.mkdir()
+        for entry in sorted(p for p in staging.iterdir() if p.name != ".old"):
+            if (out / entry.name).is_dir():
+                os.replace(out / entry.name, old / entry.name)
+            os.replace(entry, out / entry.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out / p.relative_to(staging) for p in written]
 
 
 def diff_cmd(args: argparse.Namespace) -> int:
@@ -76,8 +103,9 @@ def diff_cmd(args: argparse.Namespace) -> int:
 
 
 def bugs_cmd(args: argparse.Namespace) -> int:
-    """Write a bug bundle for every failing or unexpected cell, or for the one cell named."""
-    from matrix.bugbundle import make_all, select, wanted
+    """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
+    the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
+    from matrix.bugbundle import make_all, model_cells, select, wanted
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):
@@ -93,21 +121,75 @@ def bugs_cmd(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"matrix bugs: {e}", file=sys.stderr)
             return 2
+    elif args.model:
+        mine = model_cells(result.cells, args.model)
+        if not mine:
+            known = sorted({c.bundle for c in result.cells if c.case == "user_model"})
+            print(f"matrix bugs: no cells of {', '.join(args.model)}; user models with cells: "
+                  f"{', '.join(known) or 'none (run python -m check MODEL first)'}", file=sys.stderr)
+            return 2
+        cells = [c for c in mine if wanted(c)]
     else:
         cells = [c for c in result.cells if wanted(c)]
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
-    made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip)
+    made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip,
+                    user_bundles=Path(args.user_bundles))
     for m in made:
         what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.hardware}]"
-        if m.refused:
+        if m.refused and not m.needs_model:
             print(f"matrix bugs: refused {what}: {m.refused}", file=sys.stderr)
-            continue
-        print(f"wrote {m.path}/ ({m.cell.status}, {m.cell.verdict})" + (f" and {m.archive}" if m.archive else ""))
-    refused = sum(1 for m in made if m.refused)
-    print(f"{len(made) - refused} bug bundles written to {args.out}" + (f", {refused} refused" if refused else ""))
+        elif not m.refused:
+            print(f"wrote {m.path}/ ({m.cell.status}, {m.cell.verdict})" + (f" and {m.archive}" if m.archive else ""))
+    _say_needs_model([m for m in made if m.needs_model], Path(args.user_bundles))
+    refused = sum(1 for m in made if m.refused and not m.needs_model)
+    waiting = sum(1 for m in made if m.needs_model)
+    print(f"{len(made) - refused - waiting} bug bundles written to {args.out}" + (f", {refused} refused" if refused
+          else "") + (f", {waiting} need the model" if waiting else ""))
     return 1 if refused else 0
+
+
+def _say_needs_model(made: Sequence, root: Path) -> None:
+    """One line per user model whose failing cells wait for its bundle, then how to make it."""
+    from matrix.bugbundle import show
+
+    by_model: dict = {}
+    for m in made:
+        by_model.setdefault(m.cell.bundle, []).append(f"{m.cell.engine} {m.cell.engine_version}")
+    for bundle, columns in sorted(by_model.items()):
+        print(f"needs the model: {bundle} ({len(columns)} failing cells: {', '.join(sorted(set(columns)))})")
+    if by_model:
+        print(f"  a user model's bundle is not in the repository: its owner runs `python -m check MODEL.onnx` (bundle "
+              f"in {show(root)}) or `nox -s bugs -- --model MODEL.onnx --user-bundles DIR`")
+
+
+def observe_cmd(args: argparse.Namespace) -> int:
+    """List observed files in reports/observed/MANIFEST.json (their digest, machine and command), or check it."""
+    from matrix import observed
+
+    try:
+        manifest = observed.load(Path(args.root))
+        if args.check:
+            problems = observed.verify(manifest)
+            for p in problems:
+                print(f"matrix observe: {p}", file=sys.stderr)
+            print(f"{len(manifest.entries)} observed files listed in {observed.show(manifest.path)}"
+                  + (f", {len(problems)} problems" if problems else ", all present with their digests"))
+            return 1 if problems else 0
+        if not args.files:
+            raise observed.ManifestError("name the files to list (under reports/observed/), or --check")
+        new = observed.add(manifest, [Path(f) for f in args.files], args.machine or "", args.command or "")
+    except observed.ManifestError as e:
+        print(f"matrix observe: {e}", file=sys.stderr)
+        return 2
+    for rel, entry in sorted(new.entries.items()):
+        if manifest.entries.get(rel) != entry:
+            was = manifest.entries.get(rel)
+            print(f"{'updated' if was else 'added'} {rel}: sha256 {entry.sha256[:16]}..., machine: {entry.machine}; "
+                  f"command: {entry.command}")
+    print(f"wrote {observed.show(observed.save(new))} ({len(new.entries)} files)")
+    return 0
 
 
 def _load(given: Optional[List[str]], catalogue: Sequence[str]) -> Optional[MergeResult]:
@@ -169,7 +251,19 @@ def _parser() -> argparse.ArgumentParser:
     bug.add_argument("--version", help="the cell's engine version (with --cell)")
     bug.add_argument("--hardware", default=None, help="the cell's hardware label, where several match")
     bug.add_argument("--zip", action="store_true", help="also write <folder>.zip next to each bug bundle")
+    bug.add_argument("--model", action="append", metavar="MODEL",
+                     help="only the failing cells of this user model: its .onnx file, bundle id or name (repeatable)")
+    bug.add_argument("--user-bundles", default=str(REPO / ".bundles-user"),
+                     help="where python -m check wrote the user models' bundles (default: .bundles-user)")
     bug.set_defaults(func=bugs_cmd)
+    obs = sub.add_parser("observe", help="list files under reports/observed/ as observations in its MANIFEST.json")
+    obs.add_argument("files", nargs="*", metavar="FILE", help="files under reports/observed/ (committed with it)")
+    obs.add_argument("--machine", help="what it ran on: GPU or CPU, driver, CUDA, libraries (a new file needs it)")
+    obs.add_argument("--command", help="what made it (default for a results file: its session headers' commands)")
+    obs.add_argument("--check", action="store_true",
+                     help="check the manifest instead: every listed file present with its digest, every file listed")
+    obs.add_argument("--root", default=str(REPO / "reports" / "observed"), help=argparse.SUPPRESS)
+    obs.set_defaults(func=observe_cmd)
     return parser
 
 

@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.cell import Cell
 from cases.engines import ENGINES
+from cases.portable import portable_path
 from cases.verdict import UNEXPECTED
 from matrix.merge import tactics_choice, version_key
 from matrix.nodes import network_words
@@ -65,6 +66,10 @@ class Refused(Exception):
     """A bug bundle that must not be made: its reproducer is missing or is not the one that ran."""
 
 
+class NeedsModel(Refused):
+    """A user model's cell whose bundle is not here: only the model's owner can make it (python -m check)."""
+
+
 @dataclass(frozen=True)
 class Made:
     """What became of one cell: the folder written (and zip), or why it was refused."""
@@ -73,6 +78,7 @@ class Made:
     path: Optional[Path] = None
     archive: Optional[Path] = None
     refused: str = ""
+    needs_model: bool = False  # refused only because a user model's bundle is not here: listed, not a failure
 
 
 def wanted(cell: Cell) -> bool:
@@ -124,8 +130,12 @@ def source_bundle(cell: Cell, root: Path) -> Path:
         raise Refused(f"bundle id {cell.bundle!r} is not a relative <case>/<params> path; refused")
     path = Path(root) / cell.bundle
     missing = [n for n in SOURCE_FILES if not (path / n).is_file()]
+    if missing and is_user_model(cell):
+        raise NeedsModel(f"needs the model: {cell.bundle} is a user's model and its bundle is not in {show(root)}; "
+                         f"its owner makes it with `python -m check MODEL.onnx` (or `--prepare-only --out DIR`, then "
+                         f"--user-bundles DIR), and it must hash to {cell.digest[:12]}")
     if missing:
-        raise Refused(f"bundle {cell.bundle} is not in {root} (missing {', '.join(missing)}); write it with "
+        raise Refused(f"bundle {cell.bundle} is not in {show(root)} (missing {', '.join(missing)}); write it with "
                       f"`python -m generators write --case {cell.case}` and check that its digest is {cell.digest}")
     bundle = load_bundle(path)
     recorded = bundle.meta.get("digest", "")
@@ -139,16 +149,43 @@ def source_bundle(cell: Cell, root: Path) -> Path:
     return path
 
 
+def is_user_model(cell: Cell) -> bool:
+    """A cell of an external case (a user's own model, python -m check): no generator can write its bundle."""
+    from cases import get_case
+
+    try:
+        return get_case(cell.case).external
+    except KeyError:
+        return False
+
+
+def model_cells(cells: Iterable[Cell], names: Sequence[str]) -> List[Cell]:
+    """The cells of the user models named: a bundle id (user_model/net-<10 hex>), the model's name (net: every model
+    of that name), or the model file (its own bundle only)."""
+    from cases.user_model import ID, bundle_id_for, slug_of
+
+    wanted, slugs = set(), set()
+    for name in names:
+        if Path(name).is_file():
+            wanted.add(bundle_id_for(name))
+        else:
+            wanted |= {name, f"{ID}/{name}"}
+            slugs.add(name)
+    return [c for c in cells if is_user_model(c) and (c.bundle in wanted or slug_of(c.bundle) in slugs)]
+
+
 def make_all(cells: Sequence[Cell], everything: Sequence[Cell], bundles: Path, out: Path,
-             archive: bool = False) -> List[Made]:
-    """A bug bundle for each cell; `everything` (all merged cells) answers the cross-version questions."""
+             archive: bool = False, user_bundles: Optional[Path] = None) -> List[Made]:
+    """A bug bundle for each cell; `everything` (all merged cells) answers the cross-version questions. A user
+    model's bundle comes from user_bundles (python -m check's folder) where given."""
     made = []
     folders = Counter(folder_for(c, out) for c in cells)
     for cell in cells:
+        root = user_bundles if user_bundles is not None and is_user_model(cell) else bundles
         try:
-            path = make(cell, everything, bundles, out, with_hardware=folders[folder_for(cell, out)] > 1)
+            path = make(cell, everything, root, out, with_hardware=folders[folder_for(cell, out)] > 1)
         except Refused as e:
-            made.append(Made(cell, refused=str(e)))
+            made.append(Made(cell, refused=str(e), needs_model=isinstance(e, NeedsModel)))
             continue
         made.append(Made(cell, path, _zip(path) if archive else None))
     return made
@@ -198,6 +235,11 @@ def _clear(target: Path) -> None:
     if not (target / "ISSUE.md").is_file():
         raise Refused(f"{target} exists and is not a bug bundle; move it away first")
     shutil.rmtree(target)
+
+
+def show(path: Path) -> str:
+    """A folder as a message names it, without this machine's path."""
+    return portable_path(Path(path).absolute())
 
 
 def _zip(path: Path) -> Path:

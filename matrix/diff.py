@@ -147,6 +147,7 @@ def diff(
         before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
         after = _newest(c for c in mine if c.engine_version == to_version and c.setting == pair[1])
         label = _pair_label(pair)
+        notes += _mixed_sources(before, after, from_version, to_version, label)
         for bundle in sorted(set(before) | set(after)):
             a, b = before.get(bundle), after.get(bundle)
             why = _not_comparable(a, b, from_version, to_version)
@@ -238,13 +239,28 @@ def _hardware_pairs(cells: List[Cell], engine: str, old: str, new: str,
 
 
 def _newest(cells) -> Dict[str, Cell]:
-    """One cell per bundle: the newest run (local and observed data may both hold it)."""
+    """One cell per bundle: an observed cell before a local one (a local run never replaces an observation), then
+    the newest run."""
     out: Dict[str, Cell] = {}
     for c in cells:
         old = out.get(c.bundle)
-        if old is None or c.run.get("date", "") >= old.run.get("date", ""):
+        if old is None or _rank(c) >= _rank(old):
             out[c.bundle] = c
     return out
+
+
+def _mixed_sources(before: Dict[str, Cell], after: Dict[str, Cell], old: str, new: str, label: str) -> List[str]:
+    """A note where one side is observed and the other a local run: the reader must know what is compared."""
+    sides = {v: {c.run.get("source", "local") for c in cells.values()} for v, cells in ((old, before), (new, after))}
+    if sides[old] == sides[new] or not all(sides.values()):
+        return []
+    said = "; ".join(f"{v}: {' and '.join(sorted(s))}" for v, s in sides.items())
+    return [f"on {label}, an observation is compared with a local run ({said}); a local run is listed in no "
+            "observations manifest"]
+
+
+def _rank(c: Cell) -> Tuple[bool, str]:
+    return c.run.get("source") == "observed", c.run.get("date", "")
 
 
 def _not_comparable(a: Optional[Cell], b: Optional[Cell], old: str, new: str) -> str:

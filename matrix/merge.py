@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from cases.cell import SCHEMA as CELL_SCHEMA
-from cases.cell import SOURCES, Cell
+from cases.cell import SESSION_SCHEMA, SOURCES, Cell
 from cases.engines import variant_label
+from cases.portable import portable_path, portable_text, scrub
+from cases.schema import check_lines
+from matrix import observed
+from matrix.observed import Manifest
 
-SESSION_SCHEMA = "qdq-matrix/session/1"
 ColumnKey = Tuple[str, str, str, str, str]  # engine, engine_version, hardware, variant label, source
 PathLike = Union[str, Path]
-
-# Field name -> accepted JSON types, so that a record of the right schema but the wrong shape is refused.
-_TYPES: Dict[str, Tuple[type, ...]] = {
-    "bundle": (str,), "case": (str,), "params": (dict,), "digest": (str,), "engine": (str,),
-    "engine_version": (str,), "hardware": (str,), "stage": (str,), "reason": (str,), "error": (str,),
-    "signature": (str,), "warnings": (list,), "output_dtypes": (dict,), "network_dtypes": (dict,),
-    "max_error_steps": (int, float, type(None)), "tolerance_steps": (int, float, type(None)),
-    "precision": (dict,), "fused": (bool, type(None)), "expectation": (dict,), "explanation": (str,),
-    "hardware_detail": (dict,), "versions": (dict,), "options": (dict,), "timings": (dict,),
-    "log": (str,), "run": (dict,), "variant": (dict,), "listing": (dict,), "output_stats": (dict,),
-    "parser_errors": (list,),
-}
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -140,19 +128,53 @@ def load_results(
     paths: Iterable[PathLike],
     catalogue: Optional[Iterable[str]] = None,
     cases: Optional[Dict[str, CaseInfo]] = None,
+    manifest: Optional[Manifest] = None,
 ) -> MergeResult:
-    """Read every JSONL file in paths (files or folders) and merge them into one matrix."""
+    """Read every JSONL file in paths (files or folders) and merge them into one matrix; a file is observed only
+    where the manifest (default: reports/observed/MANIFEST.json) lists it with its digest."""
     problems: List[Problem] = []
     located: List[_Located] = []
     files = results_files(paths, problems)
+    if manifest is None:
+        manifest, trouble = _repository_manifest()
+        problems.extend(trouble)
     for path in files:
-        found, file_problems = read_file(path)
+        found, file_problems = read_file(path, manifest)
         located.extend(found)
         problems.extend(file_problems)
     kept, notes = _dedupe(located)
     kept, hidden = _drop_idle_columns(kept)
-    notes += _levelless_cpu_columns(kept)
+    notes += _levelless_cpu_columns(kept) + _local_beside_observed(kept)
     return build(rejudge_all(kept), problems + notes + hidden, catalogue, cases, files=[_show(f) for f in files])
+
+
+def _repository_manifest() -> Tuple[Manifest, List[Problem]]:
+    """reports/observed/MANIFEST.json, or an empty manifest and the problem that stopped it (nothing is observed)."""
+    try:
+        return observed.load(), []
+    except observed.ManifestError as e:
+        return observed.Manifest(observed.OBSERVED), [Problem(_show(observed.OBSERVED / observed.MANIFEST_NAME), 0,
+                                                                str(e), "warning")]
+
+
+def _local_beside_observed(cells: List[Cell]) -> List[Problem]:
+    """A warning per local column that holds cells an observed column of the same engine, version and setting
+    also holds: both are shown, and the upgrade answer compares the observed ones."""
+    by_column: Dict[ColumnKey, Dict[str, Cell]] = {}
+    for c in cells:
+        by_column.setdefault(column_key(c), {})[c.bundle] = c
+    out = []
+    for key in sorted(k for k in by_column if k[4] == "local"):
+        twin = by_column.get((*key[:4], "observed"), {})
+        both = sorted(set(by_column[key]) & set(twin))
+        if both:
+            cell = by_column[key][both[0]]
+            files = ", ".join(sorted({twin[b].run.get("file", "") for b in both}))
+            out.append(Problem(cell.run.get("file", "") or "(no file)", 0, (
+                f"{cell.column}: {len(both)} local cells of reproducers that the observed column also holds ({files}); "
+                "a local cell never replaces an observed one: both columns are shown, and the upgrade answer compares "
+                "the observed cells"), "warning"))
+    return out
 
 
 def _levelless_cpu_columns(cells: List[Cell]) -> List[Problem]:
@@ -236,59 +258,54 @@ def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Pa
     return unique
 
 
-def read_file(path: Path) -> Tuple[List[_Located], List[Problem]]:
-    """The cells of one file; any bad complete line refuses the file, a cut-off last line is dropped."""
+def read_file(path: Path, manifest: Optional[Manifest] = None) -> Tuple[List[_Located], List[Problem]]:
+    """The cells of one file; any bad complete line refuses the file, a cut-off last line is dropped. Its cells are
+    observed where the manifest lists the file with this content, else local, whatever their lines say."""
     name = _show(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return [], [Problem(name, 0, f"cannot read: {e}; file refused")]
-    lines = text.split("\n")
-    complete_end = text.endswith("\n") or text == ""
+    checked = check_lines(text)
+    bad = [Problem(name, number, message) for number, message in checked.bad]
+    why_local = (manifest or observed.Manifest(observed.OBSERVED)).observed(path, data)
     header: Dict[str, Any] = {}
     cells: List[_Located] = []
-    bad: List[Problem] = []
-    tail: List[Problem] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        last = number == len(lines) and not complete_end
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            if last:
-                tail.append(Problem(name, number, f"last line is cut off ({e.msg}); kept the {len(cells)} "
-                                    "complete cells before it (was the run interrupted?)", "warning"))
-            else:
-                bad.append(Problem(name, number, f"not JSON ({e.msg})"))
+    claims = set()
+    for number, record in checked.records:
+        if record["schema"] == SESSION_SCHEMA:
+            header = record
+            claims.add(str(header.get("source") or ""))
             continue
         try:
-            if isinstance(record, dict) and record.get("schema") == SESSION_SCHEMA:
-                header = record
-                continue
-            cell = _with_run(parse_cell(record), header, path)
-            if cell.run["source"] not in SOURCES:
-                raise ValueError(f"source {cell.run['source']!r} is not one of {', '.join(SOURCES)}: cells of a test "
-                                 "double or stand-in engine never reach a report")
-            cells.append(_Located(cell, name, number))
+            cell = Cell.from_dict(record)
+            claims.add(str(cell.run.get("source") or header.get("source") or ""))
+            _refuse_stand_in(cell, header)
+            cells.append(_Located(_with_run(cell, header, path, "local" if why_local else "observed"), name, number))
         except ValueError as e:
             bad.append(Problem(name, number, str(e)))
     if bad:
         return [], _refused(name, bad)
+    tail = [Problem(name, checked.cut_off[0], f"last line is cut off ({checked.cut_off[1]}); kept the {len(cells)} "
+                    "complete cells before it (was the run interrupted?)", "warning")] if checked.cut_off else []
+    if why_local and cells and ("observed" in claims or manifest is not None and manifest.relative(path)):
+        tail.append(Problem(name, 0, f"its cells are local runs, not observations: {why_local}; only "
+                                     "`nox -s observe` makes a committed file observed", "warning"))
     return cells, tail
 
 
-def parse_cell(record: Any) -> Cell:
-    """One cell from a decoded JSON record; ValueError says what is wrong."""
-    if isinstance(record, dict) and record.get("schema") not in (CELL_SCHEMA, SESSION_SCHEMA):
-        raise ValueError(f"not a qdq-matrix record: schema is {record.get('schema')!r}, "
-                         f"expected {CELL_SCHEMA!r} or {SESSION_SCHEMA!r}")
-    cell = Cell.from_dict(record)
-    wrong = [f"{k} is {type(getattr(cell, k)).__name__}" for k, ok in _TYPES.items()
-             if not isinstance(getattr(cell, k), ok)]
-    if wrong:
-        raise ValueError("cell fields of the wrong type: " + ", ".join(wrong))
-    return cell
+def _refuse_stand_in(cell: Cell, header: Dict[str, Any]) -> None:
+    """ValueError for a cell of a test double or of an engine the suite does not know: it never becomes a column."""
+    from cases.engines import ENGINES
+
+    claimed = str(cell.run.get("source") or header.get("source") or "local")
+    if claimed not in SOURCES or cell.versions.get("stand_in"):
+        raise ValueError(f"source {claimed!r} is not one of {', '.join(SOURCES)}: cells of a test double or stand-in "
+                         "engine never reach a report")
+    if cell.engine not in ENGINES:
+        raise ValueError(f"engine {cell.engine!r} is not one of {', '.join(ENGINES)}: cells of an engine the suite "
+                         "does not know never reach a report")
 
 
 def case_catalogue() -> Dict[str, CaseInfo]:
@@ -317,21 +334,25 @@ def catalogue_bundles(root: Optional[PathLike] = None) -> List[str]:
     return list(dict.fromkeys(ids))
 
 
-def _with_run(cell: Cell, header: Dict[str, Any], path: Path) -> Cell:
-    """Fill run.source, run.date (and host, command) from the session header where the cell lacks them."""
+def _with_run(cell: Cell, header: Dict[str, Any], path: Path, source: str) -> Cell:
+    """The cell with run.source set (by the manifest, never by the file), run.date, host and command filled from the
+    session header where the cell lacks them, and run.file."""
     run = dict(cell.run)
     for key in ("date", "host", "command"):
         if not run.get(key) and header.get(key):
             run[key] = str(header[key])
-    run["source"] = str(run.get("source") or header.get("source") or "local")
+    run["source"] = source
     run["date"] = str(run.get("date") or "")
+    if run.get("command"):  # written by an older version, or by hand: published without this machine's paths
+        run["command"] = portable_text(run["command"])
+    texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation")}
     run["file"] = _show(path)
     detail = cell.hardware_detail or dict(header.get("hardware_detail") or {})
     variant = cell.variant or _older_variant(cell)
     hardware = cell.hardware
     if not cell.variant and hardware.endswith(_OLD_TACTICS_SUFFIX):  # merged by an older version of this code
         hardware = hardware[: -len(_OLD_TACTICS_SUFFIX)]
-    return replace(cell, run=run, hardware_detail=detail, hardware=hardware, variant=variant)
+    return replace(cell, run=run, hardware_detail=detail, hardware=hardware, variant=variant, **texts)
 
 
 _OLD_TACTICS_SUFFIX = ", tensorrt-only tactics"
@@ -410,9 +431,5 @@ def version_key(version: str) -> Tuple[Any, ...]:
 
 
 def _show(path: PathLike) -> str:
-    """A path as the user would type it: relative to the working folder where it can be."""
-    p = Path(path)
-    try:
-        return os.path.relpath(p) if p.is_absolute() and not os.path.relpath(p).startswith("..") else str(p)
-    except ValueError:
-        return str(p)
+    """A path as a report prints it: relative to the repository, else "…/<parent>/<name>", never a machine path."""
+    return portable_path(os.path.abspath(path))

@@ -13,6 +13,9 @@
 #   tools/gpu-round.sh rtx LABEL WHEELS VERSION   # TensorRT-RTX from carried wheels (WHEELS/VERSION-a, -b): its
 #                                                  # cells with this GPU (python3 is the controller and the worker)
 #   tools/gpu-round.sh pack LABEL OUT             # WORK/obs -> OUT/results-LABEL.tgz
+#   tools/gpu-round.sh adopt LABEL TGZ            # back on the CPU machine, in the checkout to commit from: the
+#                                                  # results files of TGZ into reports/observed/LABEL/, each listed
+#                                                  # in its MANIFEST.json (matrix observe) with machine and command
 #
 # A sweep run is "w<workers>-<cache>" with cache "off", "cold" (the cache file removed first) or "warm"
 # (the file the cold run left); default runs: w4-off w4-cold w1-warm w2-warm w4-warm w8-warm w14-warm
@@ -24,13 +27,13 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${WORK:-/root/qdq-gpu}
 obs=$work/obs
 bin=$work/payload/bin
-mkdir -p "$obs"
+[[ $step == adopt ]] || mkdir -p "$obs"
 say() { echo "[$(date +%H:%M:%S)] $*"; }
 cells() {  # VERSION RESULTS WORKERS [pytest args...]: the catalogue on one version, into one results file
   local v=$1 results=$2 workers=$3; shift 3
   (cd "$repo" && timeout "${LIMIT:-570}" "$bin/python-controller" -m pytest tests/cells --engine tensorrt \
      --trt-python="$bin/python-trt-$v" \
-     --engine-version "$v" --results "$results" --results-source observed -n "$workers" --timeout 300 \
+     --engine-version "$v" --results "$results" -n "$workers" --timeout 300 \
      -p no:cacheprovider -p no:benchmark -q -rN "$@")
 }
 
@@ -92,8 +95,7 @@ check)
   label=${1:?check needs a label}
   (cd "$repo" && QDQ_TIMING_CACHE_DIR=$obs/timing-cache PYTHONPATH=$repo "$bin/python-controller" -m check \
       --from-bundles .bundles-user --engine tensorrt --trt-python "$bin/python-trt-8.5.3.1" \
-      --trt-python "$bin/python-trt-8.6.0" --results "$obs/$label/check" --reports "$obs/$label/check/nodes" \
-      --results-source observed) \
+      --trt-python "$bin/python-trt-8.6.0" --results "$obs/$label/check" --reports "$obs/$label/check/nodes") \
       >"$obs/$label/check.log" 2>&1
   say "check $label: exit $?"; tail -n 3 "$obs/$label/check.log"
   ;;
@@ -135,15 +137,42 @@ rtx)
   mkdir -p "$obs/$label"
   (cd "$repo" && timeout "${LIMIT:-570}" python3 -m pytest tests/cells --engine tensorrt-rtx \
       --trt-python="$work/rtx-$v/python" --engine-version "$v" --results "$obs/$label/rtx-$v.jsonl" \
-      --results-source observed -n "${WORKERS:-8}" --timeout 300 -p no:cacheprovider -p no:benchmark -q -rN) \
+      -n "${WORKERS:-8}" --timeout 300 -p no:cacheprovider -p no:benchmark -q -rN) \
       >"$obs/$label/log-rtx-$v.txt" 2>&1
   say "rtx $label $v: exit $?"; tail -n 2 "$obs/$label/log-rtx-$v.txt"
   ;;
 pack)
   label=${1:?pack needs a label}; out=${2:?pack needs OUT}
   nvidia-smi >"$obs/nvidia-smi.txt" 2>&1 || true
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader >"$obs/gpu.txt" 2>/dev/null \
+    || true
   tar czf "$out/results-$label.tgz" -C "$obs" --exclude='*.cache' --exclude='*.lock' .
   say "packed $out/results-$label.tgz ($(du -h "$out/results-$label.tgz" | cut -f1))"
   ;;
-*) sed -n '2,17p' "$0"; exit 2 ;;
+adopt)  # on the CPU machine: only the manifest makes a file observed (matrix/observed.py)
+  label=${1:?adopt needs a label}; tgz=${2:?adopt needs the results-LABEL.tgz that pack wrote}
+  [[ -f $tgz ]] || { echo "gpu-round: no such file $tgz" >&2; exit 2; }
+  dest=${OBSERVED:-$repo/reports/observed}; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  tar xzf "$tgz" -C "$tmp" || { echo "gpu-round: $tgz is not a pack of this script" >&2; exit 2; }
+  gpu=$(head -n 1 "$tmp/gpu.txt" 2>/dev/null); [[ -n $gpu ]] || { echo "gpu-round: $tgz holds no gpu.txt" >&2; exit 2; }
+  machine="$gpu (nvidia-smi: name, compute capability, driver, memory); TensorRT from tools/gpu-payload, the cuDNN and cuBLAS of each version in its session headers"
+  day=$(date -r "$tgz" +%F)
+  list_as() {  # STEP FILE...: copy each file to the same place under dest/LABEL, then list them all as STEP made them
+    local what=$1 files=(); shift
+    for f in "$@"; do
+      [[ -f $f ]] || continue
+      rel=${f#"$tmp/$label/"}; [[ $rel == check/*/*.jsonl ]] && rel=check/${rel##*/}
+      mkdir -p "$(dirname "$dest/$label/$rel")" && cp "$f" "$dest/$label/$rel" && files+=("$dest/$label/$rel")
+    done
+    ((${#files[@]})) || return 0
+    PYTHONPATH=$repo "${PYTHON:-python3}" -m matrix observe "${files[@]}" --root "$dest" --machine "$machine" \
+      --command "tools/gpu-round.sh $what $label (packed $day); each results file's pytest command is in its session headers"
+  }
+  shopt -s nullglob
+  list_as observe "$tmp/$label"/trt-*.jsonl || exit 1
+  list_as rtx "$tmp/$label"/rtx-*.jsonl || exit 1
+  list_as check "$tmp/$label"/check/*/*.jsonl "$tmp/$label"/check/nodes/*.json || exit 1
+  say "adopted into $dest/$label: commit the files and MANIFEST.json together"
+  ;;
+*) sed -n '2,20p' "$0"; exit 2 ;;
 esac

@@ -105,3 +105,22 @@ def test_the_heartbeat_interval_is_checked_and_0_turns_it_off(monkeypatch) -> No
         monkeypatch.setenv("QDQ_HEARTBEAT_S", bad)
         with pytest.raises(pytest.UsageError, match="QDQ_HEARTBEAT_S"):
             heartbeat_interval(config)
+
+
+def test_a_run_that_ran_no_cell_fails_and_says_so(tmp_path: Path) -> None:
+    """Exit 1 is failing cells, the verdicts' business: a run broken before its cells must never look like one
+    (issue 26.2: no bundles gave two collection errors, exit 1, and a "successful" nox session)."""
+    empty = tmp_path / "none"
+    empty.mkdir()
+    cmd = [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "--engine",
+           "tests.engines.fakes:PlumbingEngine", "--bundles", str(empty), "--results", str(tmp_path / "r.jsonl")]
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
+    broken = subprocess.run([*cmd, "-n", "2"], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert broken.returncode == 3, broken.stdout + broken.stderr
+    assert "errors outside the cells" in broken.stdout and "no bundles under" in broken.stdout
+    _fake_bundle(empty, "a-ok")
+    nothing = subprocess.run([*cmd, "--only-case", "no_such_case"], cwd=REPO, capture_output=True, text=True,
+                             timeout=120, env=env)
+    assert nothing.returncode == 5 and "(0 cells in all)" in nothing.stdout, nothing.stdout + nothing.stderr
+    ran = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert ran.returncode == 0 and "run now: 1 pass" in ran.stdout and "(1 cells in all)" in ran.stdout, ran.stdout

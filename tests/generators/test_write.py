@@ -171,3 +171,44 @@ def test_a_full_write_prunes_bundles_the_catalogue_no_longer_has(tmp_path, my_ca
     write.write_all(root=tmp_path)
     assert not stale.exists()
     assert (tmp_path / "instancenorm_int8" / "native_instancenorm=no+int8_ranges=none" / "case.json").is_file()
+
+
+def test_an_edit_to_a_shared_generators_module_rebuilds(tmp_path, monkeypatch):
+    """resize_qdq's builder imports qdq_parts: an edit there changes its cache key, and the bundle is rebuilt."""
+    import shutil
+
+    from cases.resize_qdq import CASE
+
+    params = next(iter(CASE.variants()))
+    copy = tmp_path / "generators"
+    shutil.copytree(write.GENERATORS, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(write, "GENERATORS", copy)
+    write._source_digest.cache_clear()
+    before = write.cache_key(CASE, params)
+    assert write._write_one(CASE, params, tmp_path / "b")[1] == "written"
+    assert write._write_one(CASE, params, tmp_path / "b")[1] == "cached"
+    with open(copy / "qdq_parts.py", "a", encoding="utf-8") as f:
+        f.write("\n# an edit\n")
+    write._source_digest.cache_clear()
+    try:
+        assert write.cache_key(CASE, params) != before
+        assert write._write_one(CASE, params, tmp_path / "b")[1] == "written"
+    finally:
+        write._source_digest.cache_clear()
+
+
+def test_cache_key_names_the_onnx_and_numpy_that_built_it(monkeypatch):
+    case, params = _q_dq()
+    before = write.cache_key(case, params)
+    assert set(write.builder_libraries()) >= {"onnx", "numpy"}
+    monkeypatch.setattr(write.np, "__version__", "0.0.0-other")
+    assert write.cache_key(case, params) != before
+
+
+def test_an_unwritable_bundle_folder_is_one_line_and_exit_2(tmp_path, capsys, my_cases):
+    """A file where the bundle folder should be (root ignores permissions, not file types)."""
+    blocked = tmp_path / "bundles"
+    blocked.write_text("not a folder\n")
+    assert main(["write", "--case", "q_output_type", "--out", str(blocked)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write bundles in ") and "Not a directory" in err and len(err.splitlines()) == 1

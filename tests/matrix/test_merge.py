@@ -56,7 +56,7 @@ def test_record_with_missing_fields_is_refused(make_cell, tmp_path):
     path = tmp_path / "partial.jsonl"
     path.write_text(json.dumps(record) + "\n")
     [problem] = load_results([path]).errors
-    assert "missing fields ['engine']" in problem.message
+    assert "'engine' is a required property" in problem.message
 
 
 def test_cut_off_last_line_keeps_earlier_cells_with_a_warning(make_cell, write_results):
@@ -89,10 +89,13 @@ def test_same_version_on_two_gpus_makes_two_columns(make_cell, write_results):
     assert sorted(c.hardware for c in result.columns) == [A100, H200]
 
 
-def test_session_header_gives_source_and_date(make_cell, make_header, write_results):
+def test_session_header_gives_date_and_the_manifest_the_source(make_cell, make_header, write_results):
+    from matrix import observed as manifest
+
     observed = make_cell(run={})
     path = write_results("trt-10.3.jsonl", [observed], head=make_header(source="observed", date="2026-11-22T10:00:00Z"))
-    result = load_results([path])
+    listed = manifest.add(manifest.Manifest(path.parent), [path], "an H200", "pytest tests/cells")
+    result = load_results([path], manifest=listed)
     [cell] = result.cells
     assert cell.run["source"] == "observed" and cell.run["date"] == "2026-11-22T10:00:00Z"
     assert result.columns[0].provenance == f"observed on {H200}, 2026-11-22"

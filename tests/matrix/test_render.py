@@ -78,7 +78,7 @@ def test_cell_text_reads_like_the_matrix(make_cell):
         == "crashed · new failure (SIGSEGV)"
 
 
-def test_cli_report_writes_reports_and_exits_0_with_failing_cells(make_cell, write_results, tmp_path, capsys):
+def test_cli_report_writes_reports_and_exits_1_naming_a_refused_file(make_cell, write_results, tmp_path, capsys):
     from matrix.__main__ import main
 
     path = write_results("trt.jsonl", [make_cell(status="fail", verdict="regressed", fused=None)])
@@ -86,9 +86,10 @@ def test_cli_report_writes_reports_and_exits_0_with_failing_cells(make_cell, wri
     out = tmp_path / "out"
     code = main(["report", "--results", str(path.parent), "--out", str(out), "--bundles", str(tmp_path / "none")])
     captured = capsys.readouterr()
-    assert code == 0
+    assert code == 1  # failing cells are the verdicts' business; a refused file is not
     assert "1 unexpected" in captured.out and f"wrote {out / 'matrix.html'}" in captured.out
     assert "junk.jsonl:1: error: not JSON" in captured.err
+    assert "1 results files refused" in captured.err and "junk.jsonl" in captured.err.splitlines()[-1]
     assert "junk.jsonl:1" in (out / "matrix.md").read_text()
 
 

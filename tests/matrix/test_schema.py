@@ -1,0 +1,122 @@
+"""Schema-checked results (issue 26.5, 26.6): a bad file is refused whole and named before anything renders,
+the reports are swapped in together, and a run never resumes a file the schema refuses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from cases import cell as cell_module
+from cases.cell import Cell
+from cases.schema import SCHEMA_FILES, check_lines, problems
+from engines.base import EngineInfo
+from engines.results import ResultsWriter, stored_cells
+from matrix.__main__ import main
+
+REPORTS = ("matrix.md", "matrix.html", "matrix.json", "junit.xml")
+
+
+def schema() -> dict:
+    return json.loads(SCHEMA_FILES[cell_module.SCHEMA].read_text(encoding="utf-8"))
+
+
+def test_the_schema_names_every_cell_field_and_the_same_words_as_the_code():
+    props = schema()["properties"]
+    assert set(props) == {f.name for f in fields(Cell)}  # a new Cell field is one more entry in the schema
+    assert tuple(props["status"]["enum"]) == cell_module.STATUSES
+    assert tuple(props["verdict"]["enum"]) == cell_module.VERDICTS
+    assert tuple(props["precision"]["additionalProperties"]["properties"]["precision"]["enum"]) == \
+        cell_module.PRECISIONS
+
+
+@pytest.mark.parametrize("field, value, where", [
+    ("precision", {"n": "int8"}, "precision.n: 'int8' is not of type 'object'"),
+    ("timings", {"cell": "fast"}, "timings.cell: 'fast' is not of type 'number'"),
+    ("warnings", "abc", "warnings: 'abc' is not of type 'array'"),
+    ("status", "passed", "status: 'passed' is not one of"),
+])
+def test_a_wrong_field_type_is_named(make_cell, field, value, where):
+    record = json.loads(make_cell().to_json())
+    record[field] = value
+    [found] = problems(record)
+    assert found.startswith(where)
+
+
+@pytest.mark.parametrize("field, value", [("precision", {"n": "int8"}), ("timings", {"cell": "fast"})])
+def test_report_refuses_the_file_whole_names_it_and_exits_1(make_cell, write_results, tmp_path, capsys, field,
+                                                            value):
+    """The issue's two crashes (AttributeError in grid.py, TypeError in render.py): now a named refusal."""
+    write_results("good.jsonl", [make_cell()])
+    bad = write_results("bad.jsonl", [make_cell(bundle="q_output_type/out=int8")])
+    record = json.loads(bad.read_text())
+    record[field] = value
+    bad.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "out"
+    assert main(["report", "--results", str(bad.parent), "--out", str(out), "--bundles", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"bad.jsonl:1: error: {field}." in err and "file refused" in err
+    data = json.loads((out / "matrix.json").read_text())
+    assert [c["bundle"] for c in data["cells"]] == ["q_output_type/out=uint8"]
+    assert any(p["file"].endswith("bad.jsonl") for p in data["problems"])
+
+
+def test_reports_are_swapped_in_together_or_not_at_all(make_cell, write_results, tmp_path, monkeypatch):
+    path = write_results("good.jsonl", [make_cell()])
+    out = tmp_path / "out"
+    assert main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)]) == 0
+    before = {n: (out / n).read_bytes() for n in REPORTS}
+    write_results("good.jsonl", [make_cell(status="fail", verdict="regressed", fused=None)])
+    import matrix.render as render
+
+    def broken(result):
+        raise RuntimeError("junit failed to render")
+
+    monkeypatch.setattr(render, "junit_xml", broken)
+    with pytest.raises(RuntimeError):
+        main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)])
+    assert {n: (out / n).read_bytes() for n in REPORTS} == before  # markdown and html were not swapped in alone
+    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS)  # no staging folder left behind
+
+
+def info() -> EngineInfo:
+    return EngineInfo(name="onnxruntime", version="1.31.1", hardware="cpu: x (avx2)", available=True)
+
+
+def test_a_run_never_resumes_a_file_the_schema_refuses(make_cell, tmp_path):
+    path = tmp_path / "onnxruntime-1.31.1.jsonl"
+    good = make_cell(engine="onnxruntime", engine_version="1.31.1", hardware="cpu: x (avx2)")
+    bad = json.loads(good.to_json())
+    bad["precision"] = {"n": "int8"}
+    header = {"schema": "qdq-matrix/session/1", "kind": "session", "engine": "onnxruntime"}
+    text = "".join(json.dumps(r) + "\n" for r in (header, json.loads(good.to_json()), bad))
+    path.write_text(text)
+    writer = ResultsWriter(path, info(), {"date": "2026-11-24T00:00:00Z", "command": "pytest"})
+    try:
+        assert "is refused by its schema (line 3: precision.n" in writer.notice and "starts the file again" in \
+            writer.notice
+        assert writer.resume_offset == 0 and stored_cells(path, writer.resume_offset) == {}
+    finally:
+        writer.close()
+    [aside] = tmp_path.glob("onnxruntime-1.31.1.jsonl.refused-*")
+    assert aside.read_text() == text  # kept whole for a look, under a name no merge reads
+    lines = check_lines(path.read_text())
+    assert not lines.bad and [r["schema"] for _, r in lines.records] == ["qdq-matrix/session/1"]
+
+
+def test_a_good_file_is_resumed_as_before(make_cell, tmp_path):
+    path = tmp_path / "r.jsonl"
+    first = ResultsWriter(path, info(), {"date": "2026-11-24T00:00:00Z"})
+    first.write(make_cell(engine="onnxruntime", engine_version="1.31.1", hardware="cpu: x (avx2)"))
+    first.close()
+    second = ResultsWriter(path, info(), {"date": "2026-11-24T00:00:01Z"})
+    second.close()
+    assert second.notice == "" and second.resume_offset > 0 and len(stored_cells(path, second.resume_offset)) == 1
+
+
+def test_every_committed_line_passes_its_schema():
+    observed = Path(__file__).resolve().parents[2] / "reports" / "observed"
+    for path in sorted(observed.rglob("*.jsonl")):
+        assert check_lines(path.read_text(encoding="utf-8")).bad == (), path
