@@ -35,6 +35,7 @@ CASE_MODULES = (
     "cases.bias_add_after_qdq",
     "cases.fp4_weight_only",
     "cases.nvfp4_two_level_scales",
+    "cases.mxfp8_block_scales",
     # Late 2026 (issue 29): FP4, NVFP4 and MXFP8 forms, the cross-check engines' own bugs: 019 onwards.
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
