@@ -36,6 +36,7 @@ CASE_MODULES = (
     "cases.fp4_weight_only",
     "cases.nvfp4_two_level_scales",
     "cases.mxfp8_block_scales",
+    "cases.int4_matmulnbits_fusion",
     # Late 2026 (issue 29): FP4, NVFP4 and MXFP8 forms, the cross-check engines' own bugs: 019 onwards.
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
