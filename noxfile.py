@@ -41,6 +41,10 @@ RTX_TARGETS = ["SM75", "SM80", "SM86", "SM89", "SM120"]
 ARCH_CASES = ["fp16_scale_qdq", "int4_blocked_weights", "fp8_qdq", "fp8_conv_stack", "fp4_weight_only",
               "nvfp4_two_level_scales", "mxfp8_block_scales", "int4_matmulnbits_fusion"]
 NVIDIA_INDEX = "https://pypi.nvidia.com"
+# NVIDIA ModelOpt as a producer (`nox -s "producers(modelopt)"`, opt-in, never in the test group or CI): its [onnx]
+# extra pins onnx 1.21 and onnxruntime-gpu (which runs on the CPU provider), and it needs a torch >= 2.8. A local CPU
+# torch wheel is taken with UV_FIND_LINKS=DIR; otherwise uv resolves torch from PyPI.
+MODELOPT = ["nvidia-modelopt[onnx]==0.47.0", "torch>=2.8"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -266,6 +270,13 @@ def producers(session: nox.Session) -> None:
     """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR."""
     _sync(session, "generate")
     session.run("python", "-m", "check.producers", *session.posargs, env=_env())
+
+
+@nox.session(name="producers(modelopt)")
+def producers_modelopt(session: nox.Session) -> None:
+    """ModelOpt's INT8, FP8 and INT4 models of the same blocks, in an environment of their own: -- --out DIR."""
+    session.install(*MODELOPT)
+    session.run("python", "-m", "check.producers", "--producer", "modelopt", *session.posargs, env=_env())
 
 
 @nox.session
