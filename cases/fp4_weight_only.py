@@ -32,6 +32,7 @@ from cases.base import Case, Expectation, Signature
 from cases.common import RTX_CONV_DTYPE_CHECK
 from cases.low_precision import (
     RTX_2026_LOGS, RTX_BLOCK_AXIS, RTX_DEQUANTIZE_LAYER, RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX,
+    RTX_TARGET_ARCH_KIND,
     rtx_fp4_gemm, trt8_cannot_parse,
 )
 
@@ -61,7 +62,8 @@ CASE = Case(
     links=(ISSUE_4833, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX, RTX_DEQUANTIZE_LAYER, DEQUANTIZE_LINEAR_23),
     axes={"op": ("conv", "matmul"), "weights": ("per_tensor", "blocked"), "activations": ("w4a16", "w4a4")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_HW_SPECIFIC, RTX_BLOCK_AXIS, RTX_CONV_DTYPE_CHECK, RTX_NOT_CONSTANT, FP4_TYPE_NOT_SUPPORTED),
+    signatures=(RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, RTX_BLOCK_AXIS, RTX_CONV_DTYPE_CHECK, RTX_NOT_CONSTANT,
+                FP4_TYPE_NOT_SUPPORTED),
     expectations=(
         *rtx_fp4_gemm({"op": ("matmul",)}, {"op": ("matmul",), "activations": ("w4a16",)}),
         Expectation(

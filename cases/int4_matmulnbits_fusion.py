@@ -24,7 +24,7 @@ TensorRT-RTX and TensorRT 8.x: seed 014's INT4 weight-only GEMM facts (support m
 from __future__ import annotations
 
 from cases.base import Case, Expectation
-from cases.low_precision import RTX_HW_SPECIFIC, RTX_SUPPORT_MATRIX, trt8_cannot_parse
+from cases.low_precision import RTX_HW_SPECIFIC, RTX_SUPPORT_MATRIX, RTX_TARGET_ARCH_KIND, trt8_cannot_parse
 
 ONNXSIM_749 = "https://github.com/onnxsim/onnxsim/issues/749"
 ORT_21342 = "https://github.com/microsoft/onnxruntime/pull/21342"
@@ -46,7 +46,7 @@ CASE = Case(
     axes={"form": ("matmul_axis0", "gemm_axis0", "gemm_transb_axis1", "matmul_axis1_transpose"),
           "activation": ("float32", "float16")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_HW_SPECIFIC,),
+    signatures=(RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND,),
     expectations=(
         Expectation(
             "onnxruntime", ">=1.29", "fail", ONNXSIM_749, stage="compare", where=AXIS0,

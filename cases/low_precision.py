@@ -31,6 +31,16 @@ RTX_HW_SPECIFIC = Signature(
     kind="error",
     source=RTX_2026_LOGS,
 )
+RTX_ISSUE_33 = "https://github.com/NVIDIA/TensorRT-RTX/issues/33"
+RTX_TARGET_ARCH_KIND = Signature(
+    name="rtx_target_sm_arch_kind",
+    # NVIDIA/TensorRT-RTX#33: 1.4.0.76's CPU-only AOT build for an RTX 2070 (sm_75) fails in Myelin on YOLO models with
+    # "hfc.cpp:120: CHECK(false) failed. target_sm '110' does not have arch kind assigned" ('101' with the CUDA 12.9
+    # build); a minimal Identity model builds. Watched for in the SM75 columns; seen in none (docs/low-precision.md).
+    pattern=r"target_sm '\d+' does not have arch kind",
+    kind="error",
+    source=RTX_ISSUE_33,
+)
 RTX_BLOCK_AXIS = Signature(
     name="rtx_block_axis",
     # The network API's check on a blocked DequantizeLinear (the ONNX parser passes its axis on unchanged).

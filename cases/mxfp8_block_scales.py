@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from cases.base import Case, Expectation, Params, Signature
 from cases.low_precision import (
-    ADA_AND_LATER, FP8_BELOW_ADA, FP8_GEMM_NOTE, RTX_2026_LOGS, RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, trt8_cannot_parse,
+    ADA_AND_LATER, FP8_BELOW_ADA, FP8_GEMM_NOTE, RTX_2026_LOGS, RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES,
+    RTX_TARGET_ARCH_KIND, trt8_cannot_parse,
 )
 
 # "What's New in NVIDIA TensorRT 10.12.0: MXFP8 Quantization Support"
@@ -58,7 +59,7 @@ CASE = Case(
     links=(MODELOPT_QDQ_UTILS, TRT_10_12, DEQUANTIZE_LINEAR_24, RTX_QUANTIZED_TYPES),
     axes={"form": ("onnx_e8m0", "trt_custom"), "activations": ("weight_only", "dynamic")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_E8M0_INITIALIZER, RTX_HW_SPECIFIC),
+    signatures=(RTX_E8M0_INITIALIZER, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND),
     expectations=(
         Expectation("tensorrt-rtx", "", "fail", RTX_QUANTIZED_TYPES, stage="build", where=TRT_FORM,
                     when={"target": FP8_BELOW_ADA}, note=FP8_GEMM_NOTE),

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
 from cases.low_precision import (
-    RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX, rtx_fp4_gemm, trt8_cannot_parse,
+    RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, RTX_TARGET_ARCH_KIND, RTX_SUPPORT_MATRIX, rtx_fp4_gemm, trt8_cannot_parse,
 )
 
 ISSUE_PT_4196 = "https://github.com/pytorch/TensorRT/issues/4196"
@@ -61,7 +61,7 @@ CASE = Case(
     links=(ISSUE_PT_4196, MODELOPT_2333, MODELOPT_513, DYNAMIC_QUANTIZE_OP, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX),
     axes={"double_scale": ("float32", "float16"), "activations": ("weight_only", "dynamic")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_HW_SPECIFIC, DOUBLE_QUANT_FP32, PW_VTX_ANALYZER),
+    signatures=(RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, DOUBLE_QUANT_FP32, PW_VTX_ANALYZER),
     expectations=(
         *rtx_fp4_gemm({}, {}),
         # Order matters among equally specific expectations: the thread's two versions before ModelOpt's 10.x range.

@@ -237,3 +237,14 @@ def test_onnxruntime_expectations_cover_the_documented_versions_only():
     assert mixed.expectation_for("onnxruntime", "1.31.1", fp32).stage == "run"
     assert mixed.expectation_for("onnxruntime", "1.16.3", fp32) is None
     assert mixed.expectation_for("onnxruntime", "1.31.1", dict(fp32, scale="float16")) is None
+
+
+def test_tensorrt_rtx_33s_error_is_watched_for_in_every_new_case_with_target_columns():
+    """NVIDIA/TensorRT-RTX#33's Myelin error, as the thread quotes it, would be named in any SM75 column of 019-022."""
+    from cases.low_precision import RTX_TARGET_ARCH_KIND
+
+    text = "MyelinCheckException: hfc.cpp:120: CHECK(false) failed. target_sm '110' does not have arch kind assigned."
+    assert RTX_TARGET_ARCH_KIND.search(text) and RTX_TARGET_ARCH_KIND.source.endswith("TensorRT-RTX/issues/33")
+    watching = {c.id for c in CASES.values() if RTX_TARGET_ARCH_KIND in c.signatures}
+    assert watching == {"fp4_weight_only", "nvfp4_two_level_scales", "mxfp8_block_scales", "int4_matmulnbits_fusion"}
+    assert not any(RTX_TARGET_ARCH_KIND.search(e) for e in RTX_LOGS["errors"].values())
