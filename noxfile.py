@@ -35,11 +35,11 @@ TRT10_PYTHON = "3.12"
 # CUDA major only matters for running a plan, which no machine here can (sm_90 is not a target).
 RTX_VERSIONS = ["1.4.0.76", "1.5.0.114", "1.6.1.120", "1.7.1.116"]
 # The architectures a TensorRT-RTX plan can target, each a column, for the cases whose outcome depends on it
-# (FP8 GEMM needs SM89+, FP4 GEMM Blackwell, INT4 weight-only GEMM no Turing: the RTX support matrix); the rest
-# build for the default.
+# (FP8 GEMM needs SM89+, FP4 GEMM Blackwell, INT4 weight-only GEMM no Turing: the RTX support matrix; 1.7 builds
+# an INT8 Conv in float for SM75, seeds 013 and 023); the rest build for the default.
 RTX_TARGETS = ["SM75", "SM80", "SM86", "SM89", "SM120"]
 ARCH_CASES = ["fp16_scale_qdq", "int4_blocked_weights", "fp8_qdq", "fp8_conv_stack", "fp4_weight_only",
-              "nvfp4_two_level_scales", "mxfp8_block_scales", "int4_matmulnbits_fusion"]
+              "nvfp4_two_level_scales", "mxfp8_block_scales", "int4_matmulnbits_fusion", "qdq_scale_dtype_mismatch"]
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 # NVIDIA ModelOpt as a producer (`nox -s "producers(modelopt)"`, opt-in, never in the test group or CI): its [onnx]
 # extra pins onnx 1.21 and onnxruntime-gpu (which runs on the CPU provider), and it needs a torch >= 2.8. A local CPU
