@@ -6,7 +6,7 @@ up) than with ORT_DISABLE_ALL or ORT_ENABLE_BASIC, which match the float model; 
 onnxsim's workaround (DQ axis=1 -> Transpose -> MatMul) are unaffected "at every level". The thread blames a layout
 mix-up in the fusion into com.microsoft.MatMulNBits.
 
-What our sweep of ONNX Runtime 1.16.3 to 1.32.0 shows (docs/cross-check-engines.md): the fusion happens, but the layout
+What our sweep of ONNX Runtime 1.16.3 to 1.32.0 shows (docs/low-precision.md): the fusion happens, but the layout
 is right; the difference is the fused node's `accuracy_level` 4, which ONNX Runtime's session-options header documents
 as the default for DQ + MatMul -> MatMulNBits ("If not provided, default is 4"): MatMulNBits then quantizes the
 activations to int8, about 0.5% of the output's peak here, and `session.qdq_matmulnbits_accuracy_level=0` (or 1) makes

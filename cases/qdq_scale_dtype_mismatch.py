@@ -6,7 +6,7 @@ execution providers when scale dtype is different from input/output" (a float16 
 reverse). microsoft/onnxruntime#32728 and #32735 (open at the time of the thread) implement the CPU DequantizeLinear and
 QuantizeLinear halves.
 
-Our sweep of ONNX Runtime (docs/cross-check-engines.md): 1.16.3 to 1.22 cannot load opset 23 (IR 11), 1.23 has no
+Our sweep of ONNX Runtime (docs/low-precision.md): 1.16.3 to 1.22 cannot load opset 23 (IR 11), 1.23 has no
 opset-23 QuantizeLinear kernel at all (#25932); 1.24.4 to 1.31.1 run the matching form and fail the mixed one at run
 time ("RUNTIME_EXCEPTION ... QuantizeLinear"); 1.32.0 runs both. So the documented failure spans 1.24 on, and 1.32.0's
 cell reads "fixed". ModelOpt writes such graphs (float32 scales into a float16 model: Model-Optimizer#513 moved its
