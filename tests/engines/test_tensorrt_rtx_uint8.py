@@ -3,7 +3,8 @@
 #153: TensorRT-RTX's network API refuses a Dequantize layer whose input is UInt8 ("input has type UInt8 but must have
 type FP8, FP4, Int4, or Int8"). The catalogue's uint8 reproducers (zero point 128) never reach that check through the
 ONNX parser: its zero-point assertion refuses them first. A uint8 Q/DQ with zero point 0 goes further: the parser
-reads it as INT8 and the Conv builds in INT8, so the refusal is the layer API's (rustnn builds layers), not the parser's.
+reads it as INT8 and the Conv builds in INT8, so the refusal is the layer API's (rustnn builds layers), not the
+parser's.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def _uint8_zero_point_model(zero_point: int) -> onnx.ModelProto:
              helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="xdq"),
              helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], name="wdq"),
              helper.make_node("Conv", ["xd", "wd"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
-    graph = helper.make_graph(nodes, "uint8_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 6, 6])],
+    graph = helper.make_graph(nodes, "uint8_conv",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 6, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8

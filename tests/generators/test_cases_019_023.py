@@ -183,7 +183,7 @@ def test_mixed_scales_are_float32_with_an_output_dtype_and_compute_the_exact_pro
 
 
 def test_every_rtx_signature_matches_the_measured_error_it_cites():
-    """Each signature sourced from the committed build errors matches at least one of them, on every version it names."""
+    """Each signature sourced from the committed build errors matches one of them, on every version it names."""
     errors = RTX_LOGS["errors"]
     sigs = {s.name: s for c in CASES.values() for s in c.signatures if s.source == RTX_2026_LOGS}
     assert {"rtx_hw_specific_type", "rtx_fp4_activation_not_constant", "rtx_e8m0_initializer",
