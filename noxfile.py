@@ -32,8 +32,10 @@ TRT_PYTHON = "3.10"
 # TensorRT 10.x and 11.x install from NVIDIA's own index (pip's --extra-index-url); run these on a
 # machine that reaches it. Not verified on real TensorRT here. 10.16.1.11 is the last 10.x; 11.x
 # (11.0.0.114 .. 11.4.0.106, version strings as released) is strongly typed only: see worker.py.
+# 11.5.0 (2026-11-18; parses opset 25, ships Polygraphy 0.53.9) as its release notes and v11.5 tag publish it: no
+# 11.5 wheel was reachable from here to read its build number, so its session takes the newest 11.5.0.* build.
 TRT_NVIDIA = ["10.8.0.43", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.1.0.106", "11.2.1.2", "11.3.0.99",
-              "11.4.0.106"]
+              "11.4.0.106", "11.5.0"]
 TRT10_PYTHON = "3.12"
 # TensorRT for RTX from PyPI: real, and it builds with no GPU (CPU-only ahead-of-time builds), so every
 # machine gets these columns. `tensorrt-rtx==V` is what a user's `pip install` gives: the cu13 build
@@ -41,10 +43,16 @@ TRT10_PYTHON = "3.12"
 # CUDA major only matters for running a plan, which no machine here can (sm_90 is not a target).
 RTX_VERSIONS = ["1.4.0.76", "1.5.0.114", "1.6.1.120", "1.7.1.116"]
 # The architectures a TensorRT-RTX plan can target, each a column, for the cases whose outcome depends on it
-# (FP8 GEMM needs SM89+, INT4 weight-only GEMM no Turing: the RTX support matrix); the rest build for the default.
+# (FP8 GEMM needs SM89+, FP4 GEMM Blackwell, INT4 weight-only GEMM no Turing: the RTX support matrix; 1.7 builds
+# an INT8 Conv in float for SM75, seeds 013 and 023); the rest build for the default.
 RTX_TARGETS = ["SM75", "SM80", "SM86", "SM89", "SM120"]
-ARCH_CASES = ["fp16_scale_qdq", "int4_blocked_weights", "fp8_qdq", "fp8_conv_stack"]
+ARCH_CASES = ["fp16_scale_qdq", "int4_blocked_weights", "fp8_qdq", "fp8_conv_stack", "fp4_weight_only",
+              "nvfp4_two_level_scales", "mxfp8_block_scales", "int4_matmulnbits_fusion", "qdq_scale_dtype_mismatch"]
 NVIDIA_INDEX = "https://pypi.nvidia.com"
+# NVIDIA ModelOpt as a producer (`nox -s "producers(modelopt)"`, opt-in, never in the test group or CI): its [onnx]
+# extra pins onnx 1.21 and onnxruntime-gpu (which runs on the CPU provider), and it needs a torch >= 2.8. A local CPU
+# torch wheel is taken with UV_FIND_LINKS=DIR; otherwise uv resolves torch from PyPI.
+MODELOPT = ["nvidia-modelopt[onnx]==0.47.0", "torch>=2.8"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -210,7 +218,7 @@ def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str)
         session.skip("no NVIDIA GPU: TensorRT cells are written as not run by `nox -s matrix`")
     extra = ["--extra-index-url", index] if index else []
     try:
-        _sync_with_engine(session, "cells", f"tensorrt=={version}", *pins, *extra)
+        _sync_with_engine(session, "cells", _trt_requirement(version), *pins, *extra)
     except nox.command.CommandFailed:
         if not index:
             raise
@@ -219,6 +227,11 @@ def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str)
                     f"tensorrt=={version} could not be installed from NVIDIA's index {index}", env=_env())
         session.skip(f"tensorrt=={version} not installable here (NVIDIA's index {index})")
     _run_cells(session, "tensorrt", f"--trt-python={Path(session.bin) / 'python'}", "--engine-version", version)
+
+
+def _trt_requirement(version: str) -> str:
+    """`tensorrt==V` for a full version string; a three-part one (11.5.0) takes that release's newest build."""
+    return f"tensorrt=={version}" + (".*" if version.count(".") == 2 else "")
 
 
 @nox.session(name="trt", python=TRT_PYTHON, requires=["bundles"])
@@ -345,6 +358,13 @@ def producers(session: nox.Session) -> None:
     """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR [--archs [--large]]."""
     _sync(session, "generate")
     session.run("python", "-m", "check.producers", *session.posargs, env=_env())
+
+
+@nox.session(name="producers(modelopt)")
+def producers_modelopt(session: nox.Session) -> None:
+    """ModelOpt's INT8, FP8 and INT4 models of the same blocks, in an environment of their own: -- --out DIR."""
+    session.install(*MODELOPT)
+    session.run("python", "-m", "check.producers", "--producer", "modelopt", *session.posargs, env=_env())
 
 
 @nox.session

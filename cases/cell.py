@@ -26,8 +26,8 @@ STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable", "
 # a test double's cells (source "test" or "stand-in") can never reach a report.
 SOURCES = ("local", "observed")
 VERDICTS = ("as documented", "fixed", "regressed", "new failure", "undocumented", "not run", "not applicable")
-PRECISIONS = ("int8", "int4", "fp8", "float", "unknown")
-QUANTIZED_PRECISIONS = ("int8", "int4", "fp8")
+PRECISIONS = ("int8", "int4", "fp8", "fp4", "float", "unknown")
+QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")
 
 
 @dataclass(frozen=True)

@@ -393,9 +393,119 @@ def _widened(producer: Mapping[str, Any], dtypes: Mapping[str, str], tensor: str
     return None
 
 
+# ---- the 2026 low-precision forms (seeds 014, 019-021): weights found through the layout ops exporters add ----
+
+_LAYOUT_OPS = ("Transpose", "Cast", "Reshape", "Identity")
+_GEMM_OPS = {"MatMul": "matmul", "Gemm": "gemm", "Conv": "conv"}
+
+
+def weight_dequantize(g: Graph, tensor: str) -> Optional[Any]:
+    """The DequantizeLinear (or TensorRT's TRT_MXFP8DequantizeLinear) whose output reaches `tensor` through layout ops
+    only (Transpose, Cast, Reshape, Identity), and whose input is an initializer; None otherwise."""
+    p = g.producer.get(tensor)
+    while p is not None and p.op_type in _LAYOUT_OPS:
+        p = g.producer.get(p.input[0])
+    if p is None or p.op_type not in ("DequantizeLinear", "TRT_MXFP8DequantizeLinear") or p.input[0] not in g.const:
+        return None
+    return p
+
+
+def _dtype(g: Graph, tensor: str) -> str:
+    return str(g.const[tensor].dtype) if tensor in g.const else ""
+
+
+def _attr(node: Any, name: str, default: Any = None) -> Any:
+    return next((a.i for a in node.attribute if a.name == name), default)
+
+
+def int4_gemm_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A MatMul/Gemm with INT4/UINT4 weights through DequantizeLinear: seed 014's support-matrix facts per TensorRT-RTX
+    target (no INT4 GEMM for SM75) and the 8.x parser (no 4-bit type)."""
+    dq = weight_dequantize(g, n.input[1]) if n.op_type in ("MatMul", "Gemm") and len(n.input) > 1 else None
+    kind = _dtype(g, dq.input[0]) if dq is not None else ""
+    if kind not in ("int4", "uint4"):
+        return []
+    params = {"op": _GEMM_OPS[n.op_type], "weights": kind}
+    return catalogue_findings(node_name(n), "int4_gemm", "int4_blocked_weights", params, "")
+
+
+def fp4_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A Conv/MatMul with FP4 E2M1 weights through DequantizeLinear. One scale level: seed 019 (#4833, W4A16 silently
+    float; Blackwell-only on TensorRT-RTX), from the catalogue and its observed cells; FP8 block scales that are
+    themselves dequantized (NVFP4): seed 020."""
+    if n.op_type not in ("Conv", "MatMul") or len(n.input) < 2:
+        return []
+    dq = weight_dequantize(g, n.input[1])
+    if dq is None or not _dtype(g, dq.input[0]).startswith("float4"):
+        return []
+    node = node_name(n)
+    if _two_level(g, dq):
+        params = {"double_scale": _scale_type(g, dq), "activations": "dynamic" if _dynamic_fp4(g, n) else "weight_only"}
+        return (catalogue_findings(node, "nvfp4_gemm", "nvfp4_two_level_scales", params, "")
+                + observed_findings(node, "nvfp4_gemm", cells, "nvfp4_two_level_scales", params, "",
+                                    target="node_of_y"))
+    params = {"op": _GEMM_OPS[n.op_type], "weights": "blocked" if _attr(dq, "block_size") else "per_tensor",
+              "activations": "w4a4" if _fp4_activations(g, n.input[0]) else "w4a16"}
+    return (catalogue_findings(node, "fp4_weight_only", "fp4_weight_only", params, "")
+            + observed_findings(node, "fp4_weight_only", cells, "fp4_weight_only", params, "", target="node_of_y"))
+
+
+def _two_level(g: Graph, dq: Any) -> bool:
+    """The DQ's scale is itself a DequantizeLinear of an FP8 initializer (NVFP4's block scales)."""
+    scale = g.producer.get(dq.input[1])
+    return scale is not None and scale.op_type == "DequantizeLinear" and "float8" in _dtype(g, scale.input[0])
+
+
+def _scale_type(g: Graph, dq: Any) -> str:
+    """The second-level scale's type: float32 or float16."""
+    scale = g.producer.get(dq.input[1])
+    return "float16" if _dtype(g, scale.input[1]) == "float16" else "float32"
+
+
+def _dynamic_fp4(g: Graph, n: Any) -> bool:
+    """The activations come through TensorRT's TRT_FP4DynamicQuantize."""
+    return _reaches(g, n.input[0], "TRT_FP4DynamicQuantize")
+
+
+def _fp4_activations(g: Graph, tensor: str) -> bool:
+    """The activations pass a QuantizeLinear -> DequantizeLinear whose zero point is FP4 (W4A4)."""
+    p = g.producer.get(tensor)
+    return p is not None and p.op_type == "DequantizeLinear" and len(p.input) > 2 and _dtype(g, p.input[2]).startswith(
+        "float4")
+
+
+def _reaches(g: Graph, tensor: str, op: str, depth: int = 6) -> bool:
+    """Whether `op` produces `tensor` within `depth` producers (first inputs only)."""
+    p = g.producer.get(tensor)
+    while p is not None and depth > 0:
+        if p.op_type == op:
+            return True
+        p, depth = g.producer.get(p.input[0]) if p.input else None, depth - 1
+    return False
+
+
+def mxfp8_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A MatMul with MXFP8 weights: ModelOpt's TRT_MXFP8DequantizeLinear or ONNX's DequantizeLinear-24 with float8e8m0
+    block scales (seed 021), from the catalogue and its observed cells."""
+    dq = weight_dequantize(g, n.input[1]) if n.op_type == "MatMul" and len(n.input) > 1 else None
+    if dq is None:
+        return []
+    if dq.op_type == "TRT_MXFP8DequantizeLinear":
+        form = "trt_custom"
+    elif "float8_e8m0" in _dtype(g, dq.input[1]):
+        form = "onnx_e8m0"
+    else:
+        return []
+    dynamic = _reaches(g, n.input[0], "TRT_MXFP8DynamicQuantize")
+    params = {"form": form, "activations": "dynamic" if dynamic else "weight_only"}
+    return (catalogue_findings(node_name(n), "mxfp8_gemm", "mxfp8_block_scales", params, "")
+            + observed_findings(node_name(n), "mxfp8_gemm", cells, "mxfp8_block_scales", params, "",
+                                target="node_of_y"))
+
+
 RULES = (zero_point_rule, int32_dq_rule, dynamic_quantize_rule, conv_kernel_shape_rule, grouped_conv_rule,
-         q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule, fp8_gemm_rule, float_model_rule,
-         widened_weights_rule)
+         q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule, fp8_gemm_rule, int4_gemm_rule, fp4_rule,
+         mxfp8_rule, float_model_rule, widened_weights_rule)
 
 
 # ---- matching a node to a catalogue variant ----

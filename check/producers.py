@@ -6,7 +6,12 @@ onnxruntime.quantization.quantize_static in QDQ format with a seeded Calibration
 option sets in RECIPES (per-channel and per-tensor weights, int8 and uint8 activations, float bias).
 Models are pinned to IR 8 so ONNX Runtime 1.16 and the TensorRT 8.x parsers read them.
 
-    python -m check.producers --out DIR [--only NAME ...]
+NVIDIA ModelOpt (`--producer modelopt`, its own environment: `nox -s "producers(modelopt)"`) quantizes the
+same blocks with its ONNX PTQ on the CPU, as `python -m modelopt.onnx.quantization --quantize_mode M` would:
+INT8 and FP8 of every block, INT4 (AWQ, blocks of 128) of the transformer's MatMuls. Its output is kept as it
+writes it (opset 19/21, float16 scales), since that is what its users bring.
+
+    python -m check.producers --out DIR [--only NAME ...] [--producer onnxruntime|modelopt]
     python -m check.producers --archs --out DIR [--large] [--only NAME ...]   # check.arch_models: YOLO, OCR, BERT
 """
 
@@ -14,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -45,6 +51,27 @@ RECIPES = (
     Recipe("s8_per_channel_float_bias", True, "int8", {"ActivationSymmetric": True, "QuantizeBias": False},
            "symmetric int8, per-channel weights, float bias (no INT32 DequantizeLinear)"),
 )
+
+
+@dataclass(frozen=True)
+class ModelOptRecipe:
+    """One ModelOpt ONNX PTQ run: `python -m modelopt.onnx.quantization --quantize_mode MODE [ARGS]`."""
+
+    mode: str  # --quantize_mode: int8, fp8, int4
+    blocks: Tuple[str, ...]
+    args: Tuple[str, ...] = ()
+    note: str = ""
+
+
+MODELOPT_RECIPES = (
+    ModelOptRecipe("int8", ("mobilenet", "resnet", "transformer"), (),
+                   "its defaults: entropy calibration, float16 scales and weights (high_precision_dtype fp16)"),
+    ModelOptRecipe("fp8", ("mobilenet", "resnet", "transformer"), (), "its defaults (FP8 E4M3, float16 scales)"),
+    ModelOptRecipe("int4", ("transformer",), ("--calibration_method", "awq_clip"),
+                   "INT4 AWQ of the MatMul weights (its default block size, 128)"),
+)
+# ModelOpt's own default tries CUDA and TensorRT after the CPU; here calibration runs on the CPU only.
+MODELOPT_ARGS = ("--calibration_eps", "cpu")
 
 
 @dataclass(frozen=True)
@@ -238,6 +265,36 @@ def quantized_nodes(model: Any) -> int:
                and (any(i in dq for i in n.input) or any(o in q_in for o in n.output)))
 
 
+def quantize_modelopt(float_model: Any, block: Block, recipe: ModelOptRecipe, out: Path) -> Tuple[str, str]:
+    """ModelOpt's command line on the CPU, its output kept as written: (the command, "" or why nothing is quantized)."""
+    import onnx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, data = Path(tmp) / f"{block.name}.onnx", Path(tmp) / f"{block.name}_calibration.npz"
+        onnx.save(float_model, str(src))
+        np.savez(data, x=calibration(block))
+        command = ["-m", "modelopt.onnx.quantization", "--onnx_path", src.name, "--quantize_mode", recipe.mode,
+                   "--calibration_data_path", data.name, *MODELOPT_ARGS, *recipe.args, "--output_path",
+                   str(Path(out).resolve())]
+        done = subprocess.run([sys.executable, *command], cwd=tmp, capture_output=True, text=True)
+    shown = "python " + " ".join(command[:-1] + [out.name])
+    said = [line.split(" - ")[-1].strip() for line in (done.stdout + done.stderr).splitlines()
+            if ("Found" in line and "unsupported" in line) or "No node or node type is selected" in line]
+    if done.returncode == 0 and out.is_file() and quantized_nodes(onnx.load(str(out))):
+        return shown, ""
+    out.unlink(missing_ok=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"ModelOpt failed on {block.name} ({recipe.mode}): {last}")
+    return shown, "; ".join(dict.fromkeys(said)) or "ModelOpt quantized no node"
+
+
+def calibration(block: Block, seed: int = SEED, count: int = CALIBRATION_SAMPLES) -> np.ndarray:
+    """The same seeded standard-normal samples as SeededReader, stacked along the batch axis."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.standard_normal(block.input_shape).astype(np.float32) for _ in range(count)])
+
+
 def plan(only: Sequence[str] = ()) -> Iterator[tuple]:
     """(model name, block, recipe) for every model produce() writes."""
     for block in BLOCKS:
@@ -246,13 +303,24 @@ def plan(only: Sequence[str] = ()) -> Iterator[tuple]:
     yield f"ort_{NO_KERNEL_SHAPE.name}_s8_per_channel", NO_KERNEL_SHAPE, RECIPES[1]
 
 
-def produce(out: Path, only: Sequence[str] = ()) -> List[Produced]:
+def plan_modelopt() -> Iterator[tuple]:
+    """(model name, block, recipe) for every model ModelOpt is asked for."""
+    for recipe in MODELOPT_RECIPES:
+        for block in BLOCKS:
+            if block.name in recipe.blocks:
+                yield f"mo_{block.name}_{recipe.mode}", block, recipe
+
+
+def produce(out: Path, only: Sequence[str] = (), producer: str = "onnxruntime") -> List[Produced]:
     """Write every producer model under out (and manifest.json); `only` keeps names containing one of its words."""
     import onnx
-    import onnxruntime
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if producer == "modelopt":
+        return produce_modelopt(out, only)
+    import onnxruntime
+
     made = []
     for name, block, recipe in plan():
         if only and not any(word in name for word in only):
@@ -271,20 +339,57 @@ def produce(out: Path, only: Sequence[str] = ()) -> List[Produced]:
     return made
 
 
+def produce_modelopt(out: Path, only: Sequence[str] = ()) -> List[Produced]:
+    """ModelOpt's models under out; the manifest also lists each block ModelOpt left unquantized, and why."""
+    import modelopt
+    import onnx
+    import onnxruntime
+
+    made, skipped = [], []
+    versions = {"nvidia-modelopt": modelopt.__version__, "onnx": onnx.__version__,
+                "onnxruntime": onnxruntime.__version__}
+    for name, block, recipe in plan_modelopt():
+        if only and not any(word in name for word in only):
+            continue
+        path = out / f"{name}.onnx"
+        command, why = quantize_modelopt(block.build(np.random.default_rng(SEED)), block, recipe, path)
+        if why:
+            skipped.append({"name": name, "command": command, "why": why})
+            continue
+        model = onnx.load(str(path))
+        made.append(Produced(name, path.name, block.name, "python -m modelopt.onnx.quantization", recipe.mode,
+                             {"command": command, "note": recipe.note}, len(model.graph.node), quantized_nodes(model),
+                             versions))
+    manifest = {"producer": "nvidia-modelopt", "versions": versions, "models": [asdict(m) for m in made],
+                "not_quantized": skipped}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return made
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m check.producers", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the .onnx files and manifest.json")
     parser.add_argument("--only", nargs="*", default=(), help="keep models whose name contains one of these")
+    parser.add_argument("--producer", choices=("onnxruntime", "modelopt"), default="onnxruntime",
+                        help="the quantizer: onnxruntime's quantize_static (default) or NVIDIA ModelOpt's ONNX PTQ")
     parser.add_argument("--archs", action="store_true",
                         help="write the real-architecture models instead (check.arch_models: YOLO-, PaddleOCR- and "
                              "BERT-style, float, quantize_static's defaults and TensorRT settings, dynamic dimensions)")
     parser.add_argument("--large", action="store_true", help="with --archs: also the ~300- and ~900-node backbones")
     args = parser.parse_args(argv)
+    if args.archs and args.producer != "onnxruntime":
+        parser.error("--archs models are quantized by onnxruntime's quantize_static only")
     try:
-        return write_archs(args.out, args.only, args.large) if args.archs else write_blocks(args.out, args.only)
+        if args.archs:
+            return write_archs(args.out, args.only, args.large)
+        made = produce(args.out, args.only, args.producer)
     except ImportError as e:
-        print(f"error: the producers need onnx and onnxruntime ({e})", file=sys.stderr)
+        needs = "nvidia-modelopt[onnx] and torch" if args.producer == "modelopt" else "onnx and onnxruntime"
+        print(f"error: the {args.producer} producer needs {needs} ({e})", file=sys.stderr)
         return 2
+    for m in made:
+        print(f"{m.path}: {m.nodes} nodes, {m.quantized_nodes} quantized ({m.recipe})")
+    return 0
 
 
 def write_blocks(out: Path, only: Sequence[str]) -> int:

@@ -9,7 +9,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 # IR 8 is read by TensorRT 8.5 and ONNX Runtime 1.16 (which rejects IR 10); opsets up to 18 fit IR 8.
-IR_VERSION_FOR_OPSET = {13: 8, 17: 8, 18: 8, 19: 9, 21: 10}
+# Opset 23 (FLOAT4E2M1 in Q/DQ, a scale type apart from the data type) needs IR 11; opset 24 (FLOAT8E8M0) IR 12.
+IR_VERSION_FOR_OPSET = {13: 8, 17: 8, 18: 8, 19: 9, 21: 10, 23: 11, 24: 12}
 PRODUCER = "qdq-matrix"
 
 NP_TO_ONNX = {

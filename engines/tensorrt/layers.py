@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 # Data type words in both listings -> one spelling.
 _DTYPES = (
     ("uint8", ("UInt8",)), ("int8", ("Int8",)), ("int4", ("Int4",)), ("fp8", ("FP8", "Float8", "FP8E4M3", "E4M3")),
-    ("fp4", ("FP4", "E2M1")), ("int32", ("Int32",)), ("int64", ("Int64",)), ("bf16", ("BF16",)),
+    ("fp4", ("FP4", "E2M1", "FP4E2M1")), ("int32", ("Int32",)), ("int64", ("Int64",)), ("bf16", ("BF16",)),
     ("fp16", ("FP16", "Half")), ("fp32", ("FP32", "Float")), ("bool", ("Bool",)),
 )
 _DTYPE_RE = re.compile(r"\b(" + "|".join(w for _, words in _DTYPES for w in words) + r")\b", re.IGNORECASE)
@@ -307,7 +307,7 @@ def _generated(layer: Layer) -> bool:
 
 
 def layer_precision(layer: Layer, op: str = "") -> str:
-    """int8 / int4 / fp8 / float / unknown for the layer that computes an `op` node."""
+    """int8 / int4 / fp8 / fp4 / float / unknown for the layer that computes an `op` node."""
     if _generated(layer) and op not in _QDQ:
         # A generated kernel lists only its own inputs' and outputs' types: one that reads INT8 may dequantize
         # first (its name often starts "Cast, Mul"), one that reads floats may quantize inside. The node's own
@@ -323,16 +323,16 @@ def layer_precision(layer: Layer, op: str = "") -> str:
         w = weights[0] if weights else ""
         if act in ("int8", "uint8") and w in ("int8", "uint8", ""):
             return "int8"
-        if act == "fp8" and w in ("fp8", ""):
-            return "fp8"
-        if act in FLOAT_TYPES and w in ("int4", "fp4"):
-            return "int4"
+        if act in ("fp8", "fp4") and w in (act, ""):
+            return act
+        if act in FLOAT_TYPES and w in ("int4", "fp4"):  # weight-only: a GEMM that reads 4-bit weights itself
+            return w
         if act in FLOAT_TYPES:
             return "float"
         return "unknown"
     if act in ("int8", "uint8"):
         return "int8"
-    if act in ("fp8", "int4"):
+    if act in ("fp8", "int4", "fp4"):
         return act
     if act in FLOAT_TYPES:
         return "float"
