@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Deque, Dict, List, Sequence, Tuple
 
 from cases.engines import CPU_ENGINES, ENGINES as ENGINE_SPECS, NAMES, RTX_TARGETS
 from check import CheckError
@@ -71,10 +70,20 @@ def plan(engines: Sequence[str], trt_pythons: Sequence[str], rtx_pythons: Sequen
         elif not installed(engine):
             raise CheckError(f"--engine {engine}: {engine} is not installed in {sys.executable}")
         else:
-            runs.append(EngineRun(engine))
+            runs.append(EngineRun(engine, version=distribution_version(engine)))
     if not runs:
         raise CheckError("no engine to run: install onnxruntime, openvino or tensorrt-rtx, or give --trt-python PY")
     return runs
+
+
+def distribution_version(name: str) -> str:
+    """The installed version of a CPU engine's package, "" where its metadata cannot say (its cells still record it)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def installed(module: str) -> bool:
@@ -98,9 +107,12 @@ def trt_version(python: str, module: str = "tensorrt", title: str = "TensorRT") 
 
 def run_cells(run: EngineRun, bundles: Path, bundle_ids: Sequence[str], results: Path,
               extra: Sequence[str] = ()) -> Path:
-    """Run the bundles on one engine version with `pytest tests/cells`; returns the results file."""
+    """Run the bundles on one engine version with `pytest tests/cells`; returns the results file.
+
+    The file is named for the engine version and target, and resumed: a second check of the same models reuses
+    the cells it holds (the plugin's reuse key: bundle digest, engine version, hardware, options)."""
     results.mkdir(parents=True, exist_ok=True)
-    staged = results / f".{run.label}.running.jsonl"
+    staged = results / f"{run.label}.jsonl"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN", "--no-header",
                "--engine", run.engine, "--bundles", str(Path(bundles).resolve()), "--results", str(staged.resolve())]
     if run.python:
@@ -110,10 +122,7 @@ def run_cells(run: EngineRun, bundles: Path, bundle_ids: Sequence[str], results:
     returncode, tail = stream(command, env)
     if returncode not in (0, 1) or not staged.is_file():
         raise CheckError(f"{run.label}: the cell run failed (pytest exit {returncode}):\n" + "\n".join(tail))
-    version = session_version(staged) or run.version or "unknown"
-    final = results / f"{run.engine}-{version}{'-' + run.target if run.target else ''}.jsonl"
-    os.replace(staged, final)
-    return final
+    return staged
 
 
 def stream(command: Sequence[str], env: Dict[str, str]) -> Tuple[int, List[str]]:
@@ -129,14 +138,7 @@ def stream(command: Sequence[str], env: Dict[str, str]) -> Tuple[int, List[str]]
             tail.append(line)
             if line.startswith(PROGRESS_PREFIX):
                 print("  " + line[len(PROGRESS_PREFIX):], flush=True)
+            elif line.startswith(("cells: ", "qdq-matrix: ")):  # the session's count of reused and new cells
+                print("  " + line, flush=True)
     return proc.wait(), list(tail)
 
-
-def session_version(path: Path) -> Optional[str]:
-    """The engine version in a results file's session header."""
-    with open(path, encoding="utf-8") as f:
-        first = f.readline()
-    try:
-        return str(json.loads(first).get("engine_version") or "") or None
-    except ValueError:
-        return None

@@ -67,6 +67,16 @@ def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[fl
     return worst, "; ".join(problems), dtypes
 
 
+def judged_alike(stored: Cell, bundle: Bundle) -> bool:
+    """Whether a stored cell was judged by the measure the bundle asks for now (a user who changes --min-sqnr or
+    --tolerance gets the cell judged again, never an old verdict)."""
+    how = measure(bundle.meta)
+    said = dict(stored.output_stats or {})
+    if not said:  # judged before cells recorded their measure (steps), or nothing was compared
+        return how["measure"] == "steps" and stored.tolerance_steps in (None, how["tolerance_steps"])
+    return all(said.get(k) == v for k, v in how.items())
+
+
 def not_compared(bundle: Bundle) -> str:
     """"numerics not compared: <why>" for a bundle whose reference could not run (case.json reference_error)."""
     why = str(bundle.meta.get("reference_error") or "")

@@ -8,7 +8,7 @@ import pytest
 
 from cases import get_case
 from cases.verdict import UNEXPECTED, rejudge
-from engines.cells import corrupt_cell, run_cell
+from engines.cells import corrupt_cell, judged_alike, run_cell
 from engines.pytest_cells import CELL_KEY, REUSED_KEY, REUSABLE, same_not_run, stored_cell
 from generators.bundle import BundleCorrupt, bundle_ids, bundles_root, verify_bundle
 
@@ -45,7 +45,7 @@ def test_cell(bundle_id: str, request: pytest.FixtureRequest, cell_engine) -> No
         pytest.skip(f"not run: {e}")
     case = get_case(bundle.meta["case"])
     stored = stored_cell(config, bundle.id, bundle.meta["digest"])
-    if stored is not None and stored.status in REUSABLE:
+    if stored is not None and stored.status in REUSABLE and judged_alike(stored, bundle):
         cell, reused = rejudge(stored, case), True
     else:
         cell = run_cell(case, bundle, cell_engine, config._qdq_info, config._qdq_run)

@@ -147,3 +147,19 @@ def test_a_model_that_cannot_be_used_gets_its_report_and_exit_4(tmp_path, capsys
     assert "no model input named image" in capsys.readouterr().out
 
 
+
+
+def test_checking_a_model_again_reuses_its_cells_unless_the_measure_changed(quantized, tmp_path, capsys):
+    """The second run of the same command runs no engine; a new --min-sqnr judges the stored outputs again."""
+    out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep"),
+           "--engine", "onnxruntime"]
+    assert main([str(quantized), *out]) == 0
+    capsys.readouterr()
+    assert main([str(quantized), *out]) == 0
+    assert "cells: 1 reused from earlier runs, run now: none" in capsys.readouterr().out
+    (results,) = (tmp_path / "r").rglob("onnxruntime-*.jsonl")
+    assert sum('"bundle"' in line for line in results.read_text().splitlines()) == 1, "nothing run twice"
+    assert main([str(quantized), *out, "--min-sqnr", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert "cells: 0 reused from earlier runs, run now: 1 pass" in printed, "judged at the new line, not reused"
+    assert "SQNR ≥ 200.0 dB" in printed
