@@ -23,6 +23,10 @@ ID_DIGITS = 10  # hex digits of the content digest in a model's bundle id
 # the other quantized nodes (activations, Concat, Resize, ...) are counted apart (check.bundle.target_details).
 COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "ConvInteger", "MatMulInteger", "QLinearConv",
                          "QLinearMatMul"})
+# Elementwise ops whose constant operand (YOLO's anchors and strides, a scale) may be Q/DQ'd too: a constant operand
+# is no weight, so these stay "other" nodes however their inputs are quantized.
+ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Where", "Clip",
+                             "Concat", "Equal", "Greater", "Less"})
 
 
 def catalogue_signatures() -> Tuple[Signature, ...]:

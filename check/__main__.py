@@ -408,7 +408,8 @@ def _parser() -> argparse.ArgumentParser:
                              "second comparison (quantization loss apart from engine fidelity)")
     parser.add_argument("--localize", action="store_true",
                         help="for each ONNX Runtime and OpenVINO cell, name the first node whose quantized output "
-                             "drifts below --min-sqnr (every quantized activation marked as an output; docs/numerics.md)")
+                             "drifts below --min-sqnr (every quantized activation marked as an output; "
+                             "docs/numerics.md)")
     parser.add_argument("--engine", action="append", metavar="ENGINE",
                         help="onnxruntime, openvino, tensorrt-rtx or tensorrt (repeatable; default: those installed, "
                              "and tensorrt for each --trt-python)")
@@ -418,7 +419,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", action="append", metavar="SM86,SM89",
                         help="TensorRT-RTX ahead-of-time targets, one column each (default: its own default set)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="bundle folder (default: .bundles-user/)")
-    parser.add_argument("--prepare-only", action="store_true", help="write the bundles and stop (ship them to a GPU box)")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="write the bundles and stop (ship them to a GPU box)")
     parser.add_argument("--from-bundles", metavar="DIR", help="run bundles made by --prepare-only (needs no onnx)")
     parser.add_argument("--lint-only", action="store_true",
                         help="print the TensorRT lint's predictions and stop: no bundle, no engine "

@@ -20,7 +20,7 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 
 import numpy as np
 
-from cases.user_model import CASE, COMPUTE_OPS, model_id
+from cases.user_model import CASE, COMPUTE_OPS, ELEMENTWISE_OPS, model_id
 from check import CheckError
 from check import inputs as generated
 from check.shapes import AssumedDim, InputShape, as_shape, check_fits, profile, resolve, show_dims
@@ -29,8 +29,9 @@ from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
 # dims, input generation, checker warning, reference error, the model's file name only, compute/other target
-# kinds, graph counts, the network measure, the float model).
-FORMAT_VERSION = "user-3"
+# kinds, graph counts, the network measure, the float model; 4: a weight Constant and an elementwise op with a
+# quantized constant operand are no compute node).
+FORMAT_VERSION = "user-4"
 DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
 QUANTIZE = "QuantizeLinear"
@@ -269,7 +270,8 @@ def target_details(model: Any) -> Dict[str, Dict[str, Any]]:
         node = by_name[name]
         dq = [producer[i] for i in node.input if i in producer and producer[i].op_type == DEQUANTIZE]
         q = [c.name for o in node.output for c in consumers.get(o, []) if c.op_type == QUANTIZE]
-        weighted = any(d.input and d.input[0] in stored for d in dq) or name in widened
+        weighted = (any(d.input and d.input[0] in stored for d in dq) and node.op_type not in ELEMENTWISE_OPS
+                    or name in widened)
         kind = "compute" if node.op_type in COMPUTE_OPS or weighted else "other"
         details[name] = {"op": node.op_type, "kind": kind, "dequantize": list(dict.fromkeys(d.name for d in dq)),
                          "quantize": list(dict.fromkeys(q))}

@@ -114,7 +114,6 @@ def _topological(groups: List[List[int]], nodes: Sequence[Any]) -> List[List[int
 
 def extract(model: Any, keep: Sequence[int]) -> Any:
     """The subgraph of the nodes at `keep`: boundary tensors become inputs, tensors used outside become outputs."""
-    import onnx
     from onnx.utils import Extractor
 
     nodes = list(model.graph.node)

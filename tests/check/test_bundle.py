@@ -195,7 +195,7 @@ def test_the_user_case_is_registered_but_not_a_seed():
 
 
 def test_a_constant_that_feeds_a_quantize_is_a_weight_not_a_quantized_node():
-    """Paddle exports keep weights as Constant nodes, which onnxruntime's quantizer Q/DQs: not a computation to judge."""
+    """Paddle exports keep weights as Constant nodes, which onnxruntime's quantizer Q/DQs: no computation to judge."""
     from onnx import TensorProto, helper, numpy_helper
 
     from check.bundle import target_details, target_nodes
@@ -205,9 +205,31 @@ def test_a_constant_that_feeds_a_quantize_is_a_weight_not_a_quantized_node():
              helper.make_node("QuantizeLinear", ["w", "s", "z"], ["w_q"], name="q_w"),
              helper.make_node("DequantizeLinear", ["w_q", "s", "z"], ["w_dq"], name="dq_w"),
              helper.make_node("Conv", ["x", "w_dq"], ["y"], name="conv")]
-    inits = [numpy_helper.from_array(np.array(0.01, np.float32), "s"), numpy_helper.from_array(np.array(0, np.int8), "z")]
+    inits = [numpy_helper.from_array(np.array(0.01, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.int8), "z")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     assert target_nodes(model) == ["conv"]
     assert target_details(model)["conv"]["kind"] == "compute"
+
+
+def test_an_elementwise_op_with_a_quantized_constant_is_not_a_compute_node():
+    """YOLOv8's Detect head adds anchors and multiplies strides that onnxruntime's quantizer Q/DQs: a constant
+    operand, not weights, so the denominator of "N of M quantized compute nodes" is the convolutions."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from check.bundle import target_details
+
+    inits = [numpy_helper.from_array(np.full((1, 2, 1, 1), 3, np.int8), "anchor_q"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.int8), "z"),
+             numpy_helper.from_array(np.ones((2, 2, 1, 1), np.int8), "w_q")]
+    nodes = [helper.make_node("DequantizeLinear", ["anchor_q", "s", "z"], ["anchor"], name="dq_anchor"),
+             helper.make_node("DequantizeLinear", ["w_q", "s", "z"], ["w"], name="dq_w"),
+             helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Add", ["c", "anchor"], ["y"], name="add_anchor")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], initializer=inits)
+    details = target_details(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert (details["conv"]["kind"], details["add_anchor"]["kind"]) == ("compute", "other")
