@@ -4,7 +4,7 @@
     python tools/benchmark.py --check [--batch 1] [ENGINE ...]   # python -m check on ~300- and ~900-node models
     python tools/benchmark.py --user-model [ENGINE]              # check against the bare engine, one model
 
-Prints Markdown tables; the README keeps the figures. Timings, not tests: nothing here fails on a
+Prints Markdown tables; docs/benchmark.md keeps the figures. Timings, not tests: nothing here fails on a
 slow machine. Everything runs on the same machine in one run.
 """
 

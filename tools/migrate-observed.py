@@ -32,7 +32,7 @@ from cases.portable import portable_path, portable_text  # noqa: E402
 from generators.bundle import meta_digest  # noqa: E402
 
 OBSERVED = REPO / "reports" / "observed"
-# Folders that were checkouts of this repository when the commands ran (README and git history say so).
+# Folders that were checkouts of this repository when the commands ran (docs/findings.md and git history say so).
 CHECKOUTS = ("/work/main/", "/tmp/fresh0/")
 TACTICS_NOTE = ("tactic sources recorded by tools/migrate-observed.py from the cells of this session that built "
                 "(TensorRT's own tactics, stub cuDNN): this cell stopped before a builder config existed")

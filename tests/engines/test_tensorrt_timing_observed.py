@@ -24,7 +24,7 @@ def _outcome(cell: dict) -> tuple:
 
 # Seed 013 (float16 scales) fails on TensorRT 8.x in every run, but where varies from run to run on one GPU:
 # the parser's "Scale coefficients must all be positive" or the builder's weightsPtr.h "Assertion type() ==
-# expectedDataType<T>() failed" (README, "Observed on NVIDIA H100 and H200").
+# expectedDataType<T>() failed" (docs/findings.md, "Float16 scales on 8.x fail").
 FAILURE_STAGE_VARIES = "fp16_scale_qdq/"
 
 

@@ -259,7 +259,7 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     html, md = (tmp_path / "matrix.html").read_text(), (tmp_path / "matrix.md").read_text()
     print(f"matrix.html {len(html.encode())} bytes, matrix.md {len(md.encode())} bytes")
     # 219 reproducers + 13 producer models, 20 observed columns and the CPU ones (a fresh clone's report, with the
-    # TensorRT-RTX columns and targets, is about 0.8 MB of HTML and 0.3 MB of Markdown: README, Benchmark)
+    # TensorRT-RTX columns and targets, is about 0.8 MB of HTML and 0.3 MB of Markdown: docs/benchmark.md)
     assert len(html.encode()) < 450_000, len(html.encode())
     assert len(md.encode()) < 120_000, len(md.encode())
     assert html.index('id="upgrade"') < html.index('id="grid"') and md.index("## Upgrade answer") < md.index("## Grid")
