@@ -47,9 +47,7 @@ def test_relative_links_resolve(page: Path):
     for target in _links(page):
         file, _, anchor = target.partition("#")
         dest = (page.parent / file).resolve() if file else page
-        if not dest.exists():
-            broken.append(target)
-        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+        if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in _anchors(dest)):
             broken.append(target)
     assert not broken, f"{page.name}: {broken}"
 
@@ -68,5 +66,5 @@ def _links(page: Path) -> List[str]:
 
 def _anchors(page: Path) -> Set[str]:
     """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces as hyphens."""
-    heads = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), flags=re.M)
+    heads = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), flags=re.MULTILINE)
     return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
