@@ -17,6 +17,10 @@ zero-point data type int8": it checks a DequantizeLinear's output_dtype against 
 parse it and build the MatMul in INT8; the Conv fails on 1.4 to 1.6 as every INT8 convolution does (seed 013's cuDNN
 check) and builds in INT8 on 1.7 (in float for SM75). No source documents either: no expectation.
 
+TensorRT 8.x, observed on an H100 and an H200 (2026-11-24, both the same on 8.5.1.7 to 8.6.0): every form fails at parse
+on the weight's DequantizeLinear, which has no zero point (optional since opset 10): 8.5's parser says it "requires 3
+inputs for the DequantizeLinear operator", 8.6.0's reads the missing input and stops with "vector::_M_range_check".
+
 The reproducer: an INT8 Q/DQ on float16 activations and an INT8 weight DQ, feeding a MatMul 64->32 or a 3x3 Conv 8->16,
 with float16 scales (the matching form) or float32 scales and `output_dtype` float16 (the mixed form), opset 23. The
 values are whole multiples of power-of-two scales, so either form computes the same numbers. Target: the MatMul or Conv.
@@ -33,6 +37,21 @@ ORT_32728 = "https://github.com/microsoft/onnxruntime/pull/32728"
 ORT_32735 = "https://github.com/microsoft/onnxruntime/pull/32735"
 QUANTIZE_LINEAR_23 = "https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html"
 
+# Observed (the cells are the source): 8.x's parser on a DequantizeLinear without its optional zero point.
+OBSERVED_8X = "reports/observed/nvidia-h100/seeds-019-023/trt-8.6.0.jsonl"
+TRT85_DQ_INPUTS = Signature(
+    name="trt85_dq_three_inputs",
+    pattern=r"requires 3 inputs for the DequantizeLinear operator",
+    kind="error",
+    source=OBSERVED_8X,
+)
+TRT86_DQ_RANGE_CHECK = Signature(
+    name="trt86_dq_range_check",
+    pattern=r"vector::_M_range_check: __n \(which is 2\)",
+    kind="error",
+    source=OBSERVED_8X,
+)
+
 RTX_OUTPUT_DTYPE = Signature(
     name="rtx_dq_output_dtype",
     # TensorRT-RTX 1.4.0.76's parser on a DequantizeLinear-23 with output_dtype: it compares it with the zero point.
@@ -48,12 +67,21 @@ CASE = Case(
     links=(ISSUE_32719, ORT_32728, ORT_32735, QUANTIZE_LINEAR_23),
     axes={"op": ("matmul", "conv"), "scale": ("float16", "float32")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_CONV_DTYPE_CHECK, RTX_OUTPUT_DTYPE),
+    signatures=(RTX_CONV_DTYPE_CHECK, RTX_OUTPUT_DTYPE, TRT85_DQ_INPUTS, TRT86_DQ_RANGE_CHECK),
     expectations=(
         Expectation(
             "onnxruntime", ">=1.24", "fail", ISSUE_32719, stage="run", where={"scale": ("float32",)},
             note="a scale type apart from the input/output type fails in session.run on the CPU and CUDA EPs; 1.24 is "
             "the first version with an opset-23 QuantizeLinear kernel to reach run (#25932 for 1.23); open",
+        ),
+        Expectation(
+            "tensorrt", ">=8.5,<8.6", "fail", OBSERVED_8X, stage="load", signature=TRT85_DQ_INPUTS.name,
+            note="observed on 8.5.1.7, 8.5.2.2 and 8.5.3.1 (H100 and H200): the weight DequantizeLinear has no zero point",
+        ),
+        Expectation(
+            "tensorrt", ">=8.6,<8.7", "fail", OBSERVED_8X, stage="load", signature=TRT86_DQ_RANGE_CHECK.name,
+            note="observed on 8.6.0 (H100 and H200): the parser reads the missing zero point of the weight "
+            "DequantizeLinear and throws std::out_of_range",
         ),
     ),
     builder="generators.qdq_scale_dtype_mismatch:build",
