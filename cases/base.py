@@ -32,11 +32,14 @@ class Signature:
     kind: str  # "error", "warning", or "environment": the machine lacks what this version needs to build
     source: str
     reason: str = ""  # environment signatures: the "not run" reason a matching cell gets
+    short: str = ""  # the symptom in the few words a report says it in ("non-zero zero point")
 
     def __post_init__(self) -> None:
         if self.kind not in ("error", "warning", "environment"):
             raise ValueError(f"signature {self.name!r}: kind must be 'error', 'warning' or 'environment', "
                              f"not {self.kind!r}")
+        if not self.short:
+            raise ValueError(f"signature {self.name!r}: give it the few words a report says it in (short=...)")
         if self.kind == "environment" and not self.reason:
             raise ValueError(f"signature {self.name!r}: an environment signature says why the cell is not run")
         re.compile(self.pattern)
@@ -115,6 +118,9 @@ class Case:
     opset: int = 13
     intentionally_invalid: str = ""  # non-empty: why the checker is expected to refuse the model
     external: bool = False  # not a seed: bundles come from outside the catalogue (a user's model), not a sweep
+    # Its outcome depends on the GPU architecture a TensorRT-RTX plan targets: a full run builds it once per swept
+    # target (cases.engines, the target option's `sweep`), each a column.
+    arch_dependent: bool = False
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9_]+", self.id):

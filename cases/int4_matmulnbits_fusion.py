@@ -70,5 +70,6 @@ CASE = Case(
         trt8_cannot_parse("INT4"),
     ),
     builder="generators.int4_matmulnbits_fusion:build",
+    arch_dependent=True,
     opset=21,
 )

@@ -25,13 +25,12 @@ values are whole multiples of power-of-two scales, so either form computes the s
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import RTX_CONV_DTYPE_CHECK
+from cases.common import QUANTIZE_LINEAR
 from cases.low_precision import RTX_2026_LOGS
 
 ISSUE_32719 = "https://github.com/microsoft/onnxruntime/issues/32719"
 ORT_32728 = "https://github.com/microsoft/onnxruntime/pull/32728"
 ORT_32735 = "https://github.com/microsoft/onnxruntime/pull/32735"
-QUANTIZE_LINEAR_23 = "https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html"
 
 RTX_OUTPUT_DTYPE = Signature(
     name="rtx_dq_output_dtype",
@@ -39,16 +38,17 @@ RTX_OUTPUT_DTYPE = Signature(
     pattern=r"Mismatch between attribute output_dtype \S+ and zero-point data type",
     kind="error",
     source=RTX_2026_LOGS,
+    short="DQ output_dtype mismatch",
 )
 
 CASE = Case(
     id="qdq_scale_dtype_mismatch",
     seed="023",
     title="Opset-23 INT8 Q/DQ on float16 data, float32 scales (output_dtype) or float16 ones, into MatMul or Conv",
-    links=(ISSUE_32719, ORT_32728, ORT_32735, QUANTIZE_LINEAR_23),
+    links=(ISSUE_32719, ORT_32728, ORT_32735, QUANTIZE_LINEAR),
     axes={"op": ("matmul", "conv"), "scale": ("float16", "float32")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_CONV_DTYPE_CHECK, RTX_OUTPUT_DTYPE),
+    signatures=(RTX_OUTPUT_DTYPE,),
     expectations=(
         Expectation(
             "onnxruntime", ">=1.24", "fail", ISSUE_32719, stage="run", where={"scale": ("float32",)},
@@ -57,5 +57,6 @@ CASE = Case(
         ),
     ),
     builder="generators.qdq_scale_dtype_mismatch:build",
+    arch_dependent=True,
     opset=23,
 )
