@@ -41,7 +41,7 @@ def page(tmp_path_factory):
     for version, broken in (("8.5.3.1", False), ("8.6.0", True), ("10.3.0", False)):
         cells += [
             cell("grouped_conv/g=2", engine_version=version, status="fail" if broken else "pass",
-                 stage="build" if broken else "compare", fused=None if broken else True,
+                 last_stage="build" if broken else "compare", fused=None if broken else True,
                  verdict="regressed" if broken else "as documented", error="no implementation" if broken else ""),
             cell("grouped_conv/g=4", engine_version=version),
             cell("q_output_type/out=int8", engine_version=version),
