@@ -168,13 +168,31 @@ class Case:
         found = [e for e in self.expectations if e.applies(engine, version, params, context)]
         if not found:
             return None
-        return max(found, key=lambda e: (len(e.where) + len(e.when), bool(e.versions)))
+        return max(found, key=specificity)
 
     def signature(self, name: str) -> Signature:
         for s in self.signatures:
             if s.name == name:
                 return s
         raise KeyError(name)
+
+
+def specificity(e: Expectation) -> Tuple[Any, ...]:
+    """How specific an expectation is, most first: its filters on the reproducer and the cell, then how narrow its
+    version range: one version (==) before a bounded range before an open one before every version, and of two
+    bounded ranges the one inside the other. Two that tie must say the same (tests/cases/test_one_place.py), so the
+    catalogue's order never decides."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    specs = list(SpecifierSet(e.versions))
+    operators = {s.operator for s in specs}
+    narrow = 3 if operators & {"==", "==="} else 2 if operators & {"<", "<=", "~="} else 1 if operators else 0
+    lows = [Version(s.version) for s in specs if s.operator in (">=", ">", "~=")]
+    highs = [Version(s.version) for s in specs if s.operator in ("<", "<=")]
+    low = max(lows).release if lows else ()
+    high = tuple(-x for x in min(highs).release) if highs else ()
+    return len(e.where) + len(e.when), narrow, low, high
 
 
 def slug(params: Params) -> str:

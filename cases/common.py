@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Mapping, Optional, Tuple
 
 from cases.base import Case, Expectation, Signature
+from cases.engines import ORT_LEVELS
 from cases.isa import ISA_LEVELS, VNNI_LEVELS
 
 OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
@@ -175,8 +176,8 @@ ONEDNN_INT8_NUANCES = "https://oneapi-src.github.io/oneDNN/dev_guide_int8_comput
 ORT_12088 = "https://github.com/microsoft/onnxruntime/pull/12088"
 VNNI = VNNI_LEVELS  # the CPU INT8 levels (cases.isa) that accumulate in 32 bits
 NO_VNNI = tuple(level for level in ISA_LEVELS if level not in VNNI_LEVELS and level != "baseline")
-_BELOW_EXTENDED = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC")
-_EXTENDED_OR_MORE = ("ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")
+_BELOW_EXTENDED = ORT_LEVELS[:ORT_LEVELS.index("ORT_ENABLE_EXTENDED")]
+_EXTENDED_OR_MORE = ORT_LEVELS[ORT_LEVELS.index("ORT_ENABLE_EXTENDED"):]
 
 
 def ort_u8s8_saturation(where: Mapping[str, Tuple]) -> Tuple[Expectation, ...]:

@@ -14,7 +14,7 @@ the depthwise kernel-4 variants.
 
 from __future__ import annotations
 
-from cases.base import Case, Expectation, Signature
+from cases.base import Case, Expectation
 from cases.common import NO_IMPLEMENTATION
 
 ISSUE_2280 = "https://github.com/NVIDIA/TensorRT/issues/2280"

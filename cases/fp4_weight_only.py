@@ -29,11 +29,10 @@ an FP4 Q/DQ per tensor (W4A4). Opset 23, IR 11. Target: the Conv or MatMul.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import DEQUANTIZE_LINEAR
+from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
 from cases.low_precision import (
-    RTX_2026_LOGS, RTX_BLOCK_AXIS, RTX_DEQUANTIZE_LAYER, RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX,
-    RTX_TARGET_ARCH_KIND,
-    rtx_fp4_gemm, trt8_cannot_parse,
+    RTX_2026_LOGS, RTX_BLOCK_AXIS, RTX_DEQUANTIZE_LAYER, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, rtx_fp4_gemm,
+    trt8_cannot_parse,
 )
 
 ISSUE_4833 = "https://github.com/NVIDIA/TensorRT/issues/4833"

@@ -13,10 +13,9 @@ supports no outcome here: cpg 1, 2 and 3 carry no expectation from it. The sweep
 
 from __future__ import annotations
 
-from cases.base import Case, Expectation, Params, Signature
-from cases.common import NONZERO_ZERO_POINT, NO_IMPLEMENTATION, OPERATORS_MD, nonzero_zero_point_by_version
+from cases.base import Case, Expectation, Params
+from cases.common import ISSUE_4060, NO_IMPLEMENTATION, NONZERO_ZERO_POINT, OPERATORS_MD, nonzero_zero_point_by_version
 
-ISSUE_4060 = "https://github.com/NVIDIA/TensorRT/issues/4060"
 ISSUE_3385 = "https://github.com/NVIDIA/TensorRT/issues/3385"
 NVINFER_H = "https://github.com/NVIDIA/TensorRT/blob/main/include/NvInfer.h"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping, Optional, Tuple
 
 from cases.base import Expectation, Signature
-from cases.common import OPERATORS_MD_8_6, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
+from cases.common import OPERATORS_MD_8_6, RTX_QUANTIZED_TYPES
 
 # IDequantizeLayer: "For block quantization, the shape of scale tensor must match the shape of the input, except for
 # one dimension (the last or second to last dimension) in which blocking occurs."

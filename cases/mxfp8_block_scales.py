@@ -26,10 +26,10 @@ OpenVINO cannot run TensorRT's custom ops. Target: the MatMul.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Params, Signature
-from cases.common import DEQUANTIZE_LINEAR
+from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES
 from cases.low_precision import (
-    ADA_AND_LATER, FP8_BELOW_ADA, FP8_GEMM_NOTE, RTX_2026_LOGS, RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES,
-    RTX_TARGET_ARCH_KIND, trt8_cannot_parse,
+    ADA_AND_LATER, FP8_BELOW_ADA, FP8_GEMM_NOTE, RTX_2026_LOGS, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND,
+    trt8_cannot_parse,
 )
 
 # "What's New in NVIDIA TensorRT 10.12.0: MXFP8 Quantization Support"

@@ -29,9 +29,8 @@ Target: the MatMul.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.low_precision import (
-    RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, RTX_TARGET_ARCH_KIND, RTX_SUPPORT_MATRIX, rtx_fp4_gemm, trt8_cannot_parse,
-)
+from cases.common import RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
+from cases.low_precision import RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, rtx_fp4_gemm, trt8_cannot_parse
 
 ISSUE_PT_4196 = "https://github.com/pytorch/TensorRT/issues/4196"
 MODELOPT_2333 = "https://github.com/NVIDIA/Model-Optimizer/pull/2333"

@@ -25,7 +25,7 @@ class Outcome:
     """One cell's outcome."""
 
     status: str  # what happened (cases.cell.STATUSES)
-    failed_stage: str = ""  # fail, crashed: "load" (the ONNX parser, for the TensorRT family), "build", "run", "compare"
+    failed_stage: str = ""  # fail, crashed: "load" (the TensorRT family's ONNX parser), "build", "run", "compare"
     fused: Optional[bool] = None  # pass and built: every target node quantized (True), one in float (False), unknown
     quantized: str = ""  # pass and built: the low-precision types its target nodes ran in, "INT8 and FP8" ("" none)
 

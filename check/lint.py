@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, MODELOPT_ONNX_PTQ, OPERATORS_MD
+from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, OPERATORS_MD
 from cases.outcome import outcome
 from engines.results import read_results
 from matrix.predict import ENGINE, ENGINES, PREDICTIONS, Comparison, compare, covers, node_outcome  # noqa: F401 (re-exported)

@@ -23,11 +23,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from cases.cell import Cell
+from cases.engines import CPU_ENGINES
 from cases.engines import ENGINES as SPECS
 from generators.bundle import Bundle
 from generators.steps import output_stats
 
-ENGINES = ("onnxruntime", "openvino")
+ENGINES = CPU_ENGINES
 # A bug bundle's data_loader.py feeds its inputs.npz (matrix/templates/data_loader.py.j2).
 POLYGRAPHY = ("polygraphy run model.onnx --trt --onnxrt --trt-outputs mark all --onnx-outputs mark all "
               "--data-loader-script data_loader.py --save-outputs outputs.json, then each marked tensor's SQNR")

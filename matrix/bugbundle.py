@@ -47,8 +47,7 @@ REPRO_TIMEOUT_S = 600
 ENVIRONMENT_FIELDS = ("bundle", "digest", "engine", "engine_version", "hardware")
 DETAIL_FIELDS = ("name", "compute_capability", "driver", "cuda_driver", "cpu", "machine", "cores", "isa", "os",
                  "openvino_device", "capabilities", "providers", "device")
-VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", "tensorrt", "onnxruntime", "openvino", "driver",
-                  "cuda_driver")
+VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", *(s.module for s in ENGINES.values()), "driver", "cuda_driver")
 RUN_FIELDS = ("date", "source")
 
 

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cases import get_case  # noqa: E402
-from cases.engines import ENGINES  # noqa: E402
+from cases.engines import CPU_ENGINES, ENGINES  # noqa: E402
 from engines import get_engine  # noqa: E402
 from engines.cells import run_cell  # noqa: E402
 from engines.results import read_results  # noqa: E402
@@ -36,7 +36,7 @@ from generators.bundle import Bundle, iter_bundles, verify_bundle  # noqa: E402
 
 OPENVINO = ENGINES["openvino"].settings
 
-CHECK_ENGINES = ("onnxruntime", "openvino", "tensorrt-rtx")
+CHECK_ENGINES = CPU_ENGINES + tuple(n for n, s in ENGINES.items() if s.device == "aot")  # a CPU machine's
 SHAPE = "1x3x64x64"  # check.archs.backbone's input at batch 1
 
 
@@ -103,7 +103,7 @@ def main() -> int:
         _, verify = timed(lambda: [verify_bundle(b.path) for b in bundles])
         rows.append(("verify every bundle against its digest", len(bundles), verify))
         run = {"date": "", "source": "benchmark"}
-        for name in ("onnxruntime", "openvino"):
+        for name in CPU_ENGINES:
             engine = get_engine(name)
             info = engine.probe()
             if not info.available:

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import Cell
+from cases.engines import NAMES, family
 from engines import cells
 from engines.results import read_results
 from engines.tensorrt import layers as tlayers
 from engines.tensorrt import target_ops, unpack_listing
 from generators.bundle import Bundle, bundles_root
 
-FAMILY = ("tensorrt", "tensorrt-rtx")
+FAMILY = tuple(n for n in NAMES if family(n) == "tensorrt")  # TensorRT and TensorRT-RTX
 
 
 def listing_layers(cell: Cell) -> Optional[List[tlayers.Layer]]:
