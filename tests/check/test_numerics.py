@@ -80,7 +80,7 @@ def test_the_catalogue_keeps_the_step_measure(tmp_path):
     from generators.bundle import load_bundle
 
     case = get_case("grouped_conv")
-    bundle = load_bundle(write.write_bundle(case, next(iter(case.variants())), root=tmp_path))
+    bundle = load_bundle(write.write_bundle(case, next(iter(case.variants())), root=tmp_path).path)
     assert "judge" not in bundle.meta and measure(bundle.meta)["measure"] == "steps"
     _, info, obs = _run(bundle, "onnxruntime")
     cell = judge_observation(case, bundle, info, obs, {"source": "local"})

@@ -19,7 +19,7 @@ RUN = {"date": "2026-11-22T00:00:00Z", "source": "local"}
 def chain(tmp_path_factory):
     case = get_case("q_output_type")
     params = {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"}
-    return case, load_bundle(write_bundle(case, params, tmp_path_factory.mktemp("b")))
+    return case, load_bundle(write_bundle(case, params, tmp_path_factory.mktemp("b")).path)
 
 
 def test_error_is_counted_in_steps():

@@ -39,7 +39,7 @@ def root(tmp_path_factory) -> Path:
 
 def _cell(root: Path, case_id: str, params: dict, **options):
     case = get_case(case_id)
-    bundle = load_bundle(write.write_bundle(case, params, root=root))
+    bundle = load_bundle(write.write_bundle(case, params, root=root).path)
     adapter = RtxAdapter(python=sys.executable, **options)
     try:
         info = adapter.probe()

@@ -23,7 +23,7 @@ import pytest
 from cases import get_case
 from cases.cell import Cell
 from generators.bundle import load_bundle
-from generators.write import _write_one, write_all
+from generators.write import write_all, write_bundle
 from matrix.__main__ import main
 from matrix.bugbundle import Refused, make
 
@@ -200,7 +200,7 @@ def test_the_generator_refuses_a_traversing_bundle_id(tmp_path, value):
     case = get_case("q_output_type")
     params = dict(next(iter(case.variants())), variant=value)
     with pytest.raises(ValueError, match="outside"):
-        _write_one(case, params, root)
+        write_bundle(case, params, root)
     assert not root.exists() or not any(root.rglob("*"))
 
 
