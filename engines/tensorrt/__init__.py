@@ -27,7 +27,7 @@ import numpy as np
 from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu
-from engines.tensorrt.inspect import log_text, parse_version, version_matches
+from engines.tensorrt.inspect import log_text, version_matches
 from engines.tensorrt.plugins import python_plugins
 from generators.bundle import Bundle
 
@@ -451,10 +451,10 @@ def _tail(text: str, limit: int = STDERR_TAIL) -> str:
 
 
 def _instancenorm_plugin(bundle: Bundle, info: EngineInfo) -> str:
-    """NATIVE_INSTANCENORM arrived in 8.6: where the parser lacks it, InstanceNormalization is the cuDNN plugin."""
+    """NATIVE_INSTANCENORM arrived in 8.6: where the parser lacks it (the worker's capability record says, never the
+    version number), InstanceNormalization is the cuDNN plugin."""
     flags = bundle.meta.get("trt", {}).get("parser_flags") or []
-    have = info.capabilities.get("parser_flags")
-    missing = "NATIVE_INSTANCENORM" not in have if have is not None else parse_version(info.version)[:2] < (8, 6)
+    missing = "NATIVE_INSTANCENORM" not in (info.capabilities.get("parser_flags") or [])
     if "NATIVE_INSTANCENORM" in flags and missing:
         return f"TensorRT {info.version} has no NATIVE_INSTANCENORM flag, so InstanceNormalization_TRT (cuDNN) runs"
     return ""
