@@ -56,7 +56,8 @@ def names_used(node: ast.AST) -> Set[str]:
 def dead_functions() -> Set[str]:
     """file:line: name of every function no live code reaches (a fixed point over names)."""
     files = tracked()
-    code = [REPO / f for f in files if f.endswith(".py") and (not f.startswith("tests/") or f.startswith("tests/cells/"))]
+    code = [REPO / f for f in files
+            if f.endswith(".py") and (not f.startswith("tests/") or f.startswith("tests/cells/"))]
     live: Set[str] = set()
     for f in files:
         if not f.endswith(".py") and not f.startswith(("reports/", "tests/")) and (REPO / f).suffix not in (".png",):

@@ -172,7 +172,8 @@ def test_no_two_expectations_tie_and_say_different_things():
                         top = max(map(specificity, found), default=None)
                         said = {(e.outcome, e.stage, e.signature) for e in found if specificity(e) == top}
                         if len(said) > 1:
-                            ambiguous.append(f"{case.id} {params} {engine} {version} {context}: {sorted(said, key=str)}")
+                            said_once = sorted(said, key=str)
+                            ambiguous.append(f"{case.id} {params} {engine} {version} {context}: {said_once}")
     assert ambiguous == []
 
 
