@@ -23,7 +23,11 @@ from __future__ import annotations
 
 from cases.base import Case, Expectation, Params
 from cases.common import (
-    NONZERO_ZERO_POINT, OPERATORS_MD_8_6, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX, nonzero_zero_point_by_version,
+    NONZERO_ZERO_POINT,
+    OPERATORS_MD_8_6,
+    RTX_QUANTIZED_TYPES,
+    RTX_SUPPORT_MATRIX,
+    nonzero_zero_point_by_version,
 )
 
 ONNX_5812 = "https://github.com/onnx/onnx/pull/5812"

@@ -591,9 +591,10 @@ def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, 
 def catalogue_range(case_id: str, params: Mapping[str, Any], engine: str = ENGINE) -> str:
     """The TensorRT versions a case's expectations say fail at the parser for these parameters, as one PEP 440 range:
     their ">=A,<B" ranges joined where they meet ("==V" inside one adds nothing); ValueError where they leave a gap."""
-    from cases import get_case
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
+
+    from cases import get_case
 
     spans = []
     for e in get_case(case_id).expectations:

@@ -6,8 +6,8 @@ import re
 from typing import Any, Collection, Dict, List
 
 from cases.cell import Cell
-from cases.outcome import outcome as cell_outcome
 from cases.engines import ENGINES
+from cases.outcome import outcome as cell_outcome
 from matrix.merge import Column, MergeResult, column_key
 
 # Outcome classes in drawing order, with the css class the template colours them by.

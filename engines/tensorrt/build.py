@@ -15,7 +15,6 @@ from . import inspect as tinspect
 from . import timing
 
 
-
 def stage_load(trt: Any, caps: Dict[str, Any], req: Dict[str, Any], result: Any, logger: Any) -> Optional[tuple]:
     """Parse the ONNX model; returns (builder, network, parser) or None after a parse failure."""
     opts = req.get("trt") or {}

@@ -92,7 +92,7 @@ def test_crash_mid_write_leaves_no_bundle(tmp_path, monkeypatch):
 
     monkeypatch.setattr(write.np, "savez", crash)
     with pytest.raises(RuntimeError, match="disk full"):
-        write.write_bundle(case, params, tmp_path).path
+        write.write_bundle(case, params, tmp_path)
     assert list(iter_bundles(tmp_path)) == []
     assert [p.name for p in (tmp_path / "q_output_type").iterdir()] == [".staging"]
     assert list((tmp_path / "q_output_type" / ".staging").iterdir()) == []
@@ -116,7 +116,7 @@ def _bad_case() -> Case:
 
 def test_unmarked_invalid_model_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="bad_model/marked=no: onnx.checker refused"):
-        write.write_bundle(_bad_case(), {"marked": False}, tmp_path).path
+        write.write_bundle(_bad_case(), {"marked": False}, tmp_path)
 
 
 def test_marked_invalid_model_records_the_refusal(tmp_path):

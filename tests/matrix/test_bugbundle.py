@@ -17,12 +17,12 @@ import pytest
 
 from cases import get_case
 from cases.cell import Cell
+from cases.engines import TRT_FILES
 from engines import get_engine
 from engines.cells import judge_observation, run_cell
 from generators.bundle import load_bundle
 from generators.write import write_all
 from matrix.__main__ import main
-from cases.engines import TRT_FILES
 from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, VERSION_FIELDS
 from matrix.merge import load_results
 

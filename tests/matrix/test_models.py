@@ -6,8 +6,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from check.lint import RULE_WORDS
 from cases.cell import Cell
+from check.lint import RULE_WORDS
 from engines.reasons import failure_evidence
 from matrix.merge import build, load_results
 from matrix.models import models_view, outcome

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from cases.cell import Cell
-from generators import steps
-from generators.write import write_all
 from cases.engines import ENGINES as SPECS
 from cases.engines import REPRO_ALWAYS
+from generators import steps
+from generators.write import write_all
 from matrix.bugbundle import make
 from matrix.merge import load_results
 
