@@ -21,34 +21,25 @@ import nox
 import nox.sessions
 from nox.logger import logger
 
-# The pin table. Oldest and newest of each cross-check engine; ORT 1.16 is the oldest that reads
-# the bundles (IR 8), and the oldest ORT/OpenVINO builds need numpy 1.x.
-ORT_VERSIONS = {"1.16.3": ["numpy<2"], "1.31.1": []}
-OPENVINO_VERSIONS = {"2024.6.0": ["numpy<2"], "2026.4.1": []}
-# TensorRT from PyPI: whole wheels exist only for these, for CPython <= 3.10, and their
-# trt.nptype needs numpy < 1.24. They need an NVIDIA GPU.
-TRT_PYPI = ["8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"]
-TRT_PYTHON = "3.10"
-# TensorRT 10.x and 11.x install from NVIDIA's own index (pip's --extra-index-url); run these on a
-# machine that reaches it. Not verified on real TensorRT here. 10.16.1.11 is the last 10.x; 11.x
-# (11.0.0.114 .. 11.4.0.106, version strings as released) is strongly typed only: see worker.py.
-# 11.5.0 (2026-11-18; parses opset 25, ships Polygraphy 0.53.9) as its release notes and v11.5 tag publish it: no
-# 11.5 wheel was reachable from here to read its build number, so its session takes the newest 11.5.0.* build.
-TRT_NVIDIA = ["10.8.0.43", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.1.0.106", "11.2.1.2", "11.3.0.99",
-              "11.4.0.106", "11.5.0"]
-TRT10_PYTHON = "3.12"
-# TensorRT for RTX from PyPI: real, and it builds with no GPU (CPU-only ahead-of-time builds), so every
-# machine gets these columns. `tensorrt-rtx==V` is what a user's `pip install` gives: the cu13 build
-# (tensorrt_rtx_cu13_libs); the cu12 build gives byte-identical plans (measured on 1.7.1.116), and the
-# CUDA major only matters for running a plan, which no machine here can (sm_90 is not a target).
-RTX_VERSIONS = ["1.4.0.76", "1.5.0.114", "1.6.1.120", "1.7.1.116"]
+from cases import all_cases
+from cases.engines import ENGINES, pin_group
+
+# The pin table, read from the engine descriptors (cases/engines.py, where each pin says why), never typed here:
+# `python -m engines.pins` prints the same table for the GPU tools. The session names keep these constants' names.
+_ORT, _OV, _TRT, _TRT10, _RTX = (pin_group(g) for g in ("ort", "openvino", "trt", "trt10", "rtx"))
+ORT_VERSIONS = {v: list(_ORT.requirements(v)) for v in _ORT.versions}
+OPENVINO_VERSIONS = {v: list(_OV.requirements(v)) for v in _OV.versions}
+TRT_PYPI = list(_TRT.versions)
+TRT_PYPI_REQUIRES = list(_TRT.requires)
+TRT_PYTHON = _TRT.python
+TRT_NVIDIA = list(_TRT10.versions)
+TRT10_PYTHON = _TRT10.python
+RTX_VERSIONS = list(_RTX.versions)
 # The architectures a TensorRT-RTX plan can target, each a column, for the cases whose outcome depends on it
-# (FP8 GEMM needs SM89+, FP4 GEMM Blackwell, INT4 weight-only GEMM no Turing: the RTX support matrix; 1.7 builds
-# an INT8 Conv in float for SM75, seeds 013 and 023); the rest build for the default.
-RTX_TARGETS = ["SM75", "SM80", "SM86", "SM89", "SM120"]
-ARCH_CASES = ["fp16_scale_qdq", "int4_blocked_weights", "fp8_qdq", "fp8_conv_stack", "fp4_weight_only",
-              "nvfp4_two_level_scales", "mxfp8_block_scales", "int4_matmulnbits_fusion", "qdq_scale_dtype_mismatch"]
-NVIDIA_INDEX = "https://pypi.nvidia.com"
+# (Case.arch_dependent); the rest build for the default.
+RTX_TARGETS = list(ENGINES["tensorrt-rtx"].option("target").sweep)
+ARCH_CASES = [c.id for c in all_cases() if c.arch_dependent]
+NVIDIA_INDEX = _TRT10.index
 # NVIDIA ModelOpt as a producer (`nox -s "producers(modelopt)"`, opt-in, never in the test group or CI): its [onnx]
 # extra pins onnx 1.21 and onnxruntime-gpu (which runs on the CPU provider), and it needs a torch >= 2.8. A local CPU
 # torch wheel is taken with UV_FIND_LINKS=DIR; otherwise uv resolves torch from PyPI.
@@ -238,7 +229,7 @@ def _trt_requirement(version: str) -> str:
 @nox.parametrize("version", TRT_PYPI, ids=TRT_PYPI)
 def trt(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 8.5/8.6.0 version from PyPI (needs an NVIDIA GPU)."""
-    _trt_impl(session, version, None, "numpy<1.24")  # 8.x's trt.nptype uses np.bool, gone in numpy 1.24
+    _trt_impl(session, version, None, *TRT_PYPI_REQUIRES)  # 8.x's trt.nptype uses np.bool, gone in numpy 1.24
 
 
 @nox.session(name="trt10", python=TRT10_PYTHON, requires=["bundles"])

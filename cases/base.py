@@ -32,11 +32,14 @@ class Signature:
     kind: str  # "error", "warning", or "environment": the machine lacks what this version needs to build
     source: str
     reason: str = ""  # environment signatures: the "not run" reason a matching cell gets
+    short: str = ""  # the symptom in the few words a report says it in ("non-zero zero point")
 
     def __post_init__(self) -> None:
         if self.kind not in ("error", "warning", "environment"):
             raise ValueError(f"signature {self.name!r}: kind must be 'error', 'warning' or 'environment', "
                              f"not {self.kind!r}")
+        if not self.short:
+            raise ValueError(f"signature {self.name!r}: give it the few words a report says it in (short=...)")
         if self.kind == "environment" and not self.reason:
             raise ValueError(f"signature {self.name!r}: an environment signature says why the cell is not run")
         re.compile(self.pattern)
@@ -115,6 +118,9 @@ class Case:
     opset: int = 13
     intentionally_invalid: str = ""  # non-empty: why the checker is expected to refuse the model
     external: bool = False  # not a seed: bundles come from outside the catalogue (a user's model), not a sweep
+    # Its outcome depends on the GPU architecture a TensorRT-RTX plan targets: a full run builds it once per swept
+    # target (cases.engines, the target option's `sweep`), each a column.
+    arch_dependent: bool = False
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9_]+", self.id):
@@ -162,13 +168,31 @@ class Case:
         found = [e for e in self.expectations if e.applies(engine, version, params, context)]
         if not found:
             return None
-        return max(found, key=lambda e: (len(e.where) + len(e.when), bool(e.versions)))
+        return max(found, key=specificity)
 
     def signature(self, name: str) -> Signature:
         for s in self.signatures:
             if s.name == name:
                 return s
         raise KeyError(name)
+
+
+def specificity(e: Expectation) -> Tuple[Any, ...]:
+    """How specific an expectation is, most first: its filters on the reproducer and the cell, then how narrow its
+    version range: one version (==) before a bounded range before an open one before every version, and of two
+    bounded ranges the one inside the other. Two that tie must say the same (tests/cases/test_one_place.py), so the
+    catalogue's order never decides."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    specs = list(SpecifierSet(e.versions))
+    operators = {s.operator for s in specs}
+    narrow = 3 if operators & {"==", "==="} else 2 if operators & {"<", "<=", "~="} else 1 if operators else 0
+    lows = [Version(s.version) for s in specs if s.operator in (">=", ">", "~=")]
+    highs = [Version(s.version) for s in specs if s.operator in ("<", "<=")]
+    low = max(lows).release if lows else ()
+    high = tuple(-x for x in min(highs).release) if highs else ()
+    return len(e.where) + len(e.when), narrow, low, high
 
 
 def slug(params: Params) -> str:

@@ -8,7 +8,10 @@ from typing import Any, Dict, List, Optional
 
 from cases.engines import variant_label
 
-SCHEMA = "qdq-matrix/cell/1"  # its JSON Schema: cases/cell.schema.json (cases.schema checks every line)
+SCHEMA = "qdq-matrix/cell/2"  # its JSON Schema: cases/cell.schema.json (cases.schema checks every line)
+# cell/2 (issue 28): `stage` became `last_stage` (what it always was), and the evidence that reports read became
+# fields: failing_node, engine_reason, error_line, tactic_sources. tools/migrate-observed.py rewrote the committed
+# cell/1 files once; nothing reads cell/1 any more.
 SESSION_SCHEMA = "qdq-matrix/session/1"  # a results file's header line: cases/session.schema.json
 # status: what happened
 #   pass     - every stage ran and the outputs match the reference within tolerance
@@ -43,12 +46,20 @@ class Cell:
     hardware: str  # short label: "NVIDIA H200 (sm_90)", "cpu: AMD EPYC ...", "no NVIDIA GPU"
     status: str
     verdict: str
-    stage: str = ""  # last stage reached: "", load, build, run, compare
+    last_stage: str = ""  # the last stage reached: "", load, build, run, compare (cases.outcome: the failed one)
     reason: str = ""  # why skipped / not run / crashed
     error: str = ""  # the engine's error text (first lines)
     # TensorRT family: the ONNX parser's errors as the worker recorded them (desc, code, node_name, node_operator,
     # func, ...), so a report reads the engine's reason from fields, not from the error text
     parser_errors: List[Dict[str, Any]] = field(default_factory=list)
+    # A failure's evidence, found where the cell is made (engines.reasons), never parsed back out of `error` by a
+    # report: the node the engine's error names ("" where it names none), and the engine's own reason, the first
+    # line of its error that says why, not only where ("" where no line does).
+    failing_node: str = ""
+    engine_reason: str = ""
+    # The error's first line with the engine's own source lines and addresses masked ("pass.cpp:1357" ->
+    # "pass.cpp"): what two versions' failures are compared by.
+    error_line: str = ""
     signature: str = ""  # the documented error signature it matched, if any
     warnings: List[str] = field(default_factory=list)  # matched warning signature names
     output_dtypes: Dict[str, str] = field(default_factory=dict)
@@ -66,6 +77,9 @@ class Cell:
     hardware_detail: Dict[str, str] = field(default_factory=dict)  # GPU, compute capability, driver, CUDA
     versions: Dict[str, str] = field(default_factory=dict)  # engine, python, numpy, onnx ...
     options: Dict[str, Any] = field(default_factory=dict)  # build flags, optimization level, ...
+    # TensorRT family: the tactic sources the builder was configured with ([] where the build never got that far,
+    # and for other engines); the choice between them is the column's (variant `tactics`).
+    tactic_sources: List[str] = field(default_factory=list)
     # The engine's own column options that differ from its defaults (cases.engines): {} is the
     # engine's default column; {"x64quantprecision": "1"} for ONNX Runtime with that session option.
     variant: Dict[str, str] = field(default_factory=dict)

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Tuple
+from typing import Mapping, Optional, Tuple
 
-from cases.base import Expectation, Signature
+from cases.base import Case, Expectation, Signature
+from cases.engines import ORT_LEVELS
+from cases.isa import ISA_LEVELS, VNNI_LEVELS
 
 OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
-ZERO_POINT_ASSERT = "https://github.com/onnx/onnx-tensorrt/blob/10.1-GA/onnxOpImporters.cpp"
+# onnx-tensorrt's 8.6-GA operator table (the 8.0, 8.2, 8.4 and 8.5 tables say the same).
+OPERATORS_MD_8_6 = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/docs/operators.md"
+# The 10.1-GA importers: the zero-point assertion, and the fallback that turns an unknown op into a plugin lookup.
+ONNX_OP_IMPORTERS_10_1 = "https://github.com/onnx/onnx-tensorrt/blob/10.1-GA/onnxOpImporters.cpp"
+ZERO_POINT_ASSERT = ONNX_OP_IMPORTERS_10_1
+# The ONNX operator pages: one page per operator, every opset version on it.
+QUANTIZE_LINEAR = "https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html"
+DEQUANTIZE_LINEAR = "https://onnx.ai/onnx/operators/onnx__DequantizeLinear.html"
+ISSUE_2597 = "https://github.com/NVIDIA/TensorRT/issues/2597"
+ISSUE_3844 = "https://github.com/NVIDIA/TensorRT/issues/3844"
+MODELOPT_ONNX_PTQ = "https://nvidia.github.io/TensorRT-Model-Optimizer/guides/_onnx_quantization.html"
 # The parser's operator tables for one release: the 10.1-GA tag's table (its header still says "TensorRT 10.0"), and
 # the 10.15 table ("TensorRT 10.15 supports operators in the inclusive range of opset 9 to opset 24").
 OPERATORS_MD_10_1 = "https://github.com/onnx/onnx-tensorrt/blob/release/10.1-GA/docs/operators.md"
@@ -19,6 +31,9 @@ QUANTIZED_TYPES_11 = "https://docs.nvidia.com/deeplearning/tensorrt/11.0.0/infer
 # "by default, an engine built by TensorRT-RTX can be run on GPU devices with compute capability 8.0, 8.6, 8.9,
 # 12.0, and later"; kCURRENT turns CPU-only AOT off and targets the current GPU.
 RTX_CPU_ONLY_AOT = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/cpu-engines.html"
+RTX_QUANTIZED_TYPES = ("https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/"
+                       "work-quantized-types.html")
+RTX_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/getting-started/support-matrix.html"
 
 # A build that fails only because this version needs a GPU to build it: the machine's limit, not the engine's
 # verdict. TensorRT-RTX 1.4.0.76 with no GPU fails 29 of the catalogue's 176 builds in generateForCurrent
@@ -32,6 +47,7 @@ ENVIRONMENT_SIGNATURES = {
             source=RTX_CPU_ONLY_AOT,
             reason="needs a GPU to build on this version (it asks the CUDA runtime for the current device: "
                    "generateForCurrent), and this machine has none",
+            short="needs a GPU to build",
         ),
     ),
 }
@@ -53,6 +69,35 @@ RTX_CONV_DTYPE_CHECK = Signature(
     pattern=r"cudnn_impl\.cpp:\d+: CHECK\(dtype == myelinTypeFloat \|\| dtype == myelinTypeHalf",
     kind="error",
     source=RTX_BUILD_ERRORS,
+    short="Myelin's INT8 convolution check",
+)
+
+# Signatures of an engine, not of a case: they can meet any reproducer of the catalogue (and any user model), so each
+# is declared once here and matched on every cell of its engine, after the case's own.
+ENGINE_SIGNATURES = {"tensorrt-rtx": (RTX_CONV_DTYPE_CHECK,)}
+
+
+def signatures_of(case: Case, engine: str) -> Tuple[Signature, ...]:
+    """The signatures a cell of this case on this engine is matched against: the case's own, then its engine's."""
+    own = {s.name for s in case.signatures}
+    return case.signatures + tuple(s for s in ENGINE_SIGNATURES.get(engine, ()) if s.name not in own)
+
+
+def find_signature(case: Case, engine: str, name: str) -> Optional[Signature]:
+    """The declaration of a signature a cell matched, None for a name neither the case nor its engine declares."""
+    return next((s for s in signatures_of(case, engine) if s.name == name), None)
+
+
+# TensorRT's builder finding no kernel for a node: #4060 (8.6.11): "Error Code 10: Internal Error (Could not find any
+# implementation for node weights + node_of_weights_quantized + node_of_output.)"; #3385 (8.5.2) prints the same before
+# its node name; #2280 (8.4, a depthwise ConvTranspose) the same words.
+ISSUE_4060 = "https://github.com/NVIDIA/TensorRT/issues/4060"
+NO_IMPLEMENTATION = Signature(
+    name="no_implementation",
+    pattern=r"Could not find any implementation for node",
+    kind="error",
+    source=ISSUE_4060,
+    short="no implementation for a node",
 )
 
 
@@ -72,6 +117,7 @@ NONZERO_ZERO_POINT = Signature(
     pattern=r"shiftIsAllZeros\(zeroPoint\)|TensorRT only supports symmetric quantization",
     kind="error",
     source=ZERO_POINT_ASSERT,
+    short="non-zero zero point",
 )
 
 
@@ -116,3 +162,63 @@ def nonzero_zero_point_by_version(where: Mapping[str, Tuple]) -> Tuple[Expectati
         ),
         nonzero_zero_point_fails(where),
     )
+
+
+# x86-64 INT8 without VNNI: ONNX Runtime's u8s8 MatMulInteger goes through VPMADDUBSW, whose 16-bit pair sums saturate.
+# ORT's quantization guide: "This instruction might suffer from saturation issues ... There is no such issue on other
+# CPU architectures (x64 with VNNI and ARM)"; oneDNN's "Nuances of int8 computations" says the same of VPDPBUSD
+# (VNNI): "the intermediate overflow and saturation cannot occur". microsoft/onnxruntime#12088 (first shipped in 1.13:
+# the option's strings are absent from the 1.12.1 wheel and present in 1.13.1) added the session option
+# session.x64quantprecision, a Level-2 graph transformation that converts u8s8 MatMulInteger, QLinearMatMul,
+# QLinearConv (not ConvInteger) with constant weights outside [-64, 63] to u8u8 on SSE4.1/AVX2/AVX-512 without VNNI.
+ORT_QUANTIZATION_SATURATION = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
+ONEDNN_INT8_NUANCES = "https://oneapi-src.github.io/oneDNN/dev_guide_int8_computations.html"
+ORT_12088 = "https://github.com/microsoft/onnxruntime/pull/12088"
+VNNI = VNNI_LEVELS  # the CPU INT8 levels (cases.isa) that accumulate in 32 bits
+NO_VNNI = tuple(level for level in ISA_LEVELS if level not in VNNI_LEVELS and level != "baseline")
+_BELOW_EXTENDED = ORT_LEVELS[:ORT_LEVELS.index("ORT_ENABLE_EXTENDED")]
+_EXTENDED_OR_MORE = ORT_LEVELS[ORT_LEVELS.index("ORT_ENABLE_EXTENDED"):]
+
+
+def ort_u8s8_saturation(where: Mapping[str, Tuple]) -> Tuple[Expectation, ...]:
+    """ONNX Runtime's u8s8 MatMulInteger on the reproducers `where` selects, by the CPU's INT8 level and
+    session.x64quantprecision: it saturates without VNNI unless the option (at ORT_ENABLE_EXTENDED or more) fixes it."""
+    where = dict(where)
+    return (
+        Expectation(
+            "onnxruntime", ">=1.0", "fail", ORT_QUANTIZATION_SATURATION, stage="compare", where=where,
+            when={"isa": NO_VNNI, "x64quantprecision": ("0",)},
+            note="u8s8 through VPMADDUBSW: 16-bit pair sums saturate without VNNI ('reduce_range or the U8U8 format "
+            "... doesn't have saturation issues')",
+        ),
+        Expectation(
+            "onnxruntime", ">=1.0", "fail", ORT_12088, stage="compare", where=where,
+            when={"isa": NO_VNNI, "x64quantprecision": ("1",), "graph_optimization_level": _BELOW_EXTENDED},
+            note="session.x64quantprecision is a Level-2 graph transformation: below ORT_ENABLE_EXTENDED it never runs",
+        ),
+        Expectation(
+            "onnxruntime", ">=1.13", "pass", ORT_12088, where=where,
+            when={"isa": NO_VNNI, "x64quantprecision": ("1",), "graph_optimization_level": _EXTENDED_OR_MORE},
+            note="session.x64quantprecision converts the u8s8 MatMulInteger whose constant weights leave [-64, 63] to "
+            "u8u8 (first shipped in 1.13)",
+        ),
+        Expectation(
+            "onnxruntime", ">=1.0", "pass", ONEDNN_INT8_NUANCES, where=where, when={"isa": VNNI},
+            note="VNNI's VPDPBUSD accumulates in 32 bits: 'the intermediate overflow and saturation cannot occur'",
+        ),
+    )
+
+
+# What the lint says of forms no catalogue case sweeps, as expectations (engine, range, stage, source): one place.
+# 8.x's operators.md lists DequantizeLinear for INT8 input only; onnxruntime's quantize_static writes INT32 biases so.
+DQ_NON_ACTIVATION = Expectation(
+    "tensorrt", ">=8.0,<10.0", "fail", OPERATORS_MD, stage="load",
+    note="operators.md lists DequantizeLinear for INT8 input only (8.x tables)",
+)
+# 8.x: convMultiInput takes the kernel size from the `kernel_shape` attribute only (getKernelParams) and checks the
+# weight tensor against it; 10.x fills it from the weights' shape first.
+CONV_MULTI_INPUT_8X = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/onnx2trt_utils.cpp"
+CONV_WITHOUT_KERNEL_SHAPE = Expectation(
+    "tensorrt", ">=8.0,<9", "fail", CONV_MULTI_INPUT_8X, stage="load",
+    note="'The input tensor shape misaligns with the input kernel shape.' without the attribute",
+)

@@ -14,11 +14,10 @@ Concat (a 1x1 INT8 Conv, or the graph output). Numerics are counted in the Conca
 from __future__ import annotations
 
 from cases.base import Case
-from cases.common import RTX_CONV_DTYPE_CHECK
+from cases.common import ISSUE_2597
 
 ISSUE_3861 = "https://github.com/NVIDIA/TensorRT/issues/3861"
 ISSUE_4401 = "https://github.com/NVIDIA/TensorRT/issues/4401"
-ISSUE_2597 = "https://github.com/NVIDIA/TensorRT/issues/2597"
 
 CASE = Case(
     id="concat_requant",
@@ -28,7 +27,7 @@ CASE = Case(
     axes={"scales": ("equal", "different"), "output_qdq": (True, False), "consumer": ("conv", "none")},
     # The Concat node: node_of_cat, or node_of_y where it produces the graph output.
     target_nodes=("node_of_cat", "node_of_y"),
-    signatures=(RTX_CONV_DTYPE_CHECK,),
+    signatures=(),
     expectations=(),
     builder="generators.concat_requant:build",
 )

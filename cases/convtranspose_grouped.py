@@ -14,19 +14,12 @@ the depthwise kernel-4 variants.
 
 from __future__ import annotations
 
-from cases.base import Case, Expectation, Signature
-from cases.common import RTX_CONV_DTYPE_CHECK
+from cases.base import Case, Expectation
+from cases.common import NO_IMPLEMENTATION
 
 ISSUE_2280 = "https://github.com/NVIDIA/TensorRT/issues/2280"
 ISSUE_1934 = "https://github.com/NVIDIA/TensorRT/issues/1934"
 
-NO_IMPLEMENTATION = Signature(
-    name="no_implementation",
-    # Our weights are an INT8 initializer -> DQ, so the fused node is named after those, not "QuantizeLinear".
-    pattern=r"Could not find any implementation for node",
-    kind="error",
-    source=ISSUE_2280,
-)
 
 _DEPTHWISE_K4 = {"groups": (16,), "kernel": (4,)}
 _NOTE = ("the thread's node is CenterNet's depthwise 4x4 stride-2 ConvTranspose (read from its name "
@@ -39,7 +32,7 @@ CASE = Case(
     links=(ISSUE_2280, ISSUE_1934),
     axes={"groups": (1, 4, 16), "kernel": (4, 2), "output_qdq": (True, False)},
     target_nodes=("node_of_up", "node_of_y"),
-    signatures=(NO_IMPLEMENTATION, RTX_CONV_DTYPE_CHECK),
+    signatures=(NO_IMPLEMENTATION,),
     expectations=(
         Expectation(
             "tensorrt", "==8.4.*", "fail", ISSUE_2280, stage="build", signature="no_implementation",

@@ -17,9 +17,8 @@ format in the evidence (Int8: the Q was fused; Float: it was not). The one expec
 from __future__ import annotations
 
 from cases.base import Case, Expectation
-from cases.common import RTX_CONV_DTYPE_CHECK
+from cases.common import ISSUE_2597
 
-ISSUE_2597 = "https://github.com/NVIDIA/TensorRT/issues/2597"
 ISSUE_1699 = "https://github.com/NVIDIA/TensorRT/issues/1699"
 ISSUE_2383 = "https://github.com/NVIDIA/TensorRT/issues/2383"
 ISSUE_3412 = "https://github.com/NVIDIA/TensorRT/issues/3412"
@@ -32,7 +31,7 @@ CASE = Case(
     axes={"op": ("conv", "conv_transpose"), "follower": ("none", "q", "concat_q")},
     # The Conv/ConvTranspose node: node_of_up, or node_of_y where it produces the graph output.
     target_nodes=("node_of_up", "node_of_y"),
-    signatures=(RTX_CONV_DTYPE_CHECK,),
+    signatures=(),
     expectations=(
         Expectation(
             "tensorrt", "==8.2.*", "int8", ISSUE_1699, where={"op": ("conv_transpose",), "follower": ("none", "q")},

@@ -16,7 +16,6 @@ is not supported" for weights (64, 55, 2, 2) with 55 scales, i.e. per output cha
 from __future__ import annotations
 
 from cases.base import Case, Expectation
-from cases.common import RTX_CONV_DTYPE_CHECK
 
 ISSUE_1694 = "https://github.com/NVIDIA/TensorRT/issues/1694"
 ISSUE_1961 = "https://github.com/NVIDIA/TensorRT/issues/1961"
@@ -30,7 +29,7 @@ CASE = Case(
     links=(ISSUE_1694, ISSUE_1961, ISSUE_2380, ISSUE_1519),
     axes={"weights": ("per_tensor", "axis0", "axis1"), "channels": ("equal", "different")},
     target_nodes=("node_of_up",),
-    signatures=(RTX_CONV_DTYPE_CHECK,),
+    signatures=(),
     expectations=(
         Expectation(
             "tensorrt", "==8.0.1.*", "fail", ISSUE_1519, where={"weights": ("axis1",), "channels": ("different",)},

@@ -16,26 +16,13 @@ quantize_dynamic really emits for a small float MatMul and a small float Conv.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import OPERATORS_MD_10_1, OPERATORS_MD_10_15
+from cases.common import OPERATORS_MD, OPERATORS_MD_10_1, OPERATORS_MD_10_15, ort_u8s8_saturation
 
 ISSUE_3963 = "https://github.com/NVIDIA/TensorRT/issues/3963"
-OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
 # The cross-check column: ONNX Runtime's CPU ConvInteger has no kernel for uint8 activations with
 # int8 weights, which is what quantize_dynamic emits for a Conv (1.12 in #12558, 1.14 in #15888).
 ORT_12558 = "https://github.com/microsoft/onnxruntime/issues/12558"
 ORT_15888 = "https://github.com/microsoft/onnxruntime/issues/15888"
-# x86-64 without VNNI: ORT's u8s8 MatMulInteger goes through VPMADDUBSW, whose 16-bit pair sums saturate. ORT's
-# quantization guide: "This instruction might suffer from saturation issues ... There is no such issue on other
-# CPU architectures (x64 with VNNI and ARM)"; oneDNN's "Nuances of int8 computations" says the same of VPDPBUSD
-# (VNNI): "the intermediate overflow and saturation cannot occur". microsoft/onnxruntime#12088 (first shipped in
-# 1.13: the option's strings are absent from the 1.12.1 wheel and present in 1.13.1) added the session option
-# session.x64quantprecision, a Level-2 graph transformation that converts u8s8 MatMulInteger, QLinearMatMul,
-# QLinearConv (not ConvInteger) with constant weights outside [-64, 63] to u8u8 on SSE4.1/AVX2/AVX-512 without VNNI.
-ORT_QUANTIZATION_SATURATION = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
-ONEDNN_INT8_NUANCES = "https://oneapi-src.github.io/oneDNN/dev_guide_int8_computations.html"
-ORT_12088 = "https://github.com/microsoft/onnxruntime/pull/12088"
-NO_VNNI = ("sse4.1", "avx2", "avx512")
-VNNI = ("avx_vnni", "avx512_vnni", "amx")
 
 CASE = Case(
     id="dynamic_quantize",
@@ -58,12 +45,14 @@ CASE = Case(
             r"getPluginCreator could not find plugin: DynamicQuantizeLinear version: 1",
             "error",
             ISSUE_3963,
+            short="no DynamicQuantizeLinear plugin",
         ),
         Signature(
             "ort_convinteger_not_implemented",
             r"Could not find an implementation for ConvInteger\(10\) node",
             "error",
             ORT_12558,
+            short="ConvInteger not implemented",
         ),
     ),
     expectations=(
@@ -93,32 +82,7 @@ CASE = Case(
         ),
         # The cross-check column's CPU: the same MatMulInteger saturates without VNNI (measured: 8770 steps on an
         # AVX2 level, ORT 1.16.3, 1.31.1 and 1.32.0; 0 with VNNI; 0 with session.x64quantprecision on AVX2).
-        Expectation(
-            "onnxruntime", ">=1.0", "fail", ORT_QUANTIZATION_SATURATION, stage="compare",
-            where={"variant": ("dql_matmulinteger",)}, when={"isa": NO_VNNI, "x64quantprecision": ("0",)},
-            note="u8s8 through VPMADDUBSW: 16-bit pair sums saturate without VNNI ('reduce_range or the U8U8 format "
-            "... doesn't have saturation issues')",
-        ),
-        Expectation(
-            "onnxruntime", ">=1.0", "fail", ORT_12088, stage="compare",
-            where={"variant": ("dql_matmulinteger",)},
-            when={"isa": NO_VNNI, "x64quantprecision": ("1",),
-                  "graph_optimization_level": ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC")},
-            note="session.x64quantprecision is a Level-2 graph transformation: below ORT_ENABLE_EXTENDED it never runs",
-        ),
-        Expectation(
-            "onnxruntime", ">=1.13", "pass", ORT_12088,
-            where={"variant": ("dql_matmulinteger",)},
-            when={"isa": NO_VNNI, "x64quantprecision": ("1",),
-                  "graph_optimization_level": ("ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")},
-            note="session.x64quantprecision converts the u8s8 MatMulInteger whose constant weights leave [-64, 63] to "
-            "u8u8 (first shipped in 1.13)",
-        ),
-        Expectation(
-            "onnxruntime", ">=1.0", "pass", ONEDNN_INT8_NUANCES,
-            where={"variant": ("dql_matmulinteger",)}, when={"isa": VNNI},
-            note="VNNI's VPDPBUSD accumulates in 32 bits: 'the intermediate overflow and saturation cannot occur'",
-        ),
+        *ort_u8s8_saturation({"variant": ("dql_matmulinteger",)}),
     ),
     builder="generators.dynamic_quantize:build",
 )

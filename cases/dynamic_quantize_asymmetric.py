@@ -23,9 +23,8 @@ defaults or with #4698's symmetric options. Targets: the Gather and its Dequanti
 
 from __future__ import annotations
 
-from cases.base import Case, Expectation
-from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version
-from cases.dynamic_quantize import NO_VNNI, ONEDNN_INT8_NUANCES, ORT_12088, ORT_QUANTIZATION_SATURATION, VNNI
+from cases.base import Case
+from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version, ort_u8s8_saturation
 
 ISSUE_4698 = "https://github.com/NVIDIA/TensorRT/issues/4698"
 # The Linear's u8s8 MatMulInteger whose pair sums saturate ONNX Runtime's AVX2 kernels (seed 002's story).
@@ -46,27 +45,7 @@ CASE = Case(
         # The cross-check column's CPU, as for seed 002's MatMulInteger (measured here: 10.1 steps on an emulated AVX2
         # level with ONNX Runtime 1.32.0; 0 with VNNI; 0 with session.x64quantprecision at ORT_ENABLE_ALL). With
         # onnxruntime's default options the same Linear stays within a step on AVX2: only the variant that saturates.
-        Expectation(
-            "onnxruntime", ">=1.0", "fail", ORT_QUANTIZATION_SATURATION, stage="compare", where=SATURATING,
-            when={"isa": NO_VNNI, "x64quantprecision": ("0",)},
-            note="u8s8 MatMulInteger through VPMADDUBSW: 16-bit pair sums saturate without VNNI",
-        ),
-        Expectation(
-            "onnxruntime", ">=1.0", "fail", ORT_12088, stage="compare", where=SATURATING,
-            when={"isa": NO_VNNI, "x64quantprecision": ("1",),
-                  "graph_optimization_level": ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC")},
-            note="session.x64quantprecision is a Level-2 graph transformation: below ORT_ENABLE_EXTENDED it never runs",
-        ),
-        Expectation(
-            "onnxruntime", ">=1.13", "pass", ORT_12088, where=SATURATING,
-            when={"isa": NO_VNNI, "x64quantprecision": ("1",),
-                  "graph_optimization_level": ("ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")},
-            note="session.x64quantprecision turns the u8s8 MatMulInteger into u8u8 (first shipped in 1.13)",
-        ),
-        Expectation(
-            "onnxruntime", ">=1.0", "pass", ONEDNN_INT8_NUANCES, where=SATURATING, when={"isa": VNNI},
-            note="VNNI's VPDPBUSD accumulates in 32 bits: 'the intermediate overflow and saturation cannot occur'",
-        ),
+        *ort_u8s8_saturation(SATURATING),
     ),
     builder="generators.dynamic_quantize_asymmetric:build",
 )

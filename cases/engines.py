@@ -1,15 +1,17 @@
-"""Engine descriptors: what the catalogue, the runner, the reports and the bug bundles know about each engine.
+"""Engine descriptors: what the catalogue, the runner, the reports, the bug bundles and the GPU tools know about each
+engine, in one place.
 
-Pure data; no engine is imported here. Every place that needs an engine's name, title, device, options
-or repro driver reads it from ENGINES instead of retyping it. An engine option with `column=True`
+Pure data and the standard library; no engine is imported here (the noxfile and `python -m engines.pins` read it
+without numpy). Every place that needs an engine's name, title, device, defaults, options, repro files, lint
+eligibility or pinned versions reads it from ENGINES instead of retyping it. An engine option with `column=True`
 makes a column of its own when it is not at its default (a cell's `variant`): ONNX Runtime's
 `session.x64quantprecision`, TensorRT's tactic sources, TensorRT-RTX's target architecture.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,25 @@ class EngineOption:
     choices: Tuple[str, ...] = ()  # () accepts any text
     help: str = ""
     column: bool = True  # a value other than the default is a column of its own
+    env: str = ""  # an environment variable that sets the default where no flag does ("" none)
+    sweep: Tuple[str, ...] = ()  # the values a full run gives a column each (TensorRT-RTX's build targets)
+
+
+@dataclass(frozen=True)
+class PinGroup:
+    """Versions of one engine that install alike, one nox session each (`<session>(<version>)`)."""
+
+    session: str  # "trt", "trt10", "rtx", "ort", "openvino"
+    versions: Tuple[str, ...]
+    python: str = ""  # the interpreter they need ("" any the session has)
+    index: str = ""  # an extra package index they come from ("" PyPI)
+    requires: Tuple[str, ...] = ()  # what every version of the group needs beside it
+    extra: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)  # per version: more of the same
+    cuda: Mapping[str, str] = field(default_factory=dict)  # per version: the CUDA major its wheel names (cu11, cu12)
+
+    def requirements(self, version: str) -> Tuple[str, ...]:
+        """What one version installs beside the engine itself."""
+        return self.requires + tuple(self.extra.get(version, ()))
 
 
 @dataclass(frozen=True)
@@ -37,6 +58,13 @@ class EngineSpec:
     module: str  # the Python module the engine is (what its worker imports)
     requirement: str  # what a bug bundle's reader installs
     options: Tuple[EngineOption, ...] = ()
+    # Fixed settings the adapter always uses and a bug bundle repeats (not options: no cell differs in them).
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    # What a bug bundle's repro.py runs for this engine: bundle path -> repository path, copied unchanged.
+    repro_files: Mapping[str, str] = field(default_factory=dict)
+    repro_commands: str = ""  # the template of the equivalent tool command lines a bug bundle carries ("" none)
+    lint: bool = False  # the TensorRT lint (check.lint) predicts for it: it shares TensorRT's ONNX parser
+    pins: Tuple[PinGroup, ...] = ()
 
     def option(self, name: str) -> EngineOption:
         for o in self.options:
@@ -52,6 +80,10 @@ class EngineSpec:
         return {o.name: str(values[o.name]) for o in self.options
                 if o.column and o.name in values and values[o.name] is not None and str(values[o.name]) != o.default}
 
+    def value(self, variant: Mapping[str, Any], name: str) -> str:
+        """One option's value in a cell's column: its variant's, else the option's default."""
+        return str(variant.get(name) or self.option(name).default)
+
     def check(self, values: Mapping[str, Any]) -> None:
         """ValueError naming an option value this engine does not accept."""
         for o in self.options:
@@ -62,6 +94,12 @@ class EngineSpec:
 
 ORT_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")
 RTX_TARGETS = ("default", "SM75", "SM80", "SM86", "SM89", "SM120", "SM121")
+NVIDIA_INDEX = "https://pypi.nvidia.com"
+# The worker and the stages a bug bundle's repro.py runs, by family, copied unchanged (bundle path: repository path).
+TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.py", "layers.py", "gpu.py",
+             "plugins.py", "timing.py")
+TRT_REPRO = {f"suite/tensorrt/{name}": f"engines/tensorrt/{name}" for name in TRT_FILES}
+TRT_SETTINGS = {"workspace_mb": 1024}  # the builder's workspace pool: 1 GiB
 
 ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
     EngineSpec(
@@ -69,23 +107,51 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
         "tensorrt (8.x needs numpy<1.24)",
         options=(
             EngineOption("tactics", "--trt-tactics", "default", ("default", "tensorrt-only"),
-                         "TensorRT tactic sources: its default, or its own kernels only (no cuBLAS/cuDNN)"),
+                         "TensorRT tactic sources: its default, or its own kernels only (no cuBLAS/cuDNN)",
+                         env="QDQ_TRT_TACTICS"),
             # Recorded with every cell (and in the resume key), but not a column: a verdict must not depend on it.
             EngineOption("timing_cache", "--trt-timing-cache", "on", ("on", "off"),
                          "share one ITimingCache per TensorRT version, GPU and tactic setting, kept in "
                          "results/timing-cache/ ($QDQ_TIMING_CACHE_DIR)", column=False),
+        ),
+        settings=TRT_SETTINGS, repro_files=TRT_REPRO, repro_commands="commands_tensorrt.md.j2", lint=True,
+        pins=(
+            # TensorRT from PyPI: whole wheels exist only for these, for CPython <= 3.10, and their trt.nptype needs
+            # numpy < 1.24 (np.bool). They need an NVIDIA GPU. Their Requires-Dist names the CUDA wheels: 8.5.x
+            # *-cu11, 8.6.0 *-cu12 (tools/gpu-payload pins those).
+            PinGroup("trt", ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"), python="3.10", requires=("numpy<1.24",),
+                     cuda={"8.5.1.7": "cu11", "8.5.2.2": "cu11", "8.5.3.1": "cu11", "8.6.0": "cu12"}),
+            # TensorRT 10.x and 11.x from NVIDIA's own index (pip's --extra-index-url); run these on a machine that
+            # reaches it. Not verified on real TensorRT here. 10.16.1.11 is the last 10.x; 11.x (11.0.0.114 ..
+            # 11.4.0.106, version strings as released) is strongly typed only: see worker.py. 11.5.0 (2026-11-18;
+            # parses opset 25, ships Polygraphy 0.53.9) as its release notes and v11.5 tag publish it: no 11.5 wheel
+            # was reachable from here to read its build number, so its session takes the newest 11.5.0.* build.
+            PinGroup("trt10", ("10.8.0.43", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.1.0.106", "11.2.1.2",
+                               "11.3.0.99", "11.4.0.106", "11.5.0"), python="3.12", index=NVIDIA_INDEX),
         ),
     ),
     EngineSpec(
         "tensorrt-rtx", "TensorRT for RTX", "rtx", "tensorrt", "aot", "engines.tensorrt:RtxAdapter", "tensorrt_rtx",
         "tensorrt-rtx",
         options=(
+            # The targets swept are the architectures whose outcome can differ (FP8 GEMM needs SM89+, FP4 GEMM
+            # Blackwell, INT4 weight-only GEMM no Turing: the RTX support matrix; 1.7 builds an INT8 Conv in float
+            # for SM75, seeds 013 and 023), for the cases that say so (Case.arch_dependent).
             EngineOption("target", "--rtx-target", "default", RTX_TARGETS,
-                         "the GPU architecture the ahead-of-time build is for (default: the builder's own set)"),
+                         "the GPU architecture the ahead-of-time build is for (default: the builder's own set)",
+                         sweep=("SM75", "SM80", "SM86", "SM89", "SM120")),
             EngineOption("plugin_link", "--rtx-plugin-link", "none", ("none", "libtensorrt_rtx.so"),
                          "give the worker a libtensorrt_rtx.so link to the wheel's libtensorrt_rtx.so.1: the wheel "
                          "ships only .so.1, and 1.7's ONNX parser aborts the process on a Python IPluginV3 node "
                          "without it"),
+        ),
+        settings=TRT_SETTINGS, repro_files=TRT_REPRO, lint=True,
+        pins=(
+            # Real, and it builds with no GPU (CPU-only ahead-of-time builds), so every machine gets these columns.
+            # `tensorrt-rtx==V` is what a user's `pip install` gives: the cu13 build (tensorrt_rtx_cu13_libs); the
+            # cu12 build gives byte-identical plans (measured on 1.7.1.116), and the CUDA major only matters for
+            # running a plan, which no machine here can (sm_90 is not a target).
+            PinGroup("rtx", ("1.4.0.76", "1.5.0.114", "1.6.1.120", "1.7.1.116")),
         ),
     ),
     EngineSpec(
@@ -98,11 +164,25 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
                          "session.x64quantprecision: u8s8 -> u8u8 where x86-64 without VNNI would saturate "
                          "(microsoft/onnxruntime#12088)"),
         ),
+        settings={"providers": ("CPUExecutionProvider",)},
+        repro_files={"suite/stages.py": "engines/onnxruntime/stages.py"},
+        # Oldest and newest; 1.16 is the oldest that reads the bundles (IR 8), and it needs numpy 1.x.
+        pins=(PinGroup("ort", ("1.16.3", "1.31.1"), extra={"1.16.3": ("numpy<2",)}),),
     ),
-    EngineSpec("openvino", "OpenVINO", "ov", "openvino", "cpu", "engines.openvino:Adapter", "openvino", "openvino"),
+    EngineSpec(
+        "openvino", "OpenVINO", "ov", "openvino", "cpu", "engines.openvino:Adapter", "openvino", "openvino",
+        # On CPUs with bf16 support OpenVINO computes float layers in bf16 unless the hint says f32.
+        settings={"device": "CPU", "inference_precision_hint": "f32"},
+        repro_files={"suite/stages.py": "engines/openvino/stages.py"},
+        # Oldest and newest; the oldest needs numpy 1.x.
+        pins=(PinGroup("openvino", ("2024.6.0", "2026.4.1"), extra={"2024.6.0": ("numpy<2",)}),),
+    ),
 )}
 NAMES: Tuple[str, ...] = tuple(ENGINES)
 CPU_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.device == "cpu")
+LINT_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.lint)
+# What every bug bundle's repro.py needs, whatever the engine: itself and the suite's one error measure.
+REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/steps.py": "generators/steps.py"}
 
 
 def spec(name: str) -> EngineSpec:
@@ -114,6 +194,28 @@ def spec(name: str) -> EngineSpec:
 
 def title(name: str) -> str:
     return ENGINES[name].title if name in ENGINES else name
+
+
+def family(name: str) -> str:
+    """"tensorrt" for both TensorRT engines, the name itself for any other."""
+    return ENGINES[name].family if name in ENGINES else name
+
+
+def pin_groups() -> Dict[str, PinGroup]:
+    """Every pin group by session name, in descriptor order."""
+    return {g.session: g for s in ENGINES.values() for g in s.pins}
+
+
+def pin_group(session: str) -> PinGroup:
+    groups = pin_groups()
+    if session not in groups:
+        raise KeyError(f"no pin group {session!r}; groups: {', '.join(groups)}")
+    return groups[session]
+
+
+def engine_of(session: str) -> Optional[str]:
+    """The engine whose pins a session installs, None for another session."""
+    return next((s.name for s in ENGINES.values() for g in s.pins if g.session == session), None)
 
 
 def variant_label(variant: Mapping[str, Any]) -> str:

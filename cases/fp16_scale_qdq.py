@@ -21,10 +21,9 @@ scalar float16 scale whose output a Cast makes float32. Targets: the Conv or Mat
 from __future__ import annotations
 
 from cases.base import Case, Params, Signature
-from cases.common import RTX_CONV_DTYPE_CHECK
+from cases.common import DEQUANTIZE_LINEAR
 
 ISSUE_4832 = "https://github.com/NVIDIA/TensorRT/issues/4832"
-DEQUANTIZE_LINEAR_19 = "https://onnx.ai/onnx/operators/onnx__DequantizeLinear.html"
 
 MYELIN_DEQUANTIZE_TYPES = Signature(
     name="myelin_dequantize_output_type",
@@ -32,6 +31,7 @@ MYELIN_DEQUANTIZE_TYPES = Signature(
     pattern=r"Could not infer output types for operation: .*dequantize",
     kind="error",
     source=ISSUE_4832,
+    short="Myelin cannot type a dequantize",
 )
 
 
@@ -44,15 +44,16 @@ CASE = Case(
     id="fp16_scale_qdq",
     seed="013",
     title="INT8 Q/DQ with float16 scales on float16 activations (opset 19): Conv, MatMul, #4832's DQ",
-    links=(ISSUE_4832, DEQUANTIZE_LINEAR_19),
+    links=(ISSUE_4832, DEQUANTIZE_LINEAR),
     axes={
         "graph": ("conv", "matmul", "dq_cast_after_reshape_slice"),
         "weights": ("per_tensor", "per_channel", "none"),
     },
     target_nodes=("node_of_y", "node_of_x_dq"),
-    signatures=(MYELIN_DEQUANTIZE_TYPES, RTX_CONV_DTYPE_CHECK),
+    signatures=(MYELIN_DEQUANTIZE_TYPES,),
     expectations=(),
     builder="generators.fp16_scale_qdq:build",
+    arch_dependent=True,
     valid=_weights_fit_graph,
     opset=19,
 )

@@ -29,21 +29,20 @@ an FP4 Q/DQ per tensor (W4A4). Opset 23, IR 11. Target: the Conv or MatMul.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import RTX_CONV_DTYPE_CHECK
+from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
 from cases.low_precision import (
-    RTX_2026_LOGS, RTX_BLOCK_AXIS, RTX_DEQUANTIZE_LAYER, RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX,
-    RTX_TARGET_ARCH_KIND,
-    rtx_fp4_gemm, trt8_cannot_parse,
+    RTX_2026_LOGS, RTX_BLOCK_AXIS, RTX_DEQUANTIZE_LAYER, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, rtx_fp4_gemm,
+    trt8_cannot_parse,
 )
 
 ISSUE_4833 = "https://github.com/NVIDIA/TensorRT/issues/4833"
-DEQUANTIZE_LINEAR_23 = "https://onnx.ai/onnx/operators/onnx__DequantizeLinear.html"
 
 FP4_TYPE_NOT_SUPPORTED = Signature(
     name="fp4_type_not_supported",
     pattern=r"type not supported yet",  # #4833's W4A4 refusal, as the thread quotes it
     kind="error",
     source=ISSUE_4833,
+    short="FP4 type not supported yet",
 )
 RTX_NOT_CONSTANT = Signature(
     name="rtx_fp4_activation_not_constant",
@@ -51,6 +50,7 @@ RTX_NOT_CONSTANT = Signature(
     pattern=r"operand\.h:\d+: CHECK\(is_constant\(\)\) failed",
     kind="error",
     source=RTX_2026_LOGS,
+    short="FP4 activations not a constant",
 )
 W4A16_CONV = {"op": ("conv",), "weights": ("per_tensor",), "activations": ("w4a16",)}
 W4A4_CONV = {"op": ("conv",), "weights": ("per_tensor",), "activations": ("w4a4",)}
@@ -59,10 +59,10 @@ CASE = Case(
     id="fp4_weight_only",
     seed="019",
     title="FP4 E2M1 weight-only (W4A16) and W4A4 Q/DQ into a Conv or MatMul, per tensor or blocked (opset 23)",
-    links=(ISSUE_4833, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX, RTX_DEQUANTIZE_LAYER, DEQUANTIZE_LINEAR_23),
+    links=(ISSUE_4833, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX, RTX_DEQUANTIZE_LAYER, DEQUANTIZE_LINEAR),
     axes={"op": ("conv", "matmul"), "weights": ("per_tensor", "blocked"), "activations": ("w4a16", "w4a4")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, RTX_BLOCK_AXIS, RTX_CONV_DTYPE_CHECK, RTX_NOT_CONSTANT,
+    signatures=(RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, RTX_BLOCK_AXIS, RTX_NOT_CONSTANT,
                 FP4_TYPE_NOT_SUPPORTED),
     expectations=(
         *rtx_fp4_gemm({"op": ("matmul",)}, {"op": ("matmul",), "activations": ("w4a16",)}),
@@ -83,5 +83,6 @@ CASE = Case(
         trt8_cannot_parse("FP4"),
     ),
     builder="generators.fp4_weight_only:build",
+    arch_dependent=True,
     opset=23,
 )

@@ -24,10 +24,10 @@ Targets: the three Convs.
 from __future__ import annotations
 
 from cases.base import Case, Expectation
+from cases.common import OPERATORS_MD_8_6
 
 ISSUE_RTX_35 = "https://github.com/NVIDIA/TensorRT-RTX/issues/35"
 ISSUE_4817 = "https://github.com/NVIDIA/TensorRT/issues/4817"
-OPERATORS_MD_8_6 = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/docs/operators.md"
 
 CASE = Case(
     id="fp8_conv_stack",
@@ -56,5 +56,6 @@ CASE = Case(
         ),
     ),
     builder="generators.fp8_conv_stack:build",
+    arch_dependent=True,
     opset=19,
 )

@@ -22,12 +22,9 @@ activations per tensor and FP8 weights per tensor or per output channel, float32
 from __future__ import annotations
 
 from cases.base import Case, Expectation
+from cases.common import OPERATORS_MD_8_6, QUANTIZE_LINEAR, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
 
 ONNX_4805 = "https://github.com/onnx/onnx/pull/4805"
-RTX_QUANTIZED_TYPES = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/work-quantized-types.html"
-RTX_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/getting-started/support-matrix.html"
-QUANTIZE_LINEAR_19 = "https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html"
-OPERATORS_MD_8_6 = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/docs/operators.md"
 
 GEMMS = {"op": ("matmul", "gemm")}
 FP8_GEMM_NOTE = ("'FP8 is only supported for matrix multiplications (GEMM) on Ada and later architectures (compute "
@@ -37,7 +34,7 @@ CASE = Case(
     id="fp8_qdq",
     seed="015",
     title="FP8 E4M3 Q/DQ on MatMul, Gemm and Conv, per tensor or per channel (opset 19)",
-    links=(ONNX_4805, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX, QUANTIZE_LINEAR_19, OPERATORS_MD_8_6),
+    links=(ONNX_4805, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX, QUANTIZE_LINEAR, OPERATORS_MD_8_6),
     axes={"op": ("matmul", "gemm", "conv"), "weights": ("per_tensor", "per_channel")},
     target_nodes=("node_of_y",),
     signatures=(),
@@ -53,5 +50,6 @@ CASE = Case(
         ),
     ),
     builder="generators.fp8_qdq:build",
+    arch_dependent=True,
     opset=19,
 )

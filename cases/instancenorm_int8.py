@@ -47,14 +47,17 @@ CASE = Case(
             r"Your ONNX model has been generated with INT64 weights.*Attempting to cast down to INT32",
             "warning",
             ISSUE_3659,
+            short="INT64 weights cast down to INT32",
         ),
         Signature(
             "int32_clamped",
             r"One or more weights outside the range of INT32 was clamped",
             "warning",
             ISSUE_2966,
+            short="INT32 values clamped",
         ),
-        Signature("missing_scale", r"Missing scale and zero-point for tensor", "warning", ISSUE_3659),
+        Signature("missing_scale", r"Missing scale and zero-point for tensor", "warning", ISSUE_3659,
+                  short="missing scale and zero point"),
     ),
     expectations=(
         # Not beyond 10.x: TensorRT 11.0 removed BuilderFlag.INT8 and the INT8 calibrator (MIGRATION_11), so on 11.x

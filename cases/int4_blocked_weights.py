@@ -22,13 +22,16 @@ activations (the scale's type, so the DQ's output type). Weight-only: no Q on th
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Params
-from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version
+from cases.common import (
+    NONZERO_ZERO_POINT,
+    OPERATORS_MD_8_6,
+    RTX_QUANTIZED_TYPES,
+    RTX_SUPPORT_MATRIX,
+    nonzero_zero_point_by_version,
+)
 
 ONNX_5812 = "https://github.com/onnx/onnx/pull/5812"
-RTX_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/getting-started/support-matrix.html"
-RTX_QUANTIZED_TYPES = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/work-quantized-types.html"
 # onnx-tensorrt's 8.6-GA operator table (the 8.0, 8.2, 8.4 and 8.5 tables say the same).
-OPERATORS_MD_8_6 = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/docs/operators.md"
 
 SUPPORT_MATRIX_NOTE = ("support matrix, 'INT4 WoQ GEMM': Yes on 12.0 (and 12.1 from 1.5), 8.9 and 8.6, No on 7.5 "
                        "Turing (tables 1.0, 1.1, 1.4, 1.5 and the unversioned page)")
@@ -70,6 +73,7 @@ CASE = Case(
         *nonzero_zero_point_by_version({"weights": ("uint4",)}),
     ),
     builder="generators.int4_blocked_weights:build",
+    arch_dependent=True,
     valid=_uint4_once,
     opset=21,
 )

@@ -24,7 +24,8 @@ TensorRT-RTX and TensorRT 8.x: seed 014's INT4 weight-only GEMM facts (support m
 from __future__ import annotations
 
 from cases.base import Case, Expectation
-from cases.low_precision import RTX_HW_SPECIFIC, RTX_SUPPORT_MATRIX, RTX_TARGET_ARCH_KIND, trt8_cannot_parse
+from cases.common import RTX_SUPPORT_MATRIX
+from cases.low_precision import RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, trt8_cannot_parse
 
 ONNXSIM_749 = "https://github.com/onnxsim/onnxsim/issues/749"
 ORT_21342 = "https://github.com/microsoft/onnxruntime/pull/21342"
@@ -70,5 +71,6 @@ CASE = Case(
         trt8_cannot_parse("INT4"),
     ),
     builder="generators.int4_matmulnbits_fusion:build",
+    arch_dependent=True,
     opset=21,
 )

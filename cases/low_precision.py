@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import Mapping, Optional, Tuple
 
 from cases.base import Expectation, Signature
+from cases.common import OPERATORS_MD_8_6, RTX_QUANTIZED_TYPES
 
-# onnx-tensorrt's 8.6-GA operator table (the 8.0, 8.2, 8.4 and 8.5 tables say the same).
-OPERATORS_MD_8_6 = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/docs/operators.md"
-RTX_QUANTIZED_TYPES = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/work-quantized-types.html"
-RTX_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/getting-started/support-matrix.html"
 # IDequantizeLayer: "For block quantization, the shape of scale tensor must match the shape of the input, except for
 # one dimension (the last or second to last dimension) in which blocking occurs."
 RTX_DEQUANTIZE_LAYER = ("https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/_static/cpp-api/"
@@ -30,6 +27,7 @@ RTX_HW_SPECIFIC = Signature(
     pattern=r"Cannot compile for target\(s\) sm\d+, because the model contains HW-specific data ?types",
     kind="error",
     source=RTX_2026_LOGS,
+    short="a data type the target lacks",
 )
 RTX_ISSUE_33 = "https://github.com/NVIDIA/TensorRT-RTX/issues/33"
 RTX_TARGET_ARCH_KIND = Signature(
@@ -40,6 +38,7 @@ RTX_TARGET_ARCH_KIND = Signature(
     pattern=r"target_sm '\d+' does not have arch kind",
     kind="error",
     source=RTX_ISSUE_33,
+    short="target without an arch kind",
 )
 RTX_BLOCK_AXIS = Signature(
     name="rtx_block_axis",
@@ -47,6 +46,7 @@ RTX_BLOCK_AXIS = Signature(
     pattern=r"The blocking dimension must be the last or second to last dimension",
     kind="error",
     source=RTX_DEQUANTIZE_LAYER,
+    short="block axis not last or second to last",
 )
 
 

@@ -26,14 +26,14 @@ OpenVINO cannot run TensorRT's custom ops. Target: the MatMul.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Params, Signature
+from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES
 from cases.low_precision import (
-    ADA_AND_LATER, FP8_BELOW_ADA, FP8_GEMM_NOTE, RTX_2026_LOGS, RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES,
-    RTX_TARGET_ARCH_KIND, trt8_cannot_parse,
+    ADA_AND_LATER, FP8_BELOW_ADA, FP8_GEMM_NOTE, RTX_2026_LOGS, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND,
+    trt8_cannot_parse,
 )
 
 # "What's New in NVIDIA TensorRT 10.12.0: MXFP8 Quantization Support"
 TRT_10_12 = "https://docs.nvidia.com/deeplearning/tensorrt/10.12.0/index.html"
-DEQUANTIZE_LINEAR_24 = "https://onnx.ai/onnx/operators/onnx__DequantizeLinear.html"
 MODELOPT_QDQ_UTILS = ("https://github.com/NVIDIA/TensorRT-Model-Optimizer/blob/main/modelopt/onnx/quantization/"
                       "qdq_utils.py")
 
@@ -44,6 +44,7 @@ RTX_E8M0_INITIALIZER = Signature(
     pattern=r"Failed to import initializer: In node -1 .*convertOnnxWeights",
     kind="error",
     source=RTX_2026_LOGS,
+    short="float8e8m0 scale initializer",
 )
 
 
@@ -56,7 +57,7 @@ CASE = Case(
     id="mxfp8_block_scales",
     seed="021",
     title="MXFP8 MatMul (FP8 E4M3, E8M0 block scales of 32): ONNX's opset-24 DequantizeLinear or ModelOpt's TRT ops",
-    links=(MODELOPT_QDQ_UTILS, TRT_10_12, DEQUANTIZE_LINEAR_24, RTX_QUANTIZED_TYPES),
+    links=(MODELOPT_QDQ_UTILS, TRT_10_12, DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES),
     axes={"form": ("onnx_e8m0", "trt_custom"), "activations": ("weight_only", "dynamic")},
     target_nodes=("node_of_y",),
     signatures=(RTX_E8M0_INITIALIZER, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND),
@@ -73,6 +74,7 @@ CASE = Case(
         trt8_cannot_parse("FP8, E8M0 or the trt domain's custom ops"),
     ),
     builder="generators.mxfp8_block_scales:build",
+    arch_dependent=True,
     valid=_dynamic_needs_trt_ops,
     opset=24,
 )

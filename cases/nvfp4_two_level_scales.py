@@ -29,9 +29,8 @@ Target: the MatMul.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.low_precision import (
-    RTX_HW_SPECIFIC, RTX_QUANTIZED_TYPES, RTX_TARGET_ARCH_KIND, RTX_SUPPORT_MATRIX, rtx_fp4_gemm, trt8_cannot_parse,
-)
+from cases.common import RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
+from cases.low_precision import RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, rtx_fp4_gemm, trt8_cannot_parse
 
 ISSUE_PT_4196 = "https://github.com/pytorch/TensorRT/issues/4196"
 MODELOPT_2333 = "https://github.com/NVIDIA/Model-Optimizer/pull/2333"
@@ -43,12 +42,14 @@ DOUBLE_QUANT_FP32 = Signature(
     pattern=r"\[DYNAMIC_QUANTIZE\] double quant scale must be FP32",
     kind="error",
     source=ISSUE_PT_4196,
+    short="double quant scale must be FP32",
 )
 PW_VTX_ANALYZER = Signature(
     name="myelin_pw_vtx_analyzer",
     pattern=r"pw_vtx_analyzer CHECK\(false\) Not implemented",
     kind="error",
     source=ISSUE_PT_4196,
+    short="Myelin pointwise analyzer check",
 )
 B300 = "NVIDIA B300 (server Blackwell), NGC containers; builds on an RTX PRO 6000 Blackwell (sm_120)"
 DYNAMIC = {"activations": ("dynamic",)}
@@ -83,5 +84,6 @@ CASE = Case(
         trt8_cannot_parse("FP4 or the trt domain's custom ops"),
     ),
     builder="generators.nvfp4_two_level_scales:build",
+    arch_dependent=True,
     opset=23,
 )

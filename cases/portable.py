@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path, PurePosixPath
-from typing import Iterable, List, Optional, Union
+from typing import Iterable, Optional, Union
 
 REPO = Path(__file__).resolve().parent.parent
 OUTSIDE = "…/"
@@ -62,8 +62,3 @@ def scrub(text: str, repo: Optional[Path] = None) -> str:
     """An engine's error or log with each machine path in it (MACHINE_PATH: under /tmp, /home, /root ...) made
     portable; an ONNX node name such as "/layer1/conv/Conv" is left as it is."""
     return MACHINE_PATH.sub(lambda m: portable_path(m.group(0), repo), text) if "/" in text or ":\\" in text else text
-
-
-def machine_paths(text: str) -> List[str]:
-    """Every machine path in a text: what a published file must not hold."""
-    return MACHINE_PATH.findall(text)

@@ -51,9 +51,8 @@ the observed 1.7.1.116 cells), and a uint8 Q/DQ with zero point 0 is read as INT
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version, rtx_plugins_unsupported
+from cases.common import ISSUE_3844, NONZERO_ZERO_POINT, nonzero_zero_point_by_version, rtx_plugins_unsupported
 
-ISSUE_3844 = "https://github.com/NVIDIA/TensorRT/issues/3844"
 ISSUE_3055 = "https://github.com/NVIDIA/TensorRT/issues/3055"
 ISSUE_3314 = "https://github.com/NVIDIA/TensorRT/issues/3314"
 RUSTNN_153 = "https://github.com/rustnn/rustnn/issues/153"
@@ -118,24 +117,28 @@ CASE = Case(
             r"could not find any supported formats consistent with input/output data types",
             "error",
             ISSUE_3844,
+            short="no supported formats",
         ),
         Signature(
             "candidate_requirements",
             r"Assertion !n->candidateRequirements\.empty\(\) failed",
             "error",
             ISSUE_3055,
+            short="no candidate requirements",
         ),
         Signature(
             "format_combination_limit",
             r"ignores some format combinations because combination limit of \d+ was reached",
             "warning",
             ISSUE_3055,
+            short="format combination limit",
         ),
         Signature(
             "skip_layernorm_int8_hidden_size",
             r"SkipLayerNormDQQ - FATAL: unsupported hidden layer size",
             "error",
             SKIP_LAYERNORM_KERNEL,
+            short="skipLayerNorm INT8 hidden size",
         ),
         NONZERO_ZERO_POINT,
     ),

@@ -29,13 +29,12 @@ values are whole multiples of power-of-two scales, so either form computes the s
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import RTX_CONV_DTYPE_CHECK
+from cases.common import QUANTIZE_LINEAR
 from cases.low_precision import RTX_2026_LOGS
 
 ISSUE_32719 = "https://github.com/microsoft/onnxruntime/issues/32719"
 ORT_32728 = "https://github.com/microsoft/onnxruntime/pull/32728"
 ORT_32735 = "https://github.com/microsoft/onnxruntime/pull/32735"
-QUANTIZE_LINEAR_23 = "https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html"
 
 # Observed (the cells are the source): 8.x's parser on a DequantizeLinear without its optional zero point.
 OBSERVED_8X = "reports/observed/nvidia-h100/seeds-019-023/trt-8.6.0.jsonl"
@@ -43,12 +42,14 @@ TRT85_DQ_INPUTS = Signature(
     name="trt85_dq_three_inputs",
     pattern=r"requires 3 inputs for the DequantizeLinear operator",
     kind="error",
+    short="DequantizeLinear needs its zero point",
     source=OBSERVED_8X,
 )
 TRT86_DQ_RANGE_CHECK = Signature(
     name="trt86_dq_range_check",
     pattern=r"vector::_M_range_check: __n \(which is 2\)",
     kind="error",
+    short="parser reads a missing zero point",
     source=OBSERVED_8X,
 )
 
@@ -58,16 +59,17 @@ RTX_OUTPUT_DTYPE = Signature(
     pattern=r"Mismatch between attribute output_dtype \S+ and zero-point data type",
     kind="error",
     source=RTX_2026_LOGS,
+    short="DQ output_dtype mismatch",
 )
 
 CASE = Case(
     id="qdq_scale_dtype_mismatch",
     seed="023",
     title="Opset-23 INT8 Q/DQ on float16 data, float32 scales (output_dtype) or float16 ones, into MatMul or Conv",
-    links=(ISSUE_32719, ORT_32728, ORT_32735, QUANTIZE_LINEAR_23),
+    links=(ISSUE_32719, ORT_32728, ORT_32735, QUANTIZE_LINEAR),
     axes={"op": ("matmul", "conv"), "scale": ("float16", "float32")},
     target_nodes=("node_of_y",),
-    signatures=(RTX_CONV_DTYPE_CHECK, RTX_OUTPUT_DTYPE, TRT85_DQ_INPUTS, TRT86_DQ_RANGE_CHECK),
+    signatures=(RTX_OUTPUT_DTYPE, TRT85_DQ_INPUTS, TRT86_DQ_RANGE_CHECK),
     expectations=(
         Expectation(
             "onnxruntime", ">=1.24", "fail", ISSUE_32719, stage="run", where={"scale": ("float32",)},
@@ -85,5 +87,6 @@ CASE = Case(
         ),
     ),
     builder="generators.qdq_scale_dtype_mismatch:build",
+    arch_dependent=True,
     opset=23,
 )

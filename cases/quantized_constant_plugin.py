@@ -17,13 +17,12 @@ that name and namespace. Each plugin is an identity over one INT8 linear tensor.
 from __future__ import annotations
 
 from cases.base import Case, Expectation, Signature
-from cases.common import rtx_plugins_unsupported
+from cases.common import ONNX_OP_IMPORTERS_10_1, rtx_plugins_unsupported
 
 ISSUE_3919 = "https://github.com/NVIDIA/TensorRT/issues/3919"
 QDP_ONNX = (
     "https://github.com/NVIDIA/TensorRT/tree/main/samples/python/quickly_deployable_plugins#onnx-model-with-a-plugin"
 )
-FALLBACK_IMPORTER = "https://github.com/onnx/onnx-tensorrt/blob/10.1-GA/onnxOpImporters.cpp"
 
 PLUGIN_DOMAIN = "qdq_matrix"  # ONNX domain and TensorRT plugin namespace
 PLUGIN_OPS = {"int8_const_to_plugin_v3": ("Int8IdentityV3", "v3"), "int8_const_to_plugin_v2": ("Int8IdentityV2", "v2")}
@@ -36,13 +35,14 @@ QUANTIZED_CONSTANT = Signature(
     pattern=r"Quantized constant is only allowed before DQ or PLUGIN_V2(?: or kPLUGIN_V3)? node",
     kind="error",
     source=ISSUE_3919,
+    short="quantized constant not before DQ",
 )
 
 CASE = Case(
     id="quantized_constant_plugin",
     seed="004",
     title="INT8 constant feeding a plugin directly: IPluginV3 refused in TensorRT 10.0",
-    links=(ISSUE_3919, QDP_ONNX, FALLBACK_IMPORTER),
+    links=(ISSUE_3919, QDP_ONNX, ONNX_OP_IMPORTERS_10_1),
     axes={"form": ("int8_const_to_plugin_v3", "int8_const_to_plugin_v2", "int8_const_dq_op")},
     # The plugin node for the plugin forms; the Add fed by the DQ for the DQ form.
     target_nodes=("node_of_w_id", "node_of_y"),

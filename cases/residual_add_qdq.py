@@ -14,7 +14,6 @@ the Conv as its epilogue when it can: the Conv layer is then named after both).
 from __future__ import annotations
 
 from cases.base import Case
-from cases.common import RTX_CONV_DTYPE_CHECK
 
 ISSUE_1992 = "https://github.com/NVIDIA/TensorRT/issues/1992"
 ISSUE_1144 = "https://github.com/NVIDIA/TensorRT/issues/1144"
@@ -28,7 +27,7 @@ CASE = Case(
     axes={"residual": ("float", "shared_qdq", "own_qdq"), "output_qdq": (True, False)},
     # The Add node: node_of_sum, or node_of_y where it produces the graph output.
     target_nodes=("node_of_sum", "node_of_y"),
-    signatures=(RTX_CONV_DTYPE_CHECK,),
+    signatures=(),
     expectations=(),
     builder="generators.residual_add_qdq:build",
 )

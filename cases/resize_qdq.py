@@ -14,7 +14,6 @@ thread's Upsample is; the maintainer does not qualify the mode).
 from __future__ import annotations
 
 from cases.base import Case, Expectation
-from cases.common import RTX_CONV_DTYPE_CHECK
 
 ISSUE_2976 = "https://github.com/NVIDIA/TensorRT/issues/2976"
 
@@ -25,7 +24,7 @@ CASE = Case(
     links=(ISSUE_2976,),
     axes={"qdq_before": (False, True), "qdq_after": (True, False), "mode": ("nearest", "linear")},
     target_nodes=("node_of_rs",),
-    signatures=(RTX_CONV_DTYPE_CHECK,),
+    signatures=(),
     expectations=(
         Expectation(
             "tensorrt", "==8.4.*", "int8", ISSUE_2976,

@@ -17,10 +17,10 @@ input) or not. The targets are the two BMMs.
 from __future__ import annotations
 
 from cases.base import Case
+from cases.common import MODELOPT_ONNX_PTQ
 
 ISSUE_3243 = "https://github.com/NVIDIA/TensorRT/issues/3243"
 PLACEMENT = ("https://docs.nvidia.com/deeplearning/tensorrt/developer-guide/index.html#qdq-placement-recs")
-MODELOPT_ONNX_PTQ = "https://nvidia.github.io/TensorRT-Model-Optimizer/guides/_onnx_quantization.html"
 MODELOPT_QUANTIZE = (
     "https://nvidia.github.io/Model-Optimizer/reference/generated/modelopt.onnx.quantization.quantize.html"
 )

@@ -30,8 +30,10 @@ ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "S
 
 
 def catalogue_signatures() -> Tuple[Signature, ...]:
-    """Every documented signature of the seed cases (cases.CASE_MODULES, external ones left out), once per name."""
+    """Every documented signature of the seed cases (cases.CASE_MODULES, external ones left out) and of the engines
+    (cases.common.ENGINE_SIGNATURES), once per name."""
     from cases import CASE_MODULES
+    from cases.common import ENGINE_SIGNATURES
 
     found: Dict[str, Signature] = {}
     for module in CASE_MODULES:
@@ -41,6 +43,9 @@ def catalogue_signatures() -> Tuple[Signature, ...]:
         if case.external:
             continue
         for s in case.signatures:
+            found.setdefault(s.name, s)
+    for signatures in ENGINE_SIGNATURES.values():
+        for s in signatures:
             found.setdefault(s.name, s)
     return tuple(found.values())
 

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from cases.base import Case, Expectation
 from cases.cell import Cell
+from cases.common import signatures_of
 
 
 def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:
@@ -56,9 +57,9 @@ def _judge_built(expectation: Optional[Expectation], fused: Optional[bool]) -> T
 UNEXPECTED = ("fixed", "regressed", "new failure")
 
 
-def match_signatures(case: Case, text: str, kind: str) -> List[str]:
-    """Names of the case's signatures of one kind that occur in text."""
-    return [s.name for s in case.signatures if s.kind == kind and s.search(text)]
+def match_signatures(case: Case, engine: str, text: str, kind: str) -> List[str]:
+    """Names of the signatures of one kind that occur in text: the case's own, then its engine's (cases.common)."""
+    return [s.name for s in signatures_of(case, engine) if s.kind == kind and s.search(text)]
 
 
 def cell_context(hardware_detail: Mapping[str, str], variant: Mapping[str, str]) -> Dict[str, str]:
@@ -89,7 +90,7 @@ def rejudge(cell: Cell, case: Case) -> Cell:
     if cell.status in ("skipped", "not_run", "not_applicable"):
         return cell
     text = "\n".join([cell.error, cell.reason, cell.log])
-    errors = match_signatures(case, text, "error")
+    errors = match_signatures(case, cell.engine, text, "error")
     expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params,
                                        cell_context(cell.hardware_detail, cell.variant))
     verdict, why = judge(expectation, cell.status, cell.fused)
@@ -97,5 +98,5 @@ def rejudge(cell: Cell, case: Case) -> Cell:
         why = f"the engine's process died before it reported a result; {why}"
     return replace(
         cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
-        signature=errors[0] if errors else "", warnings=match_signatures(case, text, "warning"),
+        signature=errors[0] if errors else "", warnings=match_signatures(case, cell.engine, text, "warning"),
     )

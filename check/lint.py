@@ -15,21 +15,21 @@ cite their own source. Predictions have four values, so a report can put them ne
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, OPERATORS_MD
+from cases.outcome import outcome
+from engines.results import read_results
 from matrix.predict import ENGINE, ENGINES, PREDICTIONS, Comparison, compare, covers, node_outcome  # noqa: F401 (re-exported)
 
 REPO = Path(__file__).resolve().parent.parent
 OBSERVED = REPO / "reports" / "observed"
-OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
-# 8.x: convMultiInput takes the kernel size from the `kernel_shape` attribute only (getKernelParams) and checks the
-# weight tensor against it; 10.x fills it from the weights' shape first.
-CONV_MULTI_INPUT_8X = "https://github.com/onnx/onnx-tensorrt/blob/release/8.6-GA/onnx2trt_utils.cpp"
-ISSUE_3844 = "https://github.com/NVIDIA/TensorRT/issues/3844"
 QUANTIZE_STATIC = "onnxruntime.quantization.quantize_static"
 FIX_SYMMETRIC_INT8 = (f'{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, '
                       'extra_options={"ActivationSymmetric": True})')
@@ -40,7 +40,6 @@ FIX_STATIC_QDQ = f"{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ) instead 
 FIX_KERNEL_SHAPE = "write the Conv's kernel_shape attribute (torch.onnx does; onnx.helper graphs often do not)"
 EXPLICIT_QUANTIZATION = ("https://docs.nvidia.com/deeplearning/tensorrt/latest/inference-library/"
                          "quantized-types-explicit-quantization.html")
-MODELOPT_ONNX = "https://nvidia.github.io/TensorRT-Model-Optimizer/guides/_onnx_quantization.html"
 FIX_QUANTIZE = ("quantize it for TensorRT: python -m modelopt.onnx.quantization --onnx_path model.onnx "
                 "--quantize_mode int8 --calibration_data calib.npz (NVIDIA ModelOpt), or "
                 f"{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, "
@@ -69,6 +68,7 @@ class Finding:
     fix: str = ""  # the producer option that avoids it, where one does
     engine: str = ENGINE
     setting: str = ""  # the column setting it speaks for, e.g. "target=SM86" (a TensorRT-RTX build target); "" any
+    words: str = ""  # the rule in a reader's few words (RULE_WORDS), what a report says instead of the rule's name
 
     def __post_init__(self) -> None:
         if self.predicted not in PREDICTIONS:
@@ -121,13 +121,13 @@ def node_name(node: Any) -> str:
 
 
 def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]:
-    """Every finding for one loaded ModelProto, in graph order."""
+    """Every finding for one loaded ModelProto, in graph order, each with its rule's words (RULE_WORDS)."""
     g = Graph(model)
     cells = observed_cells(observed) if observed is not None else []
     found: List[Finding] = []
     for n in g.nodes:
         for rule in RULES:
-            found.extend(rule(g, n, cells))
+            found.extend(replace(f, words=RULE_WORDS[f.rule]) for f in rule(g, n, cells))
     return found
 
 
@@ -181,8 +181,8 @@ def int32_dq_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Fin
         return []
     detail = (f"DequantizeLinear of a {dtype} initializer ({n.input[0]}); operators.md lists DequantizeLinear "
               "for INT8 input only (8.x tables); onnxruntime's quantize_static writes Conv/Gemm biases this way")
-    return [Finding(node_name(n), "dq_non_activation", ">=8.0,<10.0", "parse fails", OPERATORS_MD, detail,
-                    FIX_FLOAT_BIAS)]
+    return [Finding(node_name(n), "dq_non_activation", DQ_NON_ACTIVATION.versions, "parse fails",
+                    DQ_NON_ACTIVATION.source, detail, FIX_FLOAT_BIAS)]
 
 
 def dynamic_quantize_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
@@ -198,8 +198,8 @@ def dynamic_quantize_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> 
     if n.op_type in INTEGER_OPS:
         detail = (f"{n.op_type}: operators.md lists it as not supported (ConvInteger and MatMulInteger in the 8.4 "
                   "to 10.15 tables per cases/dynamic_quantize.py; QLinearConv/QLinearMatMul read in the 7.2 table)")
-        return [Finding(node_name(n), "integer_op", ">=8.4,<10.16", "parse fails", OPERATORS_MD, detail,
-                        FIX_STATIC_QDQ)]
+        versions = catalogue_range("dynamic_quantize", {"variant": "dql_matmulinteger"})
+        return [Finding(node_name(n), "integer_op", versions, "parse fails", OPERATORS_MD, detail, FIX_STATIC_QDQ)]
     return []
 
 
@@ -212,8 +212,8 @@ def conv_kernel_shape_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) ->
     detail = ("8.x convMultiInput compares the weight tensor's spatial dims with kernel_shape and, without the "
               "attribute, fails: 'The input tensor shape misaligns with the input kernel shape.'; 10.x reads the "
               "kernel size from the weights")
-    return [Finding(node_name(n), "conv_without_kernel_shape", ">=8.0,<9", "parse fails", CONV_MULTI_INPUT_8X,
-                    detail, FIX_KERNEL_SHAPE)]
+    return [Finding(node_name(n), "conv_without_kernel_shape", CONV_WITHOUT_KERNEL_SHAPE.versions, "parse fails",
+                    CONV_WITHOUT_KERNEL_SHAPE.source, detail, FIX_KERNEL_SHAPE)]
 
 
 def grouped_conv_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
@@ -503,6 +503,29 @@ def mxfp8_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Findin
                                 target="node_of_y"))
 
 
+# The rule registry: every rule a finding names, in the few words a report says it in (matrix.models reads them from
+# the findings, never from a table of its own). A rule missing here stops lint_model (a test lints every form).
+RULE_WORDS = {
+    "dq_non_activation": "INT32 bias DQ",
+    "uint8_activation": "uint8 activation (non-zero zero point)",
+    "nonzero_zero_point": "non-zero zero point",
+    "dynamic_quantize_linear": "DynamicQuantizeLinear",
+    "integer_op": "integer op (ConvInteger/MatMulInteger)",
+    "conv_without_kernel_shape": "Conv without kernel_shape",
+    "grouped_conv": "INT8 grouped Conv",
+    "q_graph_output": "Q as graph output",
+    "int8_constant_into_plugin": "INT8 constant into a plugin",
+    "bias_add_after_qdq": "bias Add after a Q/DQ MatMul or Conv",
+    "dq_constant_into_add": "DQ constant into Add",
+    "fp8_gemm": "FP8 GEMM",
+    "int4_gemm": "INT4 weight-only GEMM",
+    "fp4_weight_only": "FP4 weights",
+    "nvfp4_gemm": "NVFP4 two-level scales",
+    "mxfp8_gemm": "MXFP8 block scales",
+    "float_model": "a float model (no Q/DQ)",
+    "widened_weights": "integer weights widened without a DQ",
+}
+
 RULES = (zero_point_rule, int32_dq_rule, dynamic_quantize_rule, conv_kernel_shape_rule, grouped_conv_rule,
          q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule, fp8_gemm_rule, int4_gemm_rule, fp4_rule,
          mxfp8_rule, float_model_rule, widened_weights_rule)
@@ -565,6 +588,28 @@ def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, 
     return out
 
 
+def catalogue_range(case_id: str, params: Mapping[str, Any], engine: str = ENGINE) -> str:
+    """The TensorRT versions a case's expectations say fail at the parser for these parameters, as one PEP 440 range:
+    their ">=A,<B" ranges joined where they meet ("==V" inside one adds nothing); ValueError where they leave a gap."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from cases import get_case
+
+    spans = []
+    for e in get_case(case_id).expectations:
+        if e.engine != engine or e.outcome != "fail" or e.stage != "load" \
+                or any(params.get(k, object()) not in v for k, v in e.where.items()):
+            continue
+        bounds = {s.operator: Version(s.version) for s in SpecifierSet(e.versions)}
+        if set(bounds) == {">=", "<"}:
+            spans.append((bounds[">="], bounds["<"]))
+    spans.sort()
+    if not spans or any(b[0] > a[1] for a, b in zip(spans, spans[1:])):
+        raise ValueError(f"{case_id}: its {engine} parse failures for {dict(params)} are not one range: {spans}")
+    return f">={spans[0][0]},<{max(hi for _, hi in spans)}"
+
+
 def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
     if outcome == "fail":
         return STAGE_PREDICTION.get(stage or "")
@@ -574,22 +619,21 @@ def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
 # ---- observed cells as knowledge ----
 
 def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
-    """Every TensorRT and TensorRT-RTX cell record under reports/observed in its default setting (session headers
-    and the cells of option or target sweeps skipped)."""
+    """Every TensorRT and TensorRT-RTX cell record under reports/observed in its default setting (the cells of option
+    or target sweeps skipped), read by engines.results: a file it refuses gives none."""
     if root is None or not Path(root).is_dir():
         return []
-    cells = []
     paths = sorted(Path(root).glob("*/trt-*.jsonl")) + sorted(Path(root).glob("*/rtx-*.jsonl"))
-    for path in paths:
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("engine") in ENGINES and "case" in rec and "status" in rec and not rec.get("variant"):
-                rec["_file"] = _shown(path)
-                cells.append(rec)
-    return cells
+    return [dict(c, _file=_shown(path)) for path in paths for c in _engine_records(path, os.stat(path).st_mtime_ns)
+            if not c.get("variant")]
+
+
+@functools.lru_cache(maxsize=None)
+def _engine_records(path: Path, mtime: int) -> Tuple[Dict[str, Any], ...]:
+    """The TensorRT-family cells of one results file as records, () where engines.results refuses it (read once per
+    file version: the lint runs once per model)."""
+    found = read_results(path)
+    return () if found.refused else tuple(asdict(c.cell) for c in found.cells if c.cell.engine in ENGINES)
 
 
 def _shown(path: Path) -> str:
@@ -602,14 +646,14 @@ def _shown(path: Path) -> str:
 
 def observed_outcome(cell: Mapping[str, Any], target: str = "") -> Optional[str]:
     """What a cell shows, in prediction words (for one target node where named); None where it cannot say."""
-    status = cell.get("status")
-    if status == "fail" and cell.get("stage") in ("", "load"):
-        return STAGE_PREDICTION["load" if not cell.get("stage") else "build"]
-    if status in ("pass", "built") and target:  # built: TensorRT-RTX built it where it cannot run; the listing says
+    said = outcome(cell)
+    if said.status == "fail" and said.failed_stage in STAGE_PREDICTION:
+        return STAGE_PREDICTION[said.failed_stage]
+    if said.worked and target:  # built: TensorRT-RTX built it where it cannot run; the listing says
         precision = (cell.get("precision") or {}).get(target, {}).get("precision")
         return precision if precision in ("int8", "float") else None
-    if status in ("pass", "built"):
-        return {True: "int8", False: "float"}.get(cell.get("fused"))
+    if said.worked:
+        return {True: "int8", False: "float"}.get(said.fused)
     return None
 
 
@@ -689,9 +733,9 @@ def comparison_markdown(rows: Sequence[Comparison]) -> str:
     """Prediction next to observation; misses first, as news for the catalogue."""
     lines = ["| node | rule | engine | version | hardware | predicted | observed | |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.engine, r.version, r.hardware)):
+    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.label, r.version, r.hardware)):
         mark = {True: "agrees", False: "**miss: news for the catalogue**", None: "cannot say"}[r.agrees]
-        lines.append(f"| `{r.node}` | {r.rule} | {r.engine} | {r.version} | {r.hardware} | {r.predicted} "
+        lines.append(f"| `{r.node}` | {r.rule} | {r.label} | {r.version} | {r.hardware} | {r.predicted} "
                      f"| {r.observed} | {mark} |")
     return "\n".join(lines) + "\n"
 
@@ -732,19 +776,20 @@ def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
 
 
 def engine_cells(paths: Sequence[Path]) -> Dict[str, List[Dict[str, Any]]]:
-    """The TensorRT and TensorRT-RTX cells in results files, by bundle id: each file read once."""
+    """The TensorRT and TensorRT-RTX cells in results files, by bundle id: each file read once, by engines.results;
+    LintInputError for a file that is missing or that it refuses."""
     cells: Dict[str, List[Dict[str, Any]]] = {}
     for path in paths:
         if not Path(path).is_file():
             raise LintInputError(f"no such results file: {path}")
-        for line in Path(path).read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and rec.get("engine") in ENGINES and isinstance(rec.get("bundle"), str):
-                cells.setdefault(rec["bundle"], []).append(rec)
+        found = read_results(path)
+        if found.refused:
+            raise LintInputError(f"{path} is not a results file this suite reads ({found.why_refused})")
+        for c in found.cells:
+            if c.cell.engine in ENGINES:
+                cells.setdefault(c.cell.bundle, []).append(asdict(c.cell))
     return cells
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,10 +23,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from cases.cell import Cell
+from cases.engines import CPU_ENGINES
+from cases.engines import ENGINES as SPECS
 from generators.bundle import Bundle
 from generators.steps import output_stats
 
-ENGINES = ("onnxruntime", "openvino")
+ENGINES = CPU_ENGINES
 # A bug bundle's data_loader.py feeds its inputs.npz (matrix/templates/data_loader.py.j2).
 POLYGRAPHY = ("polygraphy run model.onnx --trt --onnxrt --trt-outputs mark all --onnx-outputs mark all "
               "--data-loader-script data_loader.py --save-outputs outputs.json, then each marked tensor's SQNR")
@@ -73,7 +75,7 @@ def localize_cell(bundle: Bundle, cell: Cell, min_sqnr_db: float) -> Localized:
         why = ("TensorRT-RTX cannot run on this machine (it builds ahead of time; the plan needs one of its GPUs)"
                if cell.engine == "tensorrt-rtx" else "this suite's TensorRT worker does not mark outputs")
         return Localized(**base, status="not localized", reason=f"{why}; on a GPU: {POLYGRAPHY}")
-    if cell.stage not in ("run", "compare"):
+    if cell.last_stage not in ("run", "compare"):
         return Localized(**base, status="not localized", reason=f"the engine did not run the model ({cell.status})")
     with tempfile.TemporaryDirectory(prefix="qdq-localize-") as tmp:
         marked, model = mark_activations(bundle.model_path, Path(tmp) / "marked.onnx")
@@ -158,9 +160,12 @@ def _run(cell: Cell, model: Path, inputs: Mapping[str, np.ndarray], tmp: Path) -
 
         from engines.onnxruntime import stages
 
-        stages.run_stages(ort, str(model), dict(inputs), str(tmp), ["CPUExecutionProvider"],
-                          str(cell.options.get("graph_optimization_level", "ORT_ENABLE_ALL")),
-                          str(cell.variant.get("x64quantprecision", cell.options.get("x64quantprecision", "0"))), seen)
+        spec = SPECS["onnxruntime"]
+        stages.run_stages(ort, str(model), dict(inputs), str(tmp), list(spec.settings["providers"]),
+                          str(cell.options.get("graph_optimization_level") or
+                              spec.value(cell.variant, "graph_optimization_level")),
+                          str(cell.variant.get("x64quantprecision", cell.options.get("x64quantprecision") or
+                                               spec.value({}, "x64quantprecision"))), seen)
     else:
         import onnx
         import openvino as ov
@@ -168,8 +173,9 @@ def _run(cell: Cell, model: Path, inputs: Mapping[str, np.ndarray], tmp: Path) -
         from engines.openvino import stages
 
         names = [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
-        config = dict(cell.options.get("config") or {"INFERENCE_PRECISION_HINT": "f32"})
-        compiled = stages.compile_stages(ov, str(model), "CPU", config, seen)
+        settings = SPECS["openvino"].settings
+        config = dict(cell.options.get("config") or {"INFERENCE_PRECISION_HINT": settings["inference_precision_hint"]})
+        compiled = stages.compile_stages(ov, str(model), settings["device"], config, seen)
         if compiled is not None:
             stages.run_stage(compiled, dict(inputs), names, seen)
     if seen.error or seen.stage != "run":

@@ -392,13 +392,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def write_blocks(out: Path, only: Sequence[str]) -> int:
-    """The tiny blocks under every recipe, one line each."""
-    for m in produce(out, only):
-        print(f"{m.path}: {m.nodes} nodes, {m.quantized_nodes} quantized ({m.recipe})")
-    return 0
-
-
 def write_archs(out: Path, only: Sequence[str], large: bool) -> int:
     """check.arch_models's folder, one line a model, printed as each is written."""
     from check import arch_models, archs

@@ -27,8 +27,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from cases.outcome import FAILED_STAGE
+
 Oracle = Callable[[Path], str]
-FAILED_STAGE = {"": "parse fails", "load": "build fails", "build": "run fails", "run": "drift"}
+# The stage that failed (cases.outcome), in a reduction's words.
+FAILED_WORDS = {"load": "parse fails", "build": "build fails", "run": "run fails", "compare": "drift"}
 
 
 @dataclass(frozen=True)
@@ -231,7 +234,7 @@ def observation_signature(obs: Any, node: Optional[str] = None, bundle: Any = No
         text = "\n".join([obs.error, obs.log])
         named = [s.name for s in catalogue_signatures() if s.kind == "error" and s.search(text)]
         first = re.sub(r"\d+", "N", _first_line(obs.error))
-        return f"{FAILED_STAGE.get(obs.stage, 'fails')}: {named[0] if named else first}"
+        return f"{FAILED_WORDS.get(FAILED_STAGE.get(obs.stage, ''), 'fails')}: {named[0] if named else first}"
     if node is not None:
         precision = obs.precision.get(node, {}).get("precision", "unknown")
         return f"float:{node}" if precision == "float" else ""

@@ -14,6 +14,7 @@ from cases.common import ENVIRONMENT_SIGNATURES
 from cases.portable import scrub
 from cases.verdict import cell_context, expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
+from engines.reasons import error_line, failure_evidence
 from generators import steps
 from generators.bundle import Bundle
 
@@ -159,12 +160,14 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         status = "fail"
     error, log = scrub(error), scrub(obs.log)  # the bundle's path on this machine is no part of the observation
     text = "\n".join([error, obs.crashed, log])
-    errors = match_signatures(case, text, "error")
+    errors = match_signatures(case, info.name, text, "error")
     machine = environment_limit(info, status, text)
     if machine:  # the machine lacks what this version needs to build: not run, never a build failure
         idle = replace(info, available=False, unavailable_status="not_run", reason=machine)
-        return replace(not_run_cell(case, bundle, idle, run), stage=stage, error=error[:4000], log=log[-LOG_LIMIT:],
-                       options=dict(obs.options), timings={k: round(v, 4) for k, v in obs.timings.items()})
+        options, sources = _options(obs)
+        return replace(not_run_cell(case, bundle, idle, run), last_stage=stage, error=error[:4000],
+                       log=log[-LOG_LIMIT:], options=options, tactic_sources=sources,
+                       timings={k: round(v, 4) for k, v in obs.timings.items()})
     is_fused = fused(obs.precision, targets) if status in ("pass", "built") else None
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
@@ -173,20 +176,29 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         why = f"{why}: {obs.options['not_applicable']}"
     reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
         or (not_compared(bundle) if status == "pass" else "")
+    node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
+    options, sources = _options(obs)
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,
-        stage=stage, reason=reason, error=error[:4000], signature=errors[0] if errors else "",
-        warnings=match_signatures(case, text, "warning"), output_dtypes=dtypes,
+        last_stage=stage, reason=reason, error=error[:4000], signature=errors[0] if errors else "",
+        warnings=match_signatures(case, info.name, text, "warning"), output_dtypes=dtypes,
         network_dtypes=dict(obs.network_dtypes), max_error_steps=worst, output_stats=stats,
-        parser_errors=list(obs.parser_errors),
+        parser_errors=list(obs.parser_errors), failing_node=node, engine_reason=says,
+        error_line=error_line(error[:4000]),
         tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),
         precision={t: _with_network_dtype(t, obs) for t in targets},
         fused=is_fused, expectation=expectation_record(expectation), explanation=why,
-        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=dict(obs.options),
-        variant=dict(info.variant), listing=dict(obs.listing), timings={k: round(v, 4) for k, v in obs.timings.items()},
-        log=log[-LOG_LIMIT:], run=dict(run),
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=options,
+        tactic_sources=sources, variant=dict(info.variant), listing=dict(obs.listing),
+        timings={k: round(v, 4) for k, v in obs.timings.items()}, log=log[-LOG_LIMIT:], run=dict(run),
     )
+
+
+def _options(obs: Observation) -> Tuple[Dict[str, Any], List[str]]:
+    """The engine's options as a cell records them, and the tactic sources, which a cell holds as a field."""
+    options = dict(obs.options)
+    return options, [str(s) for s in options.pop("tactic_sources", None) or []]
 
 
 def environment_limit(info: EngineInfo, status: str, text: str) -> str:
@@ -211,7 +223,8 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
     gone = environment_broken(info) if cell.status in ("fail", "crashed") else ""
     if gone:  # the engine was removed or reinstalled under the run: not a verdict, and never reused
         idle = replace(info, available=False, unavailable_status="not_run", reason=gone)
-        return replace(not_run_cell(case, bundle, idle, run), stage=cell.stage, error=cell.error, log=cell.log)
+        return replace(not_run_cell(case, bundle, idle, run), last_stage=cell.last_stage, error=cell.error,
+                       log=cell.log)
     # "cell": the harness's whole time for it (adapter, worker round trip, judging), beside the engine's stages
     return replace(cell, timings={**cell.timings, "cell": round(time.perf_counter() - start, 4)})
 

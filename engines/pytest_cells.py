@@ -47,8 +47,6 @@ from engines.results import (  # noqa: F401  (REUSABLE, same_not_run: the cell t
 
 CELL_KEY = "qdq_cell"
 REUSED_KEY = "qdq_reused"
-# Engine options whose default is read from the environment (the GPU scripts set them).
-ENV_DEFAULTS = {"tactics": "QDQ_TRT_TACTICS"}
 HEARTBEAT_S = 15.0
 HEARTBEAT_ENV = "QDQ_HEARTBEAT_S"
 PROGRESS_PREFIX = "[cells] "  # the heartbeat's lines start with it (check/run.py shows them as they come)
@@ -68,7 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             if o.flag in seen:
                 continue
             seen.add(o.flag)
-            env = f", or ${ENV_DEFAULTS[o.name]}" if o.name in ENV_DEFAULTS else ""
+            env = f", or ${o.env}" if o.env else ""  # a default the environment sets (the GPU scripts do)
             group.addoption(o.flag, default=None, choices=o.choices or None,
                             help=f"{engine.title}: {o.help} (default {o.default}{env})")
     group.addoption("--no-timing-cache", action="store_const", const="off", dest="trt_timing_cache",
@@ -223,8 +221,8 @@ def engine_options(config: pytest.Config, name: str) -> Dict[str, str]:
     found = {}
     for o in spec(name).options:
         value = config.getoption(o.flag)
-        if value is None and o.name in ENV_DEFAULTS:
-            value = os.environ.get(ENV_DEFAULTS[o.name]) or None
+        if value is None and o.env:
+            value = os.environ.get(o.env) or None
         found[o.name] = str(value) if value is not None else o.default
     try:
         spec(name).check(found)

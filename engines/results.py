@@ -4,26 +4,95 @@ A results file starts with a session header (schema qdq-matrix/session/1) and ho
 line. Whoever writes it (the pytest controller, or `engines.idle` for columns that cannot run here)
 holds an exclusive fcntl lock for the whole run; a killed writer's cut-off last line is dropped before
 anything is appended. A stored cell stands for a new run of it when its reuse key matches.
+
+This module is the one reader of results files too (`read_results`): the merge, the lint, rederive, the resume
+and the tools read through it, under one tolerance policy, cases/schema.py's: every complete line must be a
+session header or a cell that its JSON Schema and the Cell record accept, or the whole file is refused; a
+cut-off last line (a killed writer's) is dropped and refuses nothing. Reading imports no engine and not numpy.
 """
 
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import os
 import platform
 import re
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, IO, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from cases.cell import SESSION_SCHEMA, Cell
-from engines.base import EngineInfo
+
+if TYPE_CHECKING:
+    from engines.base import EngineInfo
 
 REPO = Path(__file__).resolve().parent.parent
 REUSABLE = ("pass", "fail", "built")  # observations stand; crashed, skipped and not-run cells are tried again
 
 ReuseKey = Tuple[str, str, str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class StoredCell:
+    """One cell of a results file: its line number and the session header it was written under ({} for none)."""
+
+    line: int
+    cell: Cell
+    header: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResultsFile:
+    """A results file as read: its bytes, session headers and cells, and what (if anything) refuses it."""
+
+    path: Path
+    data: bytes = b""
+    headers: Tuple[Dict[str, Any], ...] = ()
+    cells: Tuple[StoredCell, ...] = ()
+    bad: Tuple[Tuple[int, str], ...] = ()  # (line, why): any one refuses the whole file
+    cut_off: Optional[Tuple[int, str]] = None  # a last line without its newline: dropped, refuses nothing
+    unreadable: str = ""  # why the file could not be read at all
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.bad or self.unreadable)
+
+    @property
+    def why_refused(self) -> str:
+        """"line 3: not JSON (...)" for the first line that refuses the file, "" for a file that stands."""
+        if self.unreadable:
+            return self.unreadable
+        return f"line {self.bad[0][0]}: {self.bad[0][1]}" if self.bad else ""
+
+
+def read_results(path: Union[str, Path], upto: Optional[int] = None) -> ResultsFile:
+    """Every line of one results file (.jsonl, or .jsonl.gz), or its first `upto` bytes, checked against its JSON
+    Schema and read into cells; cases.schema.SchemaUnavailable where jsonschema is not installed."""
+    from cases.schema import check_lines
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read() if upto is None else f.read(upto)
+        text = (gzip.decompress(data) if path.name.endswith(".gz") else data).decode("utf-8")
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as e:
+        return ResultsFile(path, unreadable=f"cannot read: {e}")
+    checked = check_lines(text)
+    bad: List[Tuple[int, str]] = list(checked.bad)
+    headers: List[Dict[str, Any]] = []
+    cells: List[StoredCell] = []
+    for number, record in checked.records:
+        if record["schema"] == SESSION_SCHEMA:
+            headers.append(record)
+            continue
+        try:
+            cells.append(StoredCell(number, Cell.from_dict(record), headers[-1] if headers else {}))
+        except (ValueError, TypeError) as e:
+            bad.append((number, str(e)))
+    return ResultsFile(path, data, tuple(headers), tuple(cells), tuple(sorted(bad)), checked.cut_off)
 
 
 def reuse_key(cell: Cell) -> ReuseKey:
@@ -40,24 +109,17 @@ def info_key(info: EngineInfo, bundle_id: str, digest: str, cell_options: str) -
 
 
 def stored_cells(path: Path, upto: int) -> Dict[ReuseKey, Cell]:
-    """The reusable cells in the first `upto` bytes of a results file, the last of each key winning."""
-    found: Dict[ReuseKey, Cell] = {}
+    """The reusable cells in the first `upto` bytes of a results file, the last of each key winning; none from a
+    file its schema refuses (the writer sets such a file aside before a run resumes it) or that cannot be checked."""
+    from cases.schema import SchemaUnavailable
+
     try:
-        with open(path, "rb") as f:
-            data = f.read(upto)
-    except OSError:
-        return found
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-            if record.get("schema") == SESSION_SCHEMA:
-                continue
-            cell = Cell.from_dict(record)
-        except (ValueError, AttributeError, TypeError):  # another schema or a damaged line: never reused
-            continue
-        if cell.status != "crashed":
-            found[reuse_key(cell)] = cell
-    return found
+        found = read_results(path, upto)
+    except SchemaUnavailable:
+        return {}
+    if found.refused:
+        return {}
+    return {reuse_key(c.cell): c.cell for c in found.cells if c.cell.status != "crashed"}
 
 
 def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:

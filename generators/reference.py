@@ -19,6 +19,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
+from cases.common import ORT_12088
+from cases.engines import ENGINES
 from generators.onnx_util import dequantize
 from generators.steps import error_steps
 from generators.reproducer import Reproducer
@@ -74,7 +76,8 @@ def cross_check(
 
 # microsoft/onnxruntime#12088: without VNNI, ORT's u8s8 kernels can saturate; the session option
 # rewrites such GEMMs to u8u8 (a graph transformation, so it needs optimizations on).
-X64_QUANT_PRECISION = "https://github.com/microsoft/onnxruntime/pull/12088"
+X64_QUANT_PRECISION = ORT_12088
+ORT_DEFAULT_LEVEL = ENGINES["onnxruntime"].option("graph_optimization_level").default
 
 
 def _onnxruntime_check(
@@ -96,10 +99,10 @@ def _onnxruntime_check(
     status, worst, detail = _agreement(rep, expected, actual, steps)
     found = dict(_check(ort.__version__, status, worst, detail), isa=level.label, optimization="ORT_DISABLE_ALL")
     if status == "disagree" and not level.vnni:
-        fixed = _agreement(rep, expected, _ort_outputs(ort, rep, "ORT_ENABLE_ALL", x64quantprecision=True), steps)
-        found["x64quantprecision"] = dict(_check(ort.__version__, *fixed), optimization="ORT_ENABLE_ALL",
+        fixed = _agreement(rep, expected, _ort_outputs(ort, rep, ORT_DEFAULT_LEVEL, x64quantprecision=True), steps)
+        found["x64quantprecision"] = dict(_check(ort.__version__, *fixed), optimization=ORT_DEFAULT_LEVEL,
                                           source=X64_QUANT_PRECISION)
-        found["detail"] += (f"; on {level.level} (no VNNI) with session.x64quantprecision=1 and ORT_ENABLE_ALL: "
+        found["detail"] += (f"; on {level.level} (no VNNI) with session.x64quantprecision=1 and {ORT_DEFAULT_LEVEL}: "
                             f"{fixed[0]}, {fixed[2]}")
     return found
 

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -91,9 +91,6 @@ def builder_libraries() -> Dict[str, str]:
     return found
 
 
-def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Path:
-    """Write one bundle (or reuse it when its cache key matches); return its folder."""
-    return _write_one(case, params, root)[0]
 
 
 def write_all(
@@ -106,7 +103,7 @@ def write_all(
     todo = select(case_ids, params_filter)
     paths = []
     for done, (case, params) in enumerate(todo, start=1):
-        path, status = _write_one(case, params, root)
+        path, status = write_bundle(case, params, root)
         if progress is not None:
             progress(done, len(todo), bundle_id(case, params), status)
         paths.append(path)
@@ -138,7 +135,15 @@ def _keeps(case: Case, params: Mapping[str, Any], wanted: Mapping[str, List[Any]
     return all(k in case.axes and params[k] in vals for k, vals in wanted.items())
 
 
-def _write_one(case: Case, params: Mapping[str, Any], root: Optional[Path]) -> Tuple[Path, str]:
+class Written(NamedTuple):
+    """One bundle written, or found in the cache: its folder, and "written" or "cached"."""
+
+    path: Path
+    status: str
+
+
+def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Written:
+    """Write one bundle (or reuse it when its cache key matches)."""
     params = dict(params)
     base = bundles_root() if root is None else Path(root)
     target = base / case.id / bundle_id(case, params).split("/", 1)[1]
@@ -146,12 +151,12 @@ def _write_one(case: Case, params: Mapping[str, Any], root: Optional[Path]) -> T
         raise ValueError(f"bundle {bundle_id(case, params)!r} would be written outside {base}; refused")
     key = cache_key(case, params)
     if _cached(target, key):
-        return target, "cached"
+        return Written(target, "cached")
     files = render(case, params)
     files["case.json"]["cache_key"] = key
     files["case.json"]["meta_digest"] = meta_digest(files["case.json"])
     _publish(target, files)
-    return target, "written"
+    return Written(target, "written")
 
 
 def _cached(target: Path, key: str) -> bool:

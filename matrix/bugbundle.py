@@ -28,37 +28,26 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.cell import Cell
-from cases.engines import ENGINES
+from cases.engines import ENGINES, REPRO_ALWAYS
+from cases.engines import title as engine_title
+from cases.outcome import FAILED, FAILED_STAGE, outcome
 from cases.portable import portable_path
 from cases.verdict import UNEXPECTED
-from matrix.merge import tactics_choice, version_key
+from matrix.merge import version_key
 from matrix.nodes import network_words
 from matrix.safe import clean, md_cell, md_code, md_fence
-from matrix.words import FAILED_STAGE
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPO = Path(__file__).resolve().parent.parent
-# What a bug bundle runs, by engine family: the suite's own files, copied unchanged (bundle path: repository path).
-TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.py", "layers.py", "gpu.py",
-             "plugins.py", "timing.py")
-SHIPPED = {
-    "tensorrt": {f"suite/tensorrt/{name}": f"engines/tensorrt/{name}" for name in TRT_FILES},
-    "onnxruntime": {"suite/stages.py": "engines/onnxruntime/stages.py"},
-    "openvino": {"suite/stages.py": "engines/openvino/stages.py"},
-}
-SHIPPED_ALWAYS = {"repro.py": "matrix/repro.py", "suite/steps.py": "generators/steps.py"}
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
 OPTIONAL_FILES = ("float.npz",)  # a user bundle's float-model outputs (check --float-model), where it has them
-FAILING = ("fail", "crashed")
-ENGINE_TITLES = {name: s.title for name, s in ENGINES.items()}
 STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
 REPRO_TIMEOUT_S = 600
 # environment.json: only these fields of the cell, so nothing private leaves the machine by accident.
 ENVIRONMENT_FIELDS = ("bundle", "digest", "engine", "engine_version", "hardware")
 DETAIL_FIELDS = ("name", "compute_capability", "driver", "cuda_driver", "cpu", "machine", "cores", "isa", "os",
                  "openvino_device", "capabilities", "providers", "device")
-VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", "tensorrt", "onnxruntime", "openvino", "driver",
-                  "cuda_driver")
+VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", *(s.module for s in ENGINES.values()), "driver", "cuda_driver")
 RUN_FIELDS = ("date", "source")
 
 
@@ -83,7 +72,7 @@ class Made:
 
 def wanted(cell: Cell) -> bool:
     """A cell worth a bug bundle: it failed or crashed, or its verdict is unexpected."""
-    return cell.status in FAILING or cell.verdict in UNEXPECTED
+    return cell.status in FAILED or cell.verdict in UNEXPECTED
 
 
 def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None) -> Cell:
@@ -101,10 +90,8 @@ def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardwa
 
 
 def failed_stage(cell: Cell) -> str:
-    """The stage that failed: the one after the last stage reached ("" for a pass)."""
-    if cell.status not in FAILING:
-        return ""
-    return FAILED_STAGE.get(cell.stage, "")
+    """The stage that failed ("" where none did): cases.outcome's."""
+    return outcome(cell).failed_stage
 
 
 def folder_for(cell: Cell, out: Path, with_hardware: bool = False) -> Path:
@@ -201,8 +188,8 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     shipped = shipped_files(cell)
     texts = {"cell.json": json.dumps(repro_cell(cell, meta, source), indent=2) + "\n", "log.txt": log_text(cell),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
-    if cell.engine == "tensorrt":
-        texts["commands.md"] = render("commands_tensorrt.md.j2", view(cell, meta, everything))
+    if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
+        texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, view(cell, meta, everything))
         texts["data_loader.py"] = render("data_loader.py.j2", {})
     sources = [*SOURCE_FILES, *(n for n in OPTIONAL_FILES if (source / n).is_file())]
     files = sorted([*sources, *texts, "repro.py", "suite/", "ISSUE.md"])
@@ -222,10 +209,9 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
 def shipped_files(cell: Cell) -> Dict[str, Path]:
     """Bundle path -> the repository file repro.py runs for this cell's engine; Refused for an engine it cannot run."""
     spec = ENGINES.get(cell.engine)
-    family = SHIPPED.get(spec.family) if spec is not None else None
-    if family is None:
+    if spec is None or not spec.repro_files:
         raise Refused(f"no repro.py driver for engine {cell.engine!r}")
-    return {name: REPO / path for name, path in {**SHIPPED_ALWAYS, **family}.items()}
+    return {name: REPO / path for name, path in {**REPRO_ALWAYS, **spec.repro_files}.items()}
 
 
 def _clear(target: Path) -> None:
@@ -260,7 +246,7 @@ def log_text(cell: Cell) -> str:
     head = [
         f"cell: {cell.bundle} on {cell.engine} {cell.engine_version} [{cell.hardware}]",
         f"run: {cell.run.get('source', 'local')}, {cell.run.get('date', 'no date')}",
-        f"status: {cell.status} ({cell.verdict}); last stage reached: {cell.stage or 'none'}"
+        f"status: {cell.status} ({cell.verdict}); last stage reached: {cell.last_stage or 'none'}"
         + (f"; failed at: {failed_stage(cell)}" if failed_stage(cell) else ""),
         f"signature: {cell.signature or 'none matched'}",
         f"max error: {_steps(cell.max_error_steps)} steps (tolerance {_steps(cell.tolerance_steps)})",
@@ -279,7 +265,7 @@ def recorded(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     tolerance = cell.tolerance_steps if cell.tolerance_steps is not None else meta.get("tolerance_steps", 1.0)
     return {
         "bundle": cell.bundle, "engine": cell.engine, "engine_version": cell.engine_version,
-        "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "stage": cell.stage,
+        "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "last_stage": cell.last_stage,
         "failed_stage": failed_stage(cell), "error_first_line": first_line(cell.error), "reason": cell.reason,
         "signature": cell.signature, "signature_regex": signature_pattern(cell),
         "max_error_steps": cell.max_error_steps, "tolerance_steps": float(tolerance), "fused": cell.fused,
@@ -315,15 +301,15 @@ def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None) 
     spec = ENGINES[cell.engine]
     engine = {"name": cell.engine, "family": spec.family, "module": spec.module, "title": spec.title,
               "requirement": spec.requirement}
-    out = {"recorded": recorded(cell, meta), "timeout_s": REPRO_TIMEOUT_S, "engine": engine,
-           "options": _engine_options(cell)}
+    out = {"recorded": recorded(cell, meta), "failed_stages": dict(FAILED_STAGE), "timeout_s": REPRO_TIMEOUT_S,
+           "engine": engine, "options": _engine_options(cell)}
     if spec.family == "tensorrt":
-        trt = dict(meta.get("trt") or {})
+        trt = dict(spec.settings, **(meta.get("trt") or {}))
         if cell.engine == "tensorrt":
-            trt["tactics"] = tactics_choice(cell.options)
+            trt["tactics"] = spec.value(cell.variant, "tactics")
         else:  # TensorRT-RTX: the ahead-of-time target, and the library link the worker was given
-            trt["target"] = str(cell.variant.get("target") or cell.options.get("target") or "default")
-            engine["plugin_link"] = str(cell.variant.get("plugin_link") or "none")
+            trt["target"] = spec.value(cell.variant, "target")
+            engine["plugin_link"] = spec.value(cell.variant, "plugin_link")
         out["request"] = {"bundle": cell.bundle, "target_nodes": list(meta.get("target_nodes") or []),
                           "target_ops": _target_ops(source), "profile": profile_of(cell, meta), "trt": trt}
     return out
@@ -361,17 +347,19 @@ def _target_ops(source: Optional[Path]) -> Dict[str, str]:
 
 
 def _engine_options(cell: Cell) -> Dict[str, Any]:
-    """The options the adapter used, with its defaults where a cell did not record them."""
+    """The options the adapter used, with the descriptor's defaults where a cell did not record them."""
+    spec = ENGINES[cell.engine]
     opts = dict(cell.options)
+    for o in spec.options:
+        opts.setdefault(o.name, spec.value(cell.variant, o.name))
     if cell.engine == "onnxruntime":
-        opts.setdefault("graph_optimization_level", "ORT_ENABLE_ALL")
-        opts.setdefault("x64quantprecision", "0")
-        opts["providers"] = list(opts.get("providers_requested") or opts.get("providers") or ["CPUExecutionProvider"])
+        opts["providers"] = list(opts.get("providers_requested") or opts.get("providers") or spec.settings["providers"])
     if cell.engine == "openvino":
-        opts.setdefault("device", "CPU")
-        opts["config"] = dict(opts.get("config") or {"INFERENCE_PRECISION_HINT": "f32"})
+        opts.setdefault("device", spec.settings["device"])
+        hint = spec.settings["inference_precision_hint"]
+        opts["config"] = dict(opts.get("config") or {"INFERENCE_PRECISION_HINT": hint})
     if cell.engine == "tensorrt":
-        opts["tactics"] = tactics_choice(opts)
+        opts["tactics"] = spec.value(cell.variant, "tactics")
     return opts
 
 
@@ -380,16 +368,15 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
     trt = dict(meta.get("trt") or {})
     return {
         "cell": cell, "meta": meta, "title": title(cell), "params": params_text(cell, meta),
-        "engine_title": ENGINE_TITLES.get(cell.engine, cell.engine),
+        "engine_title": engine_title(cell.engine),
         "engine_family": ENGINES[cell.engine].family if cell.engine in ENGINES else "",
         "is_trt": cell.engine == "tensorrt", "failed_stage": failed_stage(cell), "device": device(cell),
         "error_first_line": first_line(cell.error), "error_lines": _lines(cell.error, 30),
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
-        "trt": trt, "tactic_sources": cell.options.get("tactic_sources"),
-        "tensorrt_only": tactics_choice(cell.options) == "tensorrt-only",
-        "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": int(trt.get("workspace_mb", 1024)),
+        "trt": trt, "tactic_sources": cell.tactic_sources, "tensorrt_only": tensorrt_only(cell),
+        "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
         "network": network_words(cell.output_stats) if (cell.output_stats or {}).get("measure") == "network" else "",
@@ -397,10 +384,21 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
     }
 
 
-def _major(version: str) -> int:
-    """The leading number of an engine version ("11.4.0.106" -> 11); 0 when there is none."""
-    m = re.match(r"\d+", version or "")
-    return int(m.group()) if m else 0
+def tensorrt_only(cell: Cell) -> bool:
+    """A TensorRT cell built with its own kernels only (the column's tactics choice)."""
+    return cell.engine == "tensorrt" and ENGINES["tensorrt"].value(cell.variant, "tactics") == "tensorrt-only"
+
+
+def workspace_mb(cell: Cell, trt: Dict[str, Any]) -> int:
+    """The builder's workspace pool: the bundle's, else the engine's setting (cases.engines); 0 for an engine with
+    no such pool."""
+    spec = ENGINES.get(cell.engine)
+    return int(trt.get("workspace_mb") or (spec.settings.get("workspace_mb", 0) if spec else 0))
+
+
+def strongly_typed_only(cell: Cell) -> bool:
+    """The engine has no weak typing, as the worker's capability record says (TensorRT 11: no --int8/--fp16)."""
+    return (cell.options.get("api") or {}).get("typing") == "always strong"
 
 
 def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
@@ -409,12 +407,13 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     names = list(meta.get("inputs") or {})
     load = ",".join(f"{n}:{n}.bin" if re.fullmatch(r"[A-Za-z0-9_.]+", n) else f"'{n}':'{n}.bin'" for n in names)
     simple = all(re.fullmatch(r"[A-Za-z0-9_.]+", n) for n in names)
-    workspace = int(trt.get("workspace_mb", 1024))
+    workspace = workspace_mb(cell, trt)
     trtexec = ["trtexec --onnx=model.onnx"]
     polygraphy = ["polygraphy run model.onnx --trt --onnxrt"]
     notes: List[str] = []
-    # TensorRT 11 removed --int8/--fp16 (weak typing): every network is strongly typed. NOT VERIFIED ON REAL TENSORRT
-    v11 = _major(cell.engine_version) >= 11
+    # TensorRT 11 removed --int8/--fp16 (weak typing): every network is strongly typed, as the worker's capability
+    # record says. NOT VERIFIED ON REAL TENSORRT
+    v11 = strongly_typed_only(cell)
     for key in ("int8", "fp16"):
         if trt.get(key, key == "int8") and not trt.get("strongly_typed") and not v11:
             trtexec.append(f"--{key}")
@@ -426,11 +425,11 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
         trtexec.append("--stronglyTyped")
         polygraphy.append("--strongly-typed")
     # A cell built with TensorRT's default tactic sources needs no option; one built without cuBLAS/cuDNN does.
-    tensorrt_only = tactics_choice(cell.options) == "tensorrt-only"
-    if not v11 and tensorrt_only:  # 11.0 removed the CUBLAS, CUBLAS_LT and CUDNN tactic sources
+    own_kernels = tensorrt_only(cell)
+    if not v11 and own_kernels:  # 11.0 removed the CUBLAS, CUBLAS_LT and CUDNN tactic sources
         trtexec.append("--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN")
-    sources = cell.options.get("tactic_sources")
-    if sources and tensorrt_only:
+    sources = cell.tactic_sources
+    if sources and own_kernels:
         polygraphy.append("--tactic-sources " + " ".join(sources))
     elif not sources:
         notes.append("Polygraphy: give --tactic-sources every source of your TensorRT except CUBLAS, CUBLAS_LT "
@@ -477,7 +476,7 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
 def title(cell: Cell) -> str:
     """The issue title, after NVIDIA/TensorRT's "XXX failure of TensorRT X.Y when running XXX on GPU XXX"."""
     running = f"when running {cell.case} ({params_text(cell)})"
-    where = f"{ENGINE_TITLES.get(cell.engine, cell.engine)} {cell.engine_version} {running} INT8 ONNX model on " \
+    where = f"{engine_title(cell.engine)} {cell.engine_version} {running} INT8 ONNX model on " \
             f"{device(cell)}"
     if cell.status == "crashed":
         return f"Crash failure of {where}"
@@ -531,7 +530,7 @@ def other_engines(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any]
     """The same bundle on every other engine: status, verdict, version, error in steps."""
     found = [c for c in everything if c.bundle == cell.bundle and c.engine != cell.engine]
     found.sort(key=lambda c: (c.engine, version_key(c.engine_version), c.setting))
-    return [{"engine": ENGINE_TITLES.get(c.engine, c.engine), "version": c.engine_version, "hardware": c.setting,
+    return [{"engine": engine_title(c.engine), "version": c.engine_version, "hardware": c.setting,
              "status": c.status, "verdict": c.verdict, "stage": failed_stage(c), "max_error": _steps(c.max_error_steps),
              "note": first_line(c.error or c.reason)} for c in found]
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import Cell
+from cases.outcome import FAILED, WORKED, outcome
 from matrix.merge import version_key
 from matrix.safe import md_cell, md_code
-from matrix.words import FAILED_STAGE, first_line, say_list
+from matrix.words import first_line, numbers_masked, say_list
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
@@ -17,8 +17,6 @@ GOOD = ("fixed", "fusion gained", "no longer crashes")
 # same stage and documented signature, other words (or the same words from other engine source lines): collapsed
 REWORDED = "error reworded"
 KINDS = BAD + GOOD + ("error changed", "numeric drift", REWORDED)
-FAILED = ("fail", "crashed")
-WORKED = ("pass", "built")  # built: a TensorRT-RTX plan built ahead of time, not run on this machine
 ERROR_DETAIL = ("regressed", "fixed", "now crashes", "no longer crashes")  # the detail is an engine's error text
 
 
@@ -33,6 +31,7 @@ class Change:
     after: str
     detail: str = ""
     cause: str = ""  # what the failing side shows: its documented signature, else its error with numbers masked
+    signature: str = ""  # an error change: the newer side's documented signature ("" none)
 
     @property
     def case(self) -> str:
@@ -164,8 +163,8 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     """The changes from cell a (older version) to cell b (newer version) of one reproducer."""
     out: List[Change] = []
 
-    def add(kind: str, before: str, after: str, detail: str = "", cause: str = "") -> None:
-        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause))
+    def add(kind: str, before: str, after: str, detail: str = "", cause: str = "", signature: str = "") -> None:
+        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature))
 
     if a.status in WORKED and b.status in FAILED:
         add("regressed", _state(a), _state(b), first_line(b.error) or b.reason, _cause(b))
@@ -188,12 +187,12 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
             add("fusion gained", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
                 "INT8: " + ", ".join(gained))
     if a.status == "fail" and b.status == "fail":
-        same_symptom = a.stage == b.stage and a.signature == b.signature and (
-            a.signature != "" or _located(first_line(a.error)) == _located(first_line(b.error)))
+        stage = outcome(a).failed_stage == outcome(b).failed_stage
+        same_symptom = stage and a.signature == b.signature and (a.signature != "" or a.error_line == b.error_line)
         if same_symptom and first_line(a.error) != first_line(b.error):
-            add(REWORDED, _error_text(a), _error_text(b))
-        elif first_line(a.error) != first_line(b.error) or a.signature != b.signature or a.stage != b.stage:
-            add("error changed", _error_text(a), _error_text(b))
+            add(REWORDED, _error_text(a), _error_text(b), signature=b.signature)
+        elif first_line(a.error) != first_line(b.error) or a.signature != b.signature or not stage:
+            add("error changed", _error_text(a), _error_text(b), signature=b.signature)
     if a.max_error_steps is not None and b.max_error_steps is not None:
         if abs(b.max_error_steps - a.max_error_steps) > drift:
             add("numeric drift", f"{a.max_error_steps:.3g} steps", f"{b.max_error_steps:.3g} steps",
@@ -280,21 +279,12 @@ def _where(pairs: Tuple[Tuple[str, str], ...]) -> str:
 
 
 def _state(c: Cell) -> str:
-    if c.status == "fail":
-        return f"fail at {FAILED_STAGE.get(c.stage, c.stage)}"
-    if c.status in WORKED and c.fused is not None:
-        return f"{c.status} (fused)" if c.fused else f"{c.status} (not fused)"
-    return c.status
-
-
-_SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|h|hpp)):\d+")
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
-
-
-def _located(error: str) -> str:
-    """An error without the engine's own source lines and addresses: 'pass.cpp:1357' and 'pass.cpp:1348' are the
-    same message from two builds of one engine."""
-    return _HEX.sub("0x", _SOURCE_LINE.sub(r"\1", error))
+    said = outcome(c)
+    if said.status == "fail":
+        return f"fail at {said.failed_stage}"
+    if said.worked and said.fused is not None:
+        return f"{said.status} (fused)" if said.fused else f"{said.status} (not fused)"
+    return said.status
 
 
 def _error_text(c: Cell) -> str:
@@ -334,12 +324,11 @@ FOLD = 12  # more changes than this on one hardware label: say them by cause, fo
 
 
 def _cause(c: Cell) -> str:
-    """The failing side's documented signature, else its first error line with numbers and paths masked."""
+    """The failing side's documented signature, else its error's first line (the engine's source lines masked) with
+    every number masked."""
     if c.signature:
         return f"sig: {c.signature}"
-    text = first_line(c.error) or first_line(c.reason) or c.status
-    text = re.sub(r"/\S+/", "…/", text)
-    return re.sub(r"\d+", "N", text)[:160]
+    return numbers_masked(c.error_line or first_line(c.reason) or c.status)[:160]
 
 
 def _by_cause(changes: List[Change]) -> List[str]:

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
+from cases.outcome import outcome
 from cases.verdict import UNEXPECTED
 from matrix.merge import Column, MergeResult, column_key
-from matrix.words import FAILED_STAGE, say_list
+from matrix.words import say_list
 
 IDLE = ("skipped", "not_run")
 # Code letter, css class and meaning per state; a letter reads without colour and without an emoji font.
@@ -28,6 +29,9 @@ STATES = (
     ("s", "kn", "skipped"),
     ("/", "kn", "not applicable"),
 )
+# The letter of each outcome (cases.outcome's kind) but a failure, whose letter is its failed stage's first.
+LETTERS = {"int8": "8", "passes": "P", "float": "f", "built-int8": "A", "built-float": "a", "built": "b",
+           "crashed": "X", "not_run": "-", "skipped": "s", "not_applicable": "/"}
 # A mark after the letter for the verdicts a reader must not miss.
 MARKS = {"regressed": "!", "new failure": "*", "fixed": "+", "undocumented": "?"}
 TEXT_INLINE = 48  # texts shorter than this stay in the cell; longer repeated ones become numbered notes
@@ -47,16 +51,11 @@ class Collapsed:
 
 def cell_code(cell: Cell) -> Tuple[str, str]:
     """(short text, css classes) of one cell, e.g. ("B!", "kx v2 vu")."""
-    if cell.status == "pass":
-        letter = "8" if cell.fused is True else "f" if cell.fused is False else "P"
-    elif cell.status == "fail":
-        letter = FAILED_STAGE.get(cell.stage, "compare")[0].upper()
-    elif cell.status == "built":
-        letter = "A" if cell.fused is True else "a" if cell.fused is False else "b"
-    elif cell.status == "crashed":
-        letter = "X"
+    said = outcome(cell)
+    if said.status == "fail":
+        letter = said.failed_stage[0].upper()
     else:
-        letter = {"not_run": "-", "skipped": "s", "not_applicable": "/"}.get(cell.status, "-")
+        letter = LETTERS.get(said.kind, "-")
     css = next(c for code, c, _ in STATES if code == letter)
     verdict = VERDICTS.index(cell.verdict) if cell.verdict in VERDICTS else 0
     classes = f"{css} v{verdict}" + (" vu" if cell.verdict in UNEXPECTED else "")

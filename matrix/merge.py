@@ -7,15 +7,35 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from cases.cell import SESSION_SCHEMA, SOURCES, Cell
+from cases.cell import SOURCES, Cell
 from cases.engines import variant_label
 from cases.portable import portable_path, portable_text, scrub
-from cases.schema import check_lines
+from engines.results import read_results
 from matrix import observed
 from matrix.observed import Manifest
 
 ColumnKey = Tuple[str, str, str, str, str]  # engine, engine_version, hardware, variant label, source
 PathLike = Union[str, Path]
+
+@dataclass(frozen=True)
+class Duplicate:
+    """Two cells of one reproducer in one column: which was kept and which dropped, by file, line and run date."""
+
+    bundle: str
+    column: str
+    kept: str
+    kept_line: int
+    kept_date: str
+    dropped: str
+    dropped_line: int
+    dropped_date: str
+
+    @property
+    def message(self) -> str:
+        return (f"duplicate cell {self.bundle} in {self.column}: kept {self.kept}:{self.kept_line} "
+                f"({self.kept_date or 'no date'}), dropped {self.dropped}:{self.dropped_line} "
+                f"({self.dropped_date or 'no date'})")
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -25,6 +45,7 @@ class Problem:
     line: int
     message: str
     level: str = "error"  # error: file refused; warning: part of a file dropped; note: nothing lost
+    duplicate: Optional[Duplicate] = None  # a note about a duplicate cell: the record, for a report to group
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -259,36 +280,29 @@ def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Pa
 
 
 def read_file(path: Path, manifest: Optional[Manifest] = None) -> Tuple[List[_Located], List[Problem]]:
-    """The cells of one file; any bad complete line refuses the file, a cut-off last line is dropped. Its cells are
-    observed where the manifest lists the file with this content, else local, whatever their lines say."""
+    """The cells of one file, read by engines.results under its one policy: any bad complete line refuses the file,
+    a cut-off last line is dropped. Its cells are observed where the manifest lists the file with this content, else
+    local, whatever their lines say."""
     name = _show(path)
-    try:
-        data = path.read_bytes()
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return [], [Problem(name, 0, f"cannot read: {e}; file refused")]
-    checked = check_lines(text)
-    bad = [Problem(name, number, message) for number, message in checked.bad]
-    why_local = (manifest or observed.Manifest(observed.OBSERVED)).observed(path, data)
-    header: Dict[str, Any] = {}
+    found = read_results(path)
+    if found.unreadable:
+        return [], [Problem(name, 0, f"{found.unreadable}; file refused")]
+    bad = [Problem(name, number, message) for number, message in found.bad]
+    why_local = (manifest or observed.Manifest(observed.OBSERVED)).observed(path, found.data)
+    claims = {str(h.get("source") or "") for h in found.headers}
     cells: List[_Located] = []
-    claims = set()
-    for number, record in checked.records:
-        if record["schema"] == SESSION_SCHEMA:
-            header = record
-            claims.add(str(header.get("source") or ""))
-            continue
+    for stored in found.cells:
+        cell, header = stored.cell, stored.header
         try:
-            cell = Cell.from_dict(record)
             claims.add(str(cell.run.get("source") or header.get("source") or ""))
             _refuse_stand_in(cell, header)
-            cells.append(_Located(_with_run(cell, header, path, "local" if why_local else "observed"), name, number))
+            cells.append(_Located(_with_run(cell, path, "local" if why_local else "observed"), name, stored.line))
         except ValueError as e:
-            bad.append(Problem(name, number, str(e)))
+            bad.append(Problem(name, stored.line, str(e)))
     if bad:
-        return [], _refused(name, bad)
-    tail = [Problem(name, checked.cut_off[0], f"last line is cut off ({checked.cut_off[1]}); kept the {len(cells)} "
-                    "complete cells before it (was the run interrupted?)", "warning")] if checked.cut_off else []
+        return [], _refused(name, sorted(bad, key=lambda p: p.line))
+    tail = [Problem(name, found.cut_off[0], f"last line is cut off ({found.cut_off[1]}); kept the {len(cells)} "
+                    "complete cells before it (was the run interrupted?)", "warning")] if found.cut_off else []
     if why_local and cells and ("observed" in claims or manifest is not None and manifest.relative(path)):
         tail.append(Problem(name, 0, f"its cells are local runs, not observations: {why_local}; only "
                                      "`nox -s observe` makes a committed file observed", "warning"))
@@ -334,44 +348,15 @@ def catalogue_bundles(root: Optional[PathLike] = None) -> List[str]:
     return list(dict.fromkeys(ids))
 
 
-def _with_run(cell: Cell, header: Dict[str, Any], path: Path, source: str) -> Cell:
-    """The cell with run.source set (by the manifest, never by the file), run.date, host and command filled from the
-    session header where the cell lacks them, and run.file."""
-    run = dict(cell.run)
-    for key in ("date", "host", "command"):
-        if not run.get(key) and header.get(key):
-            run[key] = str(header[key])
-    run["source"] = source
-    run["date"] = str(run.get("date") or "")
-    if run.get("command"):  # written by an older version, or by hand: published without this machine's paths
+def _with_run(cell: Cell, path: Path, source: str) -> Cell:
+    """The cell with run.source set (by the manifest, never by the file) and run.file; its recorded command and texts
+    scrubbed of machine paths once more, whoever wrote the file (a hand-edited file is published without them too)."""
+    run = dict(cell.run, source=source, date=str(cell.run.get("date") or ""), file=_show(path))
+    if run.get("command"):
         run["command"] = portable_text(run["command"])
-    texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation")}
-    run["file"] = _show(path)
-    detail = cell.hardware_detail or dict(header.get("hardware_detail") or {})
-    variant = cell.variant or _older_variant(cell)
-    hardware = cell.hardware
-    if not cell.variant and hardware.endswith(_OLD_TACTICS_SUFFIX):  # merged by an older version of this code
-        hardware = hardware[: -len(_OLD_TACTICS_SUFFIX)]
-    return replace(cell, run=run, hardware_detail=detail, hardware=hardware, variant=variant, **texts)
-
-
-_OLD_TACTICS_SUFFIX = ", tensorrt-only tactics"
-
-
-def _older_variant(cell: Cell) -> Dict[str, str]:
-    """The variant of a cell written before cells carried one: TensorRT's tactic choice, read from its options."""
-    if cell.engine != "tensorrt":
-        return {}
-    choice = tactics_choice(cell.options)
-    return {"tactics": choice} if choice != "default" else {}
-
-
-def tactics_choice(options: Dict[str, Any]) -> str:
-    """"default" or "tensorrt-only": TensorRT's tactic sources as recorded, or read from the sources a cell lists."""
-    choice = options.get("tactics")
-    if choice is None and options.get("tactic_sources"):  # cells from before the choice was recorded
-        choice = "default" if {"CUBLAS", "CUDNN"} & set(options["tactic_sources"]) else "tensorrt-only"
-    return str(choice or "default")
+    texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation", "engine_reason",
+                                                   "error_line")}
+    return replace(cell, run=run, **texts)
 
 
 def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:
@@ -393,10 +378,9 @@ def _dedupe(located: List[_Located]) -> Tuple[List[Cell], List[Problem]]:
             continue
         new, lost = (item, old) if item.cell.run.get("date", "") >= old.cell.run.get("date", "") else (old, item)
         kept[key] = new
-        notes.append(Problem(item.file, item.line, (
-            f"duplicate cell {item.cell.bundle} in {item.cell.column}: kept {new.file}:{new.line} "
-            f"({new.cell.run.get('date') or 'no date'}), dropped {lost.file}:{lost.line} "
-            f"({lost.cell.run.get('date') or 'no date'})"), "note"))
+        same = Duplicate(item.cell.bundle, item.cell.column, new.file, new.line, new.cell.run.get("date", ""),
+                         lost.file, lost.line, lost.cell.run.get("date", ""))
+        notes.append(Problem(item.file, item.line, same.message, "note", same))
     return [k.cell for k in kept.values()], notes
 
 

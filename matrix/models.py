@@ -2,9 +2,10 @@
 
 Read from the per-node reports (matrix.nodes): "5/5 INT8", "4 of 5 INT8 (ahead-of-time plan)", or the failure and
 its reason, "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)". The failing node is the one the engine's error
-names (matrix.predict.failing_node), never a guess. The reason is the TensorRT lint's rule where the lint predicted
-this failure at that node, else the documented signature the cell matched, else the engine's own words; a long one
-is a numbered note under the table, said once. Every cell links to its model's per-node report.
+names (the cell's `failing_node`), never a guess. The reason is the TensorRT lint's rule where the lint predicted
+this failure at that node in that column, else the documented signature the cell matched, else the engine's own
+words; a rule and a signature are said in their own few words (check.lint's rule registry, Signature.short); a long
+reason is a numbered note under the table, said once. Every cell links to its model's per-node report.
 """
 
 from __future__ import annotations
@@ -13,31 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from cases.engines import ENGINES
 from matrix.merge import version_key
-from matrix.words import FAILED_STAGE
 
-# The lint's rules (check.lint) and the catalogue's error signatures, in the words a reader knows them by.
-RULE_WORDS = {
-    "dq_non_activation": "INT32 bias DQ",
-    "uint8_activation": "uint8 activation (non-zero zero point)",
-    "nonzero_zero_point": "non-zero zero point",
-    "dynamic_quantize_linear": "DynamicQuantizeLinear",
-    "integer_op": "integer op (ConvInteger/MatMulInteger)",
-    "conv_without_kernel_shape": "Conv without kernel_shape",
-    "grouped_conv": "INT8 grouped Conv",
-    "q_graph_output": "Q as graph output",
-    "int8_constant_into_plugin": "INT8 constant into a plugin",
-    "dq_constant_into_add": "DQ constant into Add",
-    "float_model": "a float model (no Q/DQ)",
-    "widened_weights": "integer weights widened without a DQ",
-}
-SIGNATURE_WORDS = {
-    "no_implementation": "no implementation for a node",
-    "no_supported_formats": "no supported formats",
-    "nonzero_zero_point": "non-zero zero point",
-    "dql_plugin_not_found": "no DynamicQuantizeLinear plugin",
-    "quantized_constant": "quantized constant not before DQ",
-    "ort_convinteger_not_implemented": "ConvInteger not implemented",
-}
 NOTE_AFTER = 48  # characters: a longer reason is a numbered note under the table
 Key = Tuple[str, str, str]
 
@@ -64,7 +41,7 @@ def models_view(models: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
 
 def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
     """One column of a node report in a few words: {text, reason (said after text), node, tone}."""
-    status, stage = col.get("status", ""), col.get("stage", "")
+    status, failed = col.get("status", ""), col.get("failed_stage", "")
     int8, total = col.get("int8", 0), col.get("total", 0)
     tone = "all" if total and int8 == total else "some" if int8 else "none"
     if status == "built":
@@ -72,7 +49,7 @@ def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = N
     if status == "pass":
         text = f"{int8}/{total} INT8" if col.get("ran") else "passes, no per-node evidence"
         return {"text": text, "reason": "", "node": "", "tone": tone if col.get("ran") else "idle"}
-    if status == "fail" and FAILED_STAGE.get(stage) == "compare":
+    if status == "fail" and failed == "compare":
         worst = col.get("max_error_steps")
         if (col.get("output_stats") or {}).get("measure") == "network":  # the statistics: said after, or a note
             return {"text": f"{int8}/{total} INT8; outputs differ", "reason": col.get("numerics", ""), "node": "",
@@ -81,7 +58,7 @@ def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = N
         return {"text": f"{int8}/{total} INT8; {off}", "reason": "", "node": "", "tone": "fail"}
     if status == "fail":
         node = col.get("failing_node", "")
-        return {"text": failure_words(col.get("engine", ""), stage), "node": node, "tone": "fail",
+        return {"text": failure_words(col.get("engine", ""), failed), "node": node, "tone": "fail",
                 "reason": reason(col, node, predictions)}
     if status == "crashed":
         return {"text": "crashed", "node": "", "tone": "crash",
@@ -90,25 +67,24 @@ def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = N
             "reason": col.get("reason") or col.get("error", "")}
 
 
-def failure_words(engine: str, stage: str) -> str:
+def failure_words(engine: str, failed: str) -> str:
     """"parse fails" (a TensorRT-family load is the ONNX parser), "load fails", "build fails", "run fails"."""
-    failed = FAILED_STAGE.get(stage, "load")
+    failed = failed or "load"
     if failed == "load" and engine in ENGINES and ENGINES[engine].family == "tensorrt":
         return "parse fails"
     return f"{failed} fails"
 
 
 def reason(col: Mapping[str, Any], node: str, predictions: Optional[Mapping[str, Any]]) -> str:
-    """Why a column failed: the lint rule that predicted it at that node, the documented signature, or the
-    engine's own words."""
-    observed = {"": "parse fails", "load": "build fails"}.get(col.get("stage", ""), "")
+    """Why a column failed: the lint rule that predicted it at that node in this very column (engine, version,
+    hardware, variant), the documented signature, or the engine's own words."""
+    observed = {"load": "parse fails", "build": "build fails"}.get(col.get("failed_stage", ""), "")
     for row in (predictions or {}).get("rows") or []:
-        if (node and row.get("node") == node and row.get("ran") and row.get("version") == col.get("version")
+        if (node and row.get("node") == node and row.get("ran") and row.get("column") == col.get("column")
                 and row.get("predicted") == observed):
-            return RULE_WORDS.get(row["rule"], row["rule"].replace("_", " "))
-    signature = col.get("signature", "")
-    if signature:
-        return SIGNATURE_WORDS.get(signature, signature.replace("_", " "))
+            return row.get("words") or row["rule"].replace("_", " ")
+    if col.get("signature"):
+        return col.get("signature_short") or col["signature"].replace("_", " ")
     return col.get("says") or col.get("error", "")
 
 

@@ -14,58 +14,34 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from cases.cell import Cell
+from cases.engines import variant_label
+from cases.outcome import outcome
 from cases.user_model import COMPUTE_OPS
 from matrix.merge import version_key
-from matrix.predict import failing_node, predictions_view, reason_line
+from matrix.predict import predictions_view
 
-NODES_SCHEMA = "qdq-matrix/nodes/1"
+NODES_SCHEMA = "qdq-matrix/nodes/2"  # 2: a column says its failed stage (`failed_stage`), not the last one reached
 LISTED_NODES = 40  # up to this many quantized nodes, the Markdown lists each node; above, it groups them only
 LISTED_EVIDENCE = 60  # up to this many node-by-engine evidence sentences, the Markdown has them too (else HTML, JSON)
 SHOWN_NAMES = 4  # node names a grouped row shows before "and N more"
-# What a float precision was, where the evidence says: TensorRT formats, OpenVINO runtimePrecision, ORT profile types.
-_WIDTHS = (
-    ("fp16", re.compile(r"\b(?:FP16|Half|f16|float16)\b")),
-    ("bf16", re.compile(r"\b(?:BF16|bf16|bfloat16)\b")),
-    ("fp32", re.compile(r"\b(?:FP32|Float|f32|float)\b")),
-)
-_LAYER = re.compile(r"layer '([^']*)'")
-_ORT_NODE = re.compile(r"(?:kernel|into|float) ([A-Za-z0-9_.]+) '([^']*)'")
-_OUTPUT = re.compile(r"output (\w+) \(|outputPrecisions \[?'?(\w+)|runtimePrecision (\w+)|first input (\w+)")
+FLOAT_WIDTHS = ("fp32", "fp16", "bf16")
 
 
 def precision_of(entry: Mapping[str, Any]) -> str:
-    """int8, int4, fp8, fp16, bf16, fp32, float (width not stated) or unknown, from a cell's precision entry."""
+    """int8, int4, fp8, fp16, bf16, fp32, float (width not stated) or unknown, from a cell's precision entry: a float
+    node's width is its layer's first float input type, else its first float output type, as the evidence lists them."""
     precision = entry.get("precision", "unknown")
     if precision != "float":
         return precision if precision in ("int8", "int4", "fp8", "unknown") else "unknown"
-    inputs = [d for d in entry.get("inputs") or [] if d in ("fp32", "fp16", "bf16")]  # structured evidence
-    if inputs:
-        return inputs[0]
-    stated = _stated_width(entry.get("evidence", ""))
-    return stated or "float"
-
-
-def _stated_width(evidence: str) -> str:
-    """The float width the evidence names for the layer's output (or runtime precision), "" when none."""
-    m = _OUTPUT.search(evidence)
-    words = [w for w in (m.groups() if m else ()) if w]
-    for text in words:
-        for name, pattern in _WIDTHS:
-            if pattern.search(text):
-                return name
-    return ""
+    widths = [d for d in [*(entry.get("inputs") or []), *(entry.get("outputs") or [])] if d in FLOAT_WIDTHS]
+    return widths[0] if widths else "float"
 
 
 def layer_of(entry: Mapping[str, Any]) -> str:
     """The engine layer, kernel or optimized node that the evidence names, "" when it names none."""
-    if entry.get("layer"):  # structured evidence
-        return f"{entry['layer']} ({entry['layer_type']})" if entry.get("layer_type") else str(entry["layer"])
-    evidence = entry.get("evidence", "")
-    m = _LAYER.search(evidence)
-    if m:
-        return m.group(1)
-    m = _ORT_NODE.search(evidence)
-    return f"{m.group(2)} ({m.group(1)})" if m else ""
+    if not entry.get("layer"):
+        return ""
+    return f"{entry['layer']} ({entry['layer_type']})" if entry.get("layer_type") else str(entry["layer"])
 
 
 def read_meta(bundles: Union[None, Path, Sequence[Path]], bundle: str) -> Dict[str, Any]:
@@ -165,17 +141,16 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
                  if nodes[t]["precision"] not in ("int8", "int4", "fp8", "unknown")]
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]]
-    failed = cell.status in ("fail", "crashed")
-    node = failing_node(cell.error) if failed else ""
-    if not node and failed:
-        node = next((str(e.get("node_name")) for e in cell.parser_errors if e.get("node_name")), "")
+    said = outcome(cell)
     column = {
         "engine": cell.engine, "version": cell.engine_version, "hardware": cell.setting,
+        "column": [cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant)],
         "heading": f"{cell.engine}@{cell.engine_version}", "status": cell.status, "verdict": cell.verdict,
-        "stage": cell.stage, "error": _first(cell.error) or _first(cell.reason), "signature": cell.signature,
+        "failed_stage": said.failed_stage, "error": _first(cell.error) or _first(cell.reason),
+        "signature": cell.signature, "signature_short": signature_short(cell),
         "int8": int8, "total": len(compute), "others": others, "ran": ran,
-        "summary": _summary(cell, ran, int8, len(compute), others, meta), "failing_node": node,
-        "says": reason_line(cell.error, node, cell.parser_errors) if failed else "",
+        "summary": _summary(cell, ran, int8, len(compute), others, meta),
+        "failing_node": cell.failing_node if said.failed else "", "says": cell.engine_reason if said.failed else "",
         "reason": _first(cell.reason), "max_error_steps": cell.max_error_steps,
         "numerics": numerics(cell, meta), "output_stats": dict(cell.output_stats), "fallbacks": fallbacks,
         "fallback_ops": _ops([f["node"] for f in fallbacks], details),
@@ -183,6 +158,20 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
         "source": cell.run.get("source", ""), "date": cell.run.get("date", ""), "nodes": nodes,
     }
     return column
+
+
+def signature_short(cell: Cell) -> str:
+    """The few words of the documented signature a cell matched (cases: Signature.short), "" for none."""
+    if not cell.signature:
+        return ""
+    from cases import get_case
+    from cases.common import find_signature
+
+    try:
+        found = find_signature(get_case(cell.case), cell.engine, cell.signature)
+    except KeyError:  # a case this catalogue no longer has
+        found = None
+    return found.short if found is not None else ""
 
 
 def _others(names: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]) -> Dict[str, int]:

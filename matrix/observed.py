@@ -140,16 +140,11 @@ def add(manifest: Manifest, files: Sequence[Path], machine: str = "", command: s
 
 def session_commands(path: Path) -> str:
     """The distinct commands of a results file's session headers, joined by " ; " ("" for any other file)."""
+    from engines.results import read_results
+
     if path.suffix != ".jsonl":
         return ""
-    found: List[str] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("schema") == "qdq-matrix/session/1" and record.get("command"):
-            found.append(str(record["command"]))
+    found = [str(h["command"]) for h in read_results(path).headers if h.get("command")]
     return " ; ".join(dict.fromkeys(found))
 
 

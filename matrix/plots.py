@@ -7,6 +7,7 @@ from typing import Any, Collection, Dict, List
 
 from cases.cell import Cell
 from cases.engines import ENGINES
+from cases.outcome import outcome as cell_outcome
 from matrix.merge import Column, MergeResult, column_key
 
 # Outcome classes in drawing order, with the css class the template colours them by.
@@ -15,15 +16,14 @@ OUTCOMES = (("INT8 fused", "k8"), ("pass", "kp"), ("built, INT8", "ka"), ("built
 BAR, GAP, PLOT_H, LEFT, TOP, PANEL_MIN = 14, 10, 120, 34, 18, 80
 
 
+WORDS = {"int8": "INT8 fused", "float": "float fallback", "passes": "pass", "built-int8": "built, INT8",
+         "built-float": "float fallback", "built": "built", "crashed": "crashed"}
+
+
 def outcome(cell: Cell) -> str:
     """The outcome class of one cell, as the plots count it."""
-    if cell.status == "pass":
-        return "INT8 fused" if cell.fused is True else "float fallback" if cell.fused is False else "pass"
-    if cell.status == "built":
-        return "built, INT8" if cell.fused is True else "float fallback" if cell.fused is False else "built"
-    if cell.status in ("fail", "crashed"):
-        return cell.status
-    return "not run"
+    said = cell_outcome(cell)
+    return "fail" if said.status == "fail" else WORDS.get(said.kind, "not run")
 
 
 def plots_view(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any]:

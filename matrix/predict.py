@@ -7,28 +7,21 @@ A miss is news for the catalogue: a documented behaviour that did not reproduce,
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from cases.engines import LINT_ENGINES, title, variant_label
+from cases.outcome import outcome
 from matrix.merge import version_key
 
 PREDICTIONS = ("parse fails", "build fails", "float", "int8")
 ENGINE = "tensorrt"
-ENGINES = ("tensorrt", "tensorrt-rtx")  # the engines the lint predicts for (TensorRT-RTX shares the ONNX parser)
+ENGINES = LINT_ENGINES  # the engines the lint predicts for (cases.engines: TensorRT and TensorRT-RTX, one ONNX parser)
 NEWS = "news for the catalogue"
 NOT_RUN = "predicted, not run here"
-_ENGINE_NAMES = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX"}
 VERDICTS = {True: "agrees", False: NEWS, None: "cannot say"}
-# The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>" in its description, or, where
-# the parser error has node fields, the worker's "[node <name> (<op>), <function>]" suffix (build.describe).
-_INVALID_NODE = re.compile(r"Invalid Node - (\S+)")
-_NODE_SUFFIX = re.compile(r"\[node (\S+)(?: \([^()]*\))?(?:, [^\]]*)?\]")
-# Prefixes the TensorRT worker puts before the engine's own words (build.py, execute.py).
-_WORKER_PREFIX = re.compile(r"^(?:ONNX parse failed|build_serialized_network returned None|"
-                            r"deserialize_cuda_engine returned None)(?::\s*|$)")
-# A version a specifier names and includes: ==X, >=X, <=X, ~=X (not the open bounds > and <).
-_NAMED = re.compile(r"(?:==|>=|<=|~=)\s*([0-9][0-9A-Za-z.+!-]*)")
+# A failure at load is the ONNX parser's, at build the builder's: the words a prediction says them in.
+FAILED_WORDS = {"load": "parse fails", "build": "build fails"}
 
 
 @dataclass(frozen=True)
@@ -44,11 +37,22 @@ class Comparison:
     source: str
     hardware: str = ""
     engine: str = ENGINE
+    setting: str = ""  # the cell's column variant ("target=SM86"), "" for the engine's default column
 
     @property
     def news(self) -> bool:
         """A miss: the catalogue's knowledge does not hold here."""
         return self.agrees is False
+
+    @property
+    def column(self) -> List[str]:
+        """The cell's column as fields: engine, version, hardware, variant (what a report keys its rows by)."""
+        return [self.engine, self.version, self.hardware, self.setting]
+
+    @property
+    def label(self) -> str:
+        """The engine and its setting for people: "tensorrt-rtx · target=SM86"."""
+        return " · ".join(filter(None, [self.engine, self.setting]))
 
 
 def covers(versions: str, version: str) -> bool:
@@ -67,79 +71,15 @@ def record(item: Any) -> Dict[str, Any]:
     return asdict(item) if is_dataclass(item) else dict(item)
 
 
-def failing_node(error: str) -> str:
-    """The node a TensorRT parser error names, "" where it names none (never a guess from the log)."""
-    found = _INVALID_NODE.search(error or "") or _NODE_SUFFIX.search(error or "")
-    return found.group(1) if found else ""
-
-
-def engine_words(error: str, node: str = "") -> str:
-    """What the engine said went wrong, in its own words: the parser's line about the node where it names one
-    ("<node>: <why>", or the description before "[node <node> ...]"), else the error's first line."""
-    lines = [_WORKER_PREFIX.sub("", x.strip()) for x in (error or "").splitlines() if x.strip()]
-    for line in lines if node else ():
-        if line.startswith(node + ": "):
-            return line[len(node) + 2:].strip().rstrip(".")
-        found = _NODE_SUFFIX.search(line)
-        if found and found.group(1) == node and line[:found.start()].strip():
-            return line[:found.start()].strip().rstrip(".")
-    return next((x for x in lines if x), "")
-
-
-# Lines of an engine's error that say where, or what the machine lacks, never why: the parser's own trail
-# ("While parsing node ...", "--- Begin node ---"), and the CUDA runtime's complaint that TensorRT-RTX appends to
-# every error on a machine without a GPU ("Error Code 1: Cuda Runtime (... CUDA driver version is insufficient ...)").
-_NOT_WHY = re.compile(r"^(?:While parsing node|--- (?:Begin|End) node|Node name:|ERROR: ModelImporter)|"
-                      r"Error Code 1: Cuda Runtime|^Exception from \S+:\d+:$")  # OpenVINO's trail of source lines
-# TensorRT's errors say why in parentheses: "<function>: Error Code 4: API Usage Error (<why>. In <func> at <file>)",
-# the why often starting with the node's name.
-_TRT_ERROR = re.compile(r"^(?:\S+: )?Error Code \d+: [A-Za-z ]+ \((.*)\)$")
-_SOURCE_SUFFIX = re.compile(r"\.?\s+In \w+ at \S+\)?$")
-REASON_LIMIT = 300
-
-
-def reason_line(error: str, node: str = "", parser_errors: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The engine's own reason for a failure: the first line that says why, not only where.
-
-    From the parser's structured errors where the cell has them (each error's description, less its "Invalid Node -
-    <node_name>" line and the machine's noise), else from the error text; a line that quotes the node says why after
-    "<node>: ". "" where no line says more than where."""
-    for e in parser_errors:
-        named = str(e.get("node_name") or "")
-        why = _why(str(e.get("desc") or ""), named if named and not named.startswith("<") else node)
-        if why:
-            return why
-    return _why(error, node) or engine_words(error, node)
-
-
-def _why(text: str, node: str) -> str:
-    """The first line of text that says why (see reason_line), trimmed to the reason itself."""
-    for raw in (text or "").splitlines():
-        line = _WORKER_PREFIX.sub("", raw.strip())
-        if not line or _NOT_WHY.search(line) or (node and line in (f"Invalid Node - {node}", node)):
-            continue
-        if line.startswith("Invalid Node - "):
-            continue
-        wrapped = _TRT_ERROR.match(line)
-        line = _SOURCE_SUFFIX.sub("", wrapped.group(1) if wrapped else line).strip()
-        suffix = _NODE_SUFFIX.search(line)
-        if suffix and suffix.group(1) == node and line[:suffix.start()].strip():
-            line = line[:suffix.start()]
-        elif node and line.startswith(f"{node}: "):
-            line = line[len(node) + 2:]
-        return line.split(". ", 1)[0].strip().rstrip(".")[:REASON_LIMIT]  # its first sentence
-    return ""
-
-
 def node_outcome(cell: Mapping[str, Any], node: str) -> str:
     """What a cell shows for one node: a model-level failure, or the node's precision."""
-    status = cell.get("status")
-    if status in ("fail", "crashed") and cell.get("stage", "") in ("", "load"):
-        named = failing_node(cell.get("error") or "")
+    said = outcome(cell)
+    if said.failed and said.failed_stage in FAILED_WORDS:
+        named = str(cell.get("failing_node") or "")
         if named and named != node:  # the parser stopped at another node: this one was never judged
             return "not observable"
-        return "parse fails" if not cell.get("stage") else "build fails"  # stage is the last stage reached
-    if (status in ("pass", "fail") and cell.get("stage") in ("run", "compare")) or status == "built":
+        return FAILED_WORDS[said.failed_stage]
+    if said.worked or (said.status == "fail" and said.failed_stage == "compare"):
         precision = (cell.get("precision") or {}).get(node, {}).get("precision", "unknown")
         return precision if precision in ("int8", "float") else "unknown"
     return "unknown"
@@ -163,24 +103,26 @@ def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
                 if f["predicted"] in ("int8", "float") and observed in ("parse fails", "build fails"):
                     observed, agrees = "not observable", None
             rows.append(Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
-                                   f.get("source", ""), str(c.get("hardware", "")),
-                                   " · ".join(filter(None, [str(c.get("engine", ENGINE)), cell_setting(c)]))))
+                                   f.get("source", ""), str(c.get("hardware", "")), str(c.get("engine", ENGINE)),
+                                   cell_setting(c)))
     return rows
 
 
 def cell_setting(cell: Mapping[str, Any]) -> str:
     """A cell's column variant in a finding's words: "target=SM86", "" for the default setting."""
-    variant = cell.get("variant") or {}
-    return ",".join(f"{k}={v}" for k, v in sorted(variant.items()))
+    return variant_label(cell.get("variant") or {})
 
 
 def not_run(finding: Mapping[str, Any], ran: Sequence[str]) -> List[str]:
     """What a finding predicts for that no cell ran: its whole range when no run falls in it, else the versions
-    its range names (==, >=, <=) that did not run."""
+    its range names and includes (==, >=, <=, ~=) that did not run."""
+    from packaging.specifiers import SpecifierSet
+
     versions = finding.get("versions", "")
     if not any(covers(versions, v) for v in ran):
         return [versions or "any version"]
-    named = dict.fromkeys(v for v in _NAMED.findall(versions) if covers(versions, v))
+    named = dict.fromkeys(s.version for s in SpecifierSet(versions) if s.operator in ("==", ">=", "<=", "~=")
+                          and covers(versions, s.version))
     return [v for v in named if v not in ran]
 
 
@@ -198,15 +140,16 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     for order, f in enumerate(findings):
         engine = f.get("engine", ENGINE)
         label = engine if not f.get("setting") else f"{engine} · {f['setting']}"
-        base = {"node": f["node"], "rule": f["rule"], "predicted": f["predicted"], "source": f.get("source", ""),
-                "detail": f.get("detail", ""), "fix": f.get("fix", ""), "range": f.get("versions", ""),
-                "order": order}
+        base = {"node": f["node"], "rule": f["rule"], "words": f.get("words", ""), "predicted": f["predicted"],
+                "source": f.get("source", ""), "detail": f.get("detail", ""), "fix": f.get("fix", ""),
+                "range": f.get("versions", ""), "order": order}
         for r in compare([f], cells):
             rows.append(dict(base, version=engine_version_label(label, r.version), hardware=r.hardware,
-                             observed=r.observed, ran=True, verdict=VERDICTS[r.agrees], news=r.news, engine=engine))
+                             observed=r.observed, ran=True, verdict=VERDICTS[r.agrees], news=r.news, engine=engine,
+                             column=r.column))
         for v in not_run(f, ran_by.get(engine, [])):
             rows.append(dict(base, version=engine_version_label(label, v), hardware="", observed="", ran=False,
-                             verdict=NOT_RUN, news=False, engine=engine))
+                             verdict=NOT_RUN, news=False, engine=engine, column=[engine, v, "", f.get("setting", "")]))
     rows.sort(key=lambda r: (not r["news"], not r["ran"], r["order"], r["engine"] != ENGINE,
                              version_key(r["version"].split()[-1]), r["hardware"]))
     sources = list(dict.fromkeys(r["source"] for r in rows if r["source"]))
@@ -272,6 +215,6 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
         shown = ", ".join(nodes[:SHOWN_NODES]) + (f" and {len(nodes) - SHOWN_NODES} more" if len(nodes) > SHOWN_NODES
                                                   else "")
         where = shown if len(nodes) == 1 else f"{len(nodes)} nodes ({shown})"
-        lines.append(f"lint {name}: {where} ({rule}): {_ENGINE_NAMES.get(engine, engine)} {versions or 'any version'}"
+        lines.append(f"lint {name}: {where} ({rule}): {title(engine)} {versions or 'any version'}"
                      f"{' (' + setting + ')' if setting else ''} predicted {predicted} [{source}]")
     return lines

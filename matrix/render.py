@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import re
 import xml.etree.ElementTree as ET
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
+from cases.outcome import outcome
 from cases.verdict import UNEXPECTED
 from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
@@ -19,7 +19,7 @@ from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code, md_link_text
 from matrix.upgrade import upgrade_view
 from matrix.targets import target_view
-from matrix.words import FAILED_STAGE, first_line, quantized_word, say_list
+from matrix.words import first_line, say_list
 
 REPORT_SCHEMA = "qdq-matrix/report/2"  # 2: cells leave out fields at their default (Cell.from_dict fills them)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -124,17 +124,15 @@ def summary(result: MergeResult) -> List[Dict[str, Any]]:
 
 def cell_label(cell: Cell) -> str:
     """The short status a reader sees, in words: "fused", "fails at build", "not run: no NVIDIA GPU"."""
-    if cell.status == "pass":
-        return "fused" if cell.fused is True else "pass (not fused)" if cell.fused is False else "pass"
-    if cell.status == "fail":
-        return "fails at " + FAILED_STAGE.get(cell.stage, cell.stage or "compare")
-    if cell.status == "crashed":
-        return "crashed"
-    if cell.status == "built":  # TensorRT-RTX ahead of time: parse, build and layer listing; no run here
-        return f"built, {quantized_word(cell.precision)}" if cell.fused is True else \
-            "built, not fused" if cell.fused is False else "built"
-    word = cell.status.replace("_", " ")
-    return word + (f": {first_line(cell.reason)}" if cell.reason else "")
+    said = outcome(cell)
+    if said.status == "fail":
+        return f"fails at {said.failed_stage}"
+    words = {"int8": "fused", "float": "pass (not fused)", "passes": "pass", "crashed": "crashed",
+             # TensorRT-RTX ahead of time: parse, build and layer listing; no run here
+             "built-int8": f"built, {said.quantized or 'INT8'}", "built-float": "built, not fused", "built": "built"}
+    if said.kind in words:
+        return words[said.kind]
+    return said.status.replace("_", " ") + (f": {first_line(cell.reason)}" if cell.reason else "")
 
 
 def cell_text(cell: Cell) -> str:
@@ -299,24 +297,19 @@ def _node_model(node: Dict[str, Any], out: Path) -> Dict[str, Any]:
             "md": _relative(node["md"], out), "html": _relative(node["html"], out)}
 
 
-_DUPLICATE = re.compile(r"duplicate cell (?P<bundle>\S+) in (?P<column>.+): "
-                        r"kept (?P<kept>.+?):\d+ \((?P<new>[^()]*)\), "
-                        r"dropped (?P<dropped>.+?):\d+ \((?P<old>[^()]*)\)$")
-
-
 def group_notes(notes: Sequence[Problem]) -> List[Dict[str, Any]]:
     """Merge notes as the reports list them: duplicate cells counted per (kept file, dropped file), one example."""
     out: List[Dict[str, Any]] = []
     groups: Dict[Tuple[str, ...], Dict[str, Any]] = {}
     for p in notes:
-        m = _DUPLICATE.match(p.message)
-        if not m:
+        d = p.duplicate
+        if d is None:
             out.append(_problem_view(p))
             continue
-        key = (m["column"], m["kept"], m["new"], m["dropped"], m["old"])
+        key = (d.column, d.kept, d.kept_date, d.dropped, d.dropped_date)
         if key not in groups:
-            groups[key] = {"file": m["dropped"], "line": 0, "level": "note", "where": m["dropped"], "n": 0,
-                           "bundle": m["bundle"]}
+            groups[key] = {"file": d.dropped, "line": 0, "level": "note", "where": d.dropped, "n": 0,
+                           "bundle": d.bundle}
             out.append(groups[key])
         groups[key]["n"] += 1
     for (column, kept, new, dropped, old), g in groups.items():

@@ -37,8 +37,6 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(HERE, "suite")
-# The stage that failed, from the last stage a cell completed (matrix/words.py).
-FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
 SAME_ERROR = 1e-6  # steps: a max error this close to the recorded one is the recorded one
 STDERR_TAIL = 4000
 
@@ -293,7 +291,7 @@ def describe(found: Dict[str, Any], tolerance: float) -> str:
         shown = "n/a" if worst is None else f"{worst:.3g}"
         return f"pass (max error {shown} steps, tolerance {tolerance:g})"
     if status == "fail":
-        return f"fail at {FAILED_STAGE.get(found.get('stage', ''), '?')}: {error}"
+        return f"fail at {found.get('failed_stage') or '?'}: {error}"
     if status == "built":
         return f"built ahead of time, not run here: {error}"
     return f"{status.replace('_', ' ')}: {error}"
@@ -305,7 +303,7 @@ def verdict(recorded: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]
     want, tolerance = recorded["status"], float(recorded["tolerance_steps"])
     same = found["status"] == want and want in ("pass", "fail", "crashed", "built", "not_applicable")
     if same and want in ("fail", "built"):
-        same = found.get("stage", "") == recorded["stage"]
+        same = found.get("stage", "") == recorded["last_stage"]
     marks = []
     if recorded.get("signature_regex") and found["status"] in ("fail", "crashed"):
         text = "\n".join(str(found.get(k) or "") for k in ("error", "log"))
@@ -329,6 +327,8 @@ def verdict(recorded: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]
 
 def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]:
     recorded = cell["recorded"]
+    # the stage that failed after each last stage reached: cases/outcome.py's, as cell.json carries it
+    found = dict(found, failed_stage=cell["failed_stages"].get(found.get("stage", ""), "?"))
     print(f"{recorded['bundle']} on {recorded['engine']} {found.get('version') or 'unknown'} "
           f"(recorded on {recorded['engine_version']}, {recorded['hardware']})")
     for note in found.get("notes") or []:

@@ -11,20 +11,19 @@ import re
 from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.cell import Cell
+from cases.outcome import outcome as cell_outcome
 from matrix.merge import version_key
-from matrix.words import FAILED_STAGE, quantized_word, say_list
+from matrix.words import say_list
 
 
 def outcome(cell: Cell) -> str:
     """A cell's outcome in the few words an architecture sentence needs."""
-    if cell.status == "built":
-        said = {True: f"built, {quantized_word(cell.precision)}", False: "built, not quantized"}
-        return said.get(cell.fused, "built")
-    if cell.status == "pass":
-        return {True: "INT8", False: "not INT8"}.get(cell.fused, "passes")
-    if cell.status == "fail":
-        return "fails at " + FAILED_STAGE.get(cell.stage, cell.stage or "compare")
-    return cell.status.replace("_", " ")
+    said = cell_outcome(cell)
+    words = {"built-int8": f"built, {said.quantized or 'INT8'}", "built-float": "built, not quantized",
+             "int8": "INT8", "float": "not INT8", "passes": "passes"}
+    if said.status == "fail":
+        return f"fails at {said.failed_stage}"
+    return words.get(said.kind, said.status.replace("_", " "))
 
 
 def _target_key(target: str) -> Tuple[int, str]:

@@ -71,15 +71,9 @@ def reworded_summary(changes: Sequence[Change]) -> List[Dict[str, Any]]:
     """Rewordings counted per documented signature, with one example each: the detail is `matrix diff`'s."""
     groups: Dict[str, List[Change]] = {}
     for c in changes:
-        groups.setdefault(_signature(c.after), []).append(c)
+        groups.setdefault(c.signature, []).append(c)
     return [{"signature": sig, "n": len(items), "example": _change(items[0])}
             for sig, items in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
-
-
-def _signature(text: str) -> str:
-    """The signature in a diff's error text ("... [sig: X]")."""
-    head, found, tail = text.rpartition(" [sig: ")
-    return tail[:-1] if found and tail.endswith("]") else ""
 
 
 def headline(report: DiffReport) -> str:

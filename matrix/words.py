@@ -1,22 +1,14 @@
-"""The words the reports share: the stage a failure stopped at, and lists said in prose.
+"""The words the reports share: lists said in prose, first lines, numbers masked for grouping.
 
 A leaf of the report package: it imports nothing from matrix/, so render, grid, diff and upgrade
-all read it without importing each other.
+all read it without importing each other. A cell's outcome (the stage that failed, what its nodes
+ran in) is cases.outcome's, derived once; each view says it in its own words.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
-
-# The stage that failed, from the last stage a cell completed (cells record the last one completed).
-FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
-
-
-def quantized_word(precision: Mapping[str, Mapping[str, Any]]) -> str:
-    """The low-precision types a cell's target nodes ran in, for "built, FP8": INT8 unless its evidence says."""
-    kinds = sorted({str(p.get("precision")) for p in precision.values()
-                    if p.get("precision") in ("int8", "fp8", "int4", "fp4")})
-    return " and ".join(k.upper() for k in kinds) or "INT8"
+from itertools import groupby
+from typing import Sequence
 
 
 def say_list(items: Sequence[str]) -> str:
@@ -28,3 +20,8 @@ def say_list(items: Sequence[str]) -> str:
 def first_line(text: str) -> str:
     """The first line of a text, "" for none."""
     return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def numbers_masked(text: str) -> str:
+    """Each run of digits as "N": one cause reads the same whatever sizes, indices or line numbers it names."""
+    return "".join("N" if digits else "".join(run) for digits, run in groupby(text, key=str.isdigit))

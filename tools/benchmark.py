@@ -27,12 +27,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cases import get_case  # noqa: E402
+from cases.engines import CPU_ENGINES, ENGINES  # noqa: E402
 from engines import get_engine  # noqa: E402
 from engines.cells import run_cell  # noqa: E402
+from engines.results import read_results  # noqa: E402
 from generators import write  # noqa: E402
 from generators.bundle import Bundle, iter_bundles, verify_bundle  # noqa: E402
 
-CHECK_ENGINES = ("onnxruntime", "openvino", "tensorrt-rtx")
+OPENVINO = ENGINES["openvino"].settings
+
+CHECK_ENGINES = CPU_ENGINES + tuple(n for n, s in ENGINES.items() if s.device == "aot")  # a CPU machine's
 SHAPE = "1x3x64x64"  # check.archs.backbone's input at batch 1
 
 
@@ -72,7 +76,8 @@ def bare_openvino(bundles: List[Bundle]) -> None:
     core = ov.Core()
     for b in bundles:
         try:
-            compiled = core.compile_model(str(b.model_path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+            compiled = core.compile_model(str(b.model_path), OPENVINO["device"],
+                                          {"INFERENCE_PRECISION_HINT": OPENVINO["inference_precision_hint"]})
             compiled(b.inputs())
         except Exception:
             pass
@@ -98,7 +103,7 @@ def main() -> int:
         _, verify = timed(lambda: [verify_bundle(b.path) for b in bundles])
         rows.append(("verify every bundle against its digest", len(bundles), verify))
         run = {"date": "", "source": "benchmark"}
-        for name in ("onnxruntime", "openvino"):
+        for name in CPU_ENGINES:
             engine = get_engine(name)
             info = engine.probe()
             if not info.available:
@@ -176,10 +181,8 @@ def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, f
 def cell_seconds(results: Path, engine: str) -> float:
     """The harness's own time for the cell (timings.cell in the results file), 0 where there is none."""
     for path in results.rglob(f"{engine}-*.jsonl"):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            cell = json.loads(line)
-            if "bundle" in cell:
-                return float((cell.get("timings") or {}).get("cell", 0.0))
+        for stored in read_results(path).cells:
+            return float(stored.cell.timings.get("cell", 0.0))
     return 0.0
 
 

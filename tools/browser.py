@@ -131,56 +131,6 @@ class Browser:
         self.close()
 
 
-def png_colours(data: bytes, limit: int = 5000) -> int:
-    """How many distinct pixel colours a PNG has (up to limit): a blank page has one."""
-    import struct
-    import zlib
-
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, chunks, header = 8, [], b""
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            chunks.append(body)
-        pos += 12 + length
-    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
-    if depth != 8 or colour_type not in (2, 6):
-        raise ValueError(f"PNG colour type {colour_type} depth {depth} is not RGB(A) 8-bit")
-    channels = 3 if colour_type == 2 else 4
-    raw = zlib.decompress(b"".join(chunks))
-    stride = width * channels
-    previous = bytearray(stride)
-    seen = set()
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        _unfilter(kind, line, previous, channels)
-        for x in range(0, stride, channels * 7):  # every 7th pixel is plenty to tell a blank page
-            seen.add(bytes(line[x:x + 3]))
-        if len(seen) >= limit:
-            break
-        previous = line
-    return len(seen)
-
-
-def _unfilter(kind: int, line: bytearray, prev: bytearray, bpp: int) -> None:
-    for i in range(len(line)):
-        left = line[i - bpp] if i >= bpp else 0
-        up, corner = prev[i], prev[i - bpp] if i >= bpp else 0
-        if kind == 1:
-            line[i] = (line[i] + left) & 0xFF
-        elif kind == 2:
-            line[i] = (line[i] + up) & 0xFF
-        elif kind == 3:
-            line[i] = (line[i] + (left + up) // 2) & 0xFF
-        elif kind == 4:
-            p = left + up - corner
-            pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-            line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

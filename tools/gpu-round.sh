@@ -7,7 +7,7 @@
 #   tools/gpu-round.sh sweep VERSION [RUNS...]    # wall time against workers, with and without the timing cache
 #   tools/gpu-round.sh observe LABEL [VERSIONS]   # the catalogue on each version side by side, timing cache on
 #   TACTICS=tensorrt-only tools/gpu-round.sh observe LABEL [VERSIONS]
-#   tools/gpu-round.sh check LABEL                # user-model bundles (.bundles-user) on 8.5.3.1 and 8.6.0
+#   tools/gpu-round.sh check LABEL                # user-model bundles (.bundles-user) on the two newest 8.x pins
 #   tools/gpu-round.sh bench VERSION MODEL [N]    # `check` on one user bundle against the bare engine
 #                                                  # (tools/trt-bare.py), N times each, fresh processes
 #   tools/gpu-round.sh rtx LABEL WHEELS VERSION   # TensorRT-RTX from carried wheels (WHEELS/VERSION-a, -b): its
@@ -29,6 +29,7 @@ obs=$work/obs
 bin=$work/payload/bin
 [[ $step == adopt ]] || mkdir -p "$obs"
 say() { echo "[$(date +%H:%M:%S)] $*"; }
+pins() { (cd "$repo" && python3 -m engines.pins "$@"); }  # the pin table: the engine descriptors (cases/engines.py)
 cells() {  # VERSION RESULTS WORKERS [pytest args...]: the catalogue on one version, into one results file
   local v=$1 results=$2 workers=$3; shift 3
   (cd "$repo" && timeout "${LIMIT:-570}" "$bin/python-controller" -m pytest tests/cells --engine tensorrt \
@@ -71,7 +72,7 @@ sweep)
     QDQ_TIMING_CACHE_DIR=$cache_dir cells "$v" "$results" "$workers" "${args[@]}" >"$obs/sweep/$v-$run.log" 2>&1
     rc=$?
     wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
-    n=$(grep -c '"qdq-matrix/cell/1"' "$results" 2>/dev/null || echo 0)
+    n=$(grep -c '"qdq-matrix/cell/' "$results" 2>/dev/null || echo 0)
     [[ $rc -le 1 ]] && printf '%s\t%s\t%s\t%s\t%d.%03d\t%s\n' "$v" "$run" "$workers" "$cache" $((wall_ms / 1000)) \
       $((wall_ms % 1000)) "$n" >>"$obs/sweep/sweep.tsv"
     say "sweep $v $run: exit $rc, $((wall_ms / 1000)) s, $n cells"
@@ -79,7 +80,7 @@ sweep)
   ;;
 observe)
   label=${1:?observe needs a label (nvidia-h100, nvidia-h200)}; shift
-  versions=("$@"); ((${#versions[@]})) || versions=(8.5.1.7 8.5.2.2 8.5.3.1 8.6.0)
+  versions=("$@"); ((${#versions[@]})) || mapfile -t versions < <(pins trt)
   suffix=""; [[ ${TACTICS:-default} == tensorrt-only ]] && suffix=-tensorrt-only
   mkdir -p "$obs/$label"
   only=(); [[ -n ${ONLY_CASES:-} ]] && for c in $ONLY_CASES; do only+=(--only-case "$c"); done
@@ -93,10 +94,10 @@ observe)
   ;;
 check)
   label=${1:?check needs a label}
+  interpreters=(); for v in $(pins trt | tail -n 2); do interpreters+=(--trt-python "$bin/python-trt-$v"); done
   (cd "$repo" && QDQ_TIMING_CACHE_DIR=$obs/timing-cache PYTHONPATH=$repo "$bin/python-controller" -m check \
-      --from-bundles .bundles-user --engine tensorrt --trt-python "$bin/python-trt-8.5.3.1" \
-      --trt-python "$bin/python-trt-8.6.0" --results "$obs/$label/check" --reports "$obs/$label/check/nodes") \
-      >"$obs/$label/check.log" 2>&1
+      --from-bundles .bundles-user --engine tensorrt "${interpreters[@]}" --results "$obs/$label/check" \
+      --reports "$obs/$label/check/nodes") >"$obs/$label/check.log" 2>&1
   say "check $label: exit $?"; tail -n 3 "$obs/$label/check.log"
   ;;
 bench)

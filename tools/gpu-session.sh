@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One whole GPU session on an air-gapped machine, after every payload part was copied to PAYLOAD:
 # unpack, observe the catalogue on every TensorRT version side by side, check the user-model bundles
-# on 8.5.3.1 and 8.6.0, reduce one failing model, and pack everything into OUT/results.tgz.
+# on the two newest TensorRT 8.x pins (python -m engines.pins trt), reduce one failing model on the newest, and pack
+# everything into OUT/results.tgz.
 #
 #   tools/gpu-session.sh PAYLOAD LABEL OUT [REDUCE_MODEL]
 #
@@ -9,12 +10,13 @@
 # and .bundles-user/ (python -m check MODELS --prepare-only --out .bundles-user). Progress goes to
 # stdout; each step's log lands in the tarball, so a step that fails loses nothing of the others.
 set -uo pipefail
-(($# >= 3)) || { sed -n '2,10p' "$0"; exit 2; }
+(($# >= 3)) || { sed -n '2,11p' "$0"; exit 2; }
 payload=$(cd "$1" && pwd) label=$2 out=$3 reduce_model=${4:-}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 obs=/tmp/obs/$label
 mkdir -p "$obs" "$out"
 step() { echo "[$(date +%H:%M:%S)] $*"; }
+mapfile -t newest < <(cd "$repo" && python3 -m engines.pins trt | tail -n 2)  # the pin table: cases/engines.py
 
 if [[ ! -x $payload/bin/python-controller ]]; then
   step "unpacking the payload in $payload"
@@ -27,17 +29,17 @@ step "observing the catalogue on ${#pythons[@]} TensorRT versions"
 step "catalogue done"; tail -n 8 "$obs/observe.log"
 
 if [[ -d $repo/.bundles-user ]]; then
-  step "checking user-model bundles on 8.5.3.1 and 8.6.0"
+  step "checking user-model bundles on ${newest[*]}"
+  interpreters=(); for v in "${newest[@]}"; do interpreters+=(--trt-python "$payload/bin/python-trt-$v"); done
   (cd "$repo" && PYTHONPATH=$repo "$payload/bin/python-controller" -m check --from-bundles .bundles-user \
-      --trt-python "$payload/bin/python-trt-8.5.3.1" --trt-python "$payload/bin/python-trt-8.6.0" \
-      --results "$obs/check-results" --reports "$obs/check-nodes") >"$obs/check.log" 2>&1
+      "${interpreters[@]}" --results "$obs/check-results" --reports "$obs/check-nodes") >"$obs/check.log" 2>&1
   step "check exit $?"; tail -n 5 "$obs/check.log"
 fi
 
 if [[ -n $reduce_model ]]; then
-  step "reducing $reduce_model on 8.6.0"
+  step "reducing $reduce_model on ${newest[-1]}"
   (cd "$repo" && PYTHONPATH=$repo python3 -m check.reduce "$reduce_model" --engine tensorrt \
-      --trt-python "$payload/bin/python-trt-8.6.0" --out "$obs/reduce") >"$obs/reduce.log" 2>&1
+      --trt-python "$payload/bin/python-trt-${newest[-1]}" --out "$obs/reduce") >"$obs/reduce.log" 2>&1
   step "reduce exit $?"; tail -n 5 "$obs/reduce.log"
 fi
 

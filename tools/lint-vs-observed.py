@@ -25,9 +25,10 @@ from typing import List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from cases.engines import LINT_ENGINES  # noqa: E402
+from cases.engines import title as engine_title  # noqa: E402
 from check.lint import LintInputError, comparison_markdown, compare, engine_cells, lint_path  # noqa: E402
 
-NAMES = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX"}
 
 
 def page(models: Path, cells: List[Path], engine: str,
@@ -36,7 +37,7 @@ def page(models: Path, cells: List[Path], engine: str,
     shown = ", ".join(f"`{p}`" for p in cells)
     cases = sorted({bundle.split("/", 1)[0] for bundle, _ in catalogue})
     also = f", the reproducers of catalogue case {', '.join(f'`{c}`' for c in cases)}" if cases else ""
-    lines = [f"# The lint's predictions against real {NAMES[engine]}", "",
+    lines = [f"# The lint's predictions against real {engine_title(engine)}", "",
              f"Made by `python tools/lint-vs-observed.py --engine {engine}"
              + "".join(f" --case {c}" for c in cases) + f"` from the producer models "
              f"(`python -m check.producers`){also} and the cells in {shown}. \"not observable\": the parser stopped "
@@ -76,7 +77,7 @@ def catalogue_models(root: Path, cases: Sequence[str]) -> List[Tuple[str, Path]]
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python tools/lint-vs-observed.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", choices=sorted(NAMES), default="tensorrt")
+    parser.add_argument("--engine", choices=sorted(LINT_ENGINES), default="tensorrt")
     parser.add_argument("--cells", type=Path, nargs="+", required=True, help="results JSONL of the producer models")
     parser.add_argument("--models", type=Path, help="producer models folder (default: built here, temporarily)")
     parser.add_argument("--case", action="append", default=[], metavar="ID",

@@ -12,8 +12,16 @@
    files now carries `variant: {"tactics": "tensorrt-only"}` and `options.tactics`; a cell without
    `tactic_sources` gets the ones its session's built cells recorded, with a note saying so.
 
+3. cell/2 (issue 28): `stage` becomes `last_stage`; a failed cell's evidence becomes fields, found by the same code
+   that finds it for a new cell (engines/reasons.py): `failing_node`, `engine_reason` and `error_line`; the tactic
+   sources move from `options` to the cell's own `tactic_sources`; what the merge used to fill in on every read comes
+   in once: a missing `hardware_detail` and run date, host or command from the session header, a TensorRT cell's
+   column variant from its tactics; and the per-node evidence that the four tensorrt-only files wrote as sentences
+   only (old engines/tensorrt/inspect.py: "layer 'X' Type: weights Int8, input Int8 (...), output ...") gets the
+   fields every later cell has: layer, layer_type, inputs, outputs, weights, tactic.
+
 Prints what changes per file; --write rewrites in place (unchanged lines kept byte for byte). Running it again
-changes nothing (a test checks that). Afterwards the manifest is re-digested: `nox -s observe -- FILES`.
+changes nothing (a test checks that). Afterwards the manifest is re-digested: `python -m matrix observe FILES`.
 """
 
 from __future__ import annotations
@@ -28,8 +36,21 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import re  # noqa: E402
+
+from cases.cell import SCHEMA as CELL_SCHEMA  # noqa: E402
 from cases.portable import portable_path, portable_text  # noqa: E402
+from engines.reasons import error_line, failure_evidence  # noqa: E402
+from engines.tensorrt.layers import dtype  # noqa: E402
 from generators.bundle import meta_digest  # noqa: E402
+
+CELL_1 = "qdq-matrix/cell/1"
+CELLS = (CELL_1, CELL_SCHEMA)
+# The sentence old engines/tensorrt/inspect.py wrote for a layer it could read, and its parts.
+_OLD_LAYER = re.compile(r"^layer '([^']*)' (\S+): ")
+_OLD_PART = {"weights": re.compile(r"\bweights (\w+)"), "inputs": re.compile(r"\binput (\w+) \("),
+             "outputs": re.compile(r"\boutput (\w+) \("), "tactic": re.compile(r"\btactic (\S+?)(?:;|$)")}
+_OLD_TACTICS_SUFFIX = ", tensorrt-only tactics"  # the hardware label of tensorrt-only cells merged before variants
 
 OBSERVED = REPO / "reports" / "observed"
 # Folders that were checkouts of this repository when the commands ran (docs/findings.md and git history say so).
@@ -49,17 +70,22 @@ def command(text: str, here: str) -> str:
     return portable_text(" ".join(words))
 
 
+def _sources(record: Dict[str, Any]) -> List[str]:
+    """A cell record's tactic sources, where either schema keeps them."""
+    return list(record.get("tactic_sources") or (record.get("options") or {}).get("tactic_sources") or [])
+
+
 def session_sources(records: List[Dict[str, Any]]) -> List[str]:
     """The tactic sources this session's built cells recorded (one list for the whole session)."""
-    found = {json.dumps(r["options"]["tactic_sources"]) for r in records
-             if r.get("schema") == "qdq-matrix/cell/1" and (r.get("options") or {}).get("tactic_sources")}
+    found = {json.dumps(_sources(r)) for r in records if r.get("schema") in CELLS and _sources(r)}
     if len(found) != 1:
         raise SystemExit(f"migrate-observed: expected one tactic-source list in the session, found {sorted(found)}")
     return json.loads(found.pop())
 
 
-def migrate_record(record: Dict[str, Any], here: str, tensorrt_only: Optional[List[str]]) -> Dict[str, Any]:
-    """One results line, migrated."""
+def migrate_record(record: Dict[str, Any], here: str, tensorrt_only: Optional[List[str]],
+                   header: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """One results line, migrated (header: the session header above it)."""
     out = json.loads(json.dumps(record))
     if out.get("schema") == "qdq-matrix/session/1":
         if out.get("command"):
@@ -68,6 +94,13 @@ def migrate_record(record: Dict[str, Any], here: str, tensorrt_only: Optional[Li
     run = out.get("run") or {}
     if run.get("command"):
         run["command"] = command(run["command"], here)
+    if out.get("schema") == CELL_1:
+        return cell_2(tensorrt_only_cell(out, tensorrt_only), header or {})
+    return out
+
+
+def tensorrt_only_cell(out: Dict[str, Any], tensorrt_only: Optional[List[str]]) -> Dict[str, Any]:
+    """Step 2: a cell of a tensorrt-only file with its tactics recorded."""
     if tensorrt_only is not None:
         options = out.setdefault("options", {})
         options.setdefault("tactics", "tensorrt-only")
@@ -78,16 +111,61 @@ def migrate_record(record: Dict[str, Any], here: str, tensorrt_only: Optional[Li
     return out
 
 
+def cell_2(out: Dict[str, Any], header: Dict[str, Any]) -> Dict[str, Any]:
+    """Step 3: a cell/1 record as cell/2."""
+    out["schema"] = CELL_SCHEMA
+    out["last_stage"] = out.pop("stage", "")
+    options = out.setdefault("options", {})
+    out["tactic_sources"] = [str(x) for x in options.pop("tactic_sources", None) or []]
+    if not out.get("hardware_detail") and header.get("hardware_detail"):
+        out["hardware_detail"] = dict(header["hardware_detail"])
+    run = out.setdefault("run", {})
+    for key in ("date", "host", "command"):
+        if not run.get(key) and header.get(key):
+            run[key] = str(header[key])
+    if out.get("engine") == "tensorrt" and not out.get("variant"):
+        choice = options.get("tactics") or ("default" if {"CUBLAS", "CUDNN"} & set(out["tactic_sources"]) or
+                                            not out["tactic_sources"] else "tensorrt-only")
+        out["variant"] = {"tactics": choice} if choice != "default" else {}
+    if out.get("variant") and str(out.get("hardware", "")).endswith(_OLD_TACTICS_SUFFIX):
+        out["hardware"] = out["hardware"][: -len(_OLD_TACTICS_SUFFIX)]
+    failed = out.get("status") in ("fail", "crashed")
+    node, says = failure_evidence(out.get("error") or "", out.get("parser_errors") or []) if failed else ("", "")
+    out["failing_node"], out["engine_reason"] = node, says
+    out["error_line"] = error_line(out.get("error") or "") if out.get("status") not in ("skipped", "not_run") else ""
+    out["precision"] = {n: evidence_fields(e) for n, e in (out.get("precision") or {}).items()}
+    return out
+
+
+def evidence_fields(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """A precision entry with the fields every later cell has, read once from old inspect.py's sentence."""
+    found = _OLD_LAYER.match(str(entry.get("evidence") or ""))
+    if entry.get("layer") or found is None:
+        return entry
+    text = entry["evidence"]
+    out = dict(entry, layer=found.group(1), layer_type=found.group(2))
+    for key in ("inputs", "outputs", "weights"):
+        words = _OLD_PART[key].search(text)
+        out[key] = [dtype(words.group(1))] if words else []
+    tactic = _OLD_PART["tactic"].search(text)
+    out["tactic"] = tactic.group(1) if tactic else ""
+    return out
+
+
 def migrate_lines(text: str, here: str, tensorrt_only: bool) -> Tuple[str, int]:
     """(new text, changed lines) of a JSONL file."""
     lines = text.split("\n")
     records = [json.loads(line) for line in lines if line.strip()]
     sources = session_sources(records) if tensorrt_only else None
     changed = 0
+    header: Dict[str, Any] = {}
     for i, line in enumerate(lines):
         if not line.strip():
             continue
-        new = json.dumps(migrate_record(json.loads(line), here, sources), sort_keys=True)
+        record = json.loads(line)
+        if record.get("schema") == "qdq-matrix/session/1":
+            header = record
+        new = json.dumps(migrate_record(record, here, sources, header), sort_keys=True)
         if new != line:
             lines[i], changed = new, changed + 1
     return "\n".join(lines), changed

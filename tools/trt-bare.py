@@ -18,7 +18,15 @@ import sys
 import time
 from pathlib import Path
 
-WORKSPACE_MB = 1024  # engines/tensorrt/build.py DEFAULT_WORKSPACE_MB
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _workspace_mb() -> int:
+    """The worker's workspace pool, from the engine descriptors (cases/engines.py): the same build as the suite's."""
+    sys.path.insert(0, str(REPO))
+    from cases.engines import ENGINES
+
+    return int(ENGINES["tensorrt"].settings["workspace_mb"])
 
 
 def _gpu_module():
@@ -59,7 +67,7 @@ def main(argv: list) -> int:
         config.set_flag(trt.BuilderFlag.INT8)
     if opts.get("fp16"):
         config.set_flag(trt.BuilderFlag.FP16)
-    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_MB << 20)
+    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, _workspace_mb() << 20)
     plan = builder.build_serialized_network(network, config)
     if plan is None:
         print("trt-bare: build failed (the builder returned no plan)", file=sys.stderr)

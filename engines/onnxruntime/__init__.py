@@ -47,10 +47,11 @@ class Adapter:
 
     name = NAME
 
-    def __init__(self, graph_optimization_level: str = "ORT_ENABLE_ALL", providers: Optional[Sequence[str]] = None,
-                 x64quantprecision: str = "0"):
-        self.graph_optimization_level = graph_optimization_level
-        self.x64quantprecision = str(x64quantprecision)
+    def __init__(self, graph_optimization_level: Optional[str] = None, providers: Optional[Sequence[str]] = None,
+                 x64quantprecision: Optional[str] = None):
+        defaults = ENGINES[NAME].defaults()
+        self.graph_optimization_level = graph_optimization_level or defaults["graph_optimization_level"]
+        self.x64quantprecision = str(x64quantprecision or defaults["x64quantprecision"])
         ENGINES[NAME].check(self._options())
         self.requested_providers = list(providers) if providers else None
 

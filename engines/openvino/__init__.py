@@ -11,12 +11,14 @@ import importlib
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
+from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, no_custom_ops, target_outputs
 from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
 from engines.openvino import stages
 from generators.bundle import Bundle
 
 NAME = "openvino"
+SETTINGS = ENGINES[NAME].settings  # the device and the float precision hint (cases.engines)
 INT8_PRECISIONS = ("i8", "u8")
 FLOAT_PRECISIONS = ("f32", "bf16", "f16")
 # Runtime layers that only move data; they never decide a target's precision.
@@ -41,7 +43,8 @@ class Adapter:
 
     name = NAME
 
-    def __init__(self, device: str = "CPU", inference_precision_hint: str = "f32"):
+    def __init__(self, device: str = SETTINGS["device"],
+                 inference_precision_hint: str = SETTINGS["inference_precision_hint"]):
         self.device = device
         self.config = {"INFERENCE_PRECISION_HINT": inference_precision_hint}
 

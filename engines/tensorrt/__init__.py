@@ -27,7 +27,7 @@ import numpy as np
 from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu
-from engines.tensorrt.inspect import TACTICS_CHOICES, log_text, parse_version, version_matches
+from engines.tensorrt.inspect import log_text, version_matches
 from engines.tensorrt.plugins import python_plugins
 from generators.bundle import Bundle
 
@@ -48,12 +48,11 @@ class Adapter:
         tactics: Optional[str] = None, timing_cache: Optional[str] = None,
     ) -> None:
         self.python = python or sys.executable
+        spec = ENGINES["tensorrt"]
         # "default": TensorRT's default tactic sources; "tensorrt-only": no cuBLAS/cuBLASLt/cuDNN tactics.
-        self.tactics = tactics or os.environ.get("QDQ_TRT_TACTICS") or "default"
-        if self.tactics not in TACTICS_CHOICES:
-            raise ValueError(f"TensorRT tactics must be one of {', '.join(TACTICS_CHOICES)}, not {self.tactics!r}")
-        self.timing_cache = timing_cache or "on"
-        ENGINES["tensorrt"].check({"timing_cache": self.timing_cache})
+        self.tactics = tactics or os.environ.get(spec.option("tactics").env) or spec.option("tactics").default
+        self.timing_cache = timing_cache or spec.option("timing_cache").default
+        spec.check({"tactics": self.tactics, "timing_cache": self.timing_cache})
         self.version = version
         self.timeout = timeout
         # isolate: one process per cell (slow: TensorRT and CUDA start each time); otherwise one
@@ -200,7 +199,9 @@ class Adapter:
             self._server = None
 
     def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
-        return dict(bundle.meta.get("trt") or {}, tactics=self.tactics, timing_cache=self.timing_cache_path())
+        settings = ENGINES[self.name].settings  # the workspace pool, unless the bundle sets its own
+        return dict(settings, **(bundle.meta.get("trt") or {}), tactics=self.tactics,
+                    timing_cache=self.timing_cache_path())
 
     def _write_request(self, bundle: Bundle, tmp: Path) -> Path:
         found = self._gpu or gpu.detect()
@@ -313,7 +314,8 @@ class RtxAdapter(Adapter):
         return f"{label}: ahead-of-time build (default: {' '.join(targets)})" if targets else label
 
     def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
-        return dict(bundle.meta.get("trt") or {}, target=self.target)  # no timing cache: it breaks CPU-only builds
+        settings = ENGINES[self.name].settings  # no timing cache: it breaks CPU-only builds
+        return dict(settings, **(bundle.meta.get("trt") or {}), target=self.target)
 
 
 def target_ops(bundle: Bundle) -> Dict[str, str]:
@@ -449,10 +451,10 @@ def _tail(text: str, limit: int = STDERR_TAIL) -> str:
 
 
 def _instancenorm_plugin(bundle: Bundle, info: EngineInfo) -> str:
-    """NATIVE_INSTANCENORM arrived in 8.6: where the parser lacks it, InstanceNormalization is the cuDNN plugin."""
+    """NATIVE_INSTANCENORM arrived in 8.6: where the parser lacks it (the worker's capability record says, never the
+    version number), InstanceNormalization is the cuDNN plugin."""
     flags = bundle.meta.get("trt", {}).get("parser_flags") or []
-    have = info.capabilities.get("parser_flags")
-    missing = "NATIVE_INSTANCENORM" not in have if have is not None else parse_version(info.version)[:2] < (8, 6)
+    missing = "NATIVE_INSTANCENORM" not in (info.capabilities.get("parser_flags") or [])
     if "NATIVE_INSTANCENORM" in flags and missing:
         return f"TensorRT {info.version} has no NATIVE_INSTANCENORM flag, so InstanceNormalization_TRT (cuDNN) runs"
     return ""

@@ -14,8 +14,6 @@ from typing import Any, Dict, List, Optional
 from . import inspect as tinspect
 from . import timing
 
-DEFAULT_WORKSPACE_MB = 1024
-
 
 def stage_load(trt: Any, caps: Dict[str, Any], req: Dict[str, Any], result: Any, logger: Any) -> Optional[tuple]:
     """Parse the ONNX model; returns (builder, network, parser) or None after a parse failure."""
@@ -236,7 +234,7 @@ def configure(trt: Any, caps: Dict[str, Any], builder: Any, opts: Dict[str, Any]
         flags.append(name)
     options["builder_flags"] = flags
     _tactics(trt, config, opts, options)
-    workspace = int(opts.get("workspace_mb", DEFAULT_WORKSPACE_MB)) << 20
+    workspace = int(opts["workspace_mb"]) << 20  # the engine's setting (cases/engines.py), in every request
     pool = tinspect.lookup_flag(getattr(trt, "MemoryPoolType", None), "WORKSPACE")
     if pool is not None and hasattr(config, "set_memory_pool_limit"):
         config.set_memory_pool_limit(pool, workspace)

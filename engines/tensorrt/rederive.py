@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import Cell
+from cases.engines import NAMES, family
 from engines import cells
+from engines.results import read_results
 from engines.tensorrt import layers as tlayers
 from engines.tensorrt import target_ops, unpack_listing
 from generators.bundle import Bundle, bundles_root
 
-FAMILY = ("tensorrt", "tensorrt-rtx")
+FAMILY = tuple(n for n in NAMES if family(n) == "tensorrt")  # TensorRT and TensorRT-RTX
 
 
 def listing_layers(cell: Cell) -> Optional[List[tlayers.Layer]]:
@@ -63,21 +65,23 @@ def _ops(bundle_id: str, root: Path) -> Dict[str, str]:
 
 
 def process(path: Path, root: Path, write: bool) -> Dict[str, int]:
-    """Re-derive one results file; returns counts (cells, with listing, changed precision, changed evidence)."""
+    """Re-derive one results file; returns counts (cells, with listing, changed precision, changed evidence).
+    A file engines.results refuses is left alone (ValueError says why)."""
     counts = {"cells": 0, "listed": 0, "precision": 0, "evidence": 0, "unlisted": 0}
-    out_lines: List[str] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line) if line.strip() else None
-        if not isinstance(record, dict) or record.get("schema") != "qdq-matrix/cell/1" or \
-                record.get("engine") not in FAMILY:
-            out_lines.append(line)
+    found = read_results(path)
+    if found.refused:
+        raise ValueError(f"{path}: refused ({found.why_refused}); nothing re-derived")
+    out_lines = found.data.decode("utf-8").splitlines()
+    for stored in found.cells:
+        cell = stored.cell
+        if cell.engine not in FAMILY:
             continue
-        cell = Cell.from_dict(record)
         counts["cells"] += 1
         if not cell.listing:
-            counts["unlisted"] += cell.status in ("pass", "built", "fail") and cell.stage in ("build", "run", "compare")
-            out_lines.append(line)
+            counts["unlisted"] += cell.status in ("pass", "built", "fail") and \
+                cell.last_stage in ("build", "run", "compare")
             continue
+        record = json.loads(out_lines[stored.line - 1])
         counts["listed"] += 1
         precision, fused = rederive(cell, _ops(cell.bundle, root))
         for node, entry in precision.items():
@@ -89,7 +93,7 @@ def process(path: Path, root: Path, write: bool) -> Dict[str, int]:
             elif old.get("evidence") != entry["evidence"]:
                 counts["evidence"] += 1
         record.update(precision=precision, fused=fused)
-        out_lines.append(json.dumps(record, sort_keys=True))
+        out_lines[stored.line - 1] = json.dumps(record, sort_keys=True)
     if write:
         tmp = path.with_name(path.name + ".rederive.tmp")
         tmp.write_text("".join(x + "\n" for x in out_lines), encoding="utf-8")
@@ -109,7 +113,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not path.is_file():
             print(f"rederive: {path}: no such file", file=sys.stderr)
             return 2
-        counts = process(path, root, args.write)
+        try:
+            counts = process(path, root, args.write)
+        except ValueError as e:
+            print(f"rederive: {e}", file=sys.stderr)
+            return 2
         for k, v in counts.items():
             total[k] += v
     print(f"rederive: {total['cells']} TensorRT-family cells, {total['listed']} with a listing; "

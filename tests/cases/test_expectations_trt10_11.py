@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cases import all_cases, get_case
 from cases.common import OPERATORS_MD, OPERATORS_MD_10_1, OPERATORS_MD_10_15, QUANTIZED_TYPES_11
+from cases.engines import pin_group
 
-NOXFILE = Path(__file__).resolve().parents[2] / "noxfile.py"
 MOVING = ("/blob/main/", "/tree/main/", "/latest/")  # a page that changes under the citation
 ISSUE_3919 = "https://github.com/NVIDIA/TensorRT/issues/3919"
-
-
-def pinned_nvidia() -> list:
-    """TRT_NVIDIA from noxfile.py, read without importing nox."""
-    for node in ast.parse(NOXFILE.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "TRT_NVIDIA" for t in node.targets):
-            return list(ast.literal_eval(node.value))
-    raise AssertionError("noxfile.py has no TRT_NVIDIA")
-
-
-PINNED = pinned_nvidia()
+PINNED = list(pin_group("trt10").versions)  # the NVIDIA-index versions of the pin table (cases/engines.py)
 V10 = [v for v in PINNED if v.startswith("10.")]
 V11 = [v for v in PINNED if v.startswith("11.")]
 

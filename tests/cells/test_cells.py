@@ -57,4 +57,4 @@ def test_cell(bundle_id: str, request: pytest.FixtureRequest, cell_engine) -> No
         pytest.skip(f"{cell.status}: {cell.reason}")
     if cell.verdict in UNEXPECTED:
         detail = f"\n  error: {cell.error.splitlines()[0]}" if cell.error else ""
-        pytest.fail(f"{cell.verdict}: {cell.explanation} [{cell.status} at stage '{cell.stage}']{detail}", pytrace=False)
+        pytest.fail(f"{cell.verdict}: {cell.explanation} [{cell.status} at stage '{cell.last_stage}']{detail}", pytrace=False)

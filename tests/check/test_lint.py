@@ -113,7 +113,8 @@ def test_cli_prints_markdown_or_json_and_exits_zero(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["schema"] == "qdq-matrix/lint/1"
     assert {tuple(sorted(f)) for f in data["findings"]} == {
-        ("detail", "engine", "fix", "node", "predicted", "rule", "setting", "source", "versions")}
+        ("detail", "engine", "fix", "node", "predicted", "rule", "setting", "source", "versions", "words")}
+    assert {f["words"] for f in data["findings"]} == {"INT8 grouped Conv"}  # the rule registry's words
     assert all(f["predicted"] in PREDICTIONS for f in data["findings"])
 
 
@@ -130,10 +131,11 @@ def test_compare_agrees_misses_and_cannot_say():
     findings = [Finding("conv", "grouped_conv", ">=8.5,<8.7", "build fails", "src"),
                 Finding("mm", "x", "", "int8", "src")]
     cells = [
-        {"engine": "tensorrt", "engine_version": "8.6.0", "status": "fail", "stage": "load", "precision": {}},
-        {"engine": "tensorrt", "engine_version": "8.5.3.1", "status": "pass", "stage": "compare",
+        {"engine": "tensorrt", "engine_version": "8.6.0", "status": "fail", "last_stage": "load", "precision": {}},
+        {"engine": "tensorrt", "engine_version": "8.5.3.1", "status": "pass", "last_stage": "compare",
          "precision": {"conv": {"precision": "int8"}, "mm": {"precision": "float"}}},
-        {"engine": "onnxruntime", "engine_version": "1.31.1", "status": "pass", "stage": "compare", "precision": {}},
+        {"engine": "onnxruntime", "engine_version": "1.31.1", "status": "pass", "last_stage": "compare",
+         "precision": {}},
     ]
     rows = {(r.node, r.version): r for r in compare(findings, cells)}
     assert rows[("conv", "8.6.0")].agrees is True
@@ -145,15 +147,23 @@ def test_compare_agrees_misses_and_cannot_say():
 
 def test_cli_compares_predictions_with_a_results_file(tmp_path, capsys):
     onnx.save(_grouped_conv(3), str(tmp_path / "gc.onnx"))
-    cell = {"bundle": "user_model/gc", "engine": "tensorrt", "engine_version": "8.6.0", "status": "pass",
-            "stage": "compare", "precision": {"node_of_conv": {"precision": "int8"}}}
-    other = dict(cell, bundle="user_model/other", status="fail", stage="load")
-    (tmp_path / "r.jsonl").write_text(json.dumps(cell) + "\n" + json.dumps(other) + "\n")
+    from dataclasses import replace
+
+    from cases.cell import Cell
+
+    cell = Cell(bundle="user_model/gc", case="user_model", params={}, digest="d", engine="tensorrt",
+                engine_version="8.6.0", hardware="", status="pass", verdict="undocumented", last_stage="compare",
+                precision={"node_of_conv": {"precision": "int8"}})
+    other = replace(cell, bundle="user_model/other", status="fail", verdict="new failure", last_stage="load")
+    (tmp_path / "r.jsonl").write_text(cell.to_json() + "\n" + other.to_json() + "\n")
     assert main([str(tmp_path / "gc.onnx"), "--cells", str(tmp_path / "r.jsonl")]) == 0
     out = capsys.readouterr().out
     assert ("| `node_of_conv` | grouped_conv | tensorrt | 8.6.0 |  | build fails | int8 "
             "| **miss: news for the catalogue** |") in out
     assert main([str(tmp_path / "gc.onnx"), "--cells", str(tmp_path / "none.jsonl")]) == 2
+    (tmp_path / "bad.jsonl").write_text('{"bundle": "user_model/gc", "engine": "tensorrt"}\n')  # not a cell
+    assert main([str(tmp_path / "gc.onnx"), "--cells", str(tmp_path / "bad.jsonl")]) == 2
+    assert "not a results file this suite reads" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("output_qdq, predicted", [(True, "int8"), (False, "float")])

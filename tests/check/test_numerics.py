@@ -70,7 +70,7 @@ def test_a_deep_network_that_agrees_at_high_sqnr_passes_and_a_wrong_output_fails
     wrong[name][:, 0] *= 2.0
     obs.outputs = wrong
     bad = judge_observation(CASE, bundle, info, obs, {"source": "local"})
-    assert (bad.status, bad.stage, bad.verdict) == ("fail", "run", "new failure")
+    assert (bad.status, bad.last_stage, bad.verdict) == ("fail", "run", "new failure")
     assert f"output {name!r} differs from the reference: SQNR" in bad.error
     assert bad.output_stats["outputs"][name]["sqnr_db"] < 20
 
@@ -80,7 +80,7 @@ def test_the_catalogue_keeps_the_step_measure(tmp_path):
     from generators.bundle import load_bundle
 
     case = get_case("grouped_conv")
-    bundle = load_bundle(write.write_bundle(case, next(iter(case.variants())), root=tmp_path))
+    bundle = load_bundle(write.write_bundle(case, next(iter(case.variants())), root=tmp_path).path)
     assert "judge" not in bundle.meta and measure(bundle.meta)["measure"] == "steps"
     _, info, obs = _run(bundle, "onnxruntime")
     cell = judge_observation(case, bundle, info, obs, {"source": "local"})
@@ -147,7 +147,7 @@ def test_localize_says_why_for_the_tensorrt_family(deep, tmp_path):
     said = {}
     for engine in ("tensorrt-rtx", "tensorrt"):
         cell = Cell(bundle=bundle.id, case="user_model", params={}, digest="d", engine=engine, engine_version="1",
-                    hardware="h", status="built", verdict="undocumented", stage="build")
+                    hardware="h", status="built", verdict="undocumented", last_stage="build")
         said[engine] = localize_cell(bundle, cell, 20.0)
         assert said[engine].status == "not localized" and "--trt-outputs mark all" in said[engine].reason
     assert "cannot run on this machine" in said["tensorrt-rtx"].reason

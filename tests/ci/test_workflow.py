@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import ast
+import json
+import re
 import importlib.util
 import shlex
 import shutil
@@ -22,16 +22,13 @@ WORKFLOW = REPO / "ci" / "github" / "gpu-matrix.yml"
 NOXFILE = REPO / "noxfile.py"
 
 
-def pin_table() -> Dict[str, Any]:
-    """The constants at the top of noxfile.py, read with ast (nox need not be installed)."""
-    found = {}
-    for node in ast.parse(NOXFILE.read_text()).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                continue
-    return found
+def pins_github(*groups: str) -> Dict[str, Any]:
+    """What the workflow's pins job writes to $GITHUB_OUTPUT: `python -m engines.pins --github ...`, run here."""
+    done = subprocess.run([sys.executable, "-m", "engines.pins", "--github", *groups], capture_output=True, text=True,
+                          cwd=REPO, check=True, timeout=60)
+    key, _, value = done.stdout.strip().partition("=")
+    assert key == "tensorrt", done.stdout
+    return json.loads(value)
 
 
 def nox_sessions() -> List[str]:
@@ -90,16 +87,23 @@ def test_triggers_are_manual_and_scheduled(workflow):
 
 
 def test_cells_job_runs_on_gpu_runners_over_the_pin_table(workflow):
-    pins = pin_table()
+    """One job per TensorRT version of the pin table, which the pins job prints from the engine descriptors."""
+    from cases.engines import pin_group
+
+    pins = workflow["jobs"]["pins"]
+    run = next(s["run"] for s in pins["steps"] if "run" in s)
+    groups = run.split("--github", 1)[1].split(">>", 1)[0].split()
+    assert run.startswith("python3 -m engines.pins --github") and run.rstrip().endswith('>> "$GITHUB_OUTPUT"')
+    assert pins["outputs"]["tensorrt"] == "${{ steps.pins.outputs.tensorrt }}"
     cells = workflow["jobs"]["cells"]
-    assert cells["runs-on"] == ["self-hosted", "linux", "gpu"]
-    entries = cells["strategy"]["matrix"]["include"]
+    assert cells["runs-on"] == ["self-hosted", "linux", "gpu"] and cells["needs"] in ("pins", ["pins"])
+    assert cells["strategy"]["matrix"] == "${{ fromJSON(needs.pins.outputs.tensorrt) }}"
+    entries = pins_github(*groups)["include"]
     versions = [e["trt"] for e in entries]
-    assert {"8.5.3.1", "8.6.0"} <= set(versions) and set(pins["TRT_NVIDIA"]) <= set(versions)
+    assert versions == list(pin_group("trt").versions) + list(pin_group("trt10").versions)
     sessions = set(nox_sessions())
     for e in entries:
-        assert e["trt"] in pins["TRT_PYPI"] + pins["TRT_NVIDIA"], e
-        family = "trt" if e["trt"] in pins["TRT_PYPI"] else "trt10"
+        family = "trt" if e["trt"] in pin_group("trt").versions else "trt10"
         assert family in sessions and e["session"] == f"{family}({e['trt']})", e
 
 

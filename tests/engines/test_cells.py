@@ -19,7 +19,7 @@ RUN = {"date": "2026-11-22T00:00:00Z", "source": "local"}
 def chain(tmp_path_factory):
     case = get_case("q_output_type")
     params = {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"}
-    return case, load_bundle(write_bundle(case, params, tmp_path_factory.mktemp("b")))
+    return case, load_bundle(write_bundle(case, params, tmp_path_factory.mktemp("b")).path)
 
 
 def test_error_is_counted_in_steps():
@@ -35,7 +35,7 @@ def test_seed_000_symptom_shows_in_the_evidence(chain):
     obs = Observation(stage="run", outputs=bundle.expected(), network_dtypes={"x_q": "FLOAT"},
                       precision={"node_of_x_q": {"precision": "int8", "evidence": "layer 'node_of_x_q' Reformat"}})
     cell = judge_observation(case, bundle, H200, obs, RUN)
-    assert cell.status == "pass" and cell.stage == "compare" and cell.max_error_steps == 0.0
+    assert cell.status == "pass" and cell.last_stage == "compare" and cell.max_error_steps == 0.0
     assert cell.precision["node_of_x_q"]["network_dtype"] == "FLOAT"
     assert "network definition types its output FLOAT" in cell.precision["node_of_x_q"]["evidence"]
 
@@ -87,5 +87,5 @@ def test_a_bundle_whose_reference_could_not_run_is_not_failed_for_it():
     bundle = Bundle(path=None, meta=meta)
     cell = judge_observation(get_case("user_model"), bundle, H200,
                              Observation(stage="run", outputs={"y": np.ones(3, np.float32)}), RUN)
-    assert (cell.status, cell.stage, cell.max_error_steps) == ("pass", "run", None)
+    assert (cell.status, cell.last_stage, cell.max_error_steps) == ("pass", "run", None)
     assert cell.reason == f"numerics not compared: {meta['reference_error']}"

@@ -54,7 +54,7 @@ class _Frontendless:
 def test_a_failed_cell_on_a_changed_engine_is_not_run_never_a_verdict(tmp_path, monkeypatch):
     case = get_case("q_output_type")
     bundle = load_bundle(write_bundle(case, {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"},
-                                      tmp_path))
+                                      tmp_path).path)
     probed = replace(ORT, installation="…/onnxruntime/__init__.py dev 1 inode 1 mtime 1")
     monkeypatch.setattr(environment, "installation", lambda module: "")  # the files are gone
     cell = run_cell(case, bundle, _Frontendless(), probed, RUN)

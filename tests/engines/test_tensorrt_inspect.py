@@ -1,4 +1,7 @@
-"""Reading TensorRT's reports without TensorRT, on real TensorRT 8.5.3.1 output from an H200."""
+"""Reading TensorRT's reports without TensorRT, on real TensorRT 8.5.3.1 output from an H200.
+
+Which layer computed a node, and in what precision, is engines/tensorrt/layers.py's (test_tensorrt_layers.py and, for
+the 10.x/11.x inspector layouts, test_tensorrt_versions.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from types import SimpleNamespace
 import pytest
 
 from engines.tensorrt.inspect import (
-    layer_precision,
     log_text,
     lookup_flag,
     network_dtypes,
@@ -21,79 +23,11 @@ from engines.tensorrt.inspect import (
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "trt" / "inspector-8.5.3.1-h200.json"
 LAYERS_KEY = "network_layers (name, type, output dtype) before build"
-INSPECTOR_KEY = "engine inspector JSON (get_engine_information, DETAILED)"
 
 
 @pytest.fixture(scope="module")
 def sample() -> dict:
     return json.loads(SAMPLE.read_text())["models"]
-
-
-def _layer(name: str, kind: str, fmt_in: str, fmt_out: str, **extra) -> dict:
-    return {
-        "Name": name, "LayerType": kind,
-        "Inputs": [{"Name": "a", "Format/Datatype": fmt_in}],
-        "Outputs": [{"Name": "b", "Format/Datatype": fmt_out}],
-        **extra,
-    }
-
-
-def test_dense_conv_ran_in_int8(sample):
-    found = layer_precision(sample["conv_dense.onnx"][INSPECTOR_KEY], ["node_of_c"])["node_of_c"]
-    assert found["precision"] == "int8"
-    assert found["evidence"].startswith("layer 'wq + node_of_c' CaskConvolution: weights Int8, input Int8")
-    assert "Thirty-two wide channel vectorized row major Int8 format" in found["evidence"]
-    assert "_i8i8_" in found["evidence"]  # the tactic name
-
-
-def test_depthwise_conv_ran_in_int8_without_a_tactic_name(sample):
-    found = layer_precision(sample["conv_group_cpg1.onnx"][INSPECTOR_KEY], ["node_of_c"])["node_of_c"]
-    assert found["precision"] == "int8"
-    assert "CudaDepthwiseConvolution: weights Int8, input Int8" in found["evidence"]
-    assert "tactic 0xfffffffffffffffc" in found["evidence"]
-
-
-def test_quantize_reformat_reads_as_int8_and_fused_dequantize_as_unknown(sample):
-    found = layer_precision(sample["conv_dense.onnx"][INSPECTOR_KEY], ["node_of_xq", "node_of_wd"])
-    assert found["node_of_xq"]["precision"] == "int8"
-    assert "input FP32 (Row major linear FP32), output Int8" in found["node_of_xq"]["evidence"]
-    assert found["node_of_wd"] == {
-        "precision": "unknown", "evidence": "no engine layer names node_of_wd (fused away or removed)",
-    }
-
-
-def test_float_layer_reads_as_float_from_a_json_string():
-    inspector = json.dumps({"Layers": [_layer("node_of_c", "CaskConvolution", "Row major linear FP32",
-                                              "Row major linear FP32", Weights={"Type": "Float", "Count": 9})]})
-    found = layer_precision(inspector, ["node_of_c"])["node_of_c"]
-    assert found["precision"] == "float"
-    assert "weights Float, input FP32" in found["evidence"]
-
-
-def test_node_name_matches_whole_names_only():
-    layers = {"Layers": [_layer("node_of_cq", "Reformat", "Row major linear FP32", "Row major linear Int8")]}
-    assert layer_precision(layers, ["node_of_c"])["node_of_c"]["precision"] == "unknown"
-
-
-def test_inserted_reformat_copy_does_not_speak_for_the_node():
-    layers = {"Layers": [
-        _layer("Reformatting CopyNode for Input Tensor 0 to node_of_c", "Reformat", "Row major linear FP32",
-               "Thirty-two wide channel vectorized row major Int8 format"),
-        _layer("node_of_c", "CaskConvolution", "Row major linear FP32", "Row major linear FP32"),
-    ]}
-    assert layer_precision(layers, ["node_of_c"])["node_of_c"]["precision"] == "float"
-
-
-def test_metadata_names_the_onnx_node():
-    layer = _layer("myl0_1", "Myelin", "Row major linear Int8", "Row major linear Int8",
-                   Metadata="[ONNX Layer: node_of_c]")
-    assert layer_precision({"Layers": [layer]}, ["node_of_c"])["node_of_c"]["precision"] == "int8"
-
-
-def test_names_only_inspector_says_it_cannot_tell():
-    found = layer_precision({"Layers": ["wq + node_of_c", "node_of_y"]}, ["node_of_c"])["node_of_c"]
-    assert found["precision"] == "unknown"
-    assert "not DETAILED" in found["evidence"]
 
 
 def test_network_dtypes_show_the_quantize_output_as_float(sample):

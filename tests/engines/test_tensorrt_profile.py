@@ -44,7 +44,7 @@ def test_a_dynamic_input_gets_the_bundles_profile_and_a_static_one_none(generati
     dynamic = bundle_from_model(qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True), tmp_path / "b",
                                 shapes={"x": RANGE})
     cell = _cell(generation, dynamic, tmp_path / "dyn.log", monkeypatch)
-    assert cell.stage == "build", cell.error  # built; the stand-in cannot run it
+    assert cell.last_stage == "build", cell.error  # built; the stand-in cannot run it
     assert cell.options["profile"] == {"x": {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 8, 8],
                                              "from": "request"}}
     touched = set((tmp_path / "dyn.log").read_text().split())

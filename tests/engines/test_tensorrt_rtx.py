@@ -39,7 +39,7 @@ def root(tmp_path_factory) -> Path:
 
 def _cell(root: Path, case_id: str, params: dict, **options):
     case = get_case(case_id)
-    bundle = load_bundle(write.write_bundle(case, params, root=root))
+    bundle = load_bundle(write.write_bundle(case, params, root=root).path)
     adapter = RtxAdapter(python=sys.executable, **options)
     try:
         info = adapter.probe()
@@ -62,7 +62,7 @@ def test_probe_needs_no_gpu_and_records_the_modules_capabilities():
 @pytest.mark.skipif(gpu.detect().present, reason="a GPU is here: the not-run reason would be its own refusal")
 def test_an_int8_conv_is_built_ahead_of_time_and_attributed_through_onnx_metadata(root):
     cell, _ = _cell(root, *CONV)
-    assert (cell.status, cell.stage) == ("built", "build") and cell.max_error_steps is None
+    assert (cell.status, cell.last_stage) == ("built", "build") and cell.max_error_steps is None
     assert "no NVIDIA GPU on this machine" in cell.reason
     entry = cell.precision["node_of_conv"]
     assert (entry["precision"], entry["layer_type"], entry["via"]) == ("int8", "correlation", "metadata")
@@ -84,7 +84,7 @@ def test_the_target_architecture_is_a_column_of_its_own(root):
 
 def test_parser_errors_carry_node_and_function(root):
     cell, _ = _cell(root, *DQL)
-    assert cell.status == "fail" and cell.stage == ""
+    assert cell.status == "fail" and cell.last_stage == ""
     assert "[node node_of_x_q (DynamicQuantizeLinear), checkDynamicQuantizeLinear]" in cell.error
 
 
@@ -123,7 +123,7 @@ def test_the_lint_predicts_the_sm86_refusal_of_an_fp8_gemm_and_a_real_sm86_build
     cell, _ = _cell(root, case, params, target="SM86")
     record = dict(asdict(cell), engine_version=cell.engine_version)
     rows = compare([sm86], [record])
-    assert [(r.observed, r.agrees) for r in rows] == [("build fails", True)], (cell.status, cell.stage, cell.error)
+    assert [(r.observed, r.agrees) for r in rows] == [("build fails", True)], (cell.status, cell.last_stage, cell.error)
     default = _cell(root, case, params)[0]
     assert not compare([sm86], [asdict(default)]), "a finding for SM86 says nothing of the default target set"
 
@@ -144,7 +144,7 @@ def test_a_dynamic_batch_builds_with_the_default_profile_and_records_it(tmp_path
 
     bundle = bundle_from_model(qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True), tmp_path / "b")
     cell = _user_cell(bundle)
-    assert cell.status == "built" and cell.stage == "build", cell.error
+    assert cell.status == "built" and cell.last_stage == "build", cell.error
     assert cell.options["profile"] == {"x": {"min": [1, 3, 8, 8], "opt": [1, 3, 8, 8], "max": [1, 3, 8, 8],
                                              "from": "request"}}
     assert cell.precision["node_of_c"]["precision"] == "int8"

@@ -81,7 +81,7 @@ def _cell(root: Path, case_id: str, params: dict, **options):
     from generators.bundle import load_bundle
 
     case = get_case(case_id)
-    bundle = load_bundle(write.write_bundle(case, params, root=root))
+    bundle = load_bundle(write.write_bundle(case, params, root=root).path)
     adapter = RtxAdapter(python=sys.executable, **options)
     try:
         return run_cell(case, bundle, adapter, adapter.probe(), {"source": "local"})

@@ -17,7 +17,6 @@ from engines.tensorrt import Adapter
 from engines.tensorrt.inspect import tactic_source_names, tactic_sources_mask
 from tests.engines.trt_stand_in import libcuda_loads as _libcuda_loads
 from generators.bundle import Bundle
-from matrix.merge import tactics_choice
 
 ALL = ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
 
@@ -44,7 +43,8 @@ def test_an_unknown_tactics_choice_is_refused():
 
 def test_the_request_carries_the_choice(tmp_path, bundle):
     request = json.loads(Adapter(tactics="tensorrt-only")._write_request(bundle, tmp_path).read_text())
-    assert request["trt"] == {"int8": True, "tactics": "tensorrt-only", "timing_cache": ""}  # not probed: no GPU named
+    assert request["trt"] == {"int8": True, "tactics": "tensorrt-only", "timing_cache": "",  # not probed: no GPU
+                              "workspace_mb": 1024}  # the engine's setting (cases/engines.py)
 
 
 @pytest.mark.skipif(_libcuda_loads(), reason="libcuda.so.1 is here: the run stage would go further")
@@ -131,21 +131,32 @@ def test_loaded_library_reads_this_process(worker):
 
 
 @pytest.mark.parametrize(
-    "options, choice",
+    "options, variant",
     [
-        ({"tactics": "default", "tactic_sources": ALL}, "default"),
-        ({"tactics": "tensorrt-only", "tactic_sources": ALL[3:]}, "tensorrt-only"),
-        ({"tactic_sources": ALL[3:]}, "tensorrt-only"),  # the H200 cells of before the option
-        ({"tactic_sources": ALL}, "default"),
-        ({}, "default"),
+        ({"tactics": "default", "tactic_sources": ALL}, {}),
+        ({"tactics": "tensorrt-only", "tactic_sources": ALL[3:]}, {"tactics": "tensorrt-only"}),
+        ({"tactic_sources": ALL[3:]}, {"tactics": "tensorrt-only"}),  # the H200 cells of before the option
+        ({"tactic_sources": ALL}, {}),
+        ({}, {}),
     ],
 )
-def test_a_build_without_cublas_cudnn_is_told_apart(options, choice):
-    assert tactics_choice(options) == choice
+def test_the_cell_2_migration_gave_old_tensorrt_cells_their_tactics_column(options, variant):
+    """tools/migrate-observed.py read the choice once, into the variant and the cell's own tactic_sources field."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "migrate-observed.py"
+    spec = importlib.util.spec_from_file_location("migrate_observed", path)
+    migrate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migrate)
+    old = {"schema": "qdq-matrix/cell/1", "engine": "tensorrt", "status": "pass", "stage": "compare",
+           "options": dict(options)}
+    new = migrate.cell_2(old, {})
+    assert new["variant"] == variant and new["tactic_sources"] == options.get("tactic_sources", [])
+    assert "tactic_sources" not in new["options"] and new["last_stage"] == "compare"
 
 
 def test_tensorrt_only_cells_get_a_variant_column_of_their_own():
-    """The committed H200 cells of before the option carry no variant: the merge reads it from their tactic sources."""
+    """The H200 cells of before the option got their variant once, from their tactic sources (cell/2 migration)."""
     from matrix.merge import load_results
 
     observed = Path(__file__).resolve().parent.parent / "data" / "observed-sample.jsonl"
@@ -163,7 +174,7 @@ def test_bug_bundle_commands_follow_the_cells_tactics():
 
     observed = Path(__file__).resolve().parent.parent / "data" / "observed-sample.jsonl"
     old = next(c for c in load_results([observed]).cells if c.engine_version == "8.6.0")  # tensorrt-only
-    new = replace(old, options=dict(old.options, tactics="default", tactic_sources=ALL))
+    new = replace(old, variant={}, options=dict(old.options, tactics="default"), tactic_sources=ALL)
     meta = {"trt": {"int8": True}, "inputs": {"x": {}}, "outputs": {"y": {}}}
     assert "--tacticSources=-CUBLAS,-CUBLAS_LT,-CUDNN" in tool_commands(old, meta)["trtexec"]
     lines = tool_commands(new, meta)["trtexec"] + tool_commands(new, meta)["polygraphy"]

@@ -13,13 +13,13 @@ SWEEP = Path(__file__).resolve().parents[2] / "reports" / "observed" / "nvidia-h
 def _cells(run: str) -> dict:
     with gzip.open(SWEEP / f"8.6.0-{run}.jsonl.gz", "rt", encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
-    return {r["bundle"]: r for r in records if r.get("schema") == "qdq-matrix/cell/1"}
+    return {r["bundle"]: r for r in records if r.get("schema") == "qdq-matrix/cell/2"}
 
 
 def _outcome(cell: dict) -> tuple:
     steps = None if cell["max_error_steps"] is None else round(cell["max_error_steps"], 6)
     precision = tuple(sorted((n, e["precision"]) for n, e in cell["precision"].items()))
-    return cell["status"], cell["stage"], cell["signature"], precision, steps
+    return cell["status"], cell["last_stage"], cell["signature"], precision, steps
 
 
 # Seed 013 (float16 scales) fails on TensorRT 8.x in every run, but where varies from run to run on one GPU:
@@ -51,9 +51,9 @@ def test_the_whole_catalogue_runs_agree_with_the_committed_column_but_for_seed_0
 
 
 def test_the_cells_record_whether_they_used_the_cache():
-    built = [c for c in _cells("w4-warm").values() if c["stage"] in ("build", "run", "compare")]
+    built = [c for c in _cells("w4-warm").values() if c["last_stage"] in ("build", "run", "compare")]
     assert built and all(c["options"]["timing_cache"] == "shared" for c in built)
-    assert all(c["options"]["timing_cache"] == "off" for c in _cells("w4-off").values() if c["stage"])
+    assert all(c["options"]["timing_cache"] == "off" for c in _cells("w4-off").values() if c["last_stage"])
     header = json.loads(gzip.open(SWEEP / "8.6.0-w4-warm.jsonl.gz", "rt").readline())
     assert json.loads(header["cell_options"])["timing_cache"] == "on" and header["workers"] == "4"
 
@@ -61,7 +61,7 @@ def test_the_cells_record_whether_they_used_the_cache():
 def _column() -> dict:
     column = SWEEP.parent / "trt-8.6.0.jsonl"
     return {r["bundle"]: r for r in map(json.loads, column.read_text(encoding="utf-8").splitlines())
-            if r.get("schema") == "qdq-matrix/cell/1"}
+            if r.get("schema") == "qdq-matrix/cell/2"}
 
 
 def test_the_committed_h100_column_built_with_the_cache_agrees_with_the_uncached_run():

@@ -2,7 +2,8 @@
 
 The stand-ins (tests/data/trt/fake_api) have only what each version documents and record every
 attribute the worker reads; they test plumbing and never produce a matrix cell. The 10.x and 11.x
-inspector samples are written from NVIDIA's migration page, not measured (tests/data/trt/README.md).
+inspector samples are written from NVIDIA's migration page, not measured (tests/data/trt/README.md): they go
+through the worker's own attribution (engines/tensorrt/layers.py), which marks that layout NOT VERIFIED.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from cases import get_case
 from engines.cells import run_cell
 from engines.tensorrt import Adapter, gpu
-from engines.tensorrt.inspect import io_tensors, layer_precision
+from engines.tensorrt import layers
 from tests.engines.trt_stand_in import H200
 from generators.bundle import bundle_ids, load_bundle
 from generators.write import write_all
@@ -25,7 +26,8 @@ from generators.write import write_all
 DATA = Path(__file__).resolve().parent.parent / "data" / "trt"
 FAKES = DATA / "fake_api"
 INSPECTOR_KEY = "engine inspector JSON (get_engine_information, DETAILED)"
-NODES = ["node_of_xq", "node_of_c", "node_of_wd", "node_of_y"]
+NODES = {"node_of_xq": "QuantizeLinear", "node_of_c": "Conv", "node_of_wd": "DequantizeLinear",
+         "node_of_y": "DequantizeLinear"}  # the sample models' ONNX nodes and their op types
 
 
 def _api():
@@ -39,9 +41,13 @@ def _sample(name: str) -> dict:
     return json.loads((DATA / name).read_text())["models"]
 
 
+def _attribution(models: dict, model: str) -> dict:
+    """The worker's per-node entries for one sample model, from its inspector JSON (engines/tensorrt/layers.py)."""
+    return layers.attribute(layers.from_inspector(models[model][INSPECTOR_KEY]), NODES)
+
+
 def _structure(models: dict) -> dict:
-    return {m: {n: p["precision"] for n, p in layer_precision(v[INSPECTOR_KEY], NODES).items()}
-            for m, v in models.items()}
+    return {m: {n: p["precision"] for n, p in _attribution(models, m).items()} for m in models}
 
 
 @pytest.mark.parametrize("name", ["inspector-10.x-doc.json", "inspector-11.x-doc.json"])
@@ -51,16 +57,18 @@ def test_documented_inspector_formats_read_like_the_measured_8x_one(name):
     assert measured["conv_dense.onnx"]["node_of_c"] == "int8"
 
 
-def test_io_tensors_come_from_bindings_or_the_11x_objects():
-    old = _sample("inspector-10.x-doc.json")["conv_dense.onnx"][INSPECTOR_KEY]
+def test_the_11x_layout_has_no_bindings_and_splits_the_datatype():
     new = _sample("inspector-11.x-doc.json")["conv_dense.onnx"][INSPECTOR_KEY]
-    assert "Bindings" not in new and "Format/Datatype" not in json.dumps(new)
-    assert io_tensors(new) == io_tensors(old) == ["x", "y"]
+    assert "Bindings" not in new and "Format/Datatype" not in json.dumps(new) and "I/O Tensors" in new
 
 
 def test_11x_layer_evidence_reads_the_split_datatype():
-    found = layer_precision(_sample("inspector-11.x-doc.json")["conv_dense.onnx"][INSPECTOR_KEY], ["node_of_c"])
-    assert found["node_of_c"]["evidence"].startswith("layer 'wq + node_of_c' CaskConvolution: weights Int8, input Int8")
+    found = _attribution(_sample("inspector-11.x-doc.json"), "conv_dense.onnx")["node_of_c"]
+    measured = _attribution(_sample("inspector-8.5.3.1-h200.json"), "conv_dense.onnx")["node_of_c"]
+    assert (found["layer"], found["layer_type"], found["inputs"], found["weights"]) == \
+        ("wq + node_of_c", "CaskConvolution", ["int8"], ["int8"])
+    assert {k: found[k] for k in ("precision", "inputs", "outputs", "weights")} == \
+        {k: measured[k] for k in ("precision", "inputs", "outputs", "weights")}
 
 
 @pytest.mark.parametrize("generation", ["8", "10", "11"])
@@ -138,6 +146,6 @@ def test_8x_and_10x_keep_the_weakly_typed_int8_build(generation, bundles, tmp_pa
         (root / bid).symlink_to(bundles / bid)
     cells = _cells(generation, root, tmp_path / "access.log", monkeypatch)
     assert cells and all(c.status not in ("crashed", "not_applicable") for c in cells)
-    assert all(c.options.get("builder_flags") == ["INT8"] for c in cells if c.stage)
+    assert all(c.options.get("builder_flags") == ["INT8"] for c in cells if c.last_stage)
     touched = set((tmp_path / "access.log").read_text().split())
     assert not [k for k in touched if _api().is_removed(generation, k)]

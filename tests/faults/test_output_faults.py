@@ -23,7 +23,7 @@ import pytest
 from cases import get_case
 from cases.cell import Cell
 from generators.bundle import load_bundle
-from generators.write import _write_one, write_all
+from generators.write import write_all, write_bundle
 from matrix.__main__ import main
 from matrix.bugbundle import Refused, make
 
@@ -42,7 +42,7 @@ def cell(**fields) -> Cell:
     base = dict(
         bundle=f"grouped_conv/x{PAYLOAD}", case="grouped_conv", params={"cpg": PAYLOAD}, digest="d" * 16,
         engine="tensorrt", engine_version=f"8.6.0{PAYLOAD}", hardware=f"NVIDIA H200 {PAYLOAD}", status="fail",
-        verdict="new failure", stage="load", explanation=PAYLOAD, error=f"{PAYLOAD}\n{PAYLOAD}", log=PAYLOAD,
+        verdict="new failure", last_stage="load", explanation=PAYLOAD, error=f"{PAYLOAD}\n{PAYLOAD}", log=PAYLOAD,
         reason=PAYLOAD, warnings=(PAYLOAD,), precision={"node_of_c": {"precision": "int8", "evidence": PAYLOAD}},
         hardware_detail={"name": PAYLOAD, "os": PAYLOAD}, versions={"python": PAYLOAD, "numpy": PAYLOAD},
         options={"tactic_sources": [PAYLOAD], "builder_flags": [PAYLOAD], "notes": [PAYLOAD]},
@@ -200,7 +200,7 @@ def test_the_generator_refuses_a_traversing_bundle_id(tmp_path, value):
     case = get_case("q_output_type")
     params = dict(next(iter(case.variants())), variant=value)
     with pytest.raises(ValueError, match="outside"):
-        _write_one(case, params, root)
+        write_bundle(case, params, root)
     assert not root.exists() or not any(root.rglob("*"))
 
 
@@ -239,7 +239,7 @@ def test_injection_into_your_models_stays_text(tmp_path):
     path = tmp_path / "results" / "models.jsonl"
     path.parent.mkdir()
     error = f"ONNX parse failed: Invalid Node - {PAYLOAD}\n{PAYLOAD}: {PAYLOAD}"
-    mine = cell(bundle=f"user_model/../{PAYLOAD}", case="user_model", params={"model": PAYLOAD}, stage="",
+    mine = cell(bundle=f"user_model/../{PAYLOAD}", case="user_model", params={"model": PAYLOAD}, last_stage="",
                 error=error, engine_version="8.6.0")
     path.write_text(mine.to_json() + "\n", encoding="utf-8")
     out = tmp_path / "reports"

@@ -32,3 +32,8 @@ def cases_from(modules: Tuple[str, ...]) -> Tuple[Dict[str, Case], List[Tuple[Ca
     """The cases of some catalogue modules by id, and every (case, params) variant they sweep."""
     cases = {m.split(".")[1]: importlib.import_module(m).CASE for m in modules}
     return cases, [(c, p) for c in cases.values() for p in c.variants()]
+
+
+def float_values(q: np.ndarray) -> np.ndarray:
+    """A quantized array's values as float64 (int4, uint4, int8, float8e4m3fn, float4e2m1 or float8e8m0)."""
+    return np.asarray(q).astype(np.float32).astype(np.float64)

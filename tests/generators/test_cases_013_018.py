@@ -16,8 +16,9 @@ from cases.common import NONZERO_ZERO_POINT
 from cases.isa import isa
 from generators import write
 from generators.reference import expected_outputs
-from generators.typed_qdq import blocked, float_values
-from tests.generators.helpers import cases_from, initializers as _initializers
+from generators.typed_qdq import blocked
+from tests.generators.helpers import cases_from, float_values
+from tests.generators.helpers import initializers as _initializers
 
 NEW_MODULES = (
     "cases.fp16_scale_qdq",

@@ -16,8 +16,9 @@ from cases import CASE_MODULES, bundle_id, slug
 from cases.low_precision import RTX_2026_LOGS
 from generators import write
 from generators.reference import expected_outputs
-from generators.typed_qdq import FP4_GRID, blocked, float_values
-from tests.generators.helpers import cases_from, initializers as _initializers
+from generators.typed_qdq import FP4_GRID, blocked
+from tests.generators.helpers import cases_from, float_values
+from tests.generators.helpers import initializers as _initializers
 
 NEW_MODULES = (
     "cases.fp4_weight_only",

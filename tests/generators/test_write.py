@@ -32,7 +32,7 @@ def _q_dq():
 
 def test_bundle_holds_the_documented_layout(tmp_path):
     case, params = _q_dq()
-    bundle = load_bundle(write.write_bundle(case, params, tmp_path))
+    bundle = load_bundle(write.write_bundle(case, params, tmp_path).path)
     assert bundle.id == "q_output_type/variant=q_dq_chain+activation=int8+plugin=none"
     meta = bundle.meta
     for key in ("bundle", "case", "seed", "title", "links", "params", "rng_seed", "digest", "generator_version",
@@ -49,7 +49,7 @@ def test_bundle_holds_the_documented_layout(tmp_path):
 
 def test_digest_covers_model_and_arrays_not_npz_bytes(tmp_path):
     case, params = _q_dq()
-    bundle = load_bundle(write.write_bundle(case, params, tmp_path))
+    bundle = load_bundle(write.write_bundle(case, params, tmp_path).path)
     recomputed = write.digest(bundle.model_path.read_bytes(), bundle.inputs(), bundle.expected())
     assert recomputed == bundle.meta["digest"]
     changed = {k: v + 1 for k, v in bundle.inputs().items()}
@@ -76,11 +76,11 @@ def test_second_write_reuses_the_bundle(tmp_path):
 
 def test_stale_cache_key_rebuilds(tmp_path):
     case, params = _q_dq()
-    path = write.write_bundle(case, params, tmp_path)
+    path = write.write_bundle(case, params, tmp_path).path
     meta = json.loads((path / "case.json").read_text())
     meta["cache_key"] = "stale"
     (path / "case.json").write_text(json.dumps(meta))
-    assert write._write_one(case, params, tmp_path)[1] == "written"
+    assert write.write_bundle(case, params, tmp_path).status == "written"
     assert load_bundle(path).meta["cache_key"] == write.cache_key(case, params)
 
 
@@ -120,7 +120,7 @@ def test_unmarked_invalid_model_is_an_error(tmp_path):
 
 
 def test_marked_invalid_model_records_the_refusal(tmp_path):
-    meta = load_bundle(write.write_bundle(_bad_case(), {"marked": True}, tmp_path)).meta
+    meta = load_bundle(write.write_bundle(_bad_case(), {"marked": True}, tmp_path).path).meta
     assert meta["checker"].startswith("refused: ")
     assert meta["intentionally_invalid"] == "two nodes write y"
 
@@ -185,14 +185,14 @@ def test_an_edit_to_a_shared_generators_module_rebuilds(tmp_path, monkeypatch):
     monkeypatch.setattr(write, "GENERATORS", copy)
     write._source_digest.cache_clear()
     before = write.cache_key(CASE, params)
-    assert write._write_one(CASE, params, tmp_path / "b")[1] == "written"
-    assert write._write_one(CASE, params, tmp_path / "b")[1] == "cached"
+    assert write.write_bundle(CASE, params, tmp_path / "b").status == "written"
+    assert write.write_bundle(CASE, params, tmp_path / "b").status == "cached"
     with open(copy / "qdq_parts.py", "a", encoding="utf-8") as f:
         f.write("\n# an edit\n")
     write._source_digest.cache_clear()
     try:
         assert write.cache_key(CASE, params) != before
-        assert write._write_one(CASE, params, tmp_path / "b")[1] == "written"
+        assert write.write_bundle(CASE, params, tmp_path / "b").status == "written"
     finally:
         write._source_digest.cache_clear()
 

@@ -9,23 +9,29 @@ from typing import Any, Callable, Dict, Iterable, Optional
 import pytest
 
 from cases.cell import Cell
+from engines.reasons import error_line, failure_evidence
 
 H200 = "NVIDIA H200 (sm_90)"
 A100 = "NVIDIA A100 (sm_80)"
 
 
 def cell(bundle: str = "q_output_type/out=uint8", **fields: Any) -> Cell:
-    """A plausible cell; any field can be overridden."""
+    """A plausible cell; any field can be overridden. A failure's evidence fields come from its error, as where a
+    cell is made (engines.reasons), unless given."""
     case, slug = bundle.split("/", 1)
     base: Dict[str, Any] = dict(
         bundle=bundle, case=case, params={"out": slug.split("=", 1)[-1]}, digest="d" * 16, engine="tensorrt",
-        engine_version="10.3.0", hardware=H200, status="pass", verdict="as documented", stage="compare",
+        engine_version="10.3.0", hardware=H200, status="pass", verdict="as documented", last_stage="compare",
         explanation="passes as documented", max_error_steps=0.0, tolerance_steps=1.0,
         precision={"node_of_y": {"precision": "int8", "evidence": "layer runs Int8"}}, fused=True,
         expectation={"outcome": "int8", "versions": ">=10", "source": "https://github.com/NVIDIA/TensorRT/issues/3844"},
         run={"date": "2026-01-01T00:00:00Z", "source": "local"},
     )
     base.update(fields)
+    error = str(base.get("error") or "")
+    base.setdefault("error_line", error_line(error))
+    if base["status"] in ("fail", "crashed") and "failing_node" not in fields:
+        base["failing_node"], base["engine_reason"] = failure_evidence(error, base.get("parser_errors") or [])
     return Cell(**base)
 
 

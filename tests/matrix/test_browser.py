@@ -13,9 +13,59 @@ from matrix.merge import build
 from matrix.render import write_reports
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from browser import Browser, find_chromium, png_colours  # noqa: E402
+from browser import Browser, find_chromium  # noqa: E402
 
 REQUIRED = os.environ.get("QDQ_REQUIRE_BROWSER") == "1"  # .ci/run sets it once chromium is installed
+
+
+def png_colours(data: bytes, limit: int = 5000) -> int:
+    """How many distinct pixel colours a PNG has (up to limit): a blank page has one."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, chunks, header = 8, [], b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + length
+    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
+    if depth != 8 or colour_type not in (2, 6):
+        raise ValueError(f"PNG colour type {colour_type} depth {depth} is not RGB(A) 8-bit")
+    channels = 3 if colour_type == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * channels
+    previous = bytearray(stride)
+    seen = set()
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        _unfilter(kind, line, previous, channels)
+        for x in range(0, stride, channels * 7):  # every 7th pixel is plenty to tell a blank page
+            seen.add(bytes(line[x:x + 3]))
+        if len(seen) >= limit:
+            break
+        previous = line
+    return len(seen)
+
+
+def _unfilter(kind: int, line: bytearray, prev: bytearray, bpp: int) -> None:
+    for i in range(len(line)):
+        left = line[i - bpp] if i >= bpp else 0
+        up, corner = prev[i], prev[i - bpp] if i >= bpp else 0
+        if kind == 1:
+            line[i] = (line[i] + left) & 0xFF
+        elif kind == 2:
+            line[i] = (line[i] + up) & 0xFF
+        elif kind == 3:
+            line[i] = (line[i] + (left + up) // 2) & 0xFF
+        elif kind == 4:
+            p = left + up - corner
+            pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+            line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
 
 
 def _browser_or_skip() -> str:
@@ -41,7 +91,7 @@ def page(tmp_path_factory):
     for version, broken in (("8.5.3.1", False), ("8.6.0", True), ("10.3.0", False)):
         cells += [
             cell("grouped_conv/g=2", engine_version=version, status="fail" if broken else "pass",
-                 stage="build" if broken else "compare", fused=None if broken else True,
+                 last_stage="build" if broken else "compare", fused=None if broken else True,
                  verdict="regressed" if broken else "as documented", error="no implementation" if broken else ""),
             cell("grouped_conv/g=4", engine_version=version),
             cell("q_output_type/out=int8", engine_version=version),

@@ -17,12 +17,13 @@ import pytest
 
 from cases import get_case
 from cases.cell import Cell
+from cases.engines import TRT_FILES
 from engines import get_engine
 from engines.cells import judge_observation, run_cell
 from generators.bundle import load_bundle
 from generators.write import write_all
 from matrix.__main__ import main
-from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, TRT_FILES, VERSION_FIELDS
+from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, VERSION_FIELDS
 from matrix.merge import load_results
 
 REPO = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ def test_repro_reproduces_a_real_failure(engine, tmp_path):
     bundle = load_bundle(write_all(["quantized_constant_plugin"], {"form": ["int8_const_to_plugin_v2"]}, root=root)[0])
     adapter = get_engine(engine)
     cell = judge_observation(get_case(bundle.meta["case"]), bundle, adapter.probe(), adapter.run(bundle), dict(RUN))
-    assert (cell.status, cell.stage) == ("fail", "")
+    assert (cell.status, cell.last_stage) == ("fail", "")
     results = write_jsonl(tmp_path / "results.jsonl", [cell])
     out = tmp_path / "bug-bundles"
     assert bugs("--results", str(results), "--bundles", str(root), "--out", str(out)) == 0
@@ -119,7 +120,7 @@ def test_repro_reproduces_a_real_failure(engine, tmp_path):
 
 
 def test_repro_says_so_when_the_recorded_outcome_does_not_happen(bundles, cpu_cells, tmp_path):
-    claimed = replace(next(c for c in cpu_cells if c.engine == "onnxruntime"), status="fail", stage="",
+    claimed = replace(next(c for c in cpu_cells if c.engine == "onnxruntime"), status="fail", last_stage="",
                       verdict="regressed", error="claimed: the session cannot be created", max_error_steps=None)
     results = write_jsonl(tmp_path / "claimed.jsonl", [claimed])
     out = tmp_path / "bug-bundles"
@@ -297,7 +298,7 @@ def test_a_tensorrt_rtx_cell_gets_the_worker_with_its_module_and_target(bundles,
     from matrix.bugbundle import make
 
     observed = next(c for c in load_results([OBSERVED]).cells if c.engine_version == "8.6.0")
-    rtx = replace(observed, engine="tensorrt-rtx", engine_version="1.5.0.114", status="built", stage="build",
+    rtx = replace(observed, engine="tensorrt-rtx", engine_version="1.5.0.114", status="built", last_stage="build",
                   verdict="undocumented", hardware="no GPU: ahead-of-time build", hardware_detail={},
                   variant={"target": "SM86"}, options={"target": "SM86"}, signature="", error="", fused=True)
     folder = make(rtx, [rtx], bundles, tmp_path / "out")

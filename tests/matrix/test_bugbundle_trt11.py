@@ -1,4 +1,6 @@
-"""Bug-bundle commands per TensorRT generation: 11.x has no --int8 and is strongly typed (not verified on real TensorRT)."""
+"""Bug-bundle commands per TensorRT generation: 11.x has no --int8, strongly typed (not verified on real TensorRT).
+
+What the build offered comes from the worker's capability record in the cell (options.api), never from its version."""
 
 from __future__ import annotations
 
@@ -23,17 +25,32 @@ def _text(commands: dict) -> str:
     return repr(commands)
 
 
-@pytest.mark.parametrize("version, weak", [("8.6.0", True), ("10.16.1.11", True), ("11.0.0.114", False),
-                                            ("11.4.0.106", False)])
-def test_int8_flag_only_before_11(observed, version, weak):
-    commands = tool_commands(replace(observed, engine_version=version), META)
+def _built(cell, version: str, typing: str):
+    """The cell as the worker records a build on a TensorRT whose networks are weakly, optionally or always strongly
+    typed (engines/tensorrt/capabilities.py)."""
+    return replace(cell, engine_version=version, options=dict(cell.options, api=dict(cell.options.get("api") or {},
+                                                                                  typing=typing)))
+
+
+@pytest.mark.parametrize("version, typing, weak", [("8.6.0", "weak", True), ("10.16.1.11", "optional", True),
+                                                   ("11.0.0.114", "always strong", False),
+                                                   ("11.4.0.106", "always strong", False)])
+def test_int8_flag_only_before_11(observed, version, typing, weak):
+    commands = tool_commands(_built(observed, version, typing), META)
     lines = commands["trtexec"] + commands["polygraphy"]
     assert ("--int8" in lines) == weak
     assert any("-CUBLAS" in x for x in lines) == weak  # 11.0 removed the cuBLAS/cuDNN tactic sources
     assert ("strongly typed" in _text(commands)) == (not weak)
 
 
+def test_the_record_decides_not_the_version_number(observed):
+    """A version label says nothing the record does not: an '11.x' label with a weak-typing record keeps --int8."""
+    assert "--int8" in tool_commands(_built(observed, "11.9.0.1", "weak"), META)["trtexec"]
+    assert "--int8" not in tool_commands(_built(observed, "8.6.0", "always strong"), META)["trtexec"]
+
+
 def test_implicit_int8_reproducer_is_not_applicable_on_11(observed):
     meta = dict(META, trt={"int8": True, "calibrator": None, "int8_ranges": "trtexec"})
-    assert "not applicable on TensorRT 11" in _text(tool_commands(replace(observed, engine_version="11.4.0.106"), meta))
-    assert "not applicable" not in _text(tool_commands(replace(observed, engine_version="10.16.1.11"), meta))
+    strong = _built(observed, "11.4.0.106", "always strong")
+    assert "not applicable on TensorRT 11" in _text(tool_commands(strong, meta))
+    assert "not applicable" not in _text(tool_commands(_built(observed, "10.16.1.11", "optional"), meta))

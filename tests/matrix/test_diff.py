@@ -16,7 +16,7 @@ def cells(make_cell):
     def pair(bundle, before, after):
         return [make_cell(bundle, engine_version=OLD, **before), make_cell(bundle, engine_version=NEW, **after)]
 
-    failed = dict(status="fail", stage="load", verdict="as documented", fused=None, max_error_steps=None)
+    failed = dict(status="fail", last_stage="load", verdict="as documented", fused=None, max_error_steps=None)
     return (
         pair("q_output_type/out=int8", failed | {"error": "could not find any supported formats"}, {})
         + pair("q_output_type/out=uint8", {}, failed | {"error": "Assertion failed: scale"})
@@ -118,7 +118,7 @@ def test_cli_diff_unknown_version_exits_2_naming_the_versions(cells, write_resul
 
 
 def test_same_signature_in_other_words_is_collapsed_not_headlined(make_cell):
-    failed = dict(status="fail", stage="load", verdict="as documented", fused=None, signature="nonzero_zero_point")
+    failed = dict(status="fail", last_stage="load", verdict="as documented", fused=None, signature="nonzero_zero_point")
     cells = [make_cell("grouped_conv/g=1", engine_version=OLD, error="TRT only supports symmetric", **failed),
              make_cell("grouped_conv/g=1", engine_version=NEW, error="TensorRT only supports symmetric", **failed)]
     report = diff(cells, "tensorrt", OLD, NEW)
@@ -129,7 +129,7 @@ def test_same_signature_in_other_words_is_collapsed_not_headlined(make_cell):
 
 
 def test_an_error_that_moved_to_other_engine_source_lines_is_reworded_and_one_that_changed_words_is_not(make_cell):
-    failed = dict(status="fail", stage="build", verdict="new failure", fused=None, signature="")
+    failed = dict(status="fail", last_stage="build", verdict="new failure", fused=None, signature="")
     text = ("Myelin ([pass.cpp:{}: run_passes] Cannot compile for target(s) sm75, because the model contains "
             "HW-specific datatypes: fp8_e4m3. In compileGraph at /_src/optimizer/myelin/codeGenerator.cpp:{})")
     moved = [make_cell("fp8_qdq/a", engine_version=OLD, error=text.format(1357, 1783), **failed),
@@ -163,7 +163,7 @@ def _without_code_spans(text: str) -> str:
 def test_text_from_results_files_stays_text_in_the_markdown(make_cell):
     evil = "<script>alert(1)</script> | a`b``c"
     hw = "GPU <img src=x onerror=alert(1)> | `x`"
-    failed = dict(status="fail", stage="build", verdict="regressed", fused=None, max_error_steps=None, hardware=hw)
+    failed = dict(status="fail", last_stage="build", verdict="regressed", fused=None, max_error_steps=None, hardware=hw)
     cells = [make_cell("grouped_conv/<b>g</b>|1", engine_version=OLD, hardware=hw),
              make_cell("grouped_conv/<b>g</b>|1", engine_version=NEW, error=evil, **failed),
              make_cell("grouped_conv/g=2", engine_version=OLD, error="old | text", **failed),

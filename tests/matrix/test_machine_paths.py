@@ -7,12 +7,18 @@ import importlib.util
 import json
 import os
 from pathlib import Path
+from typing import List
 
-from cases.portable import machine_paths, portable_command, portable_path
+from cases.portable import MACHINE_PATH, portable_command, portable_path
 from matrix.__main__ import main
 
 REPO = Path(__file__).resolve().parents[2]
 OBSERVED = REPO / "reports" / "observed"
+
+
+def machine_paths(text: str) -> List[str]:
+    """Every machine path in a text: what a published file must not hold."""
+    return MACHINE_PATH.findall(text)
 
 
 def text_of(path: Path) -> str:
@@ -73,7 +79,7 @@ def test_an_engine_error_naming_the_bundle_is_recorded_without_its_folder(tmp_pa
 
     case = get_case("q_output_type")
     bundle = load_bundle(write_bundle(case, {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"},
-                                      tmp_path))
+                                      tmp_path).path)
     obs = Observation(stage="", error=f"Load model from {bundle.model_path} failed: IR 10", log=f"{bundle.path}/x")
     info = EngineInfo("onnxruntime", "1.16.3", "cpu: x (avx2)", True)
     cell = judge_observation(case, bundle, info, obs, {"date": "2026-11-24T00:00:00Z"})

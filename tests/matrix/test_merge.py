@@ -89,11 +89,12 @@ def test_same_version_on_two_gpus_makes_two_columns(make_cell, write_results):
     assert sorted(c.hardware for c in result.columns) == [A100, H200]
 
 
-def test_session_header_gives_date_and_the_manifest_the_source(make_cell, make_header, write_results):
+def test_the_manifest_gives_the_source_and_a_cell_its_own_date(make_cell, make_header, write_results):
+    """A cell carries its run (the controller writes it): the merge fills nothing in from the session header."""
     from matrix import observed as manifest
 
-    observed = make_cell(run={})
-    path = write_results("trt-10.3.jsonl", [observed], head=make_header(source="observed", date="2026-11-22T10:00:00Z"))
+    observed = make_cell(run={"date": "2026-11-22T10:00:00Z"})
+    path = write_results("trt-10.3.jsonl", [observed], head=make_header(source="observed", date="2030-01-01T00:00:00Z"))
     listed = manifest.add(manifest.Manifest(path.parent), [path], "an H200", "pytest tests/cells")
     result = load_results([path], manifest=listed)
     [cell] = result.cells
@@ -115,11 +116,12 @@ def test_matrix_imports_no_engine(make_cell, write_results):
         "import sys; from matrix.__main__ import main; from matrix import diff, render; "
         f"main(['report', '--results', {str(path)!r}, '--out', {str(path.parent / 'out')!r}]); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('onnx', 'onnxruntime', 'openvino', 'tensorrt', 'engines')))"
+        "('onnx', 'onnxruntime', 'openvino', 'tensorrt', 'tensorrt_rtx', 'engines')))"
     )
     repo = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    # the one reader of results files (engines.results) and nothing of an adapter or an engine
+    assert done.stdout.strip().splitlines()[-1] == "['engines', 'engines.results']"
 
 
 def test_stored_cells_are_judged_against_the_catalogue_as_it_is_now(make_cell, write_results, tmp_path):
@@ -127,7 +129,7 @@ def test_stored_cells_are_judged_against_the_catalogue_as_it_is_now(make_cell, w
     old = make_cell(
         bundle="q_output_type/variant=q_dq_chain+activation=uint8+plugin=none", case="q_output_type",
         params={"variant": "q_dq_chain", "activation": "uint8", "plugin": "none"}, engine="tensorrt",
-        engine_version="8.6.0", status="fail", verdict="new failure", stage="",
+        engine_version="8.6.0", status="fail", verdict="new failure", last_stage="",
         error='ONNX parse failed: Assertion failed: shiftIsAllZeros(zeroPoint) && "TensorRT only supports symmetric"',
     )
     path = write_results("old.jsonl", [old])

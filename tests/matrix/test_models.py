@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from cases.cell import Cell
+from check.lint import RULE_WORDS
+from engines.reasons import failure_evidence
 from matrix.merge import build, load_results
 from matrix.models import models_view, outcome
 from matrix.nodes import node_report, write_all
-from matrix.predict import engine_words, failing_node
 from matrix.render import write_reports
 
 OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"
@@ -19,16 +21,19 @@ INVALID_NODE = ("ONNX parse failed: Invalid Node - b_dw_DequantizeLinear\n"
 SUFFIX = ("ONNX parse failed: Non-zero zero point is not supported [node node_of_x_q (DynamicQuantizeLinear), "
           "checkDynamicQuantizeLinear]")
 LINT = {"findings": [{"node": "b_dw_DequantizeLinear", "rule": "dq_non_activation", "versions": ">=8.0,<10.0",
-                      "predicted": "parse fails", "source": "operators.md"}]}
+                      "predicted": "parse fails", "source": "operators.md", "words": RULE_WORDS["dq_non_activation"]}]}
 
 
 def _cell(engine: str = "tensorrt", version: str = "8.6.0", status: str = "fail", stage: str = "", error: str = "",
           precision=None, model: str = "net", **fields) -> Cell:
+    """A cell as engines.cells makes one: a failure's node and reason found where it is made (engines.reasons)."""
     targets = {"conv": "unknown", "relu": "unknown"} if precision is None else precision
+    failed = status in ("fail", "crashed")
+    node, says = failure_evidence(error, fields.get("parser_errors") or []) if failed else ("", "")
     return Cell(bundle=f"user_model/{model}", case="user_model", params={"model": f"{model}.onnx"}, digest="d",
                 engine=engine,
-                engine_version=version, hardware="NVIDIA H100 (sm_90)", status=status, stage=stage, error=error,
-                verdict="new failure" if status in ("fail", "crashed") else "undocumented",
+                engine_version=version, hardware="NVIDIA H100 (sm_90)", status=status, last_stage=stage, error=error,
+                verdict="new failure" if failed else "undocumented", failing_node=node, engine_reason=says,
                 precision={n: {"precision": p, "evidence": f"layer '{n}'"} for n, p in targets.items()}, **fields)
 
 
@@ -39,16 +44,6 @@ def _said(cell: Cell, lint=None) -> str:
     return found["text"] + (f" [{view['notes'][found['note'] - 1]['text']}]" if found["note"] else "")
 
 
-def test_the_failing_node_is_the_one_the_parser_error_names():
-    assert failing_node(INVALID_NODE) == "b_dw_DequantizeLinear"
-    assert failing_node(SUFFIX) == "node_of_x_q"
-    assert engine_words(INVALID_NODE, "b_dw_DequantizeLinear") == "only activation types allowed as input to this layer"
-    assert engine_words(SUFFIX, "node_of_x_q") == "Non-zero zero point is not supported"
-    assert failing_node('ONNX parse failed: Assertion failed: creator && "Plugin not found"') == ""
-    assert failing_node("Error Code 10: Internal Error (Could not find any implementation for node {ForeignNode[a]})") \
-        == ""
-
-
 def test_a_parse_failure_says_the_lint_rule_that_predicted_it_at_that_node():
     assert _said(_cell(error=INVALID_NODE), LINT) == "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"
     # no lint: the parser's own words; a finding elsewhere never names this node
@@ -57,6 +52,23 @@ def test_a_parse_failure_says_the_lint_rule_that_predicted_it_at_that_node():
         "parse fails (b_dw_DequantizeLinear) [only activation types allowed as input to this layer]"
     # the lint does not cover TensorRT 10: its rule is not the reason there
     assert _said(_cell(version="10.3.0", error=INVALID_NODE), LINT).startswith("parse fails (b_dw_DequantizeLinear)")
+
+
+def test_a_tensorrt_rtx_row_says_the_lint_rule_that_predicted_its_failure():
+    """The rows are keyed by engine, version, hardware and variant: a TensorRT-RTX finding meets its own column
+    (once compared by label, "tensorrt-rtx 1.7.1.116" against "1.7.1.116", so an RTX row never named the rule)."""
+    rtx = {"findings": [dict(LINT["findings"][0], engine="tensorrt-rtx", versions="==1.7.1.116")]}
+    cell = _cell(engine="tensorrt-rtx", version="1.7.1.116", error=INVALID_NODE)
+    assert _said(cell, rtx) == "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"
+    # the same finding says nothing of another engine's or another version's column
+    assert _said(_cell(error=INVALID_NODE), rtx) != "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"
+    assert _said(_cell(engine="tensorrt-rtx", version="1.6.1.120", error=INVALID_NODE), rtx).startswith(
+        "parse fails (b_dw_DequantizeLinear)")
+    # a finding for one build target speaks for that target's column only
+    sm86 = {"findings": [dict(rtx["findings"][0], setting="target=SM86")]}
+    assert _said(replace(cell, variant={"target": "SM86"}), sm86) == \
+        "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"
+    assert _said(cell, sm86).startswith("parse fails (b_dw_DequantizeLinear)")
 
 
 def test_the_worker_node_suffix_and_a_signature():
@@ -87,7 +99,7 @@ def test_tones():
     assert outcome({"status": "pass", "ran": True, "int8": 5, "total": 5})["tone"] == "all"
     assert outcome({"status": "pass", "ran": True, "int8": 4, "total": 5})["tone"] == "some"
     assert outcome({"status": "pass", "ran": True, "int8": 0, "total": 5})["tone"] == "none"
-    assert outcome({"status": "fail", "stage": "", "engine": "tensorrt"})["tone"] == "fail"
+    assert outcome({"status": "fail", "failed_stage": "load", "engine": "tensorrt"})["tone"] == "fail"
     assert outcome({"status": "crashed", "reason": "signal 11"}) == \
         {"text": "crashed", "reason": "signal 11", "node": "", "tone": "crash"}
 
@@ -123,39 +135,19 @@ def test_a_model_without_a_cell_in_a_column_is_a_dot(tmp_path):
     assert '<td class="m-all" title="undocumented"><a href="nodes/user_model__net.html">1/1 INT8</a></td>' in table
 
 
-def test_the_reason_line_comes_from_the_parsers_fields_and_skips_where_and_the_machines_noise():
-    from matrix.predict import reason_line
-
+def test_the_reason_comes_from_the_parsers_fields_where_the_cell_was_made():
     rtx = {"desc": "Invalid Node - b0_DequantizeLinear\nITensor::getDimensions: Error Code 4: API Usage Error "
                    "(b0_DequantizeLinear: input has type Int32 but must have type FP8, FP4, Int4, Int8, or UInt8. In "
-                   "checkType at /_src/optimizer/common/nodeBase.cpp:456)\n[checkMacros.cpp::catchCudaError::250] "
-                   "Error Code 1: Cuda Runtime (CUDA driver version is insufficient for CUDA runtime version)",
+                   "checkType at /_src/optimizer/common/nodeBase.cpp:456)",
            "node_name": "b0_DequantizeLinear", "node_operator": "DequantizeLinear", "code": "ErrorCode.INVALID_NODE"}
     why = "input has type Int32 but must have type FP8, FP4, Int4, Int8, or UInt8"
-    assert reason_line("ONNX parse failed: Invalid Node - b0_DequantizeLinear", "", [rtx]) == why
-    assert reason_line("ONNX parse failed: " + rtx["desc"], "b0_DequantizeLinear") == why, "the text, where no fields"
-    assert reason_line(INVALID_NODE, "b_dw_DequantizeLinear") == "only activation types allowed as input to this layer"
-    assert reason_line(SUFFIX, "node_of_x_q") == "Non-zero zero point is not supported"
-    openvino = ("Exception from src/inference/src/cpp/core.cpp:117:\nException from src/core/src/pass/graph_rewrite.cpp:298:"
-                "\n[MultiplyPartialTransformation] END: node: opset1::Multiply p2o.Mul.0 CALLBACK HAS THROWN: Check "
-                "'index < m_inputs.size()' failed at src/core/src/node.cpp:304:\nindex '0' out of range")
-    assert reason_line(openvino).startswith("[MultiplyPartialTransformation] END"), "OpenVINO's source trail says where"
     cell = _cell(engine="tensorrt-rtx", version="1.7.1.116", parser_errors=[rtx],
                  error="ONNX parse failed: Invalid Node - b0_DequantizeLinear")
+    assert (cell.failing_node, cell.engine_reason) == ("b0_DequantizeLinear", why)
     assert _said(cell) == f"parse fails (b0_DequantizeLinear) [{why}]"
-
-
-def test_a_tensorrt_error_code_line_gives_its_parenthesised_reason_first_sentence_only():
-    from matrix.predict import reason_line
-
-    built = ("build_serialized_network returned None: IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error "
-             "(Quantized constant (w_q) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node. If this constant is "
-             "not intended as a quantized floating-point value, consider using other data types. In "
-             "matchQuantizedConstantPluginOrDQ at /_src/optimizer/common/rewrite/qdqGraphOptimizer.cpp:4327)")
-    assert reason_line(built) == "Quantized constant (w_q) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node"
-    assert reason_line("build_serialized_network returned None: Error Code 10: Internal Error (Could not find any "
-                       "implementation for node {ForeignNode[a]}.)") == \
-        "Could not find any implementation for node {ForeignNode[a]}"
+    # the report reads the fields, never the error text: a cell whose fields say nothing names nothing
+    assert _said(replace(cell, failing_node="", engine_reason="")) == \
+        "parse fails [ONNX parse failed: Invalid Node - b0_DequantizeLinear]"
 
 
 def test_a_network_that_fails_its_sqnr_line_says_so_with_its_statistics():

@@ -8,29 +8,38 @@ from cases.cell import Cell
 from matrix.diff import compare_cells
 from matrix.nodes import layer_of, node_report, precision_of
 
-TRT = "layer 'conv0 + relu0' CaskConvolution: weights Int8, input Int8 (Int8 NC/32HW32), output Int8 (Int8 NC/32HW32)"
-TRT_HALF = "layer 'add_out' ElementWise: input FP16 (Row major linear FP16 format), output FP16 (Row major linear FP16)"
-OV = ("runtime layer 'conv1/WithoutBiases' type Convolution, runtimePrecision f32, outputPrecisions f32, "
-      "originalLayersNames conv1")
-ORT = "optimized graph: conv0 fused into QLinearConv 'conv0_token_7'; profile: QLinearConv ran on CPU, first input int8"
-ORT_FLOAT = "optimized graph: add_out stays a float Add 'add_out' with DequantizeLinear inputs"
+# Each engine's evidence as its adapter records it: the layer, its type and its input and output types as fields, and a
+# sentence for people (the report reads the fields, never the sentence).
+TRT = {"evidence": "layer 'conv0 + relu0' CaskConvolution: input int8, output int8", "layer": "conv0 + relu0",
+       "layer_type": "CaskConvolution", "inputs": ["int8"], "outputs": ["int8"], "weights": ["int8"]}
+TRT_HALF = {"evidence": "layer 'add_out' ElementWise: input fp16, output fp16", "layer": "add_out",
+            "layer_type": "ElementWise", "inputs": ["fp16"], "outputs": ["fp16"]}
+OV = {"evidence": "runtime layer 'conv1/WithoutBiases' type Convolution, runtimePrecision f32",
+      "layer": "conv1/WithoutBiases", "layer_type": "Convolution", "inputs": ["uint8"], "outputs": ["fp32"]}
+ORT = {"evidence": "optimized graph: conv0 fused into QLinearConv 'conv0_token_7'", "layer": "conv0_token_7",
+       "layer_type": "QLinearConv", "inputs": ["int8"], "outputs": ["int8"]}
+ORT_FLOAT = {"evidence": "optimized graph: add_out stays a float Add 'add_out' with DequantizeLinear inputs",
+             "layer": "add_out", "layer_type": "Add", "inputs": ["int32"], "outputs": []}
 
 
 def _cell(engine: str, version: str, precision, status: str = "pass", max_error=0.5) -> Cell:
     return Cell(bundle="user_model/net", case="user_model", params={"model": "net.onnx"}, digest="d", engine=engine,
                 engine_version=version, hardware="hw", status=status, verdict="undocumented",
-                precision={n: {"precision": p, "evidence": e} for n, (p, e) in precision.items()},
+                precision={n: dict(e if isinstance(e, dict) else {"evidence": e}, precision=p)
+                           for n, (p, e) in precision.items()},
                 max_error_steps=max_error, tolerance_steps=2.0)
 
 
-def test_layer_and_precision_come_from_each_engines_evidence():
-    assert (layer_of({"evidence": TRT}), precision_of({"precision": "int8", "evidence": TRT})) == ("conv0 + relu0", "int8")
-    assert precision_of({"precision": "float", "evidence": TRT_HALF}) == "fp16"
-    assert (layer_of({"evidence": OV}), precision_of({"precision": "float", "evidence": OV})) == \
-        ("conv1/WithoutBiases", "fp32")
-    assert layer_of({"evidence": ORT}) == "conv0_token_7 (QLinearConv)"
-    assert precision_of({"precision": "float", "evidence": ORT_FLOAT}) == "float"  # the width is not stated
+def test_layer_and_precision_come_from_each_engines_evidence_fields():
+    assert (layer_of(TRT), precision_of(dict(TRT, precision="int8"))) == ("conv0 + relu0 (CaskConvolution)", "int8")
+    assert precision_of(dict(TRT_HALF, precision="float")) == "fp16"
+    assert (layer_of(OV), precision_of(dict(OV, precision="float"))) == ("conv1/WithoutBiases (Convolution)", "fp32")
+    assert layer_of(ORT) == "conv0_token_7 (QLinearConv)"
+    assert precision_of(dict(ORT_FLOAT, precision="float")) == "float"  # the width is not stated
     assert precision_of({"precision": "unknown", "evidence": "not reported"}) == "unknown"
+    # a sentence alone says nothing: the fields are the evidence
+    sentence_only = {"precision": "float", "evidence": "output FP16 (Row major linear FP16 format)"}
+    assert (layer_of({"evidence": TRT["evidence"]}), precision_of(sentence_only)) == ("", "float")
 
 
 def test_the_report_counts_int8_nodes_and_names_the_float_fallback():
@@ -45,7 +54,8 @@ def test_the_report_counts_int8_nodes_and_names_the_float_fallback():
     trt = report["columns"][1]
     assert (report["compute"], report["other"]) == (1, 1)
     assert trt["summary"] == "1 of 1 quantized compute nodes ran in INT8; other quantized nodes: 1 float fallback"
-    assert trt["fallbacks"][0]["text"] == "dq_c → add_out (Add) → q_y: not fused; float fallback (fp16) in layer add_out"
+    assert trt["fallbacks"][0]["text"] == \
+        "dq_c → add_out (Add) → q_y: not fused; float fallback (fp16) in layer add_out (ElementWise)"
     assert trt["numerics"] == "0.5 output quantization steps (tolerance 2)"
 
 
@@ -84,7 +94,7 @@ LINT = {"schema": "qdq-matrix/lint/1", "findings": [
 
 def _trt(version: str, status: str, stage: str, precision) -> Cell:
     return Cell(bundle="user_model/net", case="user_model", params={"model": "net.onnx"}, digest="d",
-                engine="tensorrt", engine_version=version, hardware="hw", status=status, stage=stage,
+                engine="tensorrt", engine_version=version, hardware="hw", status=status, last_stage=stage,
                 verdict="undocumented", precision={n: {"precision": p, "evidence": ""} for n, p in precision.items()})
 
 
@@ -156,10 +166,11 @@ def test_check_lint_compare_is_the_same_implementation():
 def test_a_parse_failure_at_another_node_says_nothing_about_this_one() -> None:
     from matrix.predict import node_outcome
 
-    cell = {"status": "fail", "stage": "", "error": "ONNX parse failed: Invalid Node - b_conv1_DequantizeLinear"}
+    cell = {"status": "fail", "last_stage": "", "error": "ONNX parse failed: Invalid Node - b_conv1_DequantizeLinear",
+            "failing_node": "b_conv1_DequantizeLinear"}  # found where the cell was made, never from the text
     assert node_outcome(cell, "b_conv1_DequantizeLinear") == "parse fails"
     assert node_outcome(cell, "x_QuantizeLinear") == "not observable"
-    assert node_outcome({"status": "fail", "stage": "", "error": "zero point must be all zeros"}, "x") == "parse fails"
+    assert node_outcome(dict(cell, failing_node=""), "x_QuantizeLinear") == "parse fails"
 
 
 def test_a_cell_under_a_user_models_old_id_finds_its_bundle_under_todays(tmp_path):
@@ -183,7 +194,7 @@ def test_a_big_model_groups_its_nodes_and_counts_the_nodes_without_evidence_by_o
 
     names = [f"split{i}" for i in range(30)] + [f"conv{i}" for i in range(30)]
     details = {n: {"op": "Split" if n.startswith("split") else "Conv"} for n in names}
-    ov = {n: ("int8", OV.replace("f32", "i8")) if n.startswith("conv") else ("unknown", "no runtime layer")
+    ov = {n: ("int8", dict(OV, inputs=["int8"])) if n.startswith("conv") else ("unknown", "no runtime layer")
           for n in names}
     report = node_report([_cell("openvino", "2026.4.1", ov)], {"target_nodes": names, "target_details": details})
     col = report["columns"][0]

@@ -38,16 +38,16 @@ def forged(path: Path, change: Callable[[Dict], None]) -> Path:
 
 
 def as_11_4(record: Dict) -> None:
-    record.update(engine_version="11.4.0.106", status="pass", verdict="undocumented", error="", stage="compare")
+    record.update(engine_version="11.4.0.106", status="pass", verdict="undocumented", error="", last_stage="compare")
 
 
 def dated_2099(record: Dict) -> None:
-    record.update(status="pass", verdict="undocumented", error="", stage="compare")
+    record.update(status="pass", verdict="undocumented", error="", last_stage="compare")
     record["run"]["date"] = "2099-01-01T00:00:00Z"
 
 
 def observed_cells(cells) -> List:
-    return sorted(((c.bundle, c.engine_version, c.hardware, c.status, c.stage, c.error) for c in cells
+    return sorted(((c.bundle, c.engine_version, c.hardware, c.status, c.last_stage, c.error) for c in cells
                    if column_key(c)[4] == "observed"))
 
 

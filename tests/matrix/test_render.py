@@ -17,10 +17,10 @@ from matrix.render import cell_text, cells_from_report, write_reports
 def reports(tmp_path, make_cell):
     cells = [
         make_cell("q_output_type/out=int8"),
-        make_cell("q_output_type/out=uint8", status="fail", stage="load", verdict="as documented", fused=None,
+        make_cell("q_output_type/out=uint8", status="fail", last_stage="load", verdict="as documented", fused=None,
                   error="could not find any supported formats consistent with input/output data types",
                   signature="no_supported_formats"),
-        make_cell("grouped_conv/g=2", status="fail", stage="build", verdict="regressed", fused=None,
+        make_cell("grouped_conv/g=2", status="fail", last_stage="build", verdict="regressed", fused=None,
                   error="<script>alert(1)</script> broke", explanation="documented to pass, but it fail"),
         make_cell("grouped_conv/g=2", engine="onnxruntime", engine_version="1.23.2", hardware="cpu",
                   verdict="fixed"),
@@ -113,8 +113,9 @@ def test_no_emoji_in_html_or_markdown(reports):
 
 
 def test_json_is_compact_and_gives_every_cell_back(tmp_path, make_cell):
-    cells = [make_cell("grouped_conv/g=2", log="x" * 50), make_cell("grouped_conv/g=4", error="boom", status="fail",
-                                                                     stage="build", fused=None, verdict="regressed")]
+    cells = [make_cell("grouped_conv/g=2", log="x" * 50),
+             make_cell("grouped_conv/g=4", error="boom", status="fail", last_stage="build", fused=None,
+                       verdict="regressed")]
     result = build(cells)
     write_reports(result, tmp_path, generated="2026-01-01")
     text = (tmp_path / "matrix.json").read_text()
@@ -171,7 +172,7 @@ def test_the_upgrade_answer_is_matrix_diff(tmp_path, make_cell):
     from matrix.diff import diff
 
     cells = [make_cell("grouped_conv/g=2", engine_version=v) for v in ("8.5.3.1", "8.6.0", "10.3.0")]
-    cells[1] = make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", stage="build", fused=None,
+    cells[1] = make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", last_stage="build", fused=None,
                          verdict="regressed", error="no implementation")
     write_reports(build(cells), tmp_path, generated="2026-01-01")
     html = (tmp_path / "matrix.html").read_text()
@@ -232,14 +233,14 @@ def _cpu_cells(bundles, precision_of, make_cell):
                                  f"runtimePrecision u8, outputPrecisions u8, originalLayersNames {n}"} for n in nodes}
                 out.append(make_cell(
                     bundle, engine=engine, engine_version=version, hardware="cpu: synthetic x86-64",
-                    status="fail" if failing else "pass", stage="run" if failing else "compare",
+                    status="fail" if failing else "pass", last_stage="run" if failing else "compare",
                     verdict="new failure" if failing else "undocumented", fused=None if failing else i % 2 == 0,
                     error=error if failing else "",
                     explanation="fail, and no source documents a failure here" if failing else "passed",
                     max_error_steps=float(i % 7 + 2) if failing else 0.0, precision=precision, expectation={}))
     for version in LATER_TRT:
         out += [make_cell(b, engine_version=version, hardware="no NVIDIA GPU", status="not_run", verdict="not run",
-                          reason="no NVIDIA GPU", fused=None, precision={}, expectation={}, stage="",
+                          reason="no NVIDIA GPU", fused=None, precision={}, expectation={}, last_stage="",
                           max_error_steps=None, explanation="") for b in bundles]
     return out
 

@@ -20,9 +20,11 @@ import numpy as np
 import pytest
 
 from cases.cell import Cell
+from cases.engines import ENGINES as SPECS
+from cases.engines import REPRO_ALWAYS
 from generators import steps
 from generators.write import write_all
-from matrix.bugbundle import SHIPPED, SHIPPED_ALWAYS, make
+from matrix.bugbundle import make
 from matrix.merge import load_results
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,7 +75,7 @@ def test_each_bug_bundle_agrees_with_the_suites_cell(suite_cells):
         seen = list(pool.map(run_bundle, folders))
     for cell, found in zip(ran, seen):
         observed, what = found["observed"], f"{cell.engine} {cell.bundle}: {found['stdout']}"
-        assert (observed["status"], observed["stage"]) == (cell.status, cell.stage), what
+        assert (observed["status"], observed["stage"]) == (cell.status, cell.last_stage), what
         if cell.max_error_steps is None:
             assert observed["max_error_steps"] is None, what
         else:
@@ -100,7 +102,7 @@ def test_repro_counts_error_the_way_the_suite_does(tmp_path):
     the bundle ships (the old template counted an all-zero output in steps of 1.0 and any NaN as infinite)."""
     from matrix import repro
 
-    assert set(SHIPPED_ALWAYS) == {"repro.py", "suite/steps.py"} and SHIPPED_ALWAYS["suite/steps.py"] == \
+    assert set(REPRO_ALWAYS) == {"repro.py", "suite/steps.py"} and REPRO_ALWAYS["suite/steps.py"] == \
         "generators/steps.py"
     (tmp_path / "suite").mkdir()
     shutil.copyfile(REPO / "generators" / "steps.py", tmp_path / "suite" / "steps.py")
@@ -119,13 +121,13 @@ def test_repro_counts_error_the_way_the_suite_does(tmp_path):
 
 def test_the_shipped_files_are_python_39_and_import_only_stdlib_numpy_and_their_engine():
     allowed = {"tensorrt": {"numpy", "tensorrt"}, "onnxruntime": {"numpy"}, "openvino": {"numpy"}}
-    for family, files in SHIPPED.items():
-        for path in [*SHIPPED_ALWAYS.values(), *files.values()]:
+    for spec in SPECS.values():
+        for path in [*REPRO_ALWAYS.values(), *spec.repro_files.values()]:
             tree = ast.parse((REPO / path).read_text(encoding="utf-8"), feature_version=(3, 9))
             imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
             imported |= {n.module.split(".")[0] for n in ast.walk(tree)
                          if isinstance(n, ast.ImportFrom) and n.module and not n.level}
-            assert imported - set(sys.stdlib_module_names) <= allowed[family], (path, imported)
+            assert imported - set(sys.stdlib_module_names) <= allowed[spec.family], (path, imported)
 
 
 def test_the_shipped_files_lint_clean():
@@ -133,7 +135,7 @@ def test_the_shipped_files_lint_clean():
     ruff = shutil.which("ruff") or os.environ.get("RUFF")
     if not ruff:
         pytest.skip("ruff is not on PATH (set $RUFF to its path)")
-    files = sorted({p for family in SHIPPED.values() for p in family.values()} | set(SHIPPED_ALWAYS.values()))
+    files = sorted({p for spec in SPECS.values() for p in spec.repro_files.values()} | set(REPRO_ALWAYS.values()))
     done = subprocess.run([ruff, "check", "--select", "E,F,W,I,B", *files], cwd=str(REPO), capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stdout + done.stderr

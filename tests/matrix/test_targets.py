@@ -14,8 +14,8 @@ def _fp8_gemm(make_cell, bundle, target, ok):
     key, value = bundle.split("/", 1)[1].split("=")
     common = dict(variant={"target": target}, params={key: value}, max_error_steps=None, **RTX)
     if ok:
-        return make_cell(bundle, status="built", stage="build", fused=True, precision=FP8, **common)
-    return make_cell(bundle, status="fail", stage="load", fused=None, precision={}, verdict="as documented",
+        return make_cell(bundle, status="built", last_stage="build", fused=True, precision=FP8, **common)
+    return make_cell(bundle, status="fail", last_stage="load", fused=None, precision={}, verdict="as documented",
                      error="Cannot compile for target(s) sm75", **common)
 
 
