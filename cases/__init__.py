@@ -41,6 +41,7 @@ CASE_MODULES = (
     "cases.qdq_scale_dtype_mismatch",
     # What checking real-architecture models found (YOLO SiLU, BERT GELU constants): 024 onwards.
     "cases.silu_qdq",
+    "cases.scalar_quantized_constant",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )

@@ -1,6 +1,8 @@
-"""Seed 024 on the TensorRT-RTX of the test environment, with no GPU: real parses and ahead-of-time builds.
+"""Seeds 024-025 on the TensorRT-RTX of the test environment, with no GPU: real parses and ahead-of-time builds.
 
-TensorRT-RTX 1.7 builds quantize_static's SiLU that TensorRT 8.6.0 refuses.
+Seed 025's refusal comes with its cause in the cell: the parser reshapes a 0-d Q/DQ input to [1] (an INT8
+ONNXTRT_reshapeTensor_output in the network definition), so the builder finds the INT8 constant before a Shuffle, not
+a DequantizeLinear. Seed 024: TensorRT-RTX 1.7 builds quantize_static's SiLU that TensorRT 8.6.0 refuses.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from cases import get_case
+
+RESHAPE = "ONNXTRT_reshapeTensor_output"  # the parser's Shuffle output (onnx-tensorrt's reshapeTensor)
+
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory) -> Path:
@@ -35,6 +40,22 @@ def _cell(root: Path, case_id: str, params: dict, **options):
         return run_cell(case, bundle, adapter, adapter.probe(), {"source": "local"})
     finally:
         adapter.close()
+
+
+def test_a_0d_int8_constant_is_refused_and_the_same_value_shaped_1_is_not(root):
+    scalar = _cell(root, "scalar_quantized_constant", {"constant": "scalar", "op": "mul"})
+    shaped = _cell(root, "scalar_quantized_constant", {"constant": "one_element", "op": "mul"})
+    assert scalar.status == "fail"
+    if scalar.engine_version.startswith(("1.4.", "1.5.", "1.6.")):  # the parser refuses the 0-d DequantizeLinear
+        assert scalar.signature == "rtx_scalar_dq_axis" and scalar.stage == "", scalar.error
+    else:  # 1.7 on: the parser reshapes it, the builder refuses the constant before the Shuffle
+        assert scalar.signature == "rtx_quantized_constant" and scalar.stage == "load", scalar.error
+        assert scalar.network_dtypes.get(RESHAPE) == "INT8", scalar.network_dtypes
+        if scalar.engine_version == "1.7.1.116":
+            assert scalar.verdict == "as documented"  # the observed producer transformer's refusal
+    if not scalar.engine_version.startswith("1.4."):  # 1.4 needs a GPU to build: not run here
+        assert shaped.status == "built", shaped.error
+    assert RESHAPE not in shaped.network_dtypes
 
 
 def test_quantize_statics_silu_builds_with_the_conv_int8_for_sm86_and_float_for_sm75(root):

@@ -17,11 +17,11 @@ from generators.reference import expected_outputs
 from generators.steps import comparison_step, error_steps
 from tests.generators.helpers import cases_from, initializers, run_onnxruntime
 
-NEW_MODULES = ("cases.silu_qdq",)
+NEW_MODULES = ("cases.silu_qdq", "cases.scalar_quantized_constant")
 CASES, VARIANTS = cases_from(NEW_MODULES)
 IDS = [bundle_id(c, p) for c, p in VARIANTS]
 REPO = Path(__file__).resolve().parents[2]
-SILU = CASES["silu_qdq"]
+SILU, SCALAR = CASES["silu_qdq"], CASES["scalar_quantized_constant"]
 
 
 def _ops(model: onnx.ModelProto) -> list:
@@ -37,7 +37,7 @@ def _observed(path: str, bundle_prefix: str) -> list:
 def test_cases_follow_023_in_seed_order_and_cite_their_thread_first():
     assert [m for m in CASE_MODULES if m in NEW_MODULES] == list(NEW_MODULES)
     assert CASE_MODULES.index(NEW_MODULES[0]) == CASE_MODULES.index("cases.qdq_scale_dtype_mismatch") + 1
-    assert [c.seed for c in CASES.values()] == ["024"]
+    assert [c.seed for c in CASES.values()] == ["024", "025"]
     for module, case in zip(NEW_MODULES, CASES.values()):
         cited = re.search(r"([\w.-]+/[\w.-]+)#(\d+)", importlib.import_module(module).__doc__.splitlines()[0])
         assert cited and case.links[0].endswith(f"{cited.group(1)}/issues/{cited.group(2)}"), case.id
@@ -116,3 +116,35 @@ def test_silu_expectations_say_what_the_threads_and_the_observed_model_say():
     for form in ("no_sigmoid_qdq", "output_qdq", "conv_only"):
         assert SILU.expectation_for("tensorrt", "8.6.0", {"form": form}) is None, form
     assert not [e for e in SILU.expectations if e.engine != "tensorrt"]  # RTX, ORT, OpenVINO: our runs only
+
+
+# ---- seed 025: the 0-d constant ----
+
+@pytest.mark.parametrize("params", list(SCALAR.variants()), ids=slug)
+def test_the_constant_is_32_int8_steps_of_gelus_half_or_one_and_0d_only_when_scalar(params):
+    rep = write.build(SCALAR, params)
+    init = initializers(rep.model)
+    assert init["c"].dtype == np.int8 and init["c"].shape == ((), (1,))[params["constant"] == "one_element"]
+    assert float(init["c"].reshape(-1)[0]) * float(init["c_scale"]) == {"mul": 0.5, "add": 1.0}[params["op"]]
+    op = next(n for n in rep.model.graph.node if n.op_type in ("Mul", "Add"))
+    assert op.op_type == params["op"].capitalize() and "c_dq" in op.input and op.name == rep.target_nodes[0]
+
+
+def test_scalar_signatures_match_the_measured_and_observed_errors():
+    from cases.scalar_quantized_constant import OBSERVED_RTX_17, RTX_ARCH_LOGS
+
+    errors = json.loads((REPO / RTX_ARCH_LOGS).read_text())["errors"]
+    axis, constant = SCALAR.signature("rtx_scalar_dq_axis"), SCALAR.signature("rtx_quantized_constant")
+    assert sorted(k.split()[0] for k, e in errors.items() if axis.search(e)) == ["1.4.0.76", "1.5.0.114", "1.6.1.120"]
+    assert [k.split()[0] for k, e in errors.items() if constant.search(e)] == ["1.7.1.116"]
+    (observed,) = _observed(OBSERVED_RTX_17, "user_model/ort_transformer_s8_per_channel_float_bias")
+    assert constant.search(observed["error"]) and "inv_sqrt_d_quantized" in observed["error"]
+
+
+def test_the_one_expectation_is_the_observed_mul_on_rtx_17():
+    scalar_mul = {"constant": "scalar", "op": "mul"}
+    assert SCALAR.expectation_for("tensorrt-rtx", "1.7.1.116", scalar_mul).stage == "build"
+    assert SCALAR.expectation_for("tensorrt-rtx", "1.6.1.120", scalar_mul) is None
+    assert SCALAR.expectation_for("tensorrt-rtx", "1.7.1.116", dict(scalar_mul, op="add")) is None
+    assert SCALAR.expectation_for("tensorrt-rtx", "1.7.1.116", dict(scalar_mul, constant="one_element")) is None
+    assert SCALAR.expectation_for("tensorrt", "8.6.0", scalar_mul) is None
