@@ -6,8 +6,9 @@ TensorRT 8.x with no implementation for the fused pointwise node. Which Q/DQ pla
 What the sources cover:
 - implicit: #4555 (8.6.1, GeForce RTX 4060, 2025-08, open) builds a float yolov8n-seg with `trtexec --int8 --calib=none`
   (dummy ranges on every tensor) and fails at /model.22/proto/cv3/conv/Conv + PWN(PWN(Sigmoid), Mul); the reporter
-  saw the same on "the higher version". #3640 (8.6.2, Jetson AGX Orin, closed) fails at the stem, /model.0/conv/Conv
-  + PWN(PWN(Sigmoid), Mul), with calibrated implicit INT8, and saw it on JetPack 5.1.2 (TensorRT 8.5.2) before.
+  saw the same on "the higher version", while the Python API built it. #3640 (8.6.2, Jetson AGX Orin, closed) fails at
+  the stem, /model.0/conv/Conv + PWN(PWN(Sigmoid), Mul), exporting a float YOLOv8 ONNX to an INT8 engine (implicit
+  INT8), and saw it on JetPack 5.1.2 (TensorRT 8.5.2) before.
   ultralytics/ultralytics#21281 shows it with a MinMax calibrator on TensorRT 10.11 (x86, 2025-07). This form is the
   threads' graph: no Q/DQ, an INT8 build with `trtexec`'s dummy ranges, as #4555 runs it. TensorRT-RTX and TensorRT
   11 have no implicit INT8: their cells are not applicable.
@@ -88,13 +89,14 @@ CASE = Case(
             "tensorrt", ">=8.6.1,<8.7", "fail", ISSUE_4555, stage="build", signature=SILU_NO_IMPLEMENTATION.name,
             where={"form": ("implicit",)}, hardware="GeForce RTX 4060",
             note="trtexec --int8 --calib=none on a float yolov8n-seg with a shape range (8.6.1; 'the higher version' "
-            "too, unnamed); #3640 saw it on 8.6.2 (Jetson AGX Orin) with a calibrator, at the stem's Conv + SiLU",
+            "too, unnamed; the reporter's Python API build succeeded); #3640 saw it on 8.6.2 (Jetson AGX Orin) at the "
+            "stem's Conv + SiLU",
         ),
         Expectation(
             "tensorrt", "==8.5.2.*", "fail", ISSUE_3640, stage="build", where={"form": ("implicit",)},
             hardware="Jetson AGX Orin",
             note="the reporter: 'I also tried this previously on JetPack 5.1.2 and it failed with the same issue' "
-            "(JetPack 5.1.2 ships TensorRT 8.5.2); calibrated implicit INT8 of a YOLOv8 model",
+            "(JetPack 5.1.2 ships TensorRT 8.5.2); implicit INT8 of a float YOLOv8 model",
         ),
         Expectation(
             "tensorrt", "==10.11.*", "fail", ULTRALYTICS_21281, stage="build", signature=SILU_NO_IMPLEMENTATION.name,
