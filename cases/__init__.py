@@ -39,6 +39,9 @@ CASE_MODULES = (
     "cases.mxfp8_block_scales",
     "cases.int4_matmulnbits_fusion",
     "cases.qdq_scale_dtype_mismatch",
+    # What checking real-architecture models found (YOLO SiLU, BERT GELU constants): 024 onwards.
+    "cases.silu_qdq",
+    "cases.scalar_quantized_constant",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )

@@ -267,7 +267,7 @@ def dq_constant_elementwise_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any
     where none does); elsewhere seed 004's DQ form (observed float)."""
     if n.op_type != "Add":
         return []
-    consts = [i for i in n.input if _int8_dq_constant(g, i)]
+    consts = [i for i in n.input if _int8_dq_constant(g, i) and not _scalar_int8_dq(g, i)]  # 0-d: seed 025's rule
     if not consts:
         return []
     other = [i for i in n.input if i not in consts]
@@ -503,6 +503,70 @@ def mxfp8_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Findin
                                 target="node_of_y"))
 
 
+# ---- what checking real-architecture models found (seeds 024-025) ----
+
+def silu_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A quantized Conv and its SiLU (Sigmoid(x) * x), matched to seed 024 (silu_qdq) by where the Q/DQ around the SiLU
+    sit: quantize_static's form (a Q/DQ after the Conv, the Sigmoid and the Mul) fails to build on TensorRT 8.5.3.1
+    and 8.6.0 (observed on the YOLO-style model); the other forms speak through their observed cells."""
+    form = silu_form(g, n)
+    if form is None:
+        return []
+    params = {"form": form}
+    return (catalogue_findings(node_name(n), "silu_qdq", "silu_qdq", params, "")
+            + observed_findings(node_name(n), "silu_qdq", cells, "silu_qdq", params, "", target="node_of_conv"))
+
+
+def silu_form(g: Graph, conv: Any) -> Optional[str]:
+    """The silu_qdq form of a dense Conv (a grouped one is seed 003's) with DequantizeLinear weights whose output is a
+    SiLU, else None."""
+    from cases.silu_qdq import QDQ_AFTER
+
+    if conv.op_type != "Conv" or len(conv.input) < 2 or g.op(conv.input[1]) != "DequantizeLinear" \
+            or next((a.i for a in conv.attribute if a.name == "group"), 1) != 1:
+        return None
+    x, after_conv = _through_qdq(g, conv.output[0])
+    sigmoid = next((u for u in g.users(x) if u.op_type == "Sigmoid"), None)
+    if sigmoid is None:
+        return None
+    gate, after_sigmoid = _through_qdq(g, sigmoid.output[0])
+    mul = next((u for u in g.users(x) if u.op_type == "Mul" and gate in u.input), None)
+    if mul is None:
+        return None
+    after_mul = any(u.op_type == "QuantizeLinear" for u in g.users(mul.output[0]))
+    return next((f for f, where in QDQ_AFTER.items() if where == (after_conv, after_sigmoid, after_mul)), None)
+
+
+def _through_qdq(g: Graph, tensor: str) -> Tuple[str, bool]:
+    """The tensor a value's consumers read, and whether they read it through a QuantizeLinear -> DequantizeLinear."""
+    q = next((u for u in g.users(tensor) if u.op_type == "QuantizeLinear"), None)
+    dq = next((u for u in g.users(q.output[0]) if u.op_type == "DequantizeLinear"), None) if q is not None else None
+    return (dq.output[0], True) if dq is not None else (tensor, False)
+
+
+_SCALAR_OPS = {"Mul": ("mul", "node_of_product"), "Add": ("add", "node_of_sum")}
+FIX_SCALAR_CONSTANT = (f'{QUANTIZE_STATIC}(..., nodes_to_exclude=["<this node>"]) keeps the constant in float; or '
+                       "give its INT8 initializer the shape [1] instead of 0-d")
+
+
+def scalar_constant_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """A Mul or Add whose other operand is a 0-d INT8 initializer -> DequantizeLinear (quantize_static's GELU 0.5
+    and 1), matched to seed 025 (scalar_quantized_constant): TensorRT-RTX 1.7.1.116 refuses it at build (observed)."""
+    if n.op_type not in _SCALAR_OPS or not any(_scalar_int8_dq(g, i) for i in n.input):
+        return []
+    op, target = _SCALAR_OPS[n.op_type]
+    params = {"constant": "scalar", "op": op}
+    return (catalogue_findings(node_name(n), "scalar_quantized_constant", "scalar_quantized_constant", params,
+                               FIX_SCALAR_CONSTANT)
+            + observed_findings(node_name(n), "scalar_quantized_constant", cells, "scalar_quantized_constant", params,
+                                FIX_SCALAR_CONSTANT, target=target))
+
+
+def _scalar_int8_dq(g: Graph, tensor: str) -> bool:
+    """tensor is the DequantizeLinear output of a 0-d INT8 initializer."""
+    return _int8_dq_constant(g, tensor) and g.const[g.producer[tensor].input[0]].ndim == 0
+
+
 # The rule registry: every rule a finding names, in the few words a report says it in (matrix.models reads them from
 # the findings, never from a table of its own). A rule missing here stops lint_model (a test lints every form).
 RULE_WORDS = {
@@ -524,11 +588,13 @@ RULE_WORDS = {
     "mxfp8_gemm": "MXFP8 block scales",
     "float_model": "a float model (no Q/DQ)",
     "widened_weights": "integer weights widened without a DQ",
+    "silu_qdq": "Q/DQ inside a SiLU after an INT8 Conv",
+    "scalar_quantized_constant": "0-d quantized constant into Mul/Add",
 }
 
 RULES = (zero_point_rule, int32_dq_rule, dynamic_quantize_rule, conv_kernel_shape_rule, grouped_conv_rule,
          q_graph_output_rule, int8_constant_rule, dq_constant_elementwise_rule, fp8_gemm_rule, int4_gemm_rule, fp4_rule,
-         mxfp8_rule, float_model_rule, widened_weights_rule)
+         mxfp8_rule, silu_rule, scalar_constant_rule, float_model_rule, widened_weights_rule)
 
 
 # ---- matching a node to a catalogue variant ----
