@@ -18,6 +18,7 @@ from matrix.merge import version_key
 from matrix.targets import outcome
 from matrix.words import first_line, say_list
 
+WORKED = ("pass", "built")  # a built TensorRT-RTX plan is a success here: nothing failed
 LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
 _SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|c|h|hpp|py)):\d+")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -42,6 +43,8 @@ def cause_key(cell: Cell) -> Tuple[str, str, str]:
         if cell.signature:
             return cell.engine, outcome(cell), "sig: " + cell.signature
         return cell.engine, outcome(cell), _symptom(cell)
+    if cell.status not in WORKED:  # not run, skipped or not applicable: its reason
+        return cell.engine, outcome(cell), normalized(first_line(cell.reason))
     documented = cell.expectation.get("signature") or cell.expectation.get("outcome", "")
     return cell.engine, "works", f"documented: {documented}" if documented else ""
 
@@ -79,7 +82,7 @@ def _cause_view(index: int, key: Tuple[str, str, str], cells: List[Cell], every:
         "versions": say_versions([c.engine_version for c in cells], every),
         "where": say_settings(settings_of(cells)),
         "verdicts": [{"verdict": v, "n": n} for v, n in sorted(verdicts.items(), key=lambda x: -x[1])],
-        "example": _clip(line, LINE_LIMIT) if example.status in ("fail", "crashed") else "",
+        "example": _clip(line, LINE_LIMIT) if example.status not in WORKED else "",
         "documented": _documented(example) if did == "works" else "",
         "groups": cell_groups(cells, every),
     }

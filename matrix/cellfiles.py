@@ -17,7 +17,8 @@ from cases.cell import Cell
 from matrix.merge import Column, MergeResult, column_key
 
 FOLDER = "cells"
-DETAILS = "details.js"  # the HTML page's per-cell details: qdqDetails({...}), read by a <script> added on demand
+DETAILS = f"{FOLDER}/details.js"  # the HTML page's per-cell details: qdqDetails({...}), read by a <script> on demand
+GRID_MD = f"{FOLDER}/grid.md"  # the grid in Markdown, too wide for a job summary
 _UNSAFE = re.compile(r"[^A-Za-z0-9.=+-]+")
 
 
@@ -57,6 +58,6 @@ def read_column(path: Path) -> List[Cell]:
 def write_details(data: Dict[str, Any], out: Path) -> Path:
     """The page's per-cell details as a script that hands them to the page (a page opened from disk may load a
     script beside it, but not fetch a JSON file)."""
-    path = out / FOLDER / DETAILS
+    path = out / DETAILS
     path.write_text("qdqDetails(" + json.dumps(data, separators=(",", ":")) + ");\n", encoding="utf-8")
     return path

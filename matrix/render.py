@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
 from matrix.causes import cause_key, root_causes
-from matrix.cellfiles import FOLDER, column_file, read_column, write_columns, write_details
+from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, read_column, write_columns, write_details
 from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.models import models_view
@@ -49,7 +49,7 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
         "plots.html": render_template("plots.html.j2", view, html=True),
         "matrix.json": json.dumps(report_json(result, view), separators=(",", ":"), sort_keys=True,
                                   default=str) + "\n",
-        f"{FOLDER}/grid.md": render_template("grid.md.j2", view, html=False),
+        GRID_MD: render_template("grid.md.j2", view, html=False),
     }
     for e in view["upgrade"]:
         for p in e["pairs"]:
@@ -100,6 +100,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "files": list(result.files),
         "totals": dict(_totals(result), causes=len(causes)),
         "models": models_view([]),
+        "side": {"folder": FOLDER, "details": DETAILS, "grid": GRID_MD},
     }
 
 
