@@ -30,6 +30,11 @@ _SOURCE_SUFFIX = re.compile(r"\.?\s+In \w+ at \S+\)?$")
 # An engine's own source lines and addresses: 'pass.cpp:1357' and 'pass.cpp:1348' are one message from two builds.
 _SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|h|hpp)):\d+")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+# A symptom (matrix.causes groups failures by it): also Python source lines, folders, build targets and numbers masked.
+_ANY_SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|c|h|hpp|py)):\d+")
+_PATH = re.compile(r"[^\s'\"()\[\]]*[\\/][^\s'\"()\[\]]*[\\/]")  # two separators or more: a folder
+_ARCH = re.compile(r"\b(sm|SM|compute)_?\d+\b")  # a target's compute capability: what a cause spans, not splits it
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")  # a number on its own, not a part of a name
 REASON_LIMIT = 300
 
 
@@ -45,6 +50,17 @@ def error_line(error: str) -> str:
     two builds of one engine reads the same ("" for no error)."""
     first = error.strip().splitlines()[0] if (error or "").strip() else ""
     return _HEX.sub("0x", _SOURCE_LINE.sub(r"\1", first))
+
+
+def symptom(text: str) -> str:
+    """An error line with the engine's source lines, addresses, folders, build targets and free-standing numbers
+    masked, so that one failure reads the same from every build, version and target ("pass.cpp:1357" and
+    "pass.cpp:1348" are one message; "conv1" and "INT8" stay names)."""
+    text = _ANY_SOURCE_LINE.sub(r"\1", text)
+    text = _HEX.sub("0x…", text)
+    text = _PATH.sub("…/", text)
+    text = _ARCH.sub(r"\1N", text)
+    return " ".join(_NUMBER.sub("N", text).split())
 
 
 def failing_node(error: str) -> str:

@@ -26,9 +26,13 @@ def report(args: argparse.Namespace) -> int:
     if result is None:
         return 2
     paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
+    from matrix.causes import root_causes
+
     unexpected = sum(s["unexpected"] for s in _summary(result))
+    n = len(root_causes(result.cells))
+    causes = f" from {n} root cause{'s' if n != 1 else ''}" if unexpected else ""
     print(f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
-          f"{len(result.columns)} columns, {unexpected} unexpected")
+          f"{len(result.columns)} columns, {unexpected} unexpected{causes}")
     for s in _summary(result):
         counts = ", ".join(f"{n} {v}" for v, n in s["verdicts"].items() if n)
         print(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")

@@ -1,4 +1,4 @@
-"""The compact grid: a short code per cell, repeated texts said once as numbered notes, idle columns collapsed."""
+"""The compact grid: a short code per cell, idle columns collapsed, each cell's details said once in a side file."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from cases.cell import VERDICTS, Cell
 from cases.outcome import outcome
 from cases.verdict import UNEXPECTED
+from matrix.cellfiles import column_file
 from matrix.merge import Column, MergeResult, column_key
+from matrix.safe import clean
 from matrix.words import say_list
 
 IDLE = ("skipped", "not_run")
@@ -34,9 +36,11 @@ LETTERS = {"int8": "8", "passes": "P", "float": "f", "built-int8": "A", "built-f
            "crashed": "X", "not_run": "-", "skipped": "s", "not_applicable": "/"}
 # A mark after the letter for the verdicts a reader must not miss.
 MARKS = {"regressed": "!", "new failure": "*", "fixed": "+", "undocumented": "?"}
-TEXT_INLINE = 48  # texts shorter than this stay in the cell; longer repeated ones become numbered notes
-ERROR_CLIP = 400  # matrix.json keeps every text whole
-EVIDENCE_CLIP = 160
+ERROR_CLIP = 2000  # the page's details; cells/*.jsonl keep every text whole
+EVIDENCE_CLIP = 600
+# A shown cell is one character of the row's string (two past this many looks); "." is an empty cell.
+SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%()*+,-/:;=?@[]^_{|}~"
+EMPTY = "."
 
 
 @dataclass(frozen=True)
@@ -84,83 +88,67 @@ def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Co
     return out
 
 
-class Notes:
-    """Texts said once and referenced by number: a reason repeated in 100 cells is one note."""
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        self.counts: Dict[str, int] = {}
-        for t in texts:
-            self.counts[t] = self.counts.get(t, 0) + 1
-        self.numbers: Dict[str, int] = {}
-
-    def ref(self, text: str) -> Dict[str, Any]:
-        """{"text": ...} to show in place, or {"note": n} for a repeated long text."""
-        if len(text) < TEXT_INLINE or self.counts.get(text, 0) < 2:
-            return {"text": text}
-        if text not in self.numbers:
-            self.numbers[text] = len(self.numbers) + 1
-        return {"note": self.numbers[text]}
-
-    def listing(self) -> List[Dict[str, Any]]:
-        """Every numbered note with the number of places that refer to it."""
-        return [{"note": n, "text": t, "uses": self.counts[t]} for t, n in self.numbers.items()]
-
-
-def detail_texts(cell: Cell) -> List[Tuple[str, str, bool]]:
-    """(label, text, may be a note) for one cell's details, in reading order."""
-    out: List[Tuple[str, str, bool]] = []  # the verdict comes from the cell's class (v0..v6)
+def detail_texts(cell: Cell) -> List[Tuple[str, str]]:
+    """(label, text) for one cell's details, in reading order (the verdict comes first, from Details)."""
+    out: List[Tuple[str, str]] = []
     if cell.explanation and cell.verdict in UNEXPECTED:  # otherwise the verdict and the expectation say it
-        out.append(("why", cell.explanation, False))  # rare (unexpected cells only) and the point: said in place
+        out.append(("why", cell.explanation))
     if cell.reason:
-        out.append(("reason", cell.reason, True))
+        out.append(("reason", cell.reason))
     if cell.error:
-        out.append(("error", _clip(cell.error.strip(), ERROR_CLIP), True))
+        out.append(("error", _clip(cell.error.strip(), ERROR_CLIP)))
     if cell.signature:
-        out.append(("signature", cell.signature, False))
+        out.append(("signature", cell.signature))
     if cell.warnings:
-        out.append(("warnings", ", ".join(cell.warnings), True))
+        out.append(("warnings", ", ".join(cell.warnings)))
     if cell.max_error_steps is not None:
         tol = f" of {cell.tolerance_steps:g}" if cell.tolerance_steps is not None else ""
-        out.append(("max error", f"{cell.max_error_steps:.3g}{tol} steps", False))
+        out.append(("max error", f"{cell.max_error_steps:.3g}{tol} steps"))
     for node, p in sorted(cell.precision.items()):
         evidence = p.get("evidence", "")
         if p.get("precision", "unknown") == "unknown" and evidence in ("", "not reported"):
             continue
         evidence = _clip(evidence, EVIDENCE_CLIP)
-        out.append((f"{node}", p.get("precision", "unknown") + (f": {evidence}" if evidence else ""), True))
+        out.append((f"{node}", p.get("precision", "unknown") + (f": {evidence}" if evidence else "")))
     e = cell.expectation
     if e:
         said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
         source = " ".join(x for x in (e.get("note", ""), e.get("source", "")) if x)
-        out.append(("expected", f"{said}: {source}".strip(": "), True))
+        out.append(("expected", f"{said}: {source}".strip(": ")))
     return out
 
 
 
-def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, Any]:
-    """Columns shown, collapsed columns, rows grouped by case with a code and details per cell, and the notes."""
+def grid_view(result: MergeResult) -> Dict[str, Any]:
+    """Columns shown, collapsed columns, rows grouped by case with a code per cell, each row's codes as one string
+    for the page, and every cell's details (said once per distinct text) for the page's side file."""
     collapsed = collapsed_columns(result)
     shown = [c for c in result.columns if c.key not in collapsed]
     grid = result.grid()
     cells_shown = [grid.get((r.bundle, c.key)) for r in result.rows for c in shown]
-    if notes is None:
-        notes = Notes([t for c in cells_shown if c for _, t, long in detail_texts(c) if long])
     engines = list(dict.fromkeys(c.engine for c in shown))
     hardware = list(dict.fromkeys(c.setting for c in shown))
     columns = [{"heading": c.heading, "engine": c.engine, "version": c.engine_version, "hardware": c.setting,
                 "provenance": c.provenance, "id": c.id, "nth": i + 2, "index": result.columns.index(c) + 1,
-                "e": engines.index(c.engine), "h": hardware.index(c.setting)} for i, c in enumerate(shown)]
+                "e": engines.index(c.engine), "h": hardware.index(c.setting), "file": column_file(c)}
+               for i, c in enumerate(shown)]
+    details = Details()
+    palette: Dict[Tuple[str, str], int] = {}
     groups = []
-    sets: Dict[Tuple[Any, ...], int] = {}  # each distinct details text once; cells refer to it by number
     case_ids = list(dict.fromkeys(r.case for r in result.rows))
     for index, case_id in enumerate(case_ids):
         info = result.cases.get(case_id)
         rows = []
         for row in (r for r in result.rows if r.case == case_id):
-            rows.append({"slug": row.slug, "bundle": row.bundle,
-                         "cells": [_cell_view(grid.get((row.bundle, c.key)), notes, sets) for c in shown]})
+            cells = [_cell_view(grid.get((row.bundle, c.key)), details, palette) for c in shown]
+            rows.append({"slug": row.slug, "bundle": row.bundle, "cells": cells})
         groups.append({"index": index, "id": case_id, "seed": info.seed if info else "",
                        "title": info.title if info else "", "rows": rows})
+    width = 1 if len(palette) < len(SYMBOLS) else 2
+    symbols = {key: _symbol(n, width) for key, n in palette.items()}
+    for g in groups:
+        for r in g["rows"]:
+            r["codes"] = "".join(symbols[(c["code"], c["css"])] if c else EMPTY * width for c in r["cells"])
     present = sorted({VERDICTS.index(c.verdict) for c in cells_shown if c and c.verdict in VERDICTS})
     return {
         "columns": columns,
@@ -173,12 +161,35 @@ def grid_view(result: MergeResult, notes: Optional[Notes] = None) -> Dict[str, A
         "verdicts": [{"index": v, "name": VERDICTS[v]} for v in present],
         "all_verdicts": [{"index": i, "name": v} for i, v in enumerate(VERDICTS)],
         "legend": legend(),
-        "notes": notes.listing(),
         "width": len(columns) + 1,
-        "details": [{"verdict": key[0], "items": [dict(zip(("label", "kind", "value"), d)) for d in key[1:]]}
-                    for key in sets],
-        "order": [c["d"] for g in groups for r in g["rows"] for c in r["cells"] if c],
+        "symbols": {symbols[key]: list(key) for key in palette},
+        "symbol_width": width,
+        "details": details.data(),
     }
+
+
+class Details:
+    """Every shown cell's details for the page's side file: each distinct text once, each distinct set of
+    (label, text) once, and per cell (in the grid's reading order) the number of its set."""
+
+    def __init__(self) -> None:
+        self.texts: Dict[str, int] = {}
+        self.sets: Dict[Tuple[Any, ...], int] = {}
+        self.order: List[int] = []
+
+    def add(self, cell: Cell) -> None:
+        """Record one cell's details, in reading order."""
+        items: List[Any] = [self._text(cell.verdict)]
+        for label, text in detail_texts(cell):
+            items += [self._text(label), self._text(text)]
+        self.order.append(self.sets.setdefault(tuple(items), len(self.sets)))
+
+    def _text(self, text: str) -> int:
+        return self.texts.setdefault(clean(text), len(self.texts))
+
+    def data(self) -> Dict[str, Any]:
+        """{"texts": [...], "sets": [[verdict, label, text, label, text, ...] as text numbers], "order": [...]}."""
+        return {"texts": list(self.texts), "sets": [list(s) for s in self.sets], "order": self.order}
 
 
 def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[Dict[str, Any]]:
@@ -198,17 +209,19 @@ def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[
     return out
 
 
-def _cell_view(cell: Optional[Cell], notes: Notes, sets: Dict[Tuple[Any, ...], int]) -> Optional[Dict[str, Any]]:
-    """A cell's code, classes and the number of its details text (cells with the same details share one)."""
+def _cell_view(cell: Optional[Cell], details: Details, palette: Dict[Tuple[str, str], int]) -> Optional[Dict[str, str]]:
+    """A cell's code and classes; its details go to the side file, its look to the page's palette."""
     if cell is None:
         return None
     code, css = cell_code(cell)
-    items = []
-    for label, text, long in detail_texts(cell):
-        ref = notes.ref(text) if long else {"text": text}
-        items.append((label, "note", ref["note"]) if "note" in ref else (label, "text", ref["text"]))
-    key = (cell.verdict, *items)
-    return {"code": code, "css": css, "d": sets.setdefault(key, len(sets))}
+    details.add(cell)
+    palette.setdefault((code, css), len(palette))
+    return {"code": code, "css": css}
+
+
+def _symbol(n: int, width: int) -> str:
+    """The n-th palette entry as `width` characters of SYMBOLS."""
+    return "".join(SYMBOLS[n // len(SYMBOLS) ** i % len(SYMBOLS)] for i in reversed(range(width)))
 
 
 def _clip(text: str, limit: int) -> str:

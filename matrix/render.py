@@ -1,4 +1,6 @@
-"""Write the merged matrix as reports: matrix.md, matrix.html, matrix.json and junit.xml."""
+"""Write the merged matrix as reports: matrix.md, matrix.html, matrix.json and junit.xml, with their side files:
+plots.html (each seed's outcome per column), every cell whole in cells/ (one JSONL file per column), the page's
+details in cells/details.js, the full grid in Markdown in cells/grid.md, and each adjacent pair's diff in diff/."""
 
 from __future__ import annotations
 
@@ -10,42 +12,56 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
-from cases.outcome import outcome
 from cases.verdict import UNEXPECTED
+from matrix.causes import cause_key, root_causes
+from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, read_column, write_columns, write_details
 from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.models import models_view
 from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code, md_link_text
-from matrix.upgrade import upgrade_view
+from matrix.upgrade import DIFFS, upgrade_view
 from matrix.targets import target_view
-from matrix.words import first_line, say_list
 
-REPORT_SCHEMA = "qdq-matrix/report/2"  # 2: cells leave out fields at their default (Cell.from_dict fills them)
+# 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
+REPORT_SCHEMA = "qdq-matrix/report/3"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+# What matrix.json keeps of a cell: what a reader judges it by. The rest (log, listing, evidence, options, timings)
+# is in cells/<column>.jsonl, named by the column's "cells".
+INDEX_FIELDS = ("bundle", "status", "verdict", "last_stage", "signature", "warnings", "fused", "max_error_steps",
+                "tolerance_steps")
+TEXT_FIELDS = ("error", "reason", "explanation")  # said once in "texts", a cell holds the text's number
 
 
 def write_reports(result: MergeResult, out: Path, generated: Optional[str] = None,
                   node_reports: Sequence[Dict[str, Any]] = ()) -> List[Path]:
     """Write the four reports into out (with the per-node reports given, matrix.nodes.write_all's records, as the
-    "Your models" table); return their paths."""
+    "Your models" table) and their side folders cells/ and diff/; return the reports' and the folders' paths."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    for folder in (out / FOLDER, out / DIFFS):
+        folder.mkdir(parents=True, exist_ok=True)
     view = build_view(result, generated)
     view["models"] = models_view([_node_model(n, out) for n in node_reports])
     written = {
         "matrix.md": render_template("matrix.md.j2", view, html=False),
         "matrix.html": render_template("matrix.html.j2", view, html=True),
+        "plots.html": render_template("plots.html.j2", view, html=True),
         "matrix.json": json.dumps(report_json(result, view), separators=(",", ":"), sort_keys=True,
                                   default=str) + "\n",
+        GRID_MD: render_template("grid.md.j2", view, html=False),
     }
-    paths = []
+    for e in view["upgrade"]:
+        for p in e["pairs"]:
+            if p.get("file"):
+                written[p["file"]] = p["report"].markdown() + "\n"
     for name, text in written.items():
         (out / name).write_text(text, encoding="utf-8")
-        paths.append(out / name)
+    write_columns(result, out)
+    write_details(view["grid"]["details"], out)
     junit = out / "junit.xml"
     junit.write_bytes(junit_xml(result))
-    return paths + [junit]
+    reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html")]
+    return reports + [junit, out / FOLDER, out / DIFFS]
 
 
 def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
@@ -68,6 +84,7 @@ def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
 
 def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once."""
+    causes = root_causes(result.cells)
     return {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "upgrade": upgrade_view(result.cells),
@@ -75,36 +92,15 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "grid": grid_view(result),
         "plots": plots_view(result, idle=collapsed_columns(result)),
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
-        "unexpected": unexpected_view(result),
+        "causes": causes,
         "verdicts": list(VERDICTS),
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
         "notes": group_notes([p for p in result.problems if p.level == "note"]),
         "files": list(result.files),
-        "totals": _totals(result),
+        "totals": dict(_totals(result), causes=len(causes)),
         "models": models_view([]),
+        "side": {"folder": FOLDER, "details": DETAILS, "grid": GRID_MD},
     }
-
-
-def unexpected_view(result: MergeResult) -> List[Dict[str, Any]]:
-    """Unexpected cells, one line per reproducer and outcome, naming every column that gives it."""
-    groups: Dict[Tuple[str, str, str], List[Cell]] = {}
-    for c in sorted(result.cells, key=lambda c: (c.bundle, c.column)):
-        if c.verdict in UNEXPECTED:
-            groups.setdefault((c.bundle, cell_text(c), c.explanation), []).append(c)
-    return [{"bundle": b, "column": say_columns(cells), "text": text, "explanation": why}
-            for (b, text, why), cells in groups.items()]
-
-
-def say_columns(cells: Sequence[Cell]) -> str:
-    """Columns in words, versions of one engine on one setting said once:
-    "tensorrt 8.5.1.7 and 8.6.0 [NVIDIA H200 (sm_90)]; tensorrt-rtx 1.7.1.116 [...]"."""
-    from matrix.merge import version_key
-
-    by: Dict[Tuple[str, str], List[str]] = {}
-    for c in cells:
-        by.setdefault((c.engine, c.setting), []).append(c.engine_version)
-    return "; ".join(f"{engine} {say_list(sorted(dict.fromkeys(vs), key=version_key))} [{setting}]"
-                     for (engine, setting), vs in by.items())
 
 
 def summary(result: MergeResult) -> List[Dict[str, Any]]:
@@ -118,33 +114,9 @@ def summary(result: MergeResult) -> List[Dict[str, Any]]:
             "statuses": _count(c.status for c in cells),
             "unexpected": sum(c.verdict in UNEXPECTED for c in cells),
             "cells": len(cells),
+            "file": column_file(col),
         })
     return out
-
-
-def cell_label(cell: Cell) -> str:
-    """The short status a reader sees, in words: "fused", "fails at build", "not run: no NVIDIA GPU"."""
-    said = outcome(cell)
-    if said.status == "fail":
-        return f"fails at {said.failed_stage}"
-    words = {"int8": "fused", "float": "pass (not fused)", "passes": "pass", "crashed": "crashed",
-             # TensorRT-RTX ahead of time: parse, build and layer listing; no run here
-             "built-int8": f"built, {said.quantized or 'INT8'}", "built-float": "built, not fused", "built": "built"}
-    if said.kind in words:
-        return words[said.kind]
-    return said.status.replace("_", " ") + (f": {first_line(cell.reason)}" if cell.reason else "")
-
-
-def cell_text(cell: Cell) -> str:
-    """One line per cell, no emoji: "fails at build · as documented (sig: ...)"."""
-    text = cell_label(cell)
-    if cell.verdict not in ("not run", "not applicable"):
-        text += f" · {cell.verdict}"
-    if cell.signature:
-        text += f" (sig: {cell.signature})"
-    elif cell.status == "crashed" and cell.reason:
-        text += f" ({first_line(cell.reason)})"
-    return text
 
 
 def cell_details(cell: Cell) -> List[Tuple[str, str]]:
@@ -177,41 +149,51 @@ def cell_details(cell: Cell) -> List[Tuple[str, str]]:
 
 
 def report_json(result: MergeResult, view: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The machine-readable report: columns, rows, summary, problems and every merged cell, whole.
+    """The machine-readable report: columns, rows, summary, upgrade answer, root causes, problems, and an index
+    record per merged cell (what it is judged by); each column names the file under cells/ with its cells whole.
 
-    A cell names its column by index; the context its column's cells all share (engine, version,
-    hardware, versions, options, run) is stored once, in that column's "shared", and fields at their
-    default are left out. cells_from_report() gives the cells back exactly.
+    A cell names its column by index and its root cause by number; the context its column's cells all share is
+    stored once, in that column's "shared"; error, reason and explanation are numbers of texts in "texts".
+    cells_from_report() gives the whole cells back from the column files.
     """
     view = view or build_view(result)
     keys = [c.key for c in result.columns]
-    by_column: Dict[Any, List[Dict[str, Any]]] = {k: [] for k in keys}
+    by_column: Dict[Any, List[Cell]] = {k: [] for k in keys}
     for c in result.cells:
-        by_column[column_key(c)].append(compact_cell(c))
-    shared = {k: _shared(cells) for k, cells in by_column.items()}
+        by_column[column_key(c)].append(c)
+    causes = {(k["engine"], k["did"], k["symptom"]): k["index"] for k in view["causes"]}
+    texts: Dict[str, int] = {}
     cells = []
     for index, key in enumerate(keys):
         for cell in by_column[key]:
-            cells.append(dict({k: v for k, v in cell.items() if k not in shared[key]}, column=index))
+            record = dict({k: v for k, v in compact_cell(cell).items() if k in INDEX_FIELDS}, column=index)
+            record.update({k: texts.setdefault(getattr(cell, k), len(texts))
+                           for k in TEXT_FIELDS if getattr(cell, k)})
+            if cell.verdict in UNEXPECTED:
+                record["cause"] = causes[cause_key(cell)]
+            cells.append(record)
+    shared = {k: _shared([compact_cell(c) for c in by_column[k]]) for k in keys}
     return {
         "schema": REPORT_SCHEMA,
         "generated": view["generated"],
-        "columns": [dict(asdict(c), id=c.id, provenance=c.provenance, shared=shared[c.key]) for c in result.columns],
+        "columns": [dict(asdict(c), id=c.id, provenance=c.provenance, shared=shared[c.key], cells=column_file(c))
+                    for c in result.columns],
         "rows": [dict(asdict(r), slug=r.slug) for r in result.rows],
         "summary": view["summary"],
         "upgrade": [{"engine": e["engine"], "pairs": [{k: p[k] for k in ("from", "to", "headline", "counts")}
                                                       for p in e["pairs"]]} for e in view["upgrade"]],
+        "causes": [{k: c[k] for k in ("engine", "did", "symptom", "signature", "n", "bundles", "versions", "where",
+                                      "verdicts", "example")} for c in view["causes"]],
         "problems": [asdict(p) for p in result.problems],
         "files": list(result.files),
+        "texts": list(texts),
         "cells": cells,
     }
 
 
-def cells_from_report(data: Dict[str, Any]) -> List[Cell]:
-    """The cells of a matrix.json, each with its column's shared fields put back."""
-    columns = data["columns"]
-    return [Cell.from_dict(dict(columns[c["column"]]["shared"], **{k: v for k, v in c.items() if k != "column"}))
-            for c in data["cells"]]
+def cells_from_report(data: Dict[str, Any], folder: Path) -> List[Cell]:
+    """Every cell of a matrix.json whole, read from the column files it names (folder: the reports folder)."""
+    return [c for column in data["columns"] for c in read_column(Path(folder) / column["cells"])]
 
 
 SHARED = ("schema", "engine", "engine_version", "hardware", "hardware_detail", "versions", "options", "run")
@@ -235,7 +217,8 @@ def compact_cell(cell: Cell) -> Dict[str, Any]:
 
 
 def junit_xml(result: MergeResult) -> bytes:
-    """JUnit XML: a testsuite per column, a testcase per cell; unexpected verdicts fail, not-run cells skip."""
+    """JUnit XML: a testsuite per column, a testcase per cell; unexpected verdicts fail (naming the column file
+    under cells/ with the whole cell), not-run cells skip."""
     root = ET.Element("testsuites", name="qdq-matrix")
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for col in result.columns:
@@ -243,7 +226,7 @@ def junit_xml(result: MergeResult) -> bytes:
         suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.setting, timestamp=col.date)
         counts = {"tests": len(cells), "failures": 0, "skipped": 0}
         for cell in cells:
-            kind = _junit_case(suite, cell)
+            kind = _junit_case(suite, cell, column_file(col))
             if kind:
                 counts[kind] += 1
         for k, v in counts.items():
@@ -268,13 +251,13 @@ def _junit_kind(cell: Cell) -> str:
     return ""
 
 
-def _junit_case(suite: ET.Element, cell: Cell) -> str:
+def _junit_case(suite: ET.Element, cell: Cell, whole: str) -> str:
     case = ET.SubElement(suite, "testcase", classname=cell.case, name=cell.bundle.split("/", 1)[-1],
                          time=f"{sum(cell.timings.values()):.3f}")
     kind = _junit_kind(cell)
     if kind == "failures":
         node = ET.SubElement(case, "failure", message=f"{cell.verdict}: {cell.explanation}", type=cell.verdict)
-        node.text = "\n".join(f"{k}: {v}" for k, v in cell_details(cell))
+        node.text = "\n".join(f"{k}: {v}" for k, v in cell_details(cell) + [("whole cell", whole)])
     elif kind == "skipped":
         ET.SubElement(case, "skipped", message=cell.reason or cell.status)
     return kind

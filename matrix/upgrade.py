@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.cell import Cell
-from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, diff
+from cases.engines import variant_label
+from engines.reasons import symptom
+from matrix.causes import say_settings
+from matrix.cellfiles import safe_name
+from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, _plural, diff
 from matrix.merge import version_key
 from matrix.words import say_list
 
 IDLE = ("skipped", "not_run", "not_applicable")
+FOLD = 5  # more changes than this on one hardware: said by cause, every reproducer in the pair's file under diff/
+DIFFS = "diff"  # reports/diff/: each adjacent pair's full `matrix diff`, every reproducer in a table
 
 
 def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
@@ -23,7 +29,10 @@ def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
         pairs = []
         for i, old in enumerate(versions):
             for j in range(i + 1, len(versions)):
-                pairs.append(dict(pair_view(cells, engine, old, versions[j]), i=i, j=j, adjacent=j == i + 1))
+                pair = dict(pair_view(cells, engine, old, versions[j]), i=i, j=j, adjacent=j == i + 1)
+                pair["file"] = f"{DIFFS}/{diff_file(engine, old, versions[j])}" if pair["adjacent"] and \
+                    pair["report"] is not None else ""
+                pairs.append(pair)
         engines.append({"engine": engine, "index": len(engines), "versions": versions, "pairs": pairs,
                         "idle": idle})
     return engines
@@ -49,22 +58,102 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
         report = diff(cells, engine, old, new)
     except ValueError as e:  # no shared hardware and several on each side: say so, as `matrix diff` does
         return {"engine": engine, "from": old, "to": new, "headline": str(e), "tone": "none", "counts": [], "notes": [],
-                "groups": [], "changes": [], "reworded": 0, "not_compared": [], "compared": 0}
+                "groups": [], "changes": [], "reworded": 0, "not_compared": [], "compared": 0, "report": None}
+    mine = [c for c in cells if c.engine == engine]
+    settings = {c.setting: (c.hardware, variant_label(c.variant)) for c in mine}
     several = len(report.hardware) > 1
     groups = []
     for labels, changes in report.by_hardware():
         changes = sorted(changes, key=lambda c: (KINDS.index(c.kind), c.bundle))
-        groups.append({"where": f"on {say_list(labels)}" if several else "",
-                       "changes": [_change(c) for c in changes if c.kind != REWORDED],
+        main = [c for c in changes if c.kind != REWORDED]
+        groups.append({"where": "on " + say_settings([settings.get(h, (h, "")) for h in labels]) if several else "",
+                       "changes": [_change(c) for c in main], "by_cause": by_cause(main) if len(main) > FOLD else [],
+                       "by_kind": by_kind(main),
                        "reworded": reworded_summary([c for c in changes if c.kind == REWORDED])})
     return {
-        "engine": engine, "from": old, "to": new, "headline": headline(report), "tone": tone(report),
+        "engine": engine, "from": old, "to": new, "headline": headline(report, settings), "tone": tone(report),
         "counts": [{"kind": k, "n": report.count(k)} for k in KINDS if report.count(k)],
-        "notes": list(report.notes), "compared": report.compared, "groups": groups,
+        "notes": pair_notes(mine, report, settings), "compared": report.compared, "groups": groups,
         "changes": [dict(c, where=g["where"]) for g in groups for c in g["changes"]],
         "reworded": report.count(REWORDED),
         "not_compared": group_not_compared(report.not_compared),
+        "report": report,
     }
+
+
+def say_where(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> str:
+    """The hardware a diff compared on, each hardware named once: "no GPU: ahead-of-time build · target=SM75 and
+    target=SM80" rather than the full label per target."""
+    same = [a for a, b in report.hardware if a == b]
+    crossed = [f"{a} → {b}" for a, b in report.hardware if a != b]
+    said = say_settings([settings.get(h, (h, "")) for h in same]) if same else ""
+    return "; ".join(x for x in [said] + crossed if x) or "no shared hardware"
+
+
+def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> List[str]:
+    """What a reader of one pair must know, each hardware named once: settings that ran on one side only, a comparison
+    across hardware, and an observation compared with a local run."""
+    old = [s for s in settings if any(c.engine_version == report.from_version and c.setting == s for c in cells)]
+    new = [s for s in settings if any(c.engine_version == report.to_version and c.setting == s for c in cells)]
+    notes = []
+    only = [f"{say_settings([settings[s] for s in side if s not in other])} (only {version})"
+            for side, other, version in ((old, new, report.from_version), (new, old, report.to_version))
+            if any(s not in other for s in side)]
+    shared = any(a == b for a, b in report.hardware)
+    if only and shared:
+        notes.append("not compared, ran on one version only: " + "; ".join(only))
+    mixed: Dict[str, List[str]] = {}
+    for a, b in report.hardware:
+        if a != b:
+            notes.append(f"compared across hardware: {report.from_version} ran on {a}, {report.to_version} on {b}")
+        sources = [sorted({c.run.get("source", "local") for c in cells if c.engine_version == v and c.setting == s})
+                   for v, s in ((report.from_version, a), (report.to_version, b))]
+        if sources[0] != sources[1] and all(sources):
+            said = (f"{report.from_version}: {' and '.join(sources[0])}; "
+                    f"{report.to_version}: {' and '.join(sources[1])}")
+            mixed.setdefault(said, []).append(a if a == b else f"{a} → {b}")
+    for said, where in mixed.items():
+        notes.append(f"on {say_settings([settings.get(h, (h, '')) for h in where])}, an observation is compared "
+                     f"with a local run ({said}); a local run is listed in no observations manifest")
+    return notes
+
+
+def by_cause(changes: Sequence[Change]) -> List[Dict[str, Any]]:
+    """Many changes on one hardware as a few lines: one per kind, before, after and cause, with its reproducers."""
+    groups: Dict[Tuple[str, str, str, str], List[Change]] = {}
+    for c in changes:  # error texts with their bundle's folder, node numbers and source lines masked
+        groups.setdefault((c.kind, symptom(c.before), symptom(c.after), symptom(c.cause)), []).append(c)
+    out = []
+    for (kind, before, after, cause), members in sorted(groups.items(),
+                                                        key=lambda g: (KINDS.index(g[0][0]), -len(g[1]))):
+        cases: Dict[str, List[str]] = {}
+        for m in members:
+            cases.setdefault(m.case, []).append(m.slug)
+        out.append({"kind": kind, "before": before, "after": after, "cause": cause, "n": len(members),
+                    "tone": _change(members[0])["tone"],
+                    "cases": [{"case": k, "n": len(v), "slugs": v} for k, v in
+                              sorted(cases.items(), key=lambda x: (-len(x[1]), x[0]))]})
+    return out
+
+
+def by_kind(changes: Sequence[Change]) -> List[Dict[str, Any]]:
+    """Changes counted per kind, with the cases they touch: the any-pair picker's summary."""
+    kinds: Dict[str, List[Change]] = {}
+    for c in changes:
+        kinds.setdefault(c.kind, []).append(c)
+    out = []
+    for kind, members in sorted(kinds.items(), key=lambda k: KINDS.index(k[0])):
+        cases: Dict[str, int] = {}
+        for m in members:
+            cases[m.case] = cases.get(m.case, 0) + 1
+        out.append({"kind": kind, "n": len(members), "tone": _change(members[0])["tone"],
+                    "cases": [{"case": k, "n": n} for k, n in sorted(cases.items(), key=lambda x: (-x[1], x[0]))]})
+    return out
+
+
+def diff_file(engine: str, old: str, new: str) -> str:
+    """The name of one pair's full diff under reports/diff/: safe on any file system, whatever the names hold."""
+    return safe_name(f"{engine}_{old}_to_{new}") + ".md"
 
 
 def reworded_summary(changes: Sequence[Change]) -> List[Dict[str, Any]]:
@@ -76,10 +165,13 @@ def reworded_summary(changes: Sequence[Change]) -> List[Dict[str, Any]]:
             for sig, items in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
 
 
-def headline(report: DiffReport) -> str:
-    """The diff's one-line verdict without its emoji mark."""
-    text = report.verdict
-    return text.split(" ", 1)[1] if report.changes else text
+def headline(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> str:
+    """The diff's one-line verdict, each hardware named once."""
+    span = f"{report.engine} {report.from_version} and {report.to_version} on {say_where(report, settings)}"
+    if not report.changes:
+        return f"no changes between {span}: {report.compared} reproducers compared"
+    parts = [f"{report.count(k)} {_plural(k, report.count(k))}" for k in KINDS if report.count(k)]
+    return f"{', '.join(parts)} between {span} ({report.compared} reproducers compared)"
 
 
 def tone(report: DiffReport) -> str:

@@ -26,6 +26,7 @@ from generators.bundle import load_bundle
 from generators.write import write_all, write_bundle
 from matrix.__main__ import main
 from matrix.bugbundle import Refused, make
+from matrix.render import cells_from_report
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
@@ -135,9 +136,17 @@ def test_injection_into_every_report_stays_text(results, tmp_path):
     seen = html_tags(html[:own])
     assert not {"script", "img"} & seen.tags and "onerror" not in seen.attrs, seen.tags
     assert "&lt;script&gt;" in html
-    assert_markdown_has_no_raw_markup((out / "matrix.md").read_text(encoding="utf-8"))
+    plots = (out / "plots.html").read_text(encoding="utf-8")
+    assert "<script" not in plots and not {"script", "img"} & html_tags(plots).tags and "&lt;script&gt;" in plots
+    for name in ("matrix.md", "cells/grid.md"):
+        assert_markdown_has_no_raw_markup((out / name).read_text(encoding="utf-8"))
+    script = (out / "cells" / "details.js").read_text(encoding="utf-8")  # results text as JSON strings, nothing else
+    assert script.startswith("qdqDetails(") and script.endswith(");\n")
+    assert any("<script>alert" in t for t in json.loads(script[len("qdqDetails("):-3])["texts"])
     report = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
-    assert {c["error"] for c in report["cells"]} == {f"{PAYLOAD}\n{PAYLOAD}"}  # JSON keeps the text exactly
+    assert {report["texts"][c["error"]] for c in report["cells"]} == {f"{PAYLOAD}\n{PAYLOAD}"}  # the text exactly
+    assert {c.error for c in cells_from_report(report, out)} == {f"{PAYLOAD}\n{PAYLOAD}"}
+    assert all(p.resolve().parent == (out / "cells").resolve() for p in (out / "cells").iterdir())
 
 
 @pytest.mark.parametrize("engine, version", [("tensorrt", "8.6.0"), ("onnxruntime", "1.31.1"), ("openvino", "2026.4.1")])
@@ -190,8 +199,10 @@ def test_a_traversing_column_stays_inside_the_output_folder(bundles, tmp_path, f
 def test_reports_stay_inside_their_folder(results, tmp_path):
     out = tmp_path / "reports"
     main(["report", "--results", str(results), "--out", str(out)])
-    assert {p.name for p in out.iterdir()} == {"matrix.md", "matrix.html", "matrix.json", "junit.xml"}
+    assert {p.name for p in out.iterdir()} == {"matrix.md", "matrix.html", "matrix.json", "junit.xml", "plots.html",
+                                                "cells", "diff"}
     assert files_under(tmp_path) - files_under(out) == {out, results.parent, results}
+    assert len(list((out / "cells").glob("*.jsonl"))) == 2  # a column file each, named safely inside cells/
 
 
 @pytest.mark.parametrize("value", ["../../../../../../../escape", "x/../../../../../../../../escape"])

@@ -153,14 +153,53 @@ def test_a_filter_click_changes_the_visible_rows(page):
     assert visible_rows(page) == 3
 
 
+def wait_for(browser, script: str, seconds: float = 10):
+    """The script's value once it is truthy (the page loads its details side file on the first click)."""
+    deadline = time.monotonic() + seconds
+    while not browser.evaluate(script):
+        assert time.monotonic() < deadline, f"never true: {script}"
+        time.sleep(0.05)
+    return browser.evaluate(script)
+
+
 def test_a_cell_click_shows_its_details(page):
     assert page.evaluate("document.getElementById('dp').hidden")
+    assert page.evaluate("typeof window.qdqDetails") == "function"  # nothing loaded before the first look
     page.click("#g td.vu")
-    details = page.evaluate("document.getElementById('dp').innerText")
+    details = wait_for(page, "(t => !t.includes('loading') && t)(document.getElementById('dp').innerText)")
     assert "regressed" in details and "no implementation" in details
     assert "python -m matrix bugs --cell grouped_conv/g=2" in details
+    link = page.evaluate("document.querySelector('#dp a').getAttribute('href')")
+    assert link.startswith("cells/tensorrt_8.6.0") and link.endswith(".jsonl")  # the whole cell, with its log
     page.evaluate("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'}))")
     assert page.evaluate("document.getElementById('dp').hidden")
+
+
+def test_the_root_causes_open_to_their_cells(page):
+    summary = page.evaluate("document.querySelector('#causes summary').innerText")
+    assert summary == "1 cell in TensorRT 8.6.0: fails at run \u2014 no implementation"  # stage: last one completed
+    assert "2 unexpected" not in page.evaluate("document.body.innerText")
+    assert not page.evaluate("document.querySelector('#causes ul').offsetParent")  # folded
+    page.click("#causes summary")
+    assert "grouped_conv g=2" in page.evaluate("document.querySelector('#causes ul').innerText")
+
+
+def test_without_its_side_file_a_cell_says_where_its_details_are(tmp_path):
+    from tests.matrix.conftest import cell
+
+    binary = _browser_or_skip()
+    write_reports(build([cell(status="fail", last_stage="build", verdict="regressed", fused=None, error="boom")]), tmp_path,
+                  generated="2026-01-01")
+    (tmp_path / "cells" / "details.js").unlink()  # the page copied alone
+    browser = Browser(binary, width=1000, height=700)
+    try:
+        browser.open(tmp_path / "matrix.html")
+        browser.click("#g td.vu")
+        said = wait_for(browser, "(t => !t.includes('loading') && t)(document.getElementById('dp').innerText)")
+        assert "details are in cells/details.js beside this page, which is not there" in said
+        assert "python -m matrix bugs --cell q_output_type/out=uint8" in said  # the command needs no side file
+    finally:
+        browser.close()
 
 
 def test_a_screenshot_is_not_blank(page):
@@ -204,8 +243,8 @@ def row_texts(browser, model: str) -> list:
 
 def test_your_models_is_one_table_after_the_upgrade_answer(models_page):
     page = models_page
-    assert page.evaluate("[...document.querySelectorAll('section')].map(s => s.id).slice(0, 3)") == \
-        ["upgrade", "models", "grid"]
+    assert page.evaluate("[...document.querySelectorAll('section')].map(s => s.id).slice(0, 4)") == \
+        ["upgrade", "models", "causes", "grid"]
     assert page.evaluate("document.querySelectorAll('#m tbody tr').length") == 13
     heads = page.evaluate("[...document.querySelectorAll('#m thead th')].map(t => t.innerText.replace(/\\n/g, ' '))")
     assert heads == ["model", "TensorRT 8.5.3.1 NVIDIA H100 80GB HBM3 (sm_90)", "TensorRT 8.5.3.1 NVIDIA H200 (sm_90)",

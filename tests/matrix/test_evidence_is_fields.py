@@ -20,6 +20,7 @@ ALLOWED = {
     ("safe", "_visible"): "control characters made visible",
     ("safe", "_longest_run"): "the longest run of one character (a backtick) in a text, to fence it",
     ("bugbundle", "folder_for"): "a hardware label as a folder name",
+    ("cellfiles", "<module>"): "a column label as a file name",
     ("bugbundle", "folder_name"): "text from a results file as a folder name",
     ("bugbundle", "tool_commands"): "which input names trtexec takes unquoted",
     ("nodes", "renamed_user_bundle"): "a user bundle folder's id suffix",

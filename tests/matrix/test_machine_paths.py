@@ -11,6 +11,7 @@ from typing import List
 
 from cases.portable import MACHINE_PATH, portable_command, portable_path
 from matrix.__main__ import main
+from matrix.render import cells_from_report
 
 REPO = Path(__file__).resolve().parents[2]
 OBSERVED = REPO / "reports" / "observed"
@@ -60,14 +61,16 @@ def test_a_fresh_report_holds_no_machine_path(make_cell, write_results, tmp_path
     out = tmp_path / "reports"
     main(["report", "--results", str(local), "--results", str(OBSERVED), "--out", str(out),
           "--bundles", str(tmp_path / "none")])
-    for name in ("matrix.json", "matrix.md", "matrix.html", "junit.xml"):
-        text = (out / name).read_text(encoding="utf-8")
+    published = [out / n for n in ("matrix.json", "matrix.md", "matrix.html", "plots.html", "junit.xml")]
+    published += sorted((out / "cells").iterdir()) + sorted((out / "diff").iterdir())
+    for path in published:
+        text = path.read_text(encoding="utf-8")
         assert str(tmp_path) not in text and str(REPO) not in text and os.path.expanduser("~") + "/" not in text
-        assert [p for p in machine_paths(text) if not p.startswith(str(tmp_path))] == [], name
+        assert [p for p in machine_paths(text) if not p.startswith(str(tmp_path))] == [], path.name
     data = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
-    [mine] = [c for c in data["cells"] if c.get("error", "").startswith("Load model")]
-    assert mine["error"] == "Load model from …/x/model.onnx failed"
-    assert mine["log"] == "Traceback: engines/cells.py line 1; node /layer1/conv/Conv"  # an ONNX node name is kept
+    [mine] = [c for c in cells_from_report(data, out) if c.error.startswith("Load model")]
+    assert mine.error == "Load model from …/x/model.onnx failed"
+    assert mine.log == "Traceback: engines/cells.py line 1; node /layer1/conv/Conv"  # an ONNX node name is kept
 
 
 def test_an_engine_error_naming_the_bundle_is_recorded_without_its_folder(tmp_path):

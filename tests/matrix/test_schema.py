@@ -68,6 +68,7 @@ def test_reports_are_swapped_in_together_or_not_at_all(make_cell, write_results,
     out = tmp_path / "out"
     assert main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)]) == 0
     before = {n: (out / n).read_bytes() for n in REPORTS}
+    [before_cells] = [p.name for p in (out / "cells").glob("*.jsonl")]
     write_results("good.jsonl", [make_cell(status="fail", verdict="regressed", fused=None)])
     import matrix.render as render
 
@@ -78,7 +79,8 @@ def test_reports_are_swapped_in_together_or_not_at_all(make_cell, write_results,
     with pytest.raises(RuntimeError):
         main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)])
     assert {n: (out / n).read_bytes() for n in REPORTS} == before  # markdown and html were not swapped in alone
-    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS)  # no staging folder left behind
+    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS + ("plots.html", "cells", "diff"))  # no staging
+    assert [p.name for p in (out / "cells").glob("*.jsonl")] == [before_cells]  # the side files were not swapped
 
 
 def info() -> EngineInfo:

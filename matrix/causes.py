@@ -1,0 +1,146 @@
+"""Root causes: unexpected cells grouped by what went wrong, so that 600 cells of one engine bug read as one line.
+
+A cause is an engine and a symptom: the documented signature a failure matched, else the engine's first error line
+normalized (source lines, addresses, paths and numbers masked, so two builds of one engine or two node names do not
+split it), else its crash reason; a cell that works where a failure is documented is caused by that documentation.
+Versions, targets and hardware never split a cause: they are what it spans.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+from cases.cell import Cell
+from cases.engines import title, variant_label
+from cases.verdict import UNEXPECTED
+from engines.reasons import symptom
+from matrix.merge import version_key
+from matrix.targets import outcome
+from matrix.words import first_line, say_list
+
+WORKED = ("pass", "built")  # a built TensorRT-RTX plan is a success here: nothing failed
+LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
+def cause_key(cell: Cell) -> Tuple[str, str, str]:
+    """(engine, what the cell did, symptom): the cells with one key share one root cause."""
+    if cell.status in ("fail", "crashed"):
+        if cell.signature:
+            return cell.engine, outcome(cell), "sig: " + cell.signature
+        return cell.engine, outcome(cell), _symptom(cell)
+    if cell.status not in WORKED:  # not run, skipped or not applicable: its reason
+        return cell.engine, outcome(cell), symptom(first_line(cell.reason))
+    documented = cell.expectation.get("signature") or cell.expectation.get("outcome", "")
+    return cell.engine, "works", f"documented: {documented}" if documented else ""
+
+
+def _symptom(cell: Cell) -> str:
+    """The parser's errors as fields (operator, check, message), node names left out; else the first error line."""
+    said = [f"{e.get('node_operator', '')}: {symptom(str(e.get('desc', '')))} [{e.get('func', '')}]"
+            for e in cell.parser_errors if isinstance(e, dict)]
+    return "; ".join(dict.fromkeys(said)) or symptom(first_line(cell.error) or first_line(cell.reason))
+
+
+def root_causes(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
+    """The unexpected cells' root causes, most cells first: each with its words, count, span and its cells."""
+    versions: Dict[str, List[str]] = {}
+    for c in cells:
+        versions.setdefault(c.engine, []).append(c.engine_version)
+    groups: Dict[Tuple[str, str, str], List[Cell]] = {}
+    for c in sorted(cells, key=lambda c: (c.bundle, version_key(c.engine_version), c.setting)):
+        if c.verdict in UNEXPECTED:
+            groups.setdefault(cause_key(c), []).append(c)
+    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    return [_cause_view(i, key, members, versions[key[0]]) for i, (key, members) in enumerate(ordered)]
+
+
+def _cause_view(index: int, key: Tuple[str, str, str], cells: List[Cell], every: List[str]) -> Dict[str, Any]:
+    engine, did, symptom = key
+    verdicts: Dict[str, int] = {}
+    for c in cells:
+        verdicts[c.verdict] = verdicts.get(c.verdict, 0) + 1
+    example = cells[0]
+    line = first_line(example.error) or first_line(example.reason)
+    return {
+        "index": index, "engine": engine, "title": title(engine), "did": did, "symptom": symptom,
+        "signature": example.signature, "n": len(cells), "bundles": len({c.bundle for c in cells}),
+        "versions": say_versions([c.engine_version for c in cells], every),
+        "where": say_settings(settings_of(cells)),
+        "verdicts": [{"verdict": v, "n": n} for v, n in sorted(verdicts.items(), key=lambda x: -x[1])],
+        "example": _clip(line, LINE_LIMIT) if example.status not in WORKED else "",
+        "documented": _documented(example) if did == "works" else "",
+        "groups": cell_groups(cells, every),
+    }
+
+
+def cell_groups(cells: Sequence[Cell], every: List[str]) -> List[Dict[str, Any]]:
+    """The cells of one cause, a line per case and span: its reproducers' parameters and the columns they fail on."""
+    spans: Dict[str, List[Cell]] = {}
+    for c in cells:
+        spans.setdefault(c.bundle, []).append(c)
+    groups: Dict[Tuple[str, str, str], List[str]] = {}
+    for bundle, mine in spans.items():
+        span = (mine[0].case, say_versions([c.engine_version for c in mine], every),
+                say_settings(settings_of(mine)))
+        groups.setdefault(span, []).append(bundle)
+    return [{"case": case, "versions": v, "where": where, "bundles": bundles,
+             "cells": sum(len(spans[b]) for b in bundles), "slugs": [b.split("/", 1)[-1] for b in bundles]}
+            for (case, v, where), bundles in groups.items()]
+
+
+def say_versions(versions: Sequence[str], every: Sequence[str]) -> str:
+    """Versions in words, a run of consecutive ones as a range: "1.4.0.76 to 1.6.1.120", "8.5.1.7 and 8.6.0"."""
+    order = sorted(set(every), key=version_key)
+    mine = sorted(set(versions), key=version_key)
+    if len(mine) > 2 and order.index(mine[-1]) - order.index(mine[0]) == len(mine) - 1:
+        return f"{mine[0]} to {mine[-1]}"
+    return say_list(mine)
+
+
+def say_settings(settings: Sequence[Tuple[str, str]]) -> str:
+    """(hardware, variant label) pairs in words, each hardware named once with its option variants after it:
+    "no GPU: ahead-of-time build · target=SM75, target=SM80 and target=SM86; NVIDIA H200 (sm_90)"."""
+    by: Dict[str, List[str]] = {}
+    for hardware, variant in settings:
+        variants = by.setdefault(hardware, [])
+        if variant not in variants:
+            variants.append(variant)
+    out = []
+    for hardware, variants in by.items():
+        named = sorted((v for v in variants if v), key=_variant_key)
+        if not named:
+            out.append(hardware)
+            continue
+        default = ["its default"] if "" in variants else []
+        out.append(f"{hardware} · {say_list(default + _key_once(named))}")
+    return "; ".join(out)
+
+
+def _key_once(variants: Sequence[str]) -> List[str]:
+    """Variant labels with a repeated option name said once: "target=SM75", "SM80", "SM86"."""
+    out, last = [], ""
+    for v in variants:
+        key, one, value = v.partition("=")
+        out.append(value if one and "," not in v and key == last else v)
+        last = key if one and "," not in v else ""
+    return out
+
+
+def settings_of(cells: Sequence[Cell]) -> List[Tuple[str, str]]:
+    """The (hardware, variant label) of each cell, for say_settings."""
+    return [(c.hardware, variant_label(c.variant)) for c in cells]
+
+
+def _variant_key(variant: str) -> Tuple[str, int, str]:
+    """target=SM75 before target=SM120: the digits in a variant by value."""
+    digits = "".join(c for c in variant if c.isdigit())
+    return "".join(c for c in variant if not c.isdigit()), int(digits) if digits else 0, variant
+
+
+def _documented(cell: Cell) -> str:
+    e = cell.expectation
+    said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
+    sig = f" (sig: {e['signature']})" if e.get("signature") else ""
+    return f"{said}{sig}: {e.get('source', '')}".strip(": ")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
