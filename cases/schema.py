@@ -7,7 +7,10 @@ resumes a results file. A line that breaks its schema refuses its whole file.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -70,6 +73,58 @@ def check_lines(text: str) -> Lines:
         else:
             records.append((number, record))
     return Lines(tuple(records), tuple(bad), cut_off)
+
+
+CHECKED = ".schema-checked.json"  # beside results files: how much of each was checked already, and its sha256
+
+
+def file_problems(path: Path, text: str) -> Tuple[Tuple[int, str], ...]:
+    """The lines of a results file (its text) that its schema refuses, like check_lines(text).bad; the part that an
+    earlier call found clean is not checked again when its bytes are unchanged (their sha256 is in CHECKED beside
+    the file), and a clean file is remembered so."""
+    done = _checked(path, text)
+    bad = tuple((n + text[:done].count("\n"), why) for n, why in check_lines(text[done:]).bad)
+    if not bad:
+        remember_checked(path, text)
+    return bad
+
+
+def remember_checked(path: Path, text: str) -> None:
+    """Record that `text` (up to its last complete line) is the checked content of the results file at path."""
+    end = text.rfind("\n") + 1
+    table = _table(path)
+    table[Path(path).name] = {"chars": end, "sha256": hashlib.sha256(text[:end].encode("utf-8")).hexdigest()}
+    _save_table(path, table)
+
+
+def _checked(path: Path, text: str) -> int:
+    """How many characters at the start of text were found clean before (0 where none, or where they changed)."""
+    entry = _table(path).get(Path(path).name) or {}
+    end = entry.get("chars", 0)
+    if not isinstance(end, int) or not 0 < end <= len(text):
+        return 0
+    return end if hashlib.sha256(text[:end].encode("utf-8")).hexdigest() == entry.get("sha256") else 0
+
+
+def _table(path: Path) -> Dict[str, Any]:
+    try:
+        table = json.loads((Path(path).parent / CHECKED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def _save_table(path: Path, table: Dict[str, Any]) -> None:
+    """Written whole and swapped in; a folder that cannot be written only costs a check next time."""
+    folder = Path(path).parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".schema-checked-", dir=folder)
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(table, f, sort_keys=True)
+        os.replace(tmp, folder / CHECKED)
+    except OSError:
+        pass
 
 
 class SchemaUnavailable(ImportError):

@@ -21,7 +21,7 @@ from cases.cell import SESSION_SCHEMA, Cell
 from engines.base import EngineInfo
 
 REPO = Path(__file__).resolve().parent.parent
-REUSABLE = ("pass", "fail", "built")  # observations stand; crashed, skipped and not-run cells are tried again
+REUSABLE = ("pass", "fail", "built")  # observations; engines.reuse says which other cells stand
 
 ReuseKey = Tuple[str, str, str, str, str, str, str]
 
@@ -40,14 +40,20 @@ def info_key(info: EngineInfo, bundle_id: str, digest: str, cell_options: str) -
 
 
 def stored_cells(path: Path, upto: int) -> Dict[ReuseKey, Cell]:
-    """The reusable cells in the first `upto` bytes of a results file, the last of each key winning."""
-    found: Dict[ReuseKey, Cell] = {}
+    """The cells in the first `upto` bytes of a results file by reuse key, the last of each key winning
+    (engines.reuse decides which of them stand)."""
     try:
         with open(path, "rb") as f:
             data = f.read(upto)
     except OSError:
-        return found
-    for line in data.decode("utf-8", errors="replace").splitlines():
+        return {}
+    return cells_by_key(data.decode("utf-8", errors="replace"))
+
+
+def cells_by_key(text: str) -> Dict[ReuseKey, Cell]:
+    """The cells of a results file's text by reuse key, the last of each key winning; a damaged line is skipped."""
+    found: Dict[ReuseKey, Cell] = {}
+    for line in text.splitlines():
         try:
             record = json.loads(line)
             if record.get("schema") == SESSION_SCHEMA:
@@ -55,8 +61,7 @@ def stored_cells(path: Path, upto: int) -> Dict[ReuseKey, Cell]:
             cell = Cell.from_dict(record)
         except (ValueError, AttributeError, TypeError):  # another schema or a damaged line: never reused
             continue
-        if cell.status != "crashed":
-            found[reuse_key(cell)] = cell
+        found[reuse_key(cell)] = cell
     return found
 
 
@@ -71,6 +76,18 @@ def default_path(info: EngineInfo, folder: Optional[Path] = None) -> Path:
     setting = info.hardware + "".join(f" {k} {v}" for k, v in sorted(info.variant.items()))
     hw = re.sub(r"[^A-Za-z0-9.]+", "-", setting).strip("-").lower() or "unknown"
     return (folder or REPO / "results") / f"{info.name}-{info.version}-{hw}.jsonl"
+
+
+def checked_text(path: Path) -> Optional[str]:
+    """A results file's text where its schema accepts every line; None where it is missing, unreadable or refused
+    (a writer would set it aside, so none of its cells may stand for a new run)."""
+    from cases.schema import SchemaUnavailable, file_problems
+
+    try:
+        text = Path(path).read_bytes().decode("utf-8", errors="replace")
+        return None if file_problems(Path(path), text) else text
+    except (OSError, SchemaUnavailable):
+        return None
 
 
 class ResultsBusy(Exception):
@@ -91,6 +108,7 @@ class ResultsWriter:
 
     def __init__(self, path: Path, info: EngineInfo, run: Dict[str, str], wait: float = 0.0) -> None:
         self.path = path
+        self._clean = False  # every line of the file passed its schema (then close() remembers it checked)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] = open(path, "a+", encoding="utf-8")
         self._owner = path.with_name(path.name + ".owner")
@@ -151,13 +169,15 @@ class ResultsWriter:
     def _set_aside_if_refused(self) -> str:
         """A file the merge would refuse (a line that is not JSON or breaks cases/cell.schema.json) is never resumed:
         its bytes are moved to <name>.refused-<time> and the run starts the file again; returns why, or ""."""
-        from cases.schema import SchemaUnavailable, check_lines
+        from cases.schema import SchemaUnavailable, file_problems
 
         data = self.path.read_bytes()
+        self._clean = False
         try:
-            bad = check_lines(data.decode("utf-8", errors="replace")).bad
+            bad = file_problems(self.path, data.decode("utf-8", errors="replace"))
         except SchemaUnavailable as e:
             return "" if not data else f"{self.path} was resumed without a schema check: {e}"
+        self._clean = True  # every line so far passed, and so has every line this run writes (write_line checks)
         if not bad:
             return ""
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -184,6 +204,10 @@ class ResultsWriter:
     def write_line(self, line: str) -> None:
         self._file.write(line + "\n")
         self._file.flush()
+        if self._clean:
+            from cases.schema import problems
+
+            self._clean = not problems(json.loads(line))
 
     def write(self, cell: Cell) -> None:
         self.write_line(cell.to_json())
@@ -192,6 +216,10 @@ class ResultsWriter:
     def close(self) -> None:
         if self._file.closed:
             return
+        if self._clean:  # while the lock still holds: the next run (and engines.run) need not check it again
+            from cases.schema import remember_checked
+
+            remember_checked(self.path, self.path.read_bytes().decode("utf-8", errors="replace"))
         try:
             self._owner.unlink()
         except OSError:
