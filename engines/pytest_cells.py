@@ -32,7 +32,7 @@ import platform
 import threading
 import time
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
@@ -45,19 +45,16 @@ from cases.portable import portable_command
 from cases.verdict import rejudge
 from engines.base import EngineInfo
 from engines.environment import identity, installation
+from engines.plan import ENV_DEFAULTS, PROGRESS_PREFIX, Column, read_plan  # noqa: F401  (PROGRESS_PREFIX: check)
 from engines.results import (  # noqa: F401  (same_not_run: the cell test imports it from here)
     NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
 )
 
 CELL_KEY = "qdq_cell"
 REUSED_KEY = "qdq_reused"
-PLAN_SCHEMA = "qdq-matrix/plan/1"
 COLUMN_MARK = "|"  # between a column's label and a bundle id in a test id
-# Engine options whose default is read from the environment (the GPU scripts set them).
-ENV_DEFAULTS = {"tactics": "QDQ_TRT_TACTICS"}
 HEARTBEAT_S = 15.0
 HEARTBEAT_ENV = "QDQ_HEARTBEAT_S"
-PROGRESS_PREFIX = "[cells] "  # the heartbeat's lines start with it (check/run.py shows them as they come)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,54 +94,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "0: off)")
     group.addoption("--cells-plan", default=None, metavar="PLAN.json",
                     help="the columns to run, as `python -m engines.run` writes them (instead of --engine)")
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column of a run: an engine version with its options over some bundles, written to one results file."""
-
-    engine: str  # a name in cases.engines, or module:Class
-    options: Dict[str, str] = field(default_factory=dict)  # every option of the engine's descriptor, resolved
-    version: str = ""  # --engine-version: the version it must be
-    python: str = ""  # --trt-python: the interpreter its worker runs under (TensorRT family)
-    isolate: bool = False  # --trt-isolate
-    results: str = ""  # the results file; "" for results/<engine>-<version>-<hardware>[-<variant>].jsonl
-    bundles: Tuple[str, ...] = ()  # the bundle ids to run, in order; () for every bundle the filters below keep
-    only_cases: Tuple[str, ...] = ()
-    plugins_only: bool = False
-    label: str = ""  # its test ids' prefix ("" in a run of one column)
-    command: str = ""  # how to run it again, as its cells record it ("" for pytest's own command line)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "Column":
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for k in ("bundles", "only_cases"):
-            known[k] = tuple(known.get(k) or ())
-        return cls(**known)
-
-
-def write_plan(columns: List[Column], path: Path) -> Path:
-    """The plan file that `pytest tests/cells --cells-plan PATH` runs."""
-    path.write_text(json.dumps({"schema": PLAN_SCHEMA, "columns": [c.to_dict() for c in columns]}, indent=1),
-                    encoding="utf-8")
-    return path
-
-
-def read_plan(path: Path) -> List[Column]:
-    """The columns of a plan file; UsageError for one that is not a plan."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if data.get("schema") != PLAN_SCHEMA:
-            raise ValueError(f"not a {PLAN_SCHEMA} file")
-        columns = [Column.from_dict(c) for c in data["columns"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise pytest.UsageError(f"--cells-plan {path}: {e}") from None
-    if not columns:
-        raise pytest.UsageError(f"--cells-plan {path}: no columns")
-    return columns
 
 
 def cli_column(config: pytest.Config) -> Column:
@@ -224,7 +173,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config._qdq_columns = [ColumnRun.from_json(c) for c in json.loads(config.workerinput["qdq_columns"])]
         return
     plan = config.getoption("--cells-plan")
-    columns = read_plan(Path(plan)) if plan else [cli_column(config)]
+    try:
+        columns = read_plan(Path(plan)) if plan else [cli_column(config)]
+    except ValueError as e:
+        raise pytest.UsageError(f"--cells-plan {e}") from None
     writers: List[ResultsWriter] = []
     runs: List[ColumnRun] = []
     try:

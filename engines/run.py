@@ -38,7 +38,8 @@ from cases import get_case
 from cases.cell import Cell
 from cases.engines import ENGINES, spec, variant_label
 from cases.portable import portable_command
-from engines.pytest_cells import ENV_DEFAULTS, PROGRESS_PREFIX, Column, write_plan
+from engines.base import EngineInfo
+from engines.plan import ENV_DEFAULTS, PROGRESS_PREFIX, Column, write_plan
 from engines.results import REPO, cells_by_key, checked_text
 from engines.reuse import reusable
 from generators.bundle import bundle_ids, bundles_root
@@ -124,13 +125,13 @@ def parse_column(text: str, base: Dict[str, Any]) -> Dict[str, Any]:
 def columns_from(args: argparse.Namespace) -> List[Column]:
     """The columns the command line names, each with its label, resolved options and the command that reruns it."""
     flags = {o.name: getattr(args, _dest(o.flag), None) for e in ENGINES.values() for o in e.options}
-    base = {"engine": args.engine, "version": args.engine_version or "", "python": args.trt_python or "",
+    base = {"engine": args.engine, "version": args.engine_version or "", "python": "",
             "results": args.results or "", "options": {k: v for k, v in flags.items() if v is not None},
             "only_cases": tuple(args.only_case), "plugins_only": args.plugin_bundles_only}
     specs = [parse_column(c, base) for c in (args.column or [""])]
-    versions = [v.partition("=") for v in args.version]
+    versions = [v.partition("=")[::2] for v in args.version] + [("", p) for p in args.trt_python]
     if versions:
-        specs = [dict(s, version=v, python=p or s["python"]) for v, _, p in versions for s in specs]
+        specs = [dict(s, version=v or s["version"], python=p or s["python"]) for v, p in versions for s in specs]
     columns = []
     for s in specs:
         if not s.get("engine"):
@@ -342,6 +343,36 @@ def stream(command: Sequence[str], env: Dict[str, str], out: Callable[[str], Non
     return status
 
 
+def idle_probe(column: Column) -> Optional[EngineInfo]:
+    """The probe of a GPU engine's column that cannot run on this machine (no NVIDIA GPU: nothing is started to
+    know), or None: such a column's cells are written "not run: why" in one pass, with no pytest (engines.idle)."""
+    if column.engine not in ENGINES or spec(column.engine).device != "nvidia-gpu" or column.python:
+        return None
+    from engines.pytest_cells import make_engine_for
+
+    adapter = make_engine_for(column)
+    try:
+        info = adapter.probe()
+    finally:
+        getattr(adapter, "close", lambda: None)()
+    return None if info.available else info
+
+
+def write_idle(column: Column, info: EngineInfo, root: Path, metas: Dict[str, Dict[str, Any]],
+               out: Callable[[str], None]) -> int:
+    """Every bundle of an idle column as its not-run cell (an unchanged one is left as it is); how many."""
+    from engines.idle import run_record, write_column
+    from generators.bundle import Bundle
+
+    run = dict(run_record(column.engine, []), command=column.command,
+               cell_options=json.dumps(column.options, sort_keys=True))
+    chosen = [Bundle(path=root / b, meta=metas[b]) for b in selection(column, metas) if metas[b]]
+    counts = write_column(info, chosen, run, Path(column.results) if column.results else None)
+    out(f"engines.run: {column_title(column)}: {len(chosen)} not run here ({info.reason}); {counts['written']} "
+        f"written, {counts['unchanged']} as they were")
+    return len(chosen)
+
+
 def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool = False,
         extra: Sequence[str] = (), pending: Optional[Path] = None, results: Optional[Path] = None,
         out: Callable[[str], None] = print) -> int:
@@ -351,6 +382,11 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
     if not metas:
         raise UsageError(f"no bundles under {bundles}: run `python -m generators write` first")
     store = Store(results or REPO / "results")
+    idle = {i: info for i, c in enumerate(columns) for info in [idle_probe(c)] if info is not None}
+    written = sum(write_idle(columns[i], info, bundles, metas, out) for i, info in idle.items())
+    columns = [c for i, c in enumerate(columns) if i not in idle]
+    if not columns:
+        return 0 if written else 5
     decisions = [decide(c, metas, store, fresh) for c in columns]
     if not sum(len(d.run) + d.reused for d in decisions):
         out("engines.run: no cell to run and none stored (no bundle is selected)")
@@ -362,7 +398,8 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
     if elsewhere and pending is None:
         raise UsageError(f"{elsewhere[0].title}: {elsewhere[0].why_not_here}")
     if pending is not None:
-        pending.write_text(json.dumps([column_label(d.column) for d in elsewhere]) + "\n", encoding="utf-8")
+        pending.write_text(json.dumps([{"engine": d.column.engine, "version": d.column.version,
+                                        "label": column_label(d.column)} for d in elsewhere]) + "\n", encoding="utf-8")
     here = [d for d in decisions if d.here and d.run]
     reused = sum(d.reused for d in decisions)
     if not here:
@@ -379,7 +416,8 @@ def _parser() -> argparse.ArgumentParser:
                                      epilog="Anything after -- (or any flag not listed here) goes to pytest.")
     parser.add_argument("--engine", default=None, help=f"engine: {', '.join(ENGINES)}, or module:Class")
     parser.add_argument("--engine-version", default=None, help="the version the engine must be")
-    parser.add_argument("--trt-python", default=None, help="the interpreter a TensorRT-family worker runs under")
+    parser.add_argument("--trt-python", action="append", default=[], metavar="PYTHON",
+                        help="an interpreter a TensorRT-family worker runs under, its version as it says (repeatable)")
     parser.add_argument("--trt-isolate", action="store_true", help="one TensorRT process per cell")
     parser.add_argument("--version", action="append", default=[], metavar="V[=PYTHON]",
                         help="every column again for this version (with its TensorRT-family interpreter); repeatable")

@@ -10,7 +10,8 @@ import pytest
 from cases import get_case
 from cases.verdict import UNEXPECTED, rejudge
 from engines.cells import corrupt_cell, run_cell
-from engines.pytest_cells import CELL_KEY, COLUMN_MARK, REUSED_KEY, Column, same_not_run, stored_cell
+from engines.plan import Column
+from engines.pytest_cells import CELL_KEY, COLUMN_MARK, REUSED_KEY, same_not_run, stored_cell
 from engines.reuse import reusable
 from generators.bundle import BundleCorrupt, bundle_ids, bundles_root, verify_bundle
 
