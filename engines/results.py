@@ -121,7 +121,9 @@ class ResultsWriter:
             "hardware": info.hardware, "hardware_detail": info.hardware_detail, "versions": info.versions,
             "available": info.available, "reason": info.reason, **run,
         }
-        self.write_line(json.dumps(header, sort_keys=True))
+        # Written before this run's first cell: a run that adds nothing leaves the file as it was (and the report,
+        # which depends on it, need not be rendered again).
+        self._header: Optional[str] = json.dumps(header, sort_keys=True)
         self.counts: Dict[str, int] = {}
         self.reused = 0
 
@@ -210,6 +212,9 @@ class ResultsWriter:
             self._clean = not problems(json.loads(line))
 
     def write(self, cell: Cell) -> None:
+        if self._header is not None:
+            self.write_line(self._header)
+            self._header = None
         self.write_line(cell.to_json())
         self.counts[cell.status] = self.counts.get(cell.status, 0) + 1
 
