@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from cases.cell import SESSION_SCHEMA, SOURCES, Cell
 from cases.engines import variant_label
 from cases.portable import portable_path, portable_text, scrub
-from cases.schema import check_lines
+from cases.schema import check_file
 from matrix import observed
 from matrix.observed import Manifest
 
@@ -267,7 +267,7 @@ def read_file(path: Path, manifest: Optional[Manifest] = None) -> Tuple[List[_Lo
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return [], [Problem(name, 0, f"cannot read: {e}; file refused")]
-    checked = check_lines(text)
+    checked = check_file(path, text)
     bad = [Problem(name, number, message) for number, message in checked.bad]
     why_local = (manifest or observed.Manifest(observed.OBSERVED)).observed(path, data)
     header: Dict[str, Any] = {}
