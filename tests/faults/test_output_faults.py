@@ -26,6 +26,7 @@ from generators.bundle import load_bundle
 from generators.write import _write_one, write_all
 from matrix.__main__ import main
 from matrix.bugbundle import Refused, make
+from matrix.inputs import STAMP
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
@@ -190,7 +191,7 @@ def test_a_traversing_column_stays_inside_the_output_folder(bundles, tmp_path, f
 def test_reports_stay_inside_their_folder(results, tmp_path):
     out = tmp_path / "reports"
     main(["report", "--results", str(results), "--out", str(out)])
-    assert {p.name for p in out.iterdir()} == {"matrix.md", "matrix.html", "matrix.json", "junit.xml"}
+    assert {p.name for p in out.iterdir()} == {"matrix.md", "matrix.html", "matrix.json", "junit.xml", STAMP}
     assert files_under(tmp_path) - files_under(out) == {out, results.parent, results}
 
 
