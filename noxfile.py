@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import datetime
 import fcntl
@@ -18,7 +19,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Iterator, List
+from typing import Dict, Iterator, List
 
 import nox
 import nox.sessions
@@ -63,7 +64,6 @@ OBSERVED = HERE / "reports" / "observed"
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 CELL_TIMEOUT = "--timeout=600"  # seconds one cell may take before it is a crash (pytest-timeout)
 SYNCED = ".qdq-synced"  # in an environment: what it was last synced from (_sync)
-SESSIONS = {"onnxruntime": "ort", "openvino": "openvino", "tensorrt-rtx": "rtx"}  # engine -> its session
 
 nox.options.default_venv_backend = "uv"  # the environments come from uv.lock, through uv
 nox.options.reuse_venv = "yes"  # kept between runs; _sync says when one is as its lock and pins ask (nox -N: anew)
@@ -300,15 +300,21 @@ def _rtx_columns() -> List[str]:
     return [a for c in columns for a in ("--column", c)]
 
 
-def _rtx_env(session: nox.Session, version: str, locks: contextlib.ExitStack) -> Path:
-    """The rtx(VERSION) session's environment, made or synced by this session under that environment's lock (held
-    until `locks` closes), as `nox -s "rtx(VERSION)"` would: its interpreter runs that version's workers."""
-    env = _env_dir(session, f"rtx({version})")
-    locks.enter_context(_environment_lock(env, f"{session.name}: rtx({version})"))
-    if not (env / "bin" / "python").exists():
-        session.run_install("uv", "venv", "--quiet", "--python", sys.executable, str(env))
-    _sync_into(session, env, ("cells",), (f"tensorrt-rtx=={version}",))
-    return env / "bin" / "python"
+def _session_envs(session: nox.Session, envs: Dict[str, tuple], locks: contextlib.ExitStack) -> Dict[str, Path]:
+    """Other sessions' environments (session name -> its pins over the cells group), each made or synced as that
+    session would, side by side, under its lock (held until `locks` closes); their interpreters by session name."""
+    dirs = {name: _env_dir(session, name) for name in envs}
+    for name, env in dirs.items():
+        locks.enter_context(_environment_lock(env, f"{session.name}: {name}"))
+
+    def make(name: str) -> None:
+        if not (dirs[name] / "bin" / "python").exists():
+            session.run_install("uv", "venv", "--quiet", "--python", sys.executable, str(dirs[name]))
+        _sync_into(session, dirs[name], ("cells",), envs[name])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(make, envs))  # uv links from its cache; the waits overlap
+    return {name: env / "bin" / "python" for name, env in dirs.items()}
 
 
 def _env_dir(session: nox.Session, name: str) -> Path:
@@ -435,9 +441,11 @@ def bugs(session: nox.Session) -> None:
 def matrix(session: nox.Session) -> None:
     """The main job: bundles (the bundles session), every engine version this machine can run, then the reports.
 
-    One engines.run asks every column's results file first. The TensorRT-RTX versions with cells to run build here,
-    side by side in one pytest pool (each version's workers under its rtx(VERSION) environment); an ONNX Runtime or
-    OpenVINO version with cells to run gets its session; the report session starts only where an input moved."""
+    The engine versions' environments are those of their own sessions (rtx(V), ort(V), openvino(V)), made or synced
+    side by side under their locks. One engines.run asks every column's results file first and starts only what is
+    left: every TensorRT-RTX version in one pytest pool (each version's workers under its own environment), each
+    ONNX Runtime and OpenVINO version in a pytest of its environment beside it. The report session starts only where
+    an input moved."""
     _sync(session, "generate", "cells")
     gpu = has_nvidia_gpu()
     idle = []
@@ -448,23 +456,21 @@ def matrix(session: nox.Session) -> None:
             session.notify(f"trt10({version})")
     else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass, no pytest
         idle = [f"engine=tensorrt version={v}" for v in TRT_PYPI + TRT_NVIDIA]
-    pending = Path(session.create_tmp()) / "pending.json"
-    cpu = [f"engine=onnxruntime version={v} {c}".strip() for v in ORT_VERSIONS for c in _ort_columns(session)[1::2]
-           or [""]] + [f"engine=openvino version={v}" for v in OPENVINO_VERSIONS]
-    with contextlib.ExitStack() as locks:  # with or without a GPU: TensorRT-RTX's build is real everywhere
-        pythons = {v: _rtx_env(session, v, locks) for v in RTX_VERSIONS}
-        rtx = [f"engine=tensorrt-rtx version={v} python={p} {c}".strip() for v, p in pythons.items()
-               for c in _rtx_columns()[1::2]]
-        session.run("python", "-m", "engines.run", *(a for c in idle + rtx + cpu for a in ("--column", c)),
-                    "-n", _workers("tensorrt-rtx"), CELL_TIMEOUT, "--pending", str(pending), env=_env(),
-                    success_codes=[0, 1])
-    todo = list(dict.fromkeys(f"{SESSIONS[c['engine']]}({c['version']})"
-                              for c in json.loads(pending.read_text(encoding="utf-8"))))
-    for name in todo:
-        session.notify(name)
+    envs = {f"rtx({v})": (f"tensorrt-rtx=={v}",) for v in RTX_VERSIONS}  # with or without a GPU: the build is real
+    envs.update({f"ort({v})": (f"onnxruntime=={v}", *pins) for v, pins in ORT_VERSIONS.items()})
+    envs.update({f"openvino({v})": (f"openvino=={v}", *pins) for v, pins in OPENVINO_VERSIONS.items()})
+    with contextlib.ExitStack() as locks:
+        py = _session_envs(session, envs, locks)
+        columns = idle + [f"engine=tensorrt-rtx version={v} python={py[f'rtx({v})']} {c}".strip()
+                          for v in RTX_VERSIONS for c in _rtx_columns()[1::2]]
+        columns += [f"engine=onnxruntime version={v} python={py[f'ort({v})']} {c}".strip() for v in ORT_VERSIONS
+                    for c in _ort_columns(session)[1::2] or [""]]
+        columns += [f"engine=openvino version={v} python={py[f'openvino({v})']}" for v in OPENVINO_VERSIONS]
+        session.run("python", "-m", "engines.run", *(a for c in columns for a in ("--column", c)),
+                    "-n", _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
     if _trt_pythons_from_env():
         session.notify("trt_existing")
-    if gpu or todo or _trt_pythons_from_env() or not _reports_current():
+    if gpu or _trt_pythons_from_env() or not _reports_current():
         session.notify("report")
     else:
         session.log("report: no results file, observation, bundle, case or template changed since the reports were "

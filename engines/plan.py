@@ -23,7 +23,7 @@ class Column:
     engine: str  # a name in cases.engines, or module:Class
     options: Dict[str, str] = field(default_factory=dict)  # every option of the engine's descriptor, resolved
     version: str = ""  # --engine-version: the version it must be
-    python: str = ""  # --trt-python: the interpreter its worker runs under (TensorRT family)
+    python: str = ""  # the interpreter its TensorRT-family worker runs under, or that has its in-process engine
     isolate: bool = False  # --trt-isolate
     results: str = ""  # the results file; "" for results/<engine>-<version>-<hardware>[-<variant>].jsonl
     bundles: Tuple[str, ...] = ()  # the bundle ids to run, in order; () for every bundle the filters below keep

@@ -13,11 +13,12 @@ cell, timeouts). A column spec is `KEY=VALUE` words: engine, version, python (a 
 (`plugins` or case ids joined by commas), results (a file), and the engine's own options by name (cases.engines);
 what a word leaves out comes from the flags. `--version V[=PYTHON]` repeats every column for each version.
 
-A column of an engine this interpreter imports at another version (ONNX Runtime 1.16.3 beside 1.32.0) is only
-asked: with --pending FILE its label goes to FILE when it has work, for a run where that version is installed.
+An in-process engine (ONNX Runtime, OpenVINO) runs under the interpreter that has its version: this one, or the
+column's python=; each such interpreter gets a pytest of its own, side by side with the others. A column with work
+that no interpreter at hand can run is a usage error.
 
-Exit status: pytest's where it ran (0, or 1 for failing cells); 0 when every cell was reused; 2 a usage error
-(and a column with work that cannot run here, without --pending); 5 no bundle to run at all.
+Exit status: pytest's where it ran (0, or 1 for failing cells; the worst where several ran); 0 when every cell was
+reused; 2 a usage error; 5 no bundle to run at all.
 """
 
 from __future__ import annotations
@@ -247,9 +248,12 @@ def installed_version(engine: str) -> str:
 
 
 def runs_here(column: Column) -> str:
-    """Why this interpreter cannot run the column ("" where it can): an in-process engine at another version."""
+    """Why no interpreter at hand can run the column ("" where one can): an in-process engine at another version
+    than this interpreter's, and no python= of its own."""
     if column.engine not in ENGINES or spec(column.engine).family == "tensorrt" or not column.version:
         return ""
+    if column.python:
+        return "" if Path(column.python).exists() else f"{column.python}: no such interpreter"
     have = installed_version(column.engine)
     if have == column.version:
         return ""
@@ -308,39 +312,83 @@ def _stands(cell: Optional[Cell], meta: Dict[str, Any], static_not_run: bool) ->
 
 def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Sequence[str],
            fresh: bool, out: Callable[[str], None]) -> int:
-    """One pytest run for every column with work, its progress and summary lines shown as they come."""
-    todo = [replace(d.column, bundles=d.run) for d in decisions if d.run]
-    cells = sum(len(c.bundles) for c in todo)
+    """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
+    workers run under each column's own; another for an in-process engine installed there), side by side: the run
+    with the most cells gets `workers` xdist workers, the others one each. Returns the worst exit status."""
+    groups: Dict[str, List[Column]] = {}
+    for d in decisions:
+        if d.run:
+            groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run))
+    biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     with tempfile.TemporaryDirectory(prefix="qdq-plan-") as tmp:
-        plan = write_plan(todo, Path(tmp) / "plan.json")
-        command = [sys.executable, *PYTEST, "--cells-plan", str(plan), "--bundles", str(bundles.resolve()),
-                   "-n", str(max(1, min(workers, cells))), *(["--fresh"] if fresh else []), *extra]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-        return stream(command, env, out)
+        runs = []
+        for i, (python, columns) in enumerate(groups.items()):
+            cells = sum(len(c.bundles) for c in columns)
+            plan = write_plan(columns, Path(tmp) / f"plan-{i}.json")
+            command = [python, *PYTEST, "--cells-plan", str(plan), "--bundles", str(bundles.resolve()),
+                       "-n", str(max(1, min(workers if python == biggest else 1, cells))),
+                       *(["--fresh"] if fresh else []), *extra]
+            tag = "" if len(groups) == 1 else _tag(columns)
+            runs.append(_Pytest(command, env, out, tag))
+        statuses = [r.wait() for r in runs]
+    broken = [s for s in statuses if s not in (0, 1)]
+    return broken[0] if broken else max(statuses)
+
+
+def _tag(columns: Sequence[Column]) -> str:
+    """"[ort 1.16.3] ", "[rtx] ": which of several pytest runs side by side a line comes from."""
+    names = sorted({spec(c.engine).short if c.engine in ENGINES else c.engine for c in columns})
+    versions = sorted({c.version for c in columns})
+    return f"[{'+'.join(names)}{' ' + versions[0] if len(versions) == 1 and versions[0] else ''}] "
+
+
+def interpreter(column: Column) -> str:
+    """The interpreter a column's pytest runs under: this one, or an in-process engine's own (python=)."""
+    if column.python and column.engine in ENGINES and spec(column.engine).family != "tensorrt":
+        return column.python
+    return sys.executable
+
+
+class _Pytest:
+    """One pytest run, started at once; its heartbeat and summary lines passed on as they come (tagged where several
+    run side by side), and where it fails, its last lines."""
+
+    def __init__(self, command: Sequence[str], env: Dict[str, str], out: Callable[[str], None], tag: str = "") -> None:
+        import threading
+        from collections import deque
+
+        self.out, self.tag = out, tag
+        self.tail: "deque[str]" = deque(maxlen=15)
+        self.proc = subprocess.Popen(list(command), cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace")
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                line = line.rstrip("\n")
+                self.tail.append(line)
+                if line.startswith(PROGRESS_PREFIX):
+                    self.out(f"  {self.tag}{line[len(PROGRESS_PREFIX):]}")
+                elif line.startswith(("cells: ", "qdq-matrix: ")):
+                    self.out(f"  {self.tag}{line}")
+
+    def wait(self) -> int:
+        status = self.proc.wait()
+        self._reader.join()
+        if status not in (0, 1):
+            self.out(f"engines.run: {self.tag}pytest exited with status {status}; its last lines:")
+            for line in self.tail:
+                self.out("  | " + line)
+        return status
 
 
 def stream(command: Sequence[str], env: Dict[str, str], out: Callable[[str], None]) -> int:
-    """Run pytest, passing on its heartbeat and summary lines (and, where it fails, its last lines)."""
-    from collections import deque
-
-    tail: "deque[str]" = deque(maxlen=15)
-    proc = subprocess.Popen(list(command), cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, encoding="utf-8", errors="replace")
-    assert proc.stdout is not None
-    with proc.stdout:
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            tail.append(line)
-            if line.startswith(PROGRESS_PREFIX):
-                out("  " + line[len(PROGRESS_PREFIX):])
-            elif line.startswith(("cells: ", "qdq-matrix: ")):
-                out("  " + line)
-    status = proc.wait()
-    if status not in (0, 1):
-        out(f"engines.run: pytest exited with status {status}; its last lines:")
-        for line in tail:
-            out("  | " + line)
-    return status
+    """Run one pytest, passing on its heartbeat and summary lines (and, where it fails, its last lines)."""
+    return _Pytest(command, env, out).wait()
 
 
 def idle_probe(column: Column) -> Optional[EngineInfo]:
@@ -374,8 +422,7 @@ def write_idle(column: Column, info: EngineInfo, root: Path, metas: Dict[str, Di
 
 
 def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool = False,
-        extra: Sequence[str] = (), pending: Optional[Path] = None, results: Optional[Path] = None,
-        out: Callable[[str], None] = print) -> int:
+        extra: Sequence[str] = (), results: Optional[Path] = None, out: Callable[[str], None] = print) -> int:
     """Decide every column, say what stands, run the rest in one pytest; the exit status (module docstring)."""
     start = time.perf_counter()
     metas = bundle_metas(bundles)
@@ -392,15 +439,12 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         out("engines.run: no cell to run and none stored (no bundle is selected)")
         return 5
     for d in decisions:
-        out(f"engines.run: {d.title}: {d.reused} reused" + (f", {len(d.run)} to run" if d.run else "")
-            + ("" if d.here or not d.run else f" where {d.column.version} is installed ({d.why_not_here})"))
+        out(f"engines.run: {d.title}: {d.reused} reused" + (f", {len(d.run)} to run" if d.run else ""))
     elsewhere = [d for d in decisions if d.run and not d.here]
-    if elsewhere and pending is None:
-        raise UsageError(f"{elsewhere[0].title}: {elsewhere[0].why_not_here}")
-    if pending is not None:
-        pending.write_text(json.dumps([{"engine": d.column.engine, "version": d.column.version,
-                                        "label": column_label(d.column)} for d in elsewhere]) + "\n", encoding="utf-8")
-    here = [d for d in decisions if d.here and d.run]
+    if elsewhere:
+        raise UsageError(f"{elsewhere[0].title}: {elsewhere[0].why_not_here}: run it where that version is installed "
+                         "(its nox session), or give the column python=PYTHON of an environment that has it")
+    here = [d for d in decisions if d.run]
     reused = sum(d.reused for d in decisions)
     if not here:
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
@@ -438,8 +482,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--results-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--fresh", action="store_true", help="run every cell again")
     parser.add_argument("-n", "--workers", type=int, default=2, help="pytest-xdist workers (default 2)")
-    parser.add_argument("--pending", type=Path, default=None,
-                        help="write the labels of columns with work that cannot run here to this JSON file")
     return parser
 
 
@@ -450,8 +492,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         columns = columns_from(args)
         if args.results and len(columns) > 1:
             raise UsageError("--results names one file: give each column its own (results=FILE in --column)")
-        return run(columns, args.bundles or bundles_root(), args.workers, args.fresh, extra, args.pending,
-                   args.results_dir)
+        return run(columns, args.bundles or bundles_root(), args.workers, args.fresh, extra, args.results_dir)
     except UsageError as e:
         print(f"engines.run: {e}", file=sys.stderr)
         return 2
