@@ -1,14 +1,15 @@
 """Benchmark `nox -s matrix` as a user meets it: a fresh clone, the same command again, then one case changed.
 
-    python3 tools/matrix-benchmark.py [--rev REV] [--clone DIR] [--json OUT]
+    python3 tools/matrix-benchmark.py [--rev REV] [--clone DIR] [--runs 1|2|3] [--json OUT]
 
 Clones this repository at REV (default HEAD) into DIR (default a new temporary folder), sets it up as `.ci/run`
-does (`python3 -m venv .venv`, nox and uv at `.ci/run`'s pins), then times three runs of `.venv/bin/nox -s matrix
---add-timestamp`: fresh, unchanged, and after one edit that changes one case's reproducers (--change FILE OLD NEW;
-by default concat_requant's spatial size, so its 8 models change and nothing else does). uv's package cache is
-used as it is: warm it first (any `nox -s matrix`) to measure what a second clone costs. Prints a Markdown table
-(wall clock, peak RSS, seconds per nox session, the cell counts the runs printed) and writes it as JSON with --json.
-Standard library only: it never imports the project.
+does (`python3 -m venv .venv`, nox and uv at `.ci/run`'s pins), then times up to three runs of `.venv/bin/nox -s
+matrix --add-timestamp`: fresh, unchanged, and after one edit that changes one case's reproducers (--change FILE OLD
+NEW; by default concat_requant's spatial size, so its 8 models change and nothing else does). uv's package cache is
+used as it is: warm it first (any `nox -s matrix`) to measure what a second clone costs. Each run's log and its
+reports/matrix.json are kept beside the clone (<clone>-<run>.log, <clone>-<run>-matrix.json: compare two with
+tools/compare-matrix.py). Prints a Markdown table (wall clock, peak RSS, seconds per nox session, the cell counts the
+runs printed) and writes it as JSON with --json. Standard library only: it never imports the project.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import datetime as _dt
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,7 @@ class Run:
     seconds: float
     peak_rss_mb: float
     exit_status: int
+    load: float  # the 1-minute load average as the run started (other users of the machine)
     sessions: Dict[str, float] = field(default_factory=dict)  # nox session -> seconds, from nox's timestamps
     said: List[str] = field(default_factory=list)  # the lines that count cells
 
@@ -64,6 +67,7 @@ def setup(clone: Path, rev: str) -> None:
 def timed_matrix(clone: Path, name: str, log: Path) -> Run:
     """Run `nox -s matrix` in the clone; wall clock, peak RSS of its process tree, its log."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOX", "VIRTUAL_ENV", "QDQ_"))}
+    load = os.getloadavg()[0]
     start = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen([str(clone / ".venv/bin/nox"), "-s", "matrix", "--add-timestamp", "--no-color"],
@@ -72,7 +76,7 @@ def timed_matrix(clone: Path, name: str, log: Path) -> Run:
     seconds = time.perf_counter() - start
     text = log.read_text(encoding="utf-8", errors="replace")
     return Run(name, round(seconds, 1), round(usage.ru_maxrss / 1024, 1), os.waitstatus_to_exitcode(status),
-               session_seconds(text, seconds), [line.strip() for line in text.splitlines()
+               round(load, 1), session_seconds(text, seconds), [line.strip() for line in text.splitlines()
                                                 if line.strip().startswith(COUNTED)])
 
 
@@ -104,10 +108,11 @@ def table(runs: Sequence[Run], rev: str) -> str:
     """The Markdown the benchmark page keeps."""
     first = runs[0].seconds
     lines = [f"`nox -s matrix` at {rev}, {os.cpu_count()} cores:", "",
-             "| run | wall s | vs fresh | peak RSS MB | exit |", "| --- | ---: | ---: | ---: | ---: |"]
+             "| run | wall s | vs fresh | peak RSS MB | exit | load average at start |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in runs:
         lines.append(f"| {r.name} | {r.seconds:.1f} | {first / r.seconds:.1f}x | {r.peak_rss_mb:.0f} "
-                     f"| {r.exit_status} |")
+                     f"| {r.exit_status} | {r.load:.1f} |")
     names = list(dict.fromkeys(n for r in runs for n in r.sessions))
     lines += ["", "| session | " + " | ".join(r.name for r in runs) + " |", "| --- |" + " ---: |" * len(runs)]
     for n in names:
@@ -125,6 +130,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="where to clone (a new folder; default a temporary one)")
     parser.add_argument("--change", nargs=3, metavar=("FILE", "OLD", "NEW"), default=list(CHANGE),
                         help=f"the one-case edit (default: {' '.join(CHANGE)})")
+    parser.add_argument("--runs", type=int, choices=(1, 2, 3), default=3,
+                        help="fresh only (1), and unchanged (2), and one case changed (3, the default)")
     parser.add_argument("--json", type=Path, default=None, help="write the runs here as JSON")
     args = parser.parse_args(argv)
     rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.rev], check=True, text=True,
@@ -134,12 +141,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raise SystemExit(f"{clone} exists: name a new folder")
     setup(clone, rev)
     runs = []
-    for name in ("fresh", "unchanged", "one case changed"):
+    for name in ("fresh", "unchanged", "one case changed")[:args.runs]:
         if name == "one case changed":
             change_one_case(clone, args.change)
-        log = clone.parent / f"{clone.name}-{name.replace(' ', '-')}.log"
-        runs.append(timed_matrix(clone, name, log))
-        print(f"{name}: {runs[-1].seconds:.1f} s (exit {runs[-1].exit_status}; log {log})", flush=True)
+        stem = clone.parent / f"{clone.name}-{name.replace(' ', '-')}"
+        runs.append(timed_matrix(clone, name, stem.with_suffix(".log")))
+        report = clone / "reports" / "matrix.json"
+        if report.is_file():
+            shutil.copyfile(report, f"{stem}-matrix.json")
+        print(f"{name}: {runs[-1].seconds:.1f} s (exit {runs[-1].exit_status}; log {stem}.log)", flush=True)
     print(table(runs, rev))
     if args.json:
         args.json.write_text(json.dumps({"rev": rev, "clone": str(clone), "runs": [asdict(r) for r in runs]},
