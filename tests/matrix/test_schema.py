@@ -120,3 +120,23 @@ def test_every_committed_line_passes_its_schema():
     observed = Path(__file__).resolve().parents[2] / "reports" / "observed"
     for path in sorted(observed.rglob("*.jsonl")):
         assert check_lines(path.read_text(encoding="utf-8")).bad == (), path
+
+
+def test_a_clean_check_is_remembered_and_a_changed_line_is_found_again(make_cell, tmp_path, monkeypatch):
+    from cases import schema
+
+    monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "cache"))
+    path = tmp_path / "r.jsonl"
+    good = [make_cell(bundle=f"q_output_type/out=n{i}").to_json() for i in range(3)]
+    path.write_text("".join(line + "\n" for line in good))
+    assert schema.file_problems(path, path.read_text()) == ()
+    calls = []
+    monkeypatch.setattr(schema, "problems", lambda record: calls.append(record) or [])
+    grown = path.read_text() + good[0] + "\n"
+    assert schema.check_file(path, grown).bad == () and len(calls) == 1  # only the new line is checked again
+    monkeypatch.undo()
+    monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "cache"))
+    bad = json.loads(good[1])
+    bad["precision"] = {"n": "int8"}
+    edited = "\n".join([good[0], json.dumps(bad), good[2]]) + "\n"  # inside the part found clean before
+    assert [n for n, _ in schema.file_problems(path, edited)] == [2]
