@@ -6,7 +6,8 @@ Clones this repository at REV (default HEAD) into DIR (default a new temporary f
 does (`python3 -m venv .venv`, nox and uv at `.ci/run`'s pins), then times up to three runs of `.venv/bin/nox -s
 matrix --add-timestamp`: fresh, unchanged, and after one edit that changes one case's reproducers (--change FILE OLD
 NEW; by default concat_requant's spatial size, so its 8 models change and nothing else does). uv's package cache is
-used as it is: warm it first (any `nox -s matrix`) to measure what a second clone costs. Each run's log and its
+used as it is: warm it first (any `nox -s matrix`) to measure what a second clone costs; the project's own cache
+(schema checks, $QDQ_CACHE_DIR) starts empty in <clone>-cache. Each run's log and its
 reports/matrix.json are kept beside the clone (<clone>-<run>.log, <clone>-<run>-matrix.json: compare two with
 tools/compare-matrix.py). Prints a Markdown table (wall clock, peak RSS, seconds per nox session, the cell counts the
 runs printed) and writes it as JSON with --json. Standard library only: it never imports the project.
@@ -67,6 +68,7 @@ def setup(clone: Path, rev: str) -> None:
 def timed_matrix(clone: Path, name: str, log: Path) -> Run:
     """Run `nox -s matrix` in the clone; wall clock, peak RSS of its process tree, its log."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOX", "VIRTUAL_ENV", "QDQ_"))}
+    env["QDQ_CACHE_DIR"] = str(clone.parent / f"{clone.name}-cache")  # the project's own cache starts empty
     load = os.getloadavg()[0]
     start = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
