@@ -311,10 +311,11 @@ def _stands(cell: Optional[Cell], meta: Dict[str, Any], static_not_run: bool) ->
 
 
 def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Sequence[str],
-           fresh: bool, out: Callable[[str], None]) -> int:
+           fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None) -> int:
     """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
     workers run under each column's own; another for an in-process engine installed there), side by side: the run
-    with the most cells gets `workers` xdist workers, the others one each. Returns the worst exit status."""
+    with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do.
+    Returns the worst exit status."""
     groups: Dict[str, List[Column]] = {}
     for d in decisions:
         if d.run:
@@ -331,6 +332,7 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
                        *(["--fresh"] if fresh else []), *extra]
             tag = "" if len(groups) == 1 else _tag(columns)
             runs.append(_Pytest(command, env, out, tag))
+        meanwhile()
         statuses = [r.wait() for r in runs]
     broken = [s for s in statuses if s not in (0, 1)]
     return broken[0] if broken else max(statuses)
@@ -430,14 +432,18 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         raise UsageError(f"no bundles under {bundles}: run `python -m generators write` first")
     store = Store(results or REPO / "results")
     idle = {i: info for i, c in enumerate(columns) for info in [idle_probe(c)] if info is not None}
-    written = sum(write_idle(columns[i], info, bundles, metas, out) for i, info in idle.items())
-    columns = [c for i, c in enumerate(columns) if i not in idle]
-    if not columns:
-        return 0 if written else 5
-    decisions = [decide(c, metas, store, fresh) for c in columns]
+    written: List[int] = []
+
+    def write_all_idle() -> None:  # while pytest starts and runs: no cell of these columns needs it
+        written.extend(write_idle(columns[i], info, bundles, metas, out) for i, info in idle.items())
+
+    decisions = [decide(c, metas, store, fresh) for i, c in enumerate(columns) if i not in idle]
     if not sum(len(d.run) + d.reused for d in decisions):
-        out("engines.run: no cell to run and none stored (no bundle is selected)")
-        return 5
+        write_all_idle()
+        if not sum(written):
+            out("engines.run: no cell to run and none stored (no bundle is selected)")
+            return 5
+        return 0
     for d in decisions:
         out(f"engines.run: {d.title}: {d.reused} reused" + (f", {len(d.run)} to run" if d.run else ""))
     elsewhere = [d for d in decisions if d.run and not d.here]
@@ -447,9 +453,10 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
     here = [d for d in decisions if d.run]
     reused = sum(d.reused for d in decisions)
     if not here:
+        write_all_idle()
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
-    status = launch(here, workers, bundles, extra, fresh, out)
+    status = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
     out(f"engines.run: {reused} cells reused, {sum(len(d.run) for d in here)} run "
         f"({time.perf_counter() - start:.1f} s, pytest exit {status})")
     return status
