@@ -8,14 +8,18 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import datetime
 import fcntl
+import hashlib
+import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Dict, Iterator, List
 
 import nox
 import nox.sessions
@@ -49,9 +53,11 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 OBSERVED = HERE / "reports" / "observed"
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-CELL_ARGS = ["tests/cells", "-p", "no:cacheprovider", "--timeout=600", "-q", "-rN"]
+CELL_TIMEOUT = "--timeout=600"  # seconds one cell may take before it is a crash (pytest-timeout)
+SYNCED = ".qdq-synced"  # in an environment: what it was last synced from (_sync)
 
 nox.options.default_venv_backend = "uv"  # the environments come from uv.lock, through uv
+nox.options.reuse_venv = "yes"  # kept between runs; _sync says when one is as its lock and pins ask (nox -N: anew)
 nox.options.sessions = ["tests"]
 
 
@@ -110,20 +116,43 @@ def _group(name: str) -> list[str]:
 
 def _sync(session: nox.Session, *groups: str) -> None:
     """Install dependency groups (and numpy, packaging) at the versions in uv.lock; refuses a stale lock."""
-    # `uv sync` rather than `uv export` to a requirements file: one command, --locked stops on a lock that
-    # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one (-r) included.
-    session.run_install(
-        "uv", "sync", "--locked", "--no-install-project", *(f"--group={g}" for g in groups),
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
-    )
+    _sync_into(session, Path(session.virtualenv.location), groups)
 
 
 def _sync_with_engine(session: nox.Session, group: str, *pins: str) -> None:
     """A locked group, then one engine version from the pin table over it; where they disagree the pin wins."""
-    _sync(session, group)
-    # The group's ranges go in again so that one resolve moves only what the pin forces (ORT 1.16.3's
-    # numpy<2 also takes ml-dtypes back from 0.6); every other package keeps its locked version.
-    session.install(*_group(group), *pins)
+    _sync_into(session, Path(session.virtualenv.location), (group,), pins)
+
+
+def _sync_into(session: nox.Session, env: Path, groups: tuple, pins: tuple = ()) -> None:
+    """Sync an environment (this session's, or another session's that this one holds the lock of) to the locked
+    groups and the pins, unless it was synced from the same uv.lock, pyproject.toml, groups and pins already."""
+    key = _sync_key(env, groups, pins)
+    stamp = env / SYNCED
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == key:
+        session.log(f"{env.name}: as uv.lock and the pins ask (synced before; nox -N makes it anew)")
+        return
+    stamp.unlink(missing_ok=True)
+    # `uv sync` rather than `uv export` to a requirements file: one command, --locked stops on a lock that
+    # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one included.
+    done = session.run_install("uv", "sync", "--locked", "--no-install-project", *(f"--group={g}" for g in groups),
+                               env={"UV_PROJECT_ENVIRONMENT": str(env)})
+    if pins and done is not None:
+        # The group's ranges go in again so that one resolve moves only what the pin forces (ORT 1.16.3's
+        # numpy<2 also takes ml-dtypes back from 0.6); every other package keeps its locked version.
+        done = session.run_install("uv", "pip", "install", "--python", str(env / "bin" / "python"),
+                                   *[r for g in groups for r in _group(g)], *pins)
+    if done is not None:  # None: -R/--no-install skipped the installs, so nothing is stamped
+        stamp.write_text(_sync_key(env, groups, pins), encoding="utf-8")
+
+
+def _sync_key(env: Path, groups: tuple, pins: tuple) -> str:
+    """What an environment is synced from: the lock, the project's groups, its interpreter, the groups and pins."""
+    h = hashlib.sha256()
+    for path in (HERE / "uv.lock", HERE / "pyproject.toml", env / "pyvenv.cfg"):
+        h.update(path.read_bytes() if path.is_file() else b"-")
+    h.update(json.dumps([sorted(groups), list(pins)]).encode())
+    return h.hexdigest()
 
 
 def _env() -> dict[str, str]:
@@ -137,13 +166,12 @@ def _workers(engine: str = "") -> str:
 
 
 def _run_cells(session: nox.Session, engine: str, *args: str) -> None:
-    """Run every bundle on one engine (the bundles session wrote them first). Exit 1 is failing cells, which are
-    results, not a broken session; any other status fails it: 3 a broken run (collection or set-up errors), 5 no
-    cell ran, 2 and 4 pytest's own interruptions and usage errors. pytest's last lines say how many cells ran."""
-    session.run(
-        "python", "-m", "pytest", *CELL_ARGS, "--engine", engine, "-n", _workers(engine), *args, *session.posargs,
-        env=_env(), success_codes=[0, 1],
-    )
+    """Every bundle on one engine version, its columns in one pytest run, through engines.run: it reuses what the
+    results files hold and says "N reused"; a column with nothing to run starts nothing. Exit 1 is failing cells,
+    which are results, not a broken session; any other status fails it: 3 a broken run (collection or set-up
+    errors), 5 no cell at all, 2 a usage error, 4 pytest's own interruption. posargs go to it (and on to pytest)."""
+    session.run("python", "-m", "engines.run", "--engine", engine, "-n", _workers(engine), *args, CELL_TIMEOUT,
+                *session.posargs, env=_env(), success_codes=[0, 1])
 
 
 def has_nvidia_gpu() -> bool:
@@ -180,20 +208,27 @@ def bundles(session: nox.Session) -> None:
 def ort(session: nox.Session, version: str) -> None:
     """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
     _sync_with_engine(session, "cells", f"onnxruntime=={version}", *ORT_VERSIONS[version])
-    _run_cells(session, "onnxruntime")
-    # microsoft/onnxruntime#12088: the documented fix for u8s8 saturation, a column of its own where it
-    # can change an outcome (x86-64 without VNNI; with VNNI ORT leaves the graph as it is).
-    if not _cpu_has_vnni(session):
-        _run_cells(session, "onnxruntime", "--ort-x64quantprecision", "1")
+    _run_cells(session, "onnxruntime", "--engine-version", version, *_ort_columns(session))
+
+
+def _ort_columns(session: nox.Session) -> List[str]:
+    """microsoft/onnxruntime#12088: the documented fix for u8s8 saturation is a column of its own where it can change
+    an outcome (x86-64 without VNNI; with VNNI ORT leaves the graph as it is)."""
+    return [] if _cpu_has_vnni(session) else ["--column", "", "--column", "x64quantprecision=1"]
 
 
 def _cpu_has_vnni(session: nox.Session) -> bool:
-    """Whether this CPU's INT8 level (engines.hardware, from cpuid) has VNNI or AMX."""
-    out = session.run("python", "-c", "from engines.hardware import isa; i = isa(); print(i.level, i.vnni)",
-                      env=_env(), silent=True) or ""
-    level, vnni = (out.strip().splitlines() or ["unknown False"])[-1].split()
-    session.log(f"CPU INT8 level: {level}")
-    return vnni == "True"
+    """Whether this CPU's INT8 level (engines.hardware, from cpuid) has VNNI or AMX; asked once per nox run."""
+    if "vnni" not in _ASKED:
+        out = session.run("python", "-c", "from engines.hardware import isa; i = isa(); print(i.level, i.vnni)",
+                          env=_env(), silent=True) or ""
+        level, vnni = (out.strip().splitlines() or ["unknown False"])[-1].split()
+        session.log(f"CPU INT8 level: {level}")
+        _ASKED["vnni"] = vnni == "True"
+    return _ASKED["vnni"]
+
+
+_ASKED: dict = {}  # what this nox run asked the machine once
 
 
 @nox.session(name="openvino", requires=["bundles"])
@@ -201,7 +236,7 @@ def _cpu_has_vnni(session: nox.Session) -> bool:
 def openvino(session: nox.Session, version: str) -> None:
     """Every bundle on one OpenVINO version (CPU, f32 inference precision)."""
     _sync_with_engine(session, "cells", f"openvino=={version}", *OPENVINO_VERSIONS[version])
-    _run_cells(session, "openvino")
+    _run_cells(session, "openvino", "--engine-version", version)
 
 
 def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str) -> None:
@@ -217,7 +252,7 @@ def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str)
         session.run("python", "-m", "engines.idle", "--engine", "tensorrt", "--version", version, "--because",
                     f"tensorrt=={version} could not be installed from NVIDIA's index {index}", env=_env())
         session.skip(f"tensorrt=={version} not installable here (NVIDIA's index {index})")
-    _run_cells(session, "tensorrt", f"--trt-python={Path(session.bin) / 'python'}", "--engine-version", version)
+    _run_cells(session, "tensorrt", f"--version={version}={Path(session.bin) / 'python'}")
 
 
 def _trt_requirement(version: str) -> str:
@@ -244,22 +279,42 @@ def trt10(session: nox.Session, version: str) -> None:
 def rtx(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
     _sync_with_engine(session, "cells", f"tensorrt-rtx=={version}")
-    _run_cells(session, "tensorrt-rtx", "--engine-version", version)
-    # 1.7's parser aborts on a Python IPluginV3 node unless libtensorrt_rtx.so resolves (the wheel ships only
-    # .so.1): the plugin reproducers again with that link, a column of their own beside the as-installed one.
-    _run_cells(session, "tensorrt-rtx", "--engine-version", version, "--rtx-plugin-link", "libtensorrt_rtx.so",
-               "--plugin-bundles-only")
-    known = set(_case_ids(session))
-    cases = [a for c in ARCH_CASES if c in known for a in ("--only-case", c)]
-    for target in RTX_TARGETS if cases else []:
-        _run_cells(session, "tensorrt-rtx", "--engine-version", version, "--rtx-target", target, *cases)
+    _run_cells(session, "tensorrt-rtx", f"--version={version}={Path(session.bin) / 'python'}", *_rtx_columns())
 
 
-def _case_ids(session: nox.Session) -> list[str]:
-    """The catalogue's case ids, as this checkout declares them."""
-    out = session.run("python", "-c", "import cases; print(' '.join(c.id for c in cases.all_cases()))",
-                      env=_env(), silent=True) or ""
-    return (out.strip().splitlines() or [""])[-1].split()
+def _rtx_columns() -> List[str]:
+    """A TensorRT for RTX version's columns, all in one pytest run: its default build; the plugin reproducers again
+    with a libtensorrt_rtx.so link (1.7's parser aborts on a Python IPluginV3 node unless it resolves, and the wheel
+    ships only .so.1); and every target architecture for the cases whose outcome depends on it."""
+    columns = ["", "plugin_link=libtensorrt_rtx.so only=plugins"]
+    columns += [f"target={t} only={','.join(ARCH_CASES)}" for t in RTX_TARGETS]
+    return [a for c in columns for a in ("--column", c)]
+
+
+def _session_envs(session: nox.Session, envs: Dict[str, tuple], locks: contextlib.ExitStack) -> Dict[str, Path]:
+    """Other sessions' environments (session name -> its pins over the cells group), each made or synced as that
+    session would, side by side, under its lock (held until `locks` closes); their interpreters by session name."""
+    dirs = {name: _env_dir(session, name) for name in envs}
+    for name, env in dirs.items():
+        locks.enter_context(_environment_lock(env, f"{session.name}: {name}"))
+
+    def make(name: str) -> None:
+        if not (dirs[name] / "bin" / "python").exists():
+            session.run_install("uv", "venv", "--quiet", "--python", sys.executable, str(dirs[name]))
+        _sync_into(session, dirs[name], ("cells",), envs[name])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(make, envs))  # uv links from its cache; the waits overlap
+    return {name: env / "bin" / "python" for name, env in dirs.items()}
+
+
+def _env_dir(session: nox.Session, name: str) -> Path:
+    """The folder nox keeps the session `name`'s environment in (nox's own naming, where this nox has it)."""
+    envdir = str(Path(session.virtualenv.location).parent)
+    normalize = getattr(nox.sessions, "_normalize_path", None)
+    if normalize is not None:
+        return Path(normalize(envdir, name))
+    return Path(envdir) / re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "-", name).strip().lower()).strip("-")
 
 
 @nox.session(requires=["bundles"])
@@ -270,13 +325,9 @@ def trt_existing(session: nox.Session) -> None:
         session.error("name an interpreter that has TensorRT: nox -s trt_existing -- /path/to/python")
     _sync(session, "cells")
     flags = [a for a in session.posargs if a.startswith("-")]
-    for python in pythons:
-        session.log(f"TensorRT column with {python}")
-        session.run(
-            "python", "-m", "pytest", *CELL_ARGS, "--engine", "tensorrt", f"--trt-python={python}",
-            "-n", _workers("tensorrt"),
-            *flags, env=_env(), success_codes=[0, 1],
-        )
+    session.log(f"TensorRT columns with {', '.join(pythons)}")
+    session.run("python", "-m", "engines.run", "--engine", "tensorrt", *(f"--trt-python={p}" for p in pythons),
+                "-n", _workers("tensorrt"), CELL_TIMEOUT, *flags, env=_env(), success_codes=[0, 1])
 
 
 def _trt_pythons_from_env() -> list[str]:
@@ -379,26 +430,56 @@ def bugs(session: nox.Session) -> None:
 
 @nox.session(requires=["bundles"])
 def matrix(session: nox.Session) -> None:
-    """The main job: bundles (the bundles session), every engine version this machine can run, then the reports."""
+    """The main job: bundles (the bundles session), every engine version this machine can run, then the reports.
+
+    The engine versions' environments are those of their own sessions (rtx(V), ort(V), openvino(V)), made or synced
+    side by side under their locks. One engines.run asks every column's results file first and starts only what is
+    left: every TensorRT-RTX version in one pytest pool (each version's workers under its own environment), each
+    ONNX Runtime and OpenVINO version in a pytest of its environment beside it. The report session starts only where
+    an input moved."""
     _sync(session, "generate", "cells")
     gpu = has_nvidia_gpu()
+    idle = []
     if gpu:  # 10.x/11.x come from NVIDIA's index; where it is out of reach their cells say so
         for version in TRT_PYPI:
             session.notify(f"trt({version})")
         for version in TRT_NVIDIA:
             session.notify(f"trt10({version})")
-    else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass
-        versions = [a for v in TRT_PYPI + TRT_NVIDIA for a in ("--version", v)]
-        session.run("python", "-m", "engines.idle", "--engine", "tensorrt", *versions, env=_env())
-    for version in RTX_VERSIONS:  # with or without a GPU: the build is real everywhere
-        session.notify(f"rtx({version})")
-    for version in ORT_VERSIONS:
-        session.notify(f"ort({version})")
-    for version in OPENVINO_VERSIONS:
-        session.notify(f"openvino({version})")
+    else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass, no pytest
+        idle = [f"engine=tensorrt version={v}" for v in TRT_PYPI + TRT_NVIDIA]
+    envs = {f"rtx({v})": (f"tensorrt-rtx=={v}",) for v in RTX_VERSIONS}  # with or without a GPU: the build is real
+    envs.update({f"ort({v})": (f"onnxruntime=={v}", *pins) for v, pins in ORT_VERSIONS.items()})
+    envs.update({f"openvino({v})": (f"openvino=={v}", *pins) for v, pins in OPENVINO_VERSIONS.items()})
+    with contextlib.ExitStack() as locks:
+        py = _session_envs(session, envs, locks)
+        columns = idle + [f"engine=tensorrt-rtx version={v} python={py[f'rtx({v})']} {c}".strip()
+                          for v in RTX_VERSIONS for c in _rtx_columns()[1::2]]
+        columns += [f"engine=onnxruntime version={v} python={py[f'ort({v})']} {c}".strip() for v in ORT_VERSIONS
+                    for c in _ort_columns(session)[1::2] or [""]]
+        columns += [f"engine=openvino version={v} python={py[f'openvino({v})']}" for v in OPENVINO_VERSIONS]
+        session.run("python", "-m", "engines.run", *(a for c in columns for a in ("--column", c)),
+                    "-n", _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
     if _trt_pythons_from_env():
         session.notify("trt_existing")
-    session.notify("report")
+    if gpu or _trt_pythons_from_env() or not _reports_current():
+        session.notify("report")
+    else:
+        session.log("report: no results file, observation, bundle, case or template changed since the reports were "
+                    f"rendered: {_show(HERE / 'reports')} stands as it is (nox -s report -- --force renders it)")
+
+
+def _reports_current() -> bool:
+    """Whether the report session would render nothing (matrix/inputs.py, standard library only, read from here)."""
+    loaded = importlib.util.spec_from_file_location("qdq_report_inputs", HERE / "matrix" / "inputs.py")
+    inputs = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(inputs)  # type: ignore[union-attr]
+    bundles = Path(os.environ.get("QDQ_BUNDLES") or HERE / ".bundles")
+    key = inputs.digest([RESULTS, OBSERVED], [bundles, HERE / ".bundles-user"])
+    return inputs.unchanged(HERE / "reports", key) is not None
+
+
+def _show(path: Path) -> str:
+    return os.path.relpath(path, Path.cwd())
 
 
 @nox.session

@@ -7,7 +7,10 @@ resumes a results file. A line that breaks its schema refuses its whole file.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -49,14 +52,17 @@ class Lines:
     cut_off: Optional[Tuple[int, str]] = None
 
 
-def check_lines(text: str) -> Lines:
-    """Every line of a results file decoded and checked against its schema."""
+def check_lines(text: str, validate_from: int = 0) -> Lines:
+    """Every line of a results file decoded and checked against its schema (those that start before character
+    `validate_from` only decoded: check_file found them clean before)."""
     lines = text.split("\n")
     complete_end = text.endswith("\n") or text == ""
     records: List[Tuple[int, Dict[str, Any]]] = []
     bad: List[Tuple[int, str]] = []
     cut_off = None
+    offset = 0
     for number, line in enumerate(lines, start=1):
+        start, offset = offset, offset + len(line) + 1
         if not line.strip():
             continue
         try:
@@ -67,12 +73,86 @@ def check_lines(text: str) -> Lines:
             else:
                 bad.append((number, f"not JSON ({e.msg})"))
             continue
-        wrong = problems(record)
+        wrong = problems(record) if start >= validate_from else []
         if wrong:
             bad.append((number, "; ".join(wrong)))
         else:
             records.append((number, record))
     return Lines(tuple(records), tuple(bad), cut_off)
+
+
+# How much of each results file was found clean, by its path: the sha256 of that part and of the schemas it was
+# checked against. A cache outside the repository (as uv's and the GPU payload's are): a committed folder stays as
+# it is, and a file whose bytes or schemas changed is checked again.
+CACHE_ENV = "QDQ_CACHE_DIR"
+
+
+def check_file(path: Path, text: str) -> Lines:
+    """check_lines(text) for a results file, where the part of it that an earlier check found clean is decoded but
+    not validated again while its bytes and the schemas are unchanged; a clean file is remembered so."""
+    done = _checked(path, text)
+    lines = check_lines(text, validate_from=done)
+    if not lines.bad:
+        remember_checked(path, text)
+    return lines
+
+
+def file_problems(path: Path, text: str) -> Tuple[Tuple[int, str], ...]:
+    """The lines of a results file that its schema refuses (check_file's `bad`)."""
+    return check_file(path, text).bad
+
+
+def remember_checked(path: Path, text: str) -> None:
+    """Record that `text` (up to its last complete line) is the checked content of the results file at path."""
+    end = text.rfind("\n") + 1
+    table = _table()
+    table[str(Path(path).resolve())] = {"chars": end, "sha256": _sha(text[:end]), "schemas": _schemas_digest()}
+    _save_table({k: v for k, v in table.items() if os.path.exists(k)})
+
+
+def _checked(path: Path, text: str) -> int:
+    """How many characters at the start of text were found clean before (0 where none, or where they changed)."""
+    entry = _table().get(str(Path(path).resolve())) or {}
+    end = entry.get("chars", 0)
+    if not isinstance(end, int) or not 0 < end <= len(text) or entry.get("schemas") != _schemas_digest():
+        return 0
+    return end if _sha(text[:end]) == entry.get("sha256") else 0
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _schemas_digest() -> str:
+    return hashlib.sha256(b"".join(p.read_bytes() for p in SCHEMA_FILES.values())).hexdigest()
+
+
+def _cache_file() -> Path:
+    base = os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(
+        "~/.cache"), "qdq-matrix")
+    return Path(base) / "schema-checked.json"
+
+
+def _table() -> Dict[str, Any]:
+    try:
+        table = json.loads(_cache_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def _save_table(table: Dict[str, Any]) -> None:
+    """Written whole and swapped in; a cache that cannot be written only costs a check next time."""
+    target = _cache_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".schema-checked-", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(table, f, sort_keys=True)
+        os.replace(tmp, target)
+    except OSError:
+        pass
 
 
 class SchemaUnavailable(ImportError):

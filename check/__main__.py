@@ -225,11 +225,10 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
     from matrix.nodes import node_report, read_meta, write_node_reports
 
     label = ids[0].split("/", 1)[1] + (f"+{len(ids) - 1}" if len(ids) > 1 else "")
-    files = []
     for run in runs:
         print(f"running {len(ids)} bundle(s) on {run.label}{' with ' + run.python if run.python else ''} ...",
               flush=True)
-        files.append(run_cells(run, root, ids, results / label, ["--results-source", source]))
+    files = run_cells(runs, root, ids, results / label, ["--results-source", source])
     merged = load_results(files)
     found: Dict[str, List[str]] = {}
     for bundle in ids:

@@ -1,4 +1,4 @@
-"""Run a user's bundles through the existing pytest cell plugin, one subprocess per engine version."""
+"""Which engine versions a check runs, and running a user's bundles on them through engines.run (one pytest pool)."""
 
 from __future__ import annotations
 
@@ -6,20 +6,20 @@ import importlib.util
 import os
 import subprocess
 import sys
-from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Deque, Dict, List, Sequence, Tuple
+from typing import List, Sequence
 
 from cases.engines import CPU_ENGINES, ENGINES as ENGINE_SPECS, NAMES, RTX_TARGETS
+from cases.portable import portable_command
 from check import CheckError
-from engines.pytest_cells import PROGRESS_PREFIX
+from engines.plan import Column
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINES = NAMES
 # TensorRT-RTX builds on any machine: where this interpreter has it, a check includes its columns.
 AOT_ENGINES = tuple(n for n, s in ENGINE_SPECS.items() if s.device == "aot")
-TAIL_LINES = 15  # of the cell session's output, in the error of a session that failed
+WORKERS = max(1, min(4, os.cpu_count() or 1))  # cells at a time, every engine version in one pool
 
 
 @dataclass(frozen=True)
@@ -105,40 +105,36 @@ def trt_version(python: str, module: str = "tensorrt", title: str = "TensorRT") 
     return done.stdout.strip()
 
 
-def run_cells(run: EngineRun, bundles: Path, bundle_ids: Sequence[str], results: Path,
-              extra: Sequence[str] = ()) -> Path:
-    """Run the bundles on one engine version with `pytest tests/cells`; returns the results file.
+def run_cells(runs: Sequence[EngineRun], bundles: Path, bundle_ids: Sequence[str], results: Path,
+              extra: Sequence[str] = ()) -> List[Path]:
+    """Run the bundles on every engine version through engines.run, in one pytest run; returns the results files.
 
-    The file is named for the engine version and target, and resumed: a second check of the same models reuses
-    the cells it holds (the plugin's reuse key: bundle digest, engine version, hardware, options)."""
+    Each engine version writes one results file, named for it and its target, and resumed: a second check of the
+    same models starts nothing and says how many cells it reused (the reuse key: bundle digest, engine version,
+    hardware, options)."""
+    from engines import run as runner
+
     results.mkdir(parents=True, exist_ok=True)
-    staged = results / f"{run.label}.jsonl"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN", "--no-header",
-               "--engine", run.engine, "--bundles", str(Path(bundles).resolve()), "--results", str(staged.resolve())]
-    if run.python:
-        command += [f"--trt-python={run.python}"]  # one token: pytest would take a separate value for a test path
-    command += run.options() + list(extra) + [f"tests/cells/test_cells.py::test_cell[{b}]" for b in bundle_ids]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    returncode, tail = stream(command, env)
-    if returncode not in (0, 1) or not staged.is_file():
-        raise CheckError(f"{run.label}: the cell run failed (pytest exit {returncode}):\n" + "\n".join(tail))
+    columns = [_column(r, results, bundle_ids, len(runs) > 1) for r in runs]
+    try:
+        status = runner.run(columns, Path(bundles).resolve(), workers=WORKERS, extra=list(extra),
+                            out=lambda line: print(line, flush=True))
+    except runner.UsageError as e:
+        raise CheckError(str(e)) from e
+    staged = [Path(c.results) for c in columns]
+    if status not in (0, 1) or not all(p.is_file() for p in staged):
+        raise CheckError(f"the cell run failed (exit {status}); its last lines are above")
     return staged
 
 
-def stream(command: Sequence[str], env: Dict[str, str]) -> Tuple[int, List[str]]:
-    """Run the cell session, showing its progress lines as they come (engines.pytest_cells' heartbeat);
-    returns its exit status and the last TAIL_LINES lines of its output, for an error."""
-    tail: Deque[str] = deque(maxlen=TAIL_LINES)
-    proc = subprocess.Popen(list(command), cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, encoding="utf-8", errors="replace")
-    assert proc.stdout is not None
-    with proc.stdout:
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            tail.append(line)
-            if line.startswith(PROGRESS_PREFIX):
-                print("  " + line[len(PROGRESS_PREFIX):], flush=True)
-            elif line.startswith(("cells: ", "qdq-matrix: ")):  # the session's count of reused and new cells
-                print("  " + line, flush=True)
-    return proc.wait(), list(tail)
+def _column(run: EngineRun, results: Path, bundle_ids: Sequence[str], labelled: bool) -> Column:
+    """One engine version of a check as a column of engines.run, written to results/<label>.jsonl."""
+    from engines.run import column_label, resolved_options
 
+    column = Column(engine=run.engine, options=resolved_options(run.engine, {"target": run.target or None}),
+                    version=run.version, python=run.python, results=str((results / f"{run.label}.jsonl").resolve()),
+                    bundles=tuple(bundle_ids))
+    words = ["python", "-m", "check", "--engine", run.engine] + (["--target", run.target] if run.target else [])
+    if run.python:
+        words.append(f"--{'trt' if run.engine == 'tensorrt' else 'rtx'}-python={run.python}")
+    return replace(column, label=column_label(column) if labelled else "", command=portable_command(words))

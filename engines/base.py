@@ -9,6 +9,11 @@ import numpy as np
 
 from generators.bundle import Bundle
 
+# Signals a process raises on itself (a fault in the engine's own code, the same for one model and version): an
+# adapter whose engine died of one records it as the observation's options["crash_signal"]. SIGKILL and SIGTERM
+# come from outside (the out-of-memory killer, a timeout, a user).
+SELF_RAISED = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL")
+
 
 @dataclass(frozen=True)
 class EngineInfo:
@@ -25,6 +30,7 @@ class EngineInfo:
     variant: Dict[str, str] = field(default_factory=dict)  # column options off their defaults (cases.engines)
     capabilities: Dict[str, Any] = field(default_factory=dict)  # what the engine's module offers (TensorRT family)
     installation: str = ""  # engines.environment.installation() of its module when probed; never written to a file
+    origin: str = ""  # the module's file where another interpreter imports it (TensorRT family); never written either
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -28,7 +28,7 @@ def error_steps(got: np.ndarray, expected: np.ndarray, step: Optional[float]) ->
     return steps.error_steps(expected, got, steps.comparison_step(expected, step)[0])
 
 
-def measure(meta: Dict[str, Any]) -> Dict[str, Any]:
+def measure(meta: Mapping[str, Any]) -> Dict[str, Any]:
     """How a bundle's outputs are judged: {"measure": "steps"} (the catalogue's single-op reproducers), or the network
     measure a user bundle asks for in case.json's `judge` ({"measure": "network", "min_sqnr_db", "min_cosine"})."""
     judge = dict(meta.get("judge") or {})
@@ -68,10 +68,10 @@ def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[fl
     return worst, "; ".join(problems), dtypes
 
 
-def judged_alike(stored: Cell, bundle: Bundle) -> bool:
-    """Whether a stored cell was judged by the measure the bundle asks for now (a user who changes --min-sqnr or
-    --tolerance gets the cell judged again, never an old verdict)."""
-    how = measure(bundle.meta)
+def judged_alike(stored: Cell, meta: Mapping[str, Any]) -> bool:
+    """Whether a stored cell was judged by the measure the bundle (its case.json) asks for now (a user who changes
+    --min-sqnr or --tolerance gets the cell judged again, never an old verdict)."""
+    how = measure(meta)
     said = dict(stored.output_stats or {})
     if not said:  # judged before cells recorded their measure (steps), or nothing was compared
         return how["measure"] == "steps" and stored.tolerance_steps in (None, how["tolerance_steps"])
@@ -234,7 +234,7 @@ def environment_broken(info: EngineInfo) -> str:
     from cases.engines import ENGINES
     from engines.environment import broken
 
-    return broken(ENGINES[info.name].module, info.installation) if info.name in ENGINES else ""
+    return broken(ENGINES[info.name].module, info.installation, info.origin) if info.name in ENGINES else ""
 
 
 def _with_network_dtype(target: str, obs: Observation) -> Dict[str, Any]:

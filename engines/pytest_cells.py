@@ -14,8 +14,12 @@ N s", and one when such a cell ends, so a user sees which model and which engine
 
 Runs resume: a results file is appended to, never truncated, and a cell it already holds for the
 same bundle digest, engine, engine version, hardware, variant and engine options is reused instead of run
-again (`--fresh` runs everything). One run at a time holds a results file (an OS file lock); a
-second run on it waits `--results-wait` seconds, then stops with a message naming the holder.
+again where engines.reuse says it stands (`--fresh` runs everything). One run at a time holds a results file (an
+OS file lock); a second run on it waits `--results-wait` seconds, then stops with a message naming the holder.
+
+One run can hold several columns (`--cells-plan PLAN.json`, written by `python -m engines.run`): every column is
+an engine version with its options over its bundles, with a results file of its own, and the xdist workers are
+started once for all of them. A test id is then `<column>|<bundle>`; a run of one column keeps `<bundle>`.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ import platform
 import threading
 import time
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, Optional, TextIO
+from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 import pytest
 
@@ -40,16 +44,17 @@ from cases.engines import ENGINES, spec
 from cases.portable import portable_command
 from cases.verdict import rejudge
 from engines.base import EngineInfo
-from engines.environment import installation
-from engines.results import (  # noqa: F401  (REUSABLE, same_not_run: the cell test imports them from here)
-    REUSABLE, NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
+from engines.environment import identity, installation
+from engines.plan import ENV_DEFAULTS, PROGRESS_PREFIX, Column, read_plan  # noqa: F401  (PROGRESS_PREFIX: check)
+from engines.results import (  # noqa: F401  (same_not_run: the cell test imports it from here)
+    NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
 )
 
 CELL_KEY = "qdq_cell"
 REUSED_KEY = "qdq_reused"
+COLUMN_MARK = "|"  # between a column's label and a bundle id in a test id
 HEARTBEAT_S = 15.0
 HEARTBEAT_ENV = "QDQ_HEARTBEAT_S"
-PROGRESS_PREFIX = "[cells] "  # the heartbeat's lines start with it (check/run.py shows them as they come)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,6 +92,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--heartbeat", type=_seconds, default=None, metavar="SECONDS",
                     help=f"a line per running cell every SECONDS (default {HEARTBEAT_S:g}, or ${HEARTBEAT_ENV}; "
                          "0: off)")
+    group.addoption("--cells-plan", default=None, metavar="PLAN.json",
+                    help="the columns to run, as `python -m engines.run` writes them (instead of --engine)")
+
+
+def cli_column(config: pytest.Config) -> Column:
+    """The one column that --engine and its options name."""
+    name = config.getoption("--engine")
+    return Column(
+        engine=name, options=engine_options(config, name), version=config.getoption("--engine-version") or "",
+        python=config.getoption("--trt-python") or "", isolate=bool(config.getoption("--trt-isolate")),
+        results=config.getoption("--results") or "", only_cases=tuple(config.getoption("--only-case")),
+        plugins_only=bool(config.getoption("--plugin-bundles-only")),
+    )
+
+
+@dataclass(frozen=True)
+class ColumnRun:
+    """A column as this run probed it: its engine, where and how its cells are recorded, what it may reuse."""
+
+    column: Column
+    info: EngineInfo
+    run: Dict[str, str]
+    reuse: Dict[str, Any]  # {"path", "upto"} of its results file, or {} with --fresh
+
+    def to_json(self) -> str:
+        return json.dumps({"column": self.column.to_dict(), "info": self.info.__dict__, "run": self.run,
+                           "reuse": self.reuse})
+
+    @classmethod
+    def from_json(cls, text: str) -> "ColumnRun":
+        data = json.loads(text)
+        return cls(Column.from_dict(data["column"]), EngineInfo(**data["info"]), data["run"], data["reuse"])
+
+
+def split_id(nodeid: str) -> Tuple[str, str]:
+    """(column label, bundle id) of a cell test's node id; the label is "" in a run of one column."""
+    inner = nodeid.split("[", 1)[1][:-1] if "[" in nodeid and nodeid.endswith("]") else nodeid
+    label, mark, bundle = inner.rpartition(COLUMN_MARK)
+    return (label, bundle) if mark else ("", inner)
 
 
 def _seconds(text: str) -> float:
@@ -108,41 +152,80 @@ def heartbeat_interval(config: pytest.Config) -> float:
         raise pytest.UsageError(f"${HEARTBEAT_ENV}={os.environ[HEARTBEAT_ENV]!r}: give seconds, 0 or more") from None
 
 
+def running_cells(config: pytest.Config) -> bool:
+    """Whether this run runs cells: an engine or a plan is named."""
+    return bool(config.getoption("--engine") or config.getoption("--cells-plan"))
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:
-    """tests/cells runs only when an engine is named."""
-    if collection_path.name == "cells" and collection_path.parent.name == "tests" and not config.getoption("--engine"):
+    """tests/cells runs only when an engine or a plan is named."""
+    if collection_path.name == "cells" and collection_path.parent.name == "tests" and not running_cells(config):
         return True
     return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not config.getoption("--engine"):
+    if not running_cells(config):
         return
     if config.getoption("--bundles"):
         os.environ["QDQ_BUNDLES"] = str(Path(config.getoption("--bundles")).resolve())
     if hasattr(config, "workerinput"):
-        config._qdq_info = EngineInfo(**json.loads(config.workerinput["qdq_engine_info"]))
-        config._qdq_run = json.loads(config.workerinput["qdq_run"])
-        config._qdq_reuse = json.loads(config.workerinput["qdq_reuse"])
+        config._qdq_columns = [ColumnRun.from_json(c) for c in json.loads(config.workerinput["qdq_columns"])]
         return
-    engine = make_engine(config)
-    info = engine.probe()
-    if info.available and info.name in ENGINES:  # which install ran: a cell fails as "environment broken" if it changes
-        info = replace(info, installation=installation(spec(info.name).module))
-    config._qdq_info = info
-    config._qdq_run = run_record(config, info)
+    plan = config.getoption("--cells-plan")
     try:
-        writer = ResultsWriter(results_path(config, info), info, config._qdq_run,
+        columns = read_plan(Path(plan)) if plan else [cli_column(config)]
+    except ValueError as e:
+        raise pytest.UsageError(f"--cells-plan {e}") from None
+    writers: List[ResultsWriter] = []
+    runs: List[ColumnRun] = []
+    try:
+        for column in columns:
+            run, writer = _open_column(config, column)
+            runs.append(run)
+            writers.append(writer)
+    except BaseException:
+        for w in writers:
+            w.close()
+        raise
+    config._qdq_columns = runs
+    config._qdq_writers = writers
+    interval = heartbeat_interval(config)
+    labels = {r.column.label: engine_label(r.info) for r in runs}
+    config._qdq_heartbeat = Heartbeat(lambda nodeid: labels.get(split_id(nodeid)[0], ""), interval) \
+        if interval > 0 else None
+    config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
+
+
+def _open_column(config: pytest.Config, column: Column) -> Tuple[ColumnRun, ResultsWriter]:
+    """Probe one column's engine, open its results file (locked) and say what it may reuse."""
+    engine = make_engine_for(column)
+    try:
+        info = engine.probe()
+    finally:
+        getattr(engine, "close", lambda: None)()
+    if info.available and info.name in ENGINES:  # which install ran: a cell fails as "environment broken" if it changes
+        installed = identity(info.origin) if info.origin else installation(spec(info.name).module)
+        info = replace(info, installation=installed)
+    run = run_record(config, info, column)
+    try:
+        writer = ResultsWriter(Path(column.results) if column.results else default_path(info), info, run,
                                wait=config.getoption("--results-wait"))
     except (ResultsBusy, NotAResultsFile) as e:
         raise pytest.UsageError(str(e)) from None
-    config._qdq_writer = writer
     if writer.notice:
         sys.stderr.write(f"qdq-matrix: {writer.notice}\n")
-    config._qdq_reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
-    interval = heartbeat_interval(config)
-    config._qdq_heartbeat = Heartbeat(engine_label(info), interval) if interval > 0 else None
-    config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
+    reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
+    return ColumnRun(column, info, run, reuse), writer
+
+
+def column_of(config: pytest.Config, nodeid: str) -> int:
+    """The index of the column a cell test belongs to."""
+    label = split_id(nodeid)[0]
+    for i, r in enumerate(config._qdq_columns):
+        if r.column.label == label:
+            return i
+    return 0
 
 
 def engine_label(info: EngineInfo) -> str:
@@ -155,10 +238,12 @@ def engine_label(info: EngineInfo) -> str:
 
 class Heartbeat:
     """Every `interval` seconds, a line per cell still running (bundle, engine version, elapsed time), written by
-    a thread of the controller to its own copy of stderr, so that pytest's output capture never holds it back."""
+    a thread of the controller to its own copy of stderr, so that pytest's output capture never holds it back.
+    `label`: the engine version a cell runs on, or a function of the cell's node id that says it."""
 
-    def __init__(self, label: str, interval: float, out: Optional[TextIO] = None) -> None:
-        self.label, self.interval = label, interval
+    def __init__(self, label: "str | Callable[[str], str]", interval: float, out: Optional[TextIO] = None) -> None:
+        self.label = label if callable(label) else (lambda nodeid, text=label: text)
+        self.interval = interval
         self._out = out or os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
         self._running: Dict[str, float] = {}
         self._told: set = set()
@@ -178,7 +263,7 @@ class Heartbeat:
             told = nodeid in self._told
             self._told.discard(nodeid)
         if start is not None and told:
-            self._write(f"{_bundle_of(nodeid)} on {self.label}: {status or 'done'} after "
+            self._write(f"{_bundle_of(nodeid)} on {self.label(nodeid)}: {status or 'done'} after "
                         f"{time.monotonic() - start:.0f} s")
 
     def beat(self) -> None:
@@ -188,7 +273,7 @@ class Heartbeat:
             running = sorted(self._running.items(), key=lambda kv: kv[1])
             self._told.update(n for n, _ in running)
         for nodeid, start in running:
-            self._write(f"{_bundle_of(nodeid)} on {self.label}: running for {now - start:.0f} s")
+            self._write(f"{_bundle_of(nodeid)} on {self.label(nodeid)}: running for {now - start:.0f} s")
 
     def close(self) -> None:
         self._stop.set()
@@ -211,7 +296,7 @@ class Heartbeat:
 
 
 def _bundle_of(nodeid: str) -> str:
-    return nodeid.split("[", 1)[1][:-1] if "[" in nodeid and nodeid.endswith("]") else nodeid
+    return split_id(nodeid)[1]
 
 
 def engine_options(config: pytest.Config, name: str) -> Dict[str, str]:
@@ -231,11 +316,11 @@ def engine_options(config: pytest.Config, name: str) -> Dict[str, str]:
     return found
 
 
-def make_engine(config: pytest.Config):
-    """The adapter named by --engine, with its options."""
+def make_engine_for(column: Column):
+    """The adapter of one column, with its options."""
     from engines import get_engine
 
-    name = config.getoption("--engine")
+    name = column.engine
     if ":" in name:  # a custom adapter, module:Class
         import importlib
 
@@ -245,18 +330,19 @@ def make_engine(config: pytest.Config):
         raise pytest.UsageError(f"--engine {name}: unknown engine; known engines: {', '.join(ENGINES)}")
     family = {}
     if spec(name).family == "tensorrt":
-        family = {"python": config.getoption("--trt-python"), "version": config.getoption("--engine-version"),
-                  "isolate": config.getoption("--trt-isolate")}
-    return get_engine(name, **engine_options(config, name), **family)
+        family = {"python": column.python or None, "version": column.version or None, "isolate": column.isolate}
+    return get_engine(name, **column.options, **family)
 
 
-def run_record(config: pytest.Config, info: Optional[EngineInfo] = None) -> Dict[str, str]:
+def run_record(config: pytest.Config, info: Optional[EngineInfo] = None,
+               column: Optional[Column] = None) -> Dict[str, str]:
     """Where and when this session ran, and how to run it again.
 
     A stand-in engine (a test double that says so in its probe) gets the source "stand-in", which
     no report accepts, whatever --results-source says.
     """
-    argv = portable_command(["pytest", *config.invocation_params.args])  # no path of this machine in a record
+    # no path of this machine in a record
+    argv = column.command if column and column.command else portable_command(["pytest", *config.invocation_params.args])
     source = config.getoption("--results-source")
     if info is not None and info.versions.get("stand_in"):
         source = "stand-in"
@@ -266,7 +352,7 @@ def run_record(config: pytest.Config, info: Optional[EngineInfo] = None) -> Dict
         "command": argv,
         "source": source,
         "python": platform.python_version(),
-        "cell_options": json.dumps(cell_options(config), sort_keys=True),
+        "cell_options": json.dumps(column.options if column else cell_options(config), sort_keys=True),
         # cells at a time (pytest-xdist workers): TensorRT builds on one GPU contend, so it is measured and recorded
         "workers": str(getattr(config.option, "numprocesses", None) or 1),
     }
@@ -277,20 +363,18 @@ def cell_options(config: pytest.Config) -> Dict[str, Any]:
     return engine_options(config, config.getoption("--engine") or "")
 
 
-def stored_cell(config: pytest.Config, bundle_id: str, digest: str) -> Optional[Cell]:
-    """The stored cell of this bundle under this run's key, if any (the file is read once per process)."""
-    reuse = config._qdq_reuse
-    if not reuse:
+def stored_cell(config: pytest.Config, column: int, bundle_id: str, digest: str) -> Optional[Cell]:
+    """The stored cell of this bundle under its column's key, if any (each file is read once per process)."""
+    run: ColumnRun = config._qdq_columns[column]
+    if not run.reuse:
         return None
-    if not hasattr(config, "_qdq_stored"):
-        config._qdq_stored = stored_cells(Path(reuse["path"]), int(reuse["upto"]))
-    info: EngineInfo = config._qdq_info
-    return config._qdq_stored.get(info_key(info, bundle_id, digest, config._qdq_run.get("cell_options", "")))
-
-
-def results_path(config: pytest.Config, info: EngineInfo) -> Path:
-    given = config.getoption("--results")
-    return Path(given) if given else default_path(info)
+    stored = getattr(config, "_qdq_stored", None)
+    if stored is None:
+        stored = config._qdq_stored = {}
+    path = run.reuse["path"]
+    if path not in stored:
+        stored[path] = stored_cells(Path(path), int(run.reuse["upto"]))
+    return stored[path].get(info_key(run.info, bundle_id, digest, run.run.get("cell_options", "")))
 
 
 class _ControllerHooks:
@@ -301,11 +385,7 @@ class _ControllerHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        config = node.config
-        info = config._qdq_info
-        node.workerinput["qdq_engine_info"] = json.dumps(info.__dict__)
-        node.workerinput["qdq_run"] = json.dumps(config._qdq_run)
-        node.workerinput["qdq_reuse"] = json.dumps(config._qdq_reuse)
+        node.workerinput["qdq_columns"] = json.dumps([r.to_json() for r in node.config._qdq_columns])
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         if self._config._qdq_heartbeat is not None:
@@ -313,7 +393,8 @@ class _ControllerHooks:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self._config
-        writer: ResultsWriter = config._qdq_writer
+        column = column_of(config, report.nodeid)
+        writer: ResultsWriter = config._qdq_writers[column]
         props = dict(report.user_properties)
         beat = config._qdq_heartbeat
         if beat is not None and (report.when in ("teardown", "???") or CELL_KEY in props):
@@ -326,24 +407,30 @@ class _ControllerHooks:
             return
         crashed = report.failed and report.when in ("call", "???")
         if crashed and CELL_KEY not in props and "[" in report.nodeid:
-            writer.write(crashed_cell(report, config._qdq_info, config._qdq_run))
+            run: ColumnRun = config._qdq_columns[column]
+            writer.write(crashed_cell(report, run.info, run.run))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        writer: ResultsWriter = session.config._qdq_writer
-        writer.close()
+        writers: List[ResultsWriter] = session.config._qdq_writers
+        for writer in writers:
+            writer.close()
         if session.config._qdq_heartbeat is not None:
             session.config._qdq_heartbeat.close()
-        ran = sum(writer.counts.values())
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
-        lines = [writer.notice, f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> {writer.path} "
-                                f"({ran + writer.reused} cells in all)"]
+        lines: List[str] = []
+        ran = reused = 0
+        for writer in writers:
+            done = sum(writer.counts.values())
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
+            lines += [writer.notice, f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> "
+                                     f"{writer.path} ({done + writer.reused} cells in all)"]
+            ran, reused = ran + done, reused + writer.reused
         errors = len(_reporter(session).stats.get("error", [])) if _reporter(session) else 0
         if errors:  # collection or set-up broke: failing cells are exit 1, a broken run must not look like one
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             lines.append(f"qdq-matrix: {errors} errors outside the cells (collection or set-up): the run is broken, "
                          f"not judged (exit {int(session.exitstatus)})")
-        elif ran + writer.reused == 0:
+        elif ran + reused == 0:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
             lines.append(f"qdq-matrix: no cell ran (exit {int(session.exitstatus)})")
         session.config._qdq_summary = "\n".join(filter(None, lines))
@@ -360,7 +447,7 @@ def _reporter(session: pytest.Session) -> Any:
 
 def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str]) -> Cell:
     """A cell for a test that died without handing back its cell (segfault, timeout)."""
-    bundle_id = report.nodeid.split("[", 1)[1].rstrip("]")
+    bundle_id = split_id(report.nodeid)[1]
     reason = str(report.longrepr).strip().splitlines()
     first = next((line for line in reason if "crashed" in line or "Timeout" in line), reason[0] if reason else "crashed")
     case_id = bundle_id.split("/", 1)[0]

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from engines.base import EngineInfo
 
 REPO = Path(__file__).resolve().parent.parent
-REUSABLE = ("pass", "fail", "built")  # observations stand; crashed, skipped and not-run cells are tried again
+REUSABLE = ("pass", "fail", "built")  # observations; engines.reuse says which other cells stand
 
 ReuseKey = Tuple[str, str, str, str, str, str, str]
 
@@ -70,8 +70,9 @@ class ResultsFile:
 
 def read_results(path: Union[str, Path], upto: Optional[int] = None) -> ResultsFile:
     """Every line of one results file (.jsonl, or .jsonl.gz), or its first `upto` bytes, checked against its JSON
-    Schema and read into cells; cases.schema.SchemaUnavailable where jsonschema is not installed."""
-    from cases.schema import check_lines
+    Schema and read into cells; cases.schema.SchemaUnavailable where jsonschema is not installed. The part of a file
+    an earlier check found clean is not validated again while its bytes and the schemas are unchanged."""
+    from cases.schema import check_file
 
     path = Path(path)
     try:
@@ -80,7 +81,7 @@ def read_results(path: Union[str, Path], upto: Optional[int] = None) -> ResultsF
         text = (gzip.decompress(data) if path.name.endswith(".gz") else data).decode("utf-8")
     except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as e:
         return ResultsFile(path, unreadable=f"cannot read: {e}")
-    checked = check_lines(text)
+    checked = check_file(path, text)
     bad: List[Tuple[int, str]] = list(checked.bad)
     headers: List[Dict[str, Any]] = []
     cells: List[StoredCell] = []
@@ -108,9 +109,10 @@ def info_key(info: EngineInfo, bundle_id: str, digest: str, cell_options: str) -
             cell_options)
 
 
-def stored_cells(path: Path, upto: int) -> Dict[ReuseKey, Cell]:
-    """The reusable cells in the first `upto` bytes of a results file, the last of each key winning; none from a
-    file its schema refuses (the writer sets such a file aside before a run resumes it) or that cannot be checked."""
+def stored_cells(path: Path, upto: Optional[int] = None) -> Dict[ReuseKey, Cell]:
+    """The cells in a results file (or its first `upto` bytes) by reuse key, the last of each key winning
+    (engines.reuse decides which of them stand); none from a file its schema refuses (the writer sets such a file
+    aside before a run resumes it), or that cannot be read or checked."""
     from cases.schema import SchemaUnavailable
 
     try:
@@ -119,7 +121,7 @@ def stored_cells(path: Path, upto: int) -> Dict[ReuseKey, Cell]:
         return {}
     if found.refused:
         return {}
-    return {reuse_key(c.cell): c.cell for c in found.cells if c.cell.status != "crashed"}
+    return {reuse_key(c.cell): c.cell for c in found.cells}
 
 
 def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
@@ -133,6 +135,7 @@ def default_path(info: EngineInfo, folder: Optional[Path] = None) -> Path:
     setting = info.hardware + "".join(f" {k} {v}" for k, v in sorted(info.variant.items()))
     hw = re.sub(r"[^A-Za-z0-9.]+", "-", setting).strip("-").lower() or "unknown"
     return (folder or REPO / "results") / f"{info.name}-{info.version}-{hw}.jsonl"
+
 
 
 class ResultsBusy(Exception):
@@ -153,6 +156,7 @@ class ResultsWriter:
 
     def __init__(self, path: Path, info: EngineInfo, run: Dict[str, str], wait: float = 0.0) -> None:
         self.path = path
+        self._clean = False  # every line of the file passed its schema (then close() remembers it checked)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] = open(path, "a+", encoding="utf-8")
         self._owner = path.with_name(path.name + ".owner")
@@ -165,7 +169,9 @@ class ResultsWriter:
             "hardware": info.hardware, "hardware_detail": info.hardware_detail, "versions": info.versions,
             "available": info.available, "reason": info.reason, **run,
         }
-        self.write_line(json.dumps(header, sort_keys=True))
+        # Written before this run's first cell: a run that adds nothing leaves the file as it was (and the report,
+        # which depends on it, need not be rendered again).
+        self._header: Optional[str] = json.dumps(header, sort_keys=True)
         self.counts: Dict[str, int] = {}
         self.reused = 0
 
@@ -213,13 +219,15 @@ class ResultsWriter:
     def _set_aside_if_refused(self) -> str:
         """A file the merge would refuse (a line that is not JSON or breaks cases/cell.schema.json) is never resumed:
         its bytes are moved to <name>.refused-<time> and the run starts the file again; returns why, or ""."""
-        from cases.schema import SchemaUnavailable, check_lines
+        from cases.schema import SchemaUnavailable, file_problems
 
         data = self.path.read_bytes()
+        self._clean = False
         try:
-            bad = check_lines(data.decode("utf-8", errors="replace")).bad
+            bad = file_problems(self.path, data.decode("utf-8", errors="replace"))
         except SchemaUnavailable as e:
             return "" if not data else f"{self.path} was resumed without a schema check: {e}"
+        self._clean = True  # every line so far passed, and so has every line this run writes (write_line checks)
         if not bad:
             return ""
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -246,14 +254,25 @@ class ResultsWriter:
     def write_line(self, line: str) -> None:
         self._file.write(line + "\n")
         self._file.flush()
+        if self._clean:
+            from cases.schema import problems
+
+            self._clean = not problems(json.loads(line))
 
     def write(self, cell: Cell) -> None:
+        if self._header is not None:
+            self.write_line(self._header)
+            self._header = None
         self.write_line(cell.to_json())
         self.counts[cell.status] = self.counts.get(cell.status, 0) + 1
 
     def close(self) -> None:
         if self._file.closed:
             return
+        if self._clean:  # while the lock still holds: the next run (and engines.run) need not check it again
+            from cases.schema import remember_checked
+
+            remember_checked(self.path, self.path.read_bytes().decode("utf-8", errors="replace"))
         try:
             self._owner.unlink()
         except OSError:

@@ -21,7 +21,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def report(args: argparse.Namespace) -> int:
     """Merge every results file and write matrix.md, matrix.html, matrix.json, junit.xml and the per-node reports,
-    all rendered in a staging folder first and then swapped in; exit 1 when a results file was refused."""
+    all rendered in a staging folder first and then swapped in; exit 1 when a results file was refused. Nothing is
+    rendered where the inputs have not moved since the reports in --out were (matrix/inputs.py), unless --force."""
+    from matrix import inputs
+
+    key = inputs.digest(_results_paths(args.results), report_bundles(args.bundles))
+    done = None if args.force else inputs.unchanged(Path(args.out), key)
+    if done is not None:
+        print(f"report: nothing changed since {done['date']} ({key['files']} inputs: results, observations, bundles, "
+              f"catalogue, templates); the reports in {args.out} stand as they are (--force renders them again)")
+        for line in done.get("summary", [])[:1]:
+            print(line)
+        return int(done.get("status", 0))
     result = _load(args.results, catalogue_bundles(args.bundles))
     if result is None:
         return 2
@@ -31,19 +42,31 @@ def report(args: argparse.Namespace) -> int:
     unexpected = sum(s["unexpected"] for s in _summary(result))
     n = len(root_causes(result.cells))
     causes = f" from {n} root cause{'s' if n != 1 else ''}" if unexpected else ""
-    print(f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
-          f"{len(result.columns)} columns, {unexpected} unexpected{causes}")
+    summary = [f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
+               f"{len(result.columns)} columns, {unexpected} unexpected{causes}"]
     for s in _summary(result):
         counts = ", ".join(f"{n} {v}" for v, n in s["verdicts"].items() if n)
-        print(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
+        summary.append(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
+    print("\n".join(summary))
     for p in paths:
         print(f"wrote {p}")
     refused = sorted({p.file for p in result.errors})
+    status = 1 if refused else 0
+    inputs.remember(Path(args.out), key, paths, status, summary)
     if refused:
         print(f"matrix report: {len(refused)} results files refused, their cells are not in the reports: "
               f"{', '.join(refused)}", file=sys.stderr)
-        return 1
-    return 0
+    return status
+
+
+def _results_paths(given: Optional[List[str]]) -> List[Path]:
+    """The results files and folders a report reads: those given, else the default ones that exist."""
+    return [Path(p) for p in given] if given else [p for p in DEFAULT_RESULTS if p.exists()]
+
+
+def report_bundles(bundles: str) -> List[Path]:
+    """The bundle folders a report reads: --bundles, and the user bundles the per-node reports find models in."""
+    return [Path(bundles), REPO / ".bundles-user"]
 
 
 def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Path]:
@@ -230,6 +253,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", default=str(REPO / "reports"), help="folder for the reports (default: reports/)")
     rep.add_argument("--bundles", default=os.environ.get("QDQ_BUNDLES", str(REPO / ".bundles")),
                      help="bundle folder whose reproducers get a row even without cells (default: .bundles)")
+    rep.add_argument("--force", action="store_true", help="render even when no input changed since the last report")
     rep.set_defaults(func=report)
     dif = sub.add_parser("diff", help="what changed between two versions of one engine, as Markdown")
     dif.add_argument("engine")

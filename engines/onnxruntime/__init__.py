@@ -46,6 +46,12 @@ class Adapter:
     """Runs a bundle through onnxruntime.InferenceSession."""
 
     name = NAME
+    static_not_run = True  # cannot_run reads the bundle alone (engines.reuse)
+
+    @staticmethod
+    def same_machine(hardware: str) -> bool:
+        """Whether a cell's hardware label is this machine's, without importing onnxruntime (engines.run)."""
+        return hardware == cpu_label()[0]
 
     def __init__(self, graph_optimization_level: Optional[str] = None, providers: Optional[Sequence[str]] = None,
                  x64quantprecision: Optional[str] = None):

@@ -42,6 +42,12 @@ class Adapter:
     """Reads, compiles and infers a bundle with openvino.Core."""
 
     name = NAME
+    static_not_run = True  # cannot_run reads the bundle alone (engines.reuse)
+
+    @staticmethod
+    def same_machine(hardware: str) -> bool:
+        """Whether a cell's hardware label is this machine's CPU, without importing openvino (engines.run)."""
+        return hardware == cpu_label(onednn=True)[0]
 
     def __init__(self, device: str = SETTINGS["device"],
                  inference_precision_hint: str = SETTINGS["inference_precision_hint"]):

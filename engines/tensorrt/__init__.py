@@ -19,8 +19,9 @@ import sys
 import tempfile
 import time
 import zlib
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -35,6 +36,12 @@ WORKER = Path(__file__).resolve().parent / "worker.py"
 REPO = WORKER.parents[2]
 RESULT_MARK = b"QDQ-RESULT "  # worker.py's serve-mode answer line
 STDERR_TAIL = 4000  # characters of the worker's stderr kept in a crashed cell's log
+SERVERS_KEPT = 3  # serving workers one process keeps alive (least recently used closed first)
+# TensorRT-RTX's CPU-only builds allocate and free buffers above glibc's mmap threshold on every build, and each
+# comes back as fresh page faults: measured on 1.7.1.116, 20 builds in one worker took 1.28 s of system time and
+# 669k minor faults, and 0.11 s and 31k with these (peak RSS the same). A value the user sets wins; other C
+# libraries ignore them (mallopt(3)).
+RTX_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 
 
 class Adapter:
@@ -42,6 +49,12 @@ class Adapter:
 
     name = "tensorrt"
     module = "tensorrt"
+    static_not_run = False  # cannot_run also reads the interpreter's cuDNN and cuBLAS (engines.reuse)
+
+    @classmethod
+    def same_machine(cls, hardware: str) -> bool:
+        """Whether a cell's hardware label is this machine's GPU, without starting a worker (engines.run)."""
+        return hardware == gpu.detect().label
 
     def __init__(
         self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600, isolate: bool = False,
@@ -118,7 +131,7 @@ class Adapter:
         return EngineInfo(
             name=self.name, version=actual, hardware=self._hardware(hardware, report), available=True,
             hardware_detail=detail, versions=versions, variant=self._variant(),
-            capabilities=report.get("capabilities") or {},
+            capabilities=report.get("capabilities") or {}, origin=str(report.get("origin") or ""),
         )
 
     def _hardware(self, label: str, report: Dict[str, Any]) -> str:
@@ -140,6 +153,14 @@ class Adapter:
         )
 
     def _worker_probe(self) -> Dict[str, Any]:
+        """The worker's report for this interpreter and module: asked once per process (every column of one
+        engine version shares it; what a column sets goes in its requests, not in the probe)."""
+        key = (self.python, self.module, _environment_key(None))
+        if key not in _PROBES:
+            _PROBES[key] = self._ask_probe()
+        return _PROBES[key]
+
+    def _ask_probe(self) -> Dict[str, Any]:
         out = subprocess.run(
             [self.python, str(WORKER), "--module", self.module, "--probe"], capture_output=True, text=True,
             timeout=self.timeout,
@@ -181,12 +202,15 @@ class Adapter:
                 rc, stderr, crashed = self._run_worker(request, Path(tmp))
             else:
                 rc, stderr, crashed = self._ask_server(request)
-            return self._observe(Path(tmp), rc, stderr, crashed)
+            obs = self._observe(Path(tmp), rc, stderr, crashed)
+            if crashed and crashed == _signal_text(-rc):  # died of a signal, not of a timeout: engines.reuse
+                obs.options["crash_signal"] = _signal_name(-rc)
+            return obs
 
     def _ask_server(self, request: Path) -> tuple:
         """(return code, stderr of this request, crash description) from the serving worker."""
-        if self._server is None:
-            self._server = _Server(self.python, self.module, self._worker_env())
+        if self._server is None or self._server.closed:
+            self._server = _serving(self.python, self.module, self._worker_env())
         rc, stderr, crashed = self._server.ask(request, self.timeout)
         if rc != 0:
             self._server.close()
@@ -274,6 +298,12 @@ class RtxAdapter(Adapter):
 
     name = "tensorrt-rtx"
     module = "tensorrt_rtx"
+    static_not_run = True  # cannot_run reads the bundle and the version's capabilities (engines.reuse)
+
+    @classmethod
+    def same_machine(cls, hardware: str) -> bool:
+        """Whether a cell's hardware label is this machine's (its GPU, or none): what _hardware() starts with."""
+        return hardware.startswith(f"{_machine(gpu.detect())}: ahead-of-time build")
 
     def __init__(self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600,
                  isolate: bool = False, target: Optional[str] = None, plugin_link: Optional[str] = None) -> None:
@@ -287,23 +317,22 @@ class RtxAdapter(Adapter):
         return {"target": self.target, "plugin_link": self.plugin_link}
 
     def _worker_env(self) -> Optional[Dict[str, str]]:
-        """With plugin_link: LD_LIBRARY_PATH names a folder holding libtensorrt_rtx.so -> the wheel's .so.1."""
-        if self.plugin_link == "none":
-            return None
+        """glibc's allocator told to keep freed memory (RTX_MALLOC); with plugin_link, LD_LIBRARY_PATH also names a
+        folder holding libtensorrt_rtx.so -> the wheel's .so.1."""
+        env = {**RTX_MALLOC, **os.environ}
         library = (self._report or {}).get("library", "")
-        if not library:
-            return None
+        if self.plugin_link == "none" or not library:
+            return env
         if self._link_dir is None:
             self._link_dir = tempfile.TemporaryDirectory(prefix="qdq-rtx-link-")
             os.symlink(library, os.path.join(self._link_dir.name, "libtensorrt_rtx.so"))
         path = os.environ.get("LD_LIBRARY_PATH", "")
-        return dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(x for x in (self._link_dir.name, path) if x))
+        return dict(env, LD_LIBRARY_PATH=os.pathsep.join(x for x in (self._link_dir.name, path) if x))
 
     def _probe(self) -> EngineInfo:
         """No GPU needed: the build runs on the CPU (NVIDIA, "CPU-Only AOT"); a GPU only decides whether it runs."""
         found = self._gpu = gpu.detect()
-        label = found.label if found.present else "no GPU"
-        return self._probe_worker(label, found.detail())
+        return self._probe_worker(_machine(found), found.detail())
 
     def _hardware(self, label: str, report: Dict[str, Any]) -> str:
         """"no GPU: ahead-of-time build (default: SM80 SM86 SM89 SM120 SM121)", or ": ahead-of-time build"
@@ -316,6 +345,11 @@ class RtxAdapter(Adapter):
     def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
         settings = ENGINES[self.name].settings  # no timing cache: it breaks CPU-only builds
         return dict(settings, **(bundle.meta.get("trt") or {}), target=self.target)
+
+
+def _machine(found: gpu.GpuInfo) -> str:
+    """The machine part of a TensorRT-RTX hardware label: its GPU, or "no GPU"."""
+    return found.label if found.present else "no GPU"
 
 
 def target_ops(bundle: Bundle) -> Dict[str, str]:
@@ -334,6 +368,31 @@ def unpack_listing(listing: Dict[str, str]) -> str:
     if not listing or listing.get("encoding") != "zlib+base64":
         return ""
     return zlib.decompress(base64.b64decode(listing["data"])).decode("utf-8")
+
+
+_PROBES: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+_SERVERS: "OrderedDict[Tuple[str, str, str], _Server]" = OrderedDict()
+
+
+def _environment_key(env: Optional[Dict[str, str]]) -> str:
+    """The environment a worker starts with (None: this process's, as it is now), as a key; pytest's name of the
+    running test changes with every test and says nothing about the worker."""
+    return json.dumps(sorted((k, v) for k, v in (env if env is not None else os.environ).items()
+                             if k != "PYTEST_CURRENT_TEST"))
+
+
+def _serving(python: str, module: str, env: Optional[Dict[str, str]]) -> "_Server":
+    """A serving worker for this interpreter, module and environment, shared by every adapter of this process that
+    asks with the same three (the columns of one engine version differ only in their requests); at most
+    SERVERS_KEPT stay alive, the least recently used closed first."""
+    key = (python, module, _environment_key(env))
+    server = _SERVERS.pop(key, None)
+    if server is None or server.closed:
+        server = _Server(python, module, env)
+    _SERVERS[key] = server
+    while len(_SERVERS) > SERVERS_KEPT:
+        _SERVERS.popitem(last=False)[1].close()
+    return server
 
 
 class _Server:
@@ -390,7 +449,13 @@ class _Server:
         self._read_to += len(data)
         return data.decode("utf-8", errors="replace")
 
+    @property
+    def closed(self) -> bool:
+        return self._stderr.closed
+
     def close(self) -> None:
+        if self.closed:
+            return
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -439,10 +504,15 @@ def _read_log(path: Path) -> List[Dict[str, str]]:
 
 
 def _signal_text(num: int) -> str:
+    name = _signal_name(num)
+    return f"signal {num} ({name})" if name else f"signal {num}"
+
+
+def _signal_name(num: int) -> str:
     try:
-        return f"signal {num} ({signal.Signals(num).name})"
+        return signal.Signals(num).name
     except ValueError:
-        return f"signal {num}"
+        return ""
 
 
 def _tail(text: str, limit: int = STDERR_TAIL) -> str:

@@ -244,6 +244,7 @@ def probe(module: str = "tensorrt") -> Dict[str, Any]:
     try:
         trt = importlib.import_module(module)
         info["tensorrt"] = trt.__version__
+        info["origin"] = os.path.abspath(getattr(trt, "__file__", None) or "")  # which install (a reinstall shows)
         info["stand_in"] = str(getattr(trt, "__qdq_stand_in__", "") or "")  # a test double says so
         info["capabilities"] = capabilities.detect(trt, module)
         info["library"] = loaded_library("libtensorrt_rtx" if module == "tensorrt_rtx" else "libnvinfer") or ""

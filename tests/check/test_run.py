@@ -1,21 +1,34 @@
-"""check/run.py: the cell session's progress lines reach the user as they come, and a failed session's tail is kept."""
+"""check/run.py runs every engine version of a check through engines.run: one pytest pool, and a second check of
+the same models starts nothing."""
 
 from __future__ import annotations
 
-import os
-import sys
+import json
 
-from check.run import TAIL_LINES, stream
+import pytest
+
+from cases import get_case
+from check.run import EngineRun, run_cells
+from engines import run as runner
+from generators.write import write_bundle
 
 
-def test_progress_lines_are_shown_as_they_come_and_the_rest_is_kept_for_an_error(capsys):
-    script = ("import sys\n"
-              "print('[cells] user_model/net-0123456789 on TensorRT 8.6.0: running for 15 s', flush=True)\n"
-              "for i in range(40): print(f'line {i}', flush=True)\n"
-              "sys.stderr.write('[cells] user_model/net-0123456789 on TensorRT 8.6.0: pass after 31 s\\n')\n"
-              "sys.exit(3)\n")
-    status, tail = stream([sys.executable, "-c", script], dict(os.environ))
-    shown = capsys.readouterr().out.splitlines()
-    assert shown == ["  user_model/net-0123456789 on TensorRT 8.6.0: running for 15 s",
-                     "  user_model/net-0123456789 on TensorRT 8.6.0: pass after 31 s"]
-    assert status == 3 and len(tail) == TAIL_LINES and tail[-2] == "line 39"
+@pytest.fixture
+def bundle(tmp_path):
+    """One catalogue reproducer, written where a check would put the user's."""
+    case = get_case("q_output_type")
+    path = write_bundle(case, {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"}, tmp_path / "b").path
+    return tmp_path / "b", f"{path.parent.name}/{path.name}"
+
+
+def test_a_second_check_starts_nothing_and_says_how_many_cells_it_reused(bundle, tmp_path, capsys, monkeypatch):
+    root, bid = bundle
+    runs = [EngineRun("onnxruntime", version=runner.installed_version("onnxruntime"))]
+    [first] = run_cells(runs, root, [bid], tmp_path / "results")
+    cell = [json.loads(line) for line in first.read_text().splitlines()][-1]
+    assert (cell["bundle"], cell["engine"], cell["status"]) == (bid, "onnxruntime", "pass")
+    capsys.readouterr()
+    monkeypatch.setattr(runner, "launch", lambda *a, **k: pytest.fail("a check with every cell stored started pytest"))
+    assert run_cells(runs, root, [bid], tmp_path / "results") == [first]
+    said = capsys.readouterr().out
+    assert "ONNX Runtime" in said and ": 1 reused" in said and "nothing to run here" in said, said

@@ -118,7 +118,7 @@ def test_run_maps_stages_precision_dtypes_and_notes(fake_trt, bundle):
 def test_segfault_in_build_is_a_crash_that_keeps_the_load_evidence(fake_trt, bundle, monkeypatch):
     monkeypatch.setenv("FAKE_TRT_CRASH", "build")
     obs = Adapter().run(bundle)
-    assert obs.crashed == "signal 11 (SIGSEGV)"
+    assert obs.crashed == "signal 11 (SIGSEGV)" and obs.options["crash_signal"] == "SIGSEGV"  # the engine's own fault
     assert obs.stage == "load"
     assert obs.network_dtypes["xq"] == "FLOAT"
     assert "Missing scale and zero-point" in obs.log  # logged just before the crash
@@ -127,7 +127,7 @@ def test_segfault_in_build_is_a_crash_that_keeps_the_load_evidence(fake_trt, bun
 def test_hang_is_a_timeout(fake_trt, bundle, monkeypatch):
     monkeypatch.setenv("FAKE_TRT_HANG", "build")
     obs = Adapter(timeout=2).run(bundle)
-    assert obs.crashed == "timeout after 2 s"
+    assert obs.crashed == "timeout after 2 s" and "crash_signal" not in obs.options  # killed from outside: tried again
     assert obs.stage == "load"
 
 

@@ -164,3 +164,22 @@ def test_dynamic_batch_and_sequence_build_with_a_min_opt_max_range(tmp_path):
     assert all(p == {"min": [1, 8], "opt": [2, 32], "max": [4, 128], "from": "request"}
                for p in cell.options["profile"].values())
     assert cell.precision["dense"]["precision"] == "int8"
+
+
+def test_the_columns_of_one_version_share_their_serving_worker_and_a_plugin_link_gets_its_own(root):
+    """engines.run puts every target of a version in one pytest: one worker process serves them all (the target is
+    in each request), so its start and its library load are paid once; the link column's environment differs."""
+    case = get_case(CONV[0])
+    bundle = load_bundle(write.write_bundle(case, CONV[1], root=root).path)
+    adapters = [RtxAdapter(python=sys.executable, target=t) for t in ("SM86", "SM89")]
+    linked = RtxAdapter(python=sys.executable, plugin_link="libtensorrt_rtx.so")
+    try:
+        built = {a.target: run_cell(case, bundle, a, a.probe(), {"source": "local"}) for a in adapters}
+        linked_cell = run_cell(case, bundle, linked, linked.probe(), {"source": "local"})
+        assert adapters[0]._server is adapters[1]._server and adapters[0]._server is not None
+        assert linked._server is not adapters[0]._server
+        assert {c.variant["target"] for c in built.values()} == {"SM86", "SM89"}
+        assert {c.status for c in (*built.values(), linked_cell)} <= {"built", "pass", "fail"}
+    finally:
+        for a in (*adapters, linked):
+            a.close()

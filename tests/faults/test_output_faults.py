@@ -27,6 +27,7 @@ from generators.write import write_all, write_bundle
 from matrix.__main__ import main
 from matrix.bugbundle import Refused, make
 from matrix.render import cells_from_report
+from matrix.inputs import STAMP
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
@@ -200,7 +201,7 @@ def test_reports_stay_inside_their_folder(results, tmp_path):
     out = tmp_path / "reports"
     main(["report", "--results", str(results), "--out", str(out)])
     assert {p.name for p in out.iterdir()} == {"matrix.md", "matrix.html", "matrix.json", "junit.xml", "plots.html",
-                                                "cells", "diff"}
+                                                "cells", "diff", STAMP}
     assert files_under(tmp_path) - files_under(out) == {out, results.parent, results}
     assert len(list((out / "cells").glob("*.jsonl"))) == 2  # a column file each, named safely inside cells/
 

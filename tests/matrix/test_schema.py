@@ -15,6 +15,7 @@ from cases.schema import SCHEMA_FILES, check_lines, problems
 from engines.base import EngineInfo
 from engines.results import ResultsWriter, stored_cells
 from matrix.__main__ import main
+from matrix.inputs import STAMP
 
 REPORTS = ("matrix.md", "matrix.html", "matrix.json", "junit.xml")
 
@@ -79,7 +80,7 @@ def test_reports_are_swapped_in_together_or_not_at_all(make_cell, write_results,
     with pytest.raises(RuntimeError):
         main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)])
     assert {n: (out / n).read_bytes() for n in REPORTS} == before  # markdown and html were not swapped in alone
-    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS + ("plots.html", "cells", "diff"))  # no staging
+    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS + ("plots.html", "cells", "diff", STAMP))  # no staging
     assert [p.name for p in (out / "cells").glob("*.jsonl")] == [before_cells]  # the side files were not swapped
 
 
@@ -104,8 +105,7 @@ def test_a_run_never_resumes_a_file_the_schema_refuses(make_cell, tmp_path):
         writer.close()
     [aside] = tmp_path.glob("onnxruntime-1.31.1.jsonl.refused-*")
     assert aside.read_text() == text  # kept whole for a look, under a name no merge reads
-    lines = check_lines(path.read_text())
-    assert not lines.bad and [r["schema"] for _, r in lines.records] == ["qdq-matrix/session/1"]
+    assert path.read_text() == ""  # started again; a run that wrote no cell writes no header either
 
 
 def test_a_good_file_is_resumed_as_before(make_cell, tmp_path):
@@ -122,3 +122,23 @@ def test_every_committed_line_passes_its_schema():
     observed = Path(__file__).resolve().parents[2] / "reports" / "observed"
     for path in sorted(observed.rglob("*.jsonl")):
         assert check_lines(path.read_text(encoding="utf-8")).bad == (), path
+
+
+def test_a_clean_check_is_remembered_and_a_changed_line_is_found_again(make_cell, tmp_path, monkeypatch):
+    from cases import schema
+
+    monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "cache"))
+    path = tmp_path / "r.jsonl"
+    good = [make_cell(bundle=f"q_output_type/out=n{i}").to_json() for i in range(3)]
+    path.write_text("".join(line + "\n" for line in good))
+    assert schema.file_problems(path, path.read_text()) == ()
+    calls = []
+    monkeypatch.setattr(schema, "problems", lambda record: calls.append(record) or [])
+    grown = path.read_text() + good[0] + "\n"
+    assert schema.check_file(path, grown).bad == () and len(calls) == 1  # only the new line is checked again
+    monkeypatch.undo()
+    monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "cache"))
+    bad = json.loads(good[1])
+    bad["precision"] = {"n": "int8"}
+    edited = "\n".join([good[0], json.dumps(bad), good[2]]) + "\n"  # inside the part found clean before
+    assert [n for n, _ in schema.file_problems(path, edited)] == [2]

@@ -1,0 +1,509 @@
+"""The cell runner, called without test ids: it asks the results files first, and starts pytest only for the rest.
+
+    python -m engines.run --engine onnxruntime [-n 2] [--fresh] [-- PYTEST ARGS]
+    python -m engines.run --engine tensorrt-rtx --version 1.7.1.116=.nox/rtx-1-7-1-116/bin/python \\
+        --column "" --column "plugin_link=libtensorrt_rtx.so only=plugins" --column "target=SM75 only=fp8_qdq"
+
+A column is one engine version with its options over its bundles, written to one results file. Before anything
+starts, every column's results files are read: a bundle whose stored cell stands for a new run of it (same digest,
+engine version, hardware, options; engines.reuse says which statuses stand) is reused, and a column with nothing
+left says "N reused" and starts nothing. The columns with work run together in one `pytest tests/cells
+--cells-plan`, so the xdist workers start once; pytest only drives (one writer per results file, a crash costs one
+cell, timeouts). A column spec is `KEY=VALUE` words: engine, version, python (a TensorRT-family interpreter), only
+(`plugins` or case ids joined by commas), results (a file), and the engine's own options by name (cases.engines);
+what a word leaves out comes from the flags. `--version V[=PYTHON]` repeats every column for each version.
+
+An in-process engine (ONNX Runtime, OpenVINO) runs under the interpreter that has its version: this one, or the
+column's python=; each such interpreter gets a pytest of its own, side by side with the others. A column with work
+that no interpreter at hand can run is a usage error.
+
+Exit status: pytest's where it ran (0, or 1 for failing cells; the worst where several ran); 0 when every cell was
+reused; 2 a usage error; 5 no bundle to run at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from cases import get_case
+from cases.cell import Cell
+from cases.engines import ENGINES, spec, variant_label
+from cases.portable import portable_command
+from engines.base import EngineInfo
+from engines.plan import ENV_DEFAULTS, PROGRESS_PREFIX, Column, write_plan
+from engines.results import REPO, stored_cells
+from engines.reuse import reusable
+from generators.bundle import bundle_ids, bundles_root
+
+RESERVED = ("engine", "version", "python", "only", "results")
+PYTEST = ["-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-rN", "--no-header"]
+RUNNER = "python -m engines.run"
+
+
+class UsageError(Exception):
+    """A column that cannot be run as given: exit 2 with the reason."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one column needs: the bundles to run, how many stored cells stand, and whether it can run here."""
+
+    column: Column
+    run: Tuple[str, ...]
+    reused: int
+    here: bool  # this interpreter can run it (an in-process engine at another version cannot)
+    why_not_here: str = ""
+
+    @property
+    def title(self) -> str:
+        return column_title(self.column)
+
+
+def column_title(column: Column) -> str:
+    """"TensorRT for RTX 1.7.1.116 (target=SM75)": a column as a person reads it."""
+    name = spec(column.engine).title if column.engine in ENGINES else column.engine
+    variant = spec(column.engine).variant(column.options) if column.engine in ENGINES else {}
+    cases = column.only_cases
+    only = "plugin bundles" if column.plugins_only else (", ".join(cases) if len(cases) < 3 else f"{len(cases)} cases")
+    extra = ", ".join(x for x in (variant_label(variant), only and f"only {only}") if x)
+    version = column.version or (installed_version(column.engine) if column.engine in ENGINES else "") or "(installed)"
+    return f"{name} {version}" + (f" ({extra})" if extra else "")
+
+
+def column_label(column: Column) -> str:
+    """A column's test-id prefix: engine, version and the options off their defaults."""
+    variant = spec(column.engine).variant(column.options) if column.engine in ENGINES else {}
+    return f"{column.engine}-{column.version or 'installed'}" + "".join(f",{k}={v}" for k, v in sorted(variant.items()))
+
+
+# ---- columns from the command line ---------------------------------------------------------------------------
+
+
+def resolved_options(engine: str, given: Dict[str, Optional[str]]) -> Dict[str, str]:
+    """Every option of the engine's descriptor: given, else its environment variable, else its default."""
+    if engine not in ENGINES:
+        return {}
+    found = {}
+    for o in spec(engine).options:
+        value = given.get(o.name)
+        if value is None and o.name in ENV_DEFAULTS:
+            value = os.environ.get(ENV_DEFAULTS[o.name]) or None
+        found[o.name] = str(value) if value is not None else o.default
+    try:
+        spec(engine).check(found)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return found
+
+
+def parse_column(text: str, base: Dict[str, Any]) -> Dict[str, Any]:
+    """One --column spec (KEY=VALUE words) over the flags' values."""
+    out = dict(base, options=dict(base.get("options") or {}))
+    for word in text.split():
+        key, eq, value = word.partition("=")
+        if not eq:
+            raise UsageError(f"--column {text!r}: {word!r} is not KEY=VALUE")
+        if key == "only":
+            out["plugins_only"], out["only_cases"] = value == "plugins", () if value == "plugins" else tuple(
+                v for v in value.split(",") if v)
+        elif key in RESERVED:
+            out[key] = value
+        else:
+            out["options"][key] = value
+    return out
+
+
+def columns_from(args: argparse.Namespace) -> List[Column]:
+    """The columns the command line names, each with its label, resolved options and the command that reruns it."""
+    flags = {o.name: getattr(args, _dest(o.flag), None) for e in ENGINES.values() for o in e.options}
+    base = {"engine": args.engine, "version": args.engine_version or "", "python": "",
+            "results": args.results or "", "options": {k: v for k, v in flags.items() if v is not None},
+            "only_cases": tuple(args.only_case), "plugins_only": args.plugin_bundles_only}
+    specs = [parse_column(c, base) for c in (args.column or [""])]
+    versions = [v.partition("=")[::2] for v in args.version] + [("", p) for p in args.trt_python]
+    if versions:
+        specs = [dict(s, version=v or s["version"], python=p or s["python"]) for v, p in versions for s in specs]
+    columns = []
+    for s in specs:
+        if not s.get("engine"):
+            raise UsageError("name an engine: --engine NAME (or engine=NAME in every --column)")
+        options = resolved_options(s["engine"], s["options"])
+        unknown = sorted(set(s["options"]) - set(options)) if s["engine"] in ENGINES else []
+        if unknown:
+            raise UsageError(f"{s['engine']} has no option {unknown[0]!r}; options: {', '.join(options) or 'none'}")
+        column = Column(engine=s["engine"], options=options, version=s["version"], python=s["python"],
+                        isolate=args.trt_isolate, results=s["results"], only_cases=tuple(s["only_cases"]),
+                        plugins_only=bool(s["plugins_only"]))
+        columns.append(replace(column, label=column_label(column) if len(specs) > 1 else "",
+                               command=_rerun_command(column)))
+    return _unique(columns)
+
+
+def _unique(columns: List[Column]) -> List[Column]:
+    """Two columns that would write one results file cannot run together (one writer per file)."""
+    seen: Dict[Tuple[str, ...], Column] = {}
+    for c in columns:
+        key = (c.engine, c.version, c.python, json.dumps(c.options, sort_keys=True), c.results)
+        if key in seen:
+            raise UsageError(f"two columns of {column_title(c)} with the same options would write one results file; "
+                             "give them different options, or one --column")
+        seen[key] = c
+    return columns
+
+
+def _rerun_command(column: Column) -> str:
+    """How to run this column again, as its cells record it (no path of this machine)."""
+    words = [RUNNER, "--engine", column.engine]
+    if column.version:
+        words += ["--engine-version", column.version]
+    if column.python:
+        words.append(f"--trt-python={column.python}")
+    if column.engine in ENGINES:
+        for name, value in spec(column.engine).variant(column.options).items():
+            words += [spec(column.engine).option(name).flag, value]
+    if column.plugins_only:
+        words.append("--plugin-bundles-only")
+    for case in column.only_cases:
+        words += ["--only-case", case]
+    return portable_command(words)
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+# ---- what is already there ------------------------------------------------------------------------------------
+
+
+def bundle_metas(root: Path) -> Dict[str, Dict[str, Any]]:
+    """Every bundle's case.json by id (a bundle whose case.json cannot be read gets {}: it runs, and says why)."""
+    found = {}
+    for bid in bundle_ids(root):
+        try:
+            found[bid] = json.loads((root / bid / "case.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            found[bid] = {}
+    return found
+
+
+def selection(column: Column, metas: Dict[str, Dict[str, Any]]) -> List[str]:
+    """The bundles a column runs (the same choice as the cell test's)."""
+    ids = [i for i in column.bundles if i in metas] if column.bundles else list(metas)
+    if column.plugins_only:
+        ids = [i for i in ids if (metas[i].get("trt") or {}).get("plugins")]
+    if column.only_cases:
+        ids = [i for i in ids if i.split("/", 1)[0] in column.only_cases]
+    return ids
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a cell of a column would say about its engine, known without starting it; None fields are unknown."""
+
+    version: str
+    variant: str  # json of the variant
+    cell_options: str
+    same_machine: Callable[[str], bool]
+    static_not_run: bool
+
+
+def expected(column: Column) -> Optional[Expected]:
+    """A column's reuse key without its engine: the version it must be (or the one installed here), its variant and
+    options, and the adapter's own check of a hardware label; None where only a probe can say (a TensorRT-family
+    interpreter of unknown version, a custom adapter)."""
+    if column.engine not in ENGINES:
+        return None
+    adapter = _adapter_class(column.engine)
+    version = column.version or ("" if column.python else installed_version(column.engine))
+    if not version or not hasattr(adapter, "same_machine"):
+        return None
+    return Expected(version, json.dumps(spec(column.engine).variant(column.options), sort_keys=True),
+                    json.dumps(column.options, sort_keys=True), adapter.same_machine,
+                    bool(getattr(adapter, "static_not_run", False)))
+
+
+def _adapter_class(engine: str) -> Any:
+    import importlib
+
+    module, cls = spec(engine).adapter.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def installed_version(engine: str) -> str:
+    """The version of an engine's package in this interpreter, from its metadata (nothing imported); "" if none."""
+    try:
+        return metadata.version(spec(engine).module)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def runs_here(column: Column) -> str:
+    """Why no interpreter at hand can run the column ("" where one can): an in-process engine at another version
+    than this interpreter's, and no python= of its own."""
+    if column.engine not in ENGINES or spec(column.engine).family == "tensorrt" or not column.version:
+        return ""
+    if column.python:
+        return "" if Path(column.python).exists() else f"{column.python}: no such interpreter"
+    have = installed_version(column.engine)
+    if have == column.version:
+        return ""
+    return f"this interpreter has {spec(column.engine).module} {have or 'not installed'}, not {column.version}"
+
+
+class Store:
+    """Results files read once each: their cells by reuse key, or none where the schema refuses the file."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._files: Dict[Path, Dict[Tuple[str, ...], Cell]] = {}
+
+    def cells(self, path: Path) -> Dict[Tuple[str, ...], Cell]:
+        if path not in self._files:
+            # nothing from a file that is missing, unreadable, or refused by its schema (the writer sets it aside)
+            self._files[path] = stored_cells(path) if path.is_file() else {}
+        return self._files[path]
+
+    def candidates(self, column: Column, version: str) -> List[Path]:
+        if column.results:
+            return [Path(column.results)]
+        return sorted(self.folder.glob(f"{column.engine}-{version}-*.jsonl"))
+
+
+def decide(column: Column, metas: Dict[str, Dict[str, Any]], store: Store, fresh: bool) -> Decision:
+    """Which of a column's bundles must run; the others' stored cells stand."""
+    wanted = selection(column, metas)
+    why = runs_here(column)
+    key = None if fresh else expected(column)
+    if key is None:
+        return Decision(column, tuple(wanted), 0, not why, why)
+    found: Dict[str, Cell] = {}
+    for path in store.candidates(column, key.version):
+        for cell in store.cells(path).values():
+            if (cell.engine == column.engine and cell.engine_version == key.version
+                    and json.dumps(cell.variant, sort_keys=True) == key.variant
+                    and cell.run.get("cell_options", "") == key.cell_options and key.same_machine(cell.hardware)):
+                found[cell.bundle] = cell
+    run = tuple(b for b in wanted if not _stands(found.get(b), metas[b], key.static_not_run))
+    return Decision(column, run, len(wanted) - len(run), not why, why)
+
+
+def _stands(cell: Optional[Cell], meta: Dict[str, Any], static_not_run: bool) -> bool:
+    if cell is None or not meta:
+        return False
+    try:
+        case = get_case(cell.case)
+    except KeyError:
+        case = None
+    return reusable(cell, meta, case, static_not_run)
+
+
+# ---- running the rest -----------------------------------------------------------------------------------------
+
+
+def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Sequence[str],
+           fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None) -> int:
+    """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
+    workers run under each column's own; another for an in-process engine installed there), side by side: the run
+    with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do.
+    Returns the worst exit status."""
+    groups: Dict[str, List[Column]] = {}
+    for d in decisions:
+        if d.run:
+            groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run))
+    biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory(prefix="qdq-plan-") as tmp:
+        runs = []
+        for i, (python, columns) in enumerate(groups.items()):
+            cells = sum(len(c.bundles) for c in columns)
+            plan = write_plan(columns, Path(tmp) / f"plan-{i}.json")
+            command = [python, *PYTEST, "--cells-plan", str(plan), "--bundles", str(bundles.resolve()),
+                       "-n", str(max(1, min(workers if python == biggest else 1, cells))),
+                       *(["--fresh"] if fresh else []), *extra]
+            tag = "" if len(groups) == 1 else _tag(columns)
+            runs.append(_Pytest(command, env, out, tag))
+        meanwhile()
+        statuses = [r.wait() for r in runs]
+    broken = [s for s in statuses if s not in (0, 1)]
+    return broken[0] if broken else max(statuses)
+
+
+def _tag(columns: Sequence[Column]) -> str:
+    """"[ort 1.16.3] ", "[rtx] ": which of several pytest runs side by side a line comes from."""
+    names = sorted({spec(c.engine).short if c.engine in ENGINES else c.engine for c in columns})
+    versions = sorted({c.version for c in columns})
+    return f"[{'+'.join(names)}{' ' + versions[0] if len(versions) == 1 and versions[0] else ''}] "
+
+
+def interpreter(column: Column) -> str:
+    """The interpreter a column's pytest runs under: this one, or an in-process engine's own (python=)."""
+    if column.python and column.engine in ENGINES and spec(column.engine).family != "tensorrt":
+        return column.python
+    return sys.executable
+
+
+class _Pytest:
+    """One pytest run, started at once; its heartbeat and summary lines passed on as they come (tagged where several
+    run side by side), and where it fails, its last lines."""
+
+    def __init__(self, command: Sequence[str], env: Dict[str, str], out: Callable[[str], None], tag: str = "") -> None:
+        import threading
+        from collections import deque
+
+        self.out, self.tag = out, tag
+        self.tail: "deque[str]" = deque(maxlen=15)
+        self.proc = subprocess.Popen(list(command), cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace")
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                line = line.rstrip("\n")
+                self.tail.append(line)
+                if line.startswith(PROGRESS_PREFIX):
+                    self.out(f"  {self.tag}{line[len(PROGRESS_PREFIX):]}")
+                elif line.startswith(("cells: ", "qdq-matrix: ")):
+                    self.out(f"  {self.tag}{line}")
+
+    def wait(self) -> int:
+        status = self.proc.wait()
+        self._reader.join()
+        if status not in (0, 1):
+            self.out(f"engines.run: {self.tag}pytest exited with status {status}; its last lines:")
+            for line in self.tail:
+                self.out("  | " + line)
+        return status
+
+
+def stream(command: Sequence[str], env: Dict[str, str], out: Callable[[str], None]) -> int:
+    """Run one pytest, passing on its heartbeat and summary lines (and, where it fails, its last lines)."""
+    return _Pytest(command, env, out).wait()
+
+
+def idle_probe(column: Column) -> Optional[EngineInfo]:
+    """The probe of a GPU engine's column that cannot run on this machine (no NVIDIA GPU: nothing is started to
+    know), or None: such a column's cells are written "not run: why" in one pass, with no pytest (engines.idle)."""
+    if column.engine not in ENGINES or spec(column.engine).device != "nvidia-gpu" or column.python:
+        return None
+    from engines.pytest_cells import make_engine_for
+
+    adapter = make_engine_for(column)
+    try:
+        info = adapter.probe()
+    finally:
+        getattr(adapter, "close", lambda: None)()
+    return None if info.available else info
+
+
+def write_idle(column: Column, info: EngineInfo, root: Path, metas: Dict[str, Dict[str, Any]],
+               out: Callable[[str], None]) -> int:
+    """Every bundle of an idle column as its not-run cell (an unchanged one is left as it is); how many."""
+    from engines.idle import run_record, write_column
+    from generators.bundle import Bundle
+
+    run = dict(run_record(column.engine, []), command=column.command,
+               cell_options=json.dumps(column.options, sort_keys=True))
+    chosen = [Bundle(path=root / b, meta=metas[b]) for b in selection(column, metas) if metas[b]]
+    counts = write_column(info, chosen, run, Path(column.results) if column.results else None)
+    out(f"engines.run: {column_title(column)}: {len(chosen)} not run here ({info.reason}); {counts['written']} "
+        f"written, {counts['unchanged']} as they were")
+    return len(chosen)
+
+
+def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool = False,
+        extra: Sequence[str] = (), results: Optional[Path] = None, out: Callable[[str], None] = print) -> int:
+    """Decide every column, say what stands, run the rest in one pytest; the exit status (module docstring)."""
+    start = time.perf_counter()
+    metas = bundle_metas(bundles)
+    if not metas:
+        raise UsageError(f"no bundles under {bundles}: run `python -m generators write` first")
+    store = Store(results or REPO / "results")
+    idle = {i: info for i, c in enumerate(columns) for info in [idle_probe(c)] if info is not None}
+    written: List[int] = []
+
+    def write_all_idle() -> None:  # while pytest starts and runs: no cell of these columns needs it
+        written.extend(write_idle(columns[i], info, bundles, metas, out) for i, info in idle.items())
+
+    decisions = [decide(c, metas, store, fresh) for i, c in enumerate(columns) if i not in idle]
+    if not sum(len(d.run) + d.reused for d in decisions):
+        write_all_idle()
+        if not sum(written):
+            out("engines.run: no cell to run and none stored (no bundle is selected)")
+            return 5
+        return 0
+    for d in decisions:
+        out(f"engines.run: {d.title}: {d.reused} reused" + (f", {len(d.run)} to run" if d.run else ""))
+    elsewhere = [d for d in decisions if d.run and not d.here]
+    if elsewhere:
+        raise UsageError(f"{elsewhere[0].title}: {elsewhere[0].why_not_here}: run it where that version is installed "
+                         "(its nox session), or give the column python=PYTHON of an environment that has it")
+    here = [d for d in decisions if d.run]
+    reused = sum(d.reused for d in decisions)
+    if not here:
+        write_all_idle()
+        out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
+        return 0
+    status = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
+    out(f"engines.run: {reused} cells reused, {sum(len(d.run) for d in here)} run "
+        f"({time.perf_counter() - start:.1f} s, pytest exit {status})")
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=RUNNER, description=__doc__.split("\n\n")[0], allow_abbrev=False,
+                                     epilog="Anything after -- (or any flag not listed here) goes to pytest.")
+    parser.add_argument("--engine", default=None, help=f"engine: {', '.join(ENGINES)}, or module:Class")
+    parser.add_argument("--engine-version", default=None, help="the version the engine must be")
+    parser.add_argument("--trt-python", action="append", default=[], metavar="PYTHON",
+                        help="an interpreter a TensorRT-family worker runs under, its version as it says (repeatable)")
+    parser.add_argument("--trt-isolate", action="store_true", help="one TensorRT process per cell")
+    parser.add_argument("--version", action="append", default=[], metavar="V[=PYTHON]",
+                        help="every column again for this version (with its TensorRT-family interpreter); repeatable")
+    parser.add_argument("--column", action="append", default=[], metavar="SPEC",
+                        help="a column: KEY=VALUE words (engine, version, python, only, results, engine options); "
+                             "repeatable; \"\" is the flags' own column")
+    seen = set()
+    for engine in ENGINES.values():
+        for o in engine.options:
+            if o.flag not in seen:
+                seen.add(o.flag)
+                parser.add_argument(o.flag, dest=_dest(o.flag), default=None, choices=o.choices or None,
+                                    help=f"{engine.title}: {o.help}")
+    parser.add_argument("--only-case", action="append", default=[], metavar="CASE", help="only this case's bundles")
+    parser.add_argument("--plugin-bundles-only", action="store_true", help="only the bundles that need a plugin")
+    parser.add_argument("--bundles", type=Path, default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
+    parser.add_argument("--results", default=None, help="the results file (one column only)")
+    parser.add_argument("--results-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--fresh", action="store_true", help="run every cell again")
+    parser.add_argument("-n", "--workers", type=int, default=2, help="pytest-xdist workers (default 2)")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args, extra = _parser().parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    extra = [a for a in extra if a != "--"]
+    try:
+        columns = columns_from(args)
+        if args.results and len(columns) > 1:
+            raise UsageError("--results names one file: give each column its own (results=FILE in --column)")
+        return run(columns, args.bundles or bundles_root(), args.workers, args.fresh, extra, args.results_dir)
+    except UsageError as e:
+        print(f"engines.run: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""engines.reuse: which stored cell stands for a new run of it (the controller and the cell test apply one rule)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from cases import get_case
+from cases.cell import Cell
+from engines.environment import broken
+from engines.reuse import reusable
+
+META = {"digest": "d" * 16, "tolerance_steps": 1.0}
+
+
+def stored(**fields) -> Cell:
+    """A stored TensorRT-RTX 1.7 cell of a plugin reproducer whose parser abort the catalogue documents."""
+    base = dict(bundle="q_output_type/variant=plugin_qdq_around+activation=int8+plugin=v3", case="q_output_type",
+                params={"variant": "plugin_qdq_around", "activation": "int8", "plugin": "v3"}, digest="d" * 16,
+                engine="tensorrt-rtx", engine_version="1.7.1.116", hardware="no GPU: ahead-of-time build",
+                status="fail", verdict="as documented", last_stage="load", tolerance_steps=1.0)
+    base.update(fields)
+    return Cell(**base)
+
+
+CASE = get_case("q_output_type")
+CHAIN = {"bundle": "q_output_type/variant=q_dq_chain+activation=int8+plugin=none",
+         "params": {"variant": "q_dq_chain", "activation": "int8", "plugin": "none"}}  # no source says it fails
+
+
+@pytest.mark.parametrize("cell, stands", [
+    (stored(status="pass"), True),
+    (stored(status="built"), True),
+    (stored(status="fail", tolerance_steps=2.0), False),  # judged by another tolerance: judged again
+    (stored(status="pass", digest="e" * 16), False),  # another model
+    (stored(status="not_applicable", options={"not_applicable": "INT8 calibration was removed"}), True),
+    (stored(status="crashed", reason="signal 6 (SIGABRT)"), True),  # the catalogue documents 1.7's parser abort
+    (stored(status="crashed", reason="timeout after 600 s", **CHAIN), False),  # undocumented, and no fault of its own
+    (stored(status="crashed", options={"crash_signal": "SIGSEGV"}, **CHAIN), True),  # the engine's own fault
+    (stored(status="crashed", options={"crash_signal": "SIGKILL"}, **CHAIN), False),  # from outside
+    (stored(status="skipped", reason="tensorrt_rtx not importable"), False),  # the engine failed to import
+], ids=["pass", "built", "other-tolerance", "other-digest", "not-applicable", "documented-crash", "timeout",
+        "segfault", "killed", "skipped"])
+def test_what_stands_for_a_new_run(cell, stands):
+    assert reusable(cell, META, CASE, static_not_run=True) is stands
+
+
+def test_a_not_run_cell_stands_only_where_the_engine_decides_it_from_the_bundle_and_never_a_broken_environment():
+    plugin = stored(status="not_run", verdict="not run", last_stage="", reason="needs custom op X; onnxruntime has none")
+    assert reusable(plugin, META, CASE, static_not_run=True)
+    assert not reusable(plugin, META, CASE, static_not_run=False)  # TensorRT: its cuDNN may have changed
+    gone = broken("qdq_no_such_module", "…/x/__init__.py dev 1 inode 1 mtime 1")
+    assert gone.startswith("environment broken")
+    assert not reusable(replace(plugin, reason=gone), META, CASE, static_not_run=True)

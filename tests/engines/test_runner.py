@@ -1,0 +1,105 @@
+"""engines.run, the cell runner without test ids: it asks the results files first, and starts pytest only for the rest,
+once for every column with work."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from cases import get_case
+from engines import run as runner
+from generators.write import write_bundle
+
+CHAINS = [{"variant": "q_dq_chain", "activation": a, "plugin": "none"} for a in ("int8", "uint8")]
+
+
+@pytest.fixture
+def bundles(tmp_path: Path) -> Path:
+    """Two catalogue reproducers that ONNX Runtime runs in milliseconds."""
+    for params in CHAINS:
+        write_bundle(get_case("q_output_type"), params, tmp_path / "bundles")
+    return tmp_path / "bundles"
+
+
+@pytest.fixture
+def launches(monkeypatch) -> List[int]:
+    """How many cells each pytest run the controller starts is given."""
+    seen: List[int] = []
+    launch = runner.launch
+
+    def counted(decisions, *args, **kwargs):
+        seen.append(sum(len(d.run) for d in decisions))
+        return launch(decisions, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "launch", counted)
+    return seen
+
+
+def cells(path: Path) -> List[dict]:
+    return [r for r in map(json.loads, path.read_text().splitlines()) if "bundle" in r]
+
+
+def test_a_column_whose_cells_are_stored_starts_nothing_and_says_how_many_it_reused(bundles, tmp_path, launches,
+                                                                                   capsys):
+    argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "--results", str(tmp_path / "ort.jsonl"), "-n", "1"]
+    assert runner.main(argv) == 0
+    assert launches == [2] and {c["status"] for c in cells(tmp_path / "ort.jsonl")} == {"pass"}
+    capsys.readouterr()
+    assert runner.main(argv) == 0
+    said = capsys.readouterr().out
+    assert launches == [2], "nothing was left to run, yet pytest was started"
+    assert ": 2 reused" in said and "nothing to run here" in said and len(cells(tmp_path / "ort.jsonl")) == 2, said
+    assert runner.main([*argv, "--fresh"]) == 0 and launches == [2, 2]  # --fresh runs everything again
+
+
+def test_every_column_with_work_runs_in_one_pytest(bundles, tmp_path, launches, capsys):
+    argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "-n", "2",
+            "--column", f"results={tmp_path / 'all.jsonl'}",
+            "--column", f"results={tmp_path / 'none.jsonl'} graph_optimization_level=ORT_DISABLE_ALL"]
+    assert runner.main(argv) == 0
+    assert launches == [4]
+    assert len(cells(tmp_path / "all.jsonl")) == len(cells(tmp_path / "none.jsonl")) == 2
+    assert {c["variant"].get("graph_optimization_level") for c in cells(tmp_path / "none.jsonl")} == {
+        "ORT_DISABLE_ALL"}
+    assert capsys.readouterr().out.count("  cells: 0 reused from earlier runs, run now: 2 pass") == 2
+
+
+def test_a_gpu_column_this_machine_cannot_run_is_written_not_run_without_pytest(bundles, tmp_path, launches,
+                                                                              monkeypatch):
+    from engines.tensorrt import gpu
+
+    monkeypatch.setattr(gpu, "detect", lambda *a, **k: gpu.GpuInfo(present=False, reason=gpu.NO_GPU))
+    out = tmp_path / "trt.jsonl"
+    argv = ["--engine", "tensorrt", "--engine-version", "8.6.0", "--bundles", str(bundles), "--results", str(out)]
+    assert runner.main(argv) == 0 and launches == []
+    assert [(c["status"], c["reason"]) for c in cells(out)] == [("not_run", gpu.NO_GPU)] * 2
+    size = out.stat().st_size
+    assert runner.main(argv) == 0 and out.stat().st_size == size  # unchanged cells are not written again
+
+
+def test_an_in_process_engine_runs_under_the_interpreter_that_has_it_beside_the_others(bundles, tmp_path, launches,
+                                                                                    capsys):
+    version = runner.installed_version("onnxruntime")
+    other = ["--bundles", str(bundles), "--column", f"engine=onnxruntime version=0.0.1 results={tmp_path / 'o.jsonl'}"]
+    assert runner.main(other) == 2 and "not 0.0.1" in capsys.readouterr().err and launches == []
+    python = tmp_path / "python-with-ort"  # another environment's interpreter, as a nox session's would be
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    argv = ["--bundles", str(bundles), "-n", "1",
+            "--column", f"engine=onnxruntime version={version} python={python} results={tmp_path / 'a.jsonl'}",
+            "--column", f"engine=onnxruntime version={version} results={tmp_path / 'b.jsonl'} "
+                        "graph_optimization_level=ORT_DISABLE_ALL"]
+    assert runner.main(argv) == 0 and launches == [4]
+    said = capsys.readouterr().out
+    assert said.count(f"  [ort {version}] cells: 0 reused from earlier runs, run now: 2 pass") == 2, said
+
+
+def test_a_run_with_no_bundle_to_run_fails(bundles, tmp_path, capsys):
+    argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "--only-case", "no_such_case",
+            "--results", str(tmp_path / "x.jsonl")]
+    assert runner.main(argv) == 5 and "no bundle is selected" in capsys.readouterr().out
+    assert runner.main(["--engine", "onnxruntime", "--bundles", str(tmp_path / "none")]) == 2
