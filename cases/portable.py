@@ -61,4 +61,8 @@ def portable_text(text: str, repo: Optional[Path] = None) -> str:
 def scrub(text: str, repo: Optional[Path] = None) -> str:
     """An engine's error or log with each machine path in it (MACHINE_PATH: under /tmp, /home, /root ...) made
     portable; an ONNX node name such as "/layer1/conv/Conv" is left as it is."""
-    return MACHINE_PATH.sub(lambda m: portable_path(m.group(0), repo), text) if "/" in text or ":\\" in text else text
+    if "/" not in text and ":\\" not in text:
+        return text
+    for base in {str(repo or REPO), os.path.realpath(repo or REPO)}:
+        text = text.replace(base + os.sep, "")  # the repository's own folder, wherever it was cloned (/check/...)
+    return MACHINE_PATH.sub(lambda m: portable_path(m.group(0), repo), text)

@@ -88,3 +88,11 @@ def test_an_engine_error_naming_the_bundle_is_recorded_without_its_folder(tmp_pa
     cell = judge_observation(case, bundle, info, obs, {"date": "2026-11-24T00:00:00Z"})
     assert str(tmp_path) not in cell.error + cell.log
     assert cell.error == "Load model from …/variant=q_dq_chain+activation=int8+plugin=none/model.onnx failed: IR 10"
+
+
+def test_the_repository_folder_is_dropped_wherever_it_was_cloned():
+    """A clone outside the machine roots (CI clones into /check/...) is still no path to publish."""
+    from cases.portable import scrub
+    assert scrub(f"Traceback: {REPO}/engines/cells.py line 1") == "Traceback: engines/cells.py line 1"
+    assert scrub("Traceback: /elsewhere/qdq/engines/cells.py", repo=Path("/elsewhere/qdq")) == \
+        "Traceback: engines/cells.py"
