@@ -21,8 +21,11 @@ Sources: no NVIDIA document or thread states either refusal. The committed no-GP
 (reports/observed/no-gpu/check/) show the build refusal on the producer transformer, whose 1/sqrt(d) is
 quantize_static's 0-d constant into a Mul ("Quantized constant (inv_sqrt_d_quantized) ..."): that is the one
 expectation. 1.4-1.6, the Add and every target are our runs' to say (tests/data/trt/rtx-2026-archs.json keeps their
-errors); TensorRT 10.x, whose 10.1-GA parser reshapes the same way, and 8.x are the GPU rounds' to observe. Their
-cells read "undocumented" or "new failure" until a source speaks.
+errors); TensorRT 10.x, whose 10.1-GA parser reshapes the same way, is a GPU round's to observe. Their cells read
+"undocumented" or "new failure" until a source speaks.
+
+TensorRT 8.5.1.7 to 8.6.0 (observed on an H100 and an H200, 2026-11-24, equal cell for cell): every form builds and
+runs within a step of the reference, the Mul or Add in INT8, 0-d constant or not: 8.x's parser has no 0-d reshape.
 
 The reproducer: x [1, 8, 16] (a BERT hidden state) -> Q/DQ -> Mul by 0.5 or Add of 1.0, the constant an INT8
 initializer (32 steps of 2^-6 or 2^-5) -> DequantizeLinear, 0-d ("scalar", as quantize_static writes it) or of shape
@@ -41,6 +44,8 @@ from cases.quantized_constant_plugin import ISSUE_3919
 
 # Observed (the cells are the source): TensorRT-RTX 1.7.1.116 with no GPU on the producer models (python -m check).
 OBSERVED_RTX_17 = "reports/observed/no-gpu/check/tensorrt-rtx-1.7.1.116.jsonl"
+# This reproducer on TensorRT 8.5.1.7-8.6.0, an H100 (the H200's cells in nvidia-h200/seeds-024-025/ are the same).
+OBSERVED_8X = "reports/observed/nvidia-h100/seeds-024-025/trt-8.6.0.jsonl"
 # Real parse and build errors of this repository's TensorRT-RTX runs of seeds 024-025 with no GPU, kept as test data.
 RTX_ARCH_LOGS = "tests/data/trt/rtx-2026-archs.json"
 
@@ -81,6 +86,11 @@ CASE = Case(
             note="observed on the producer transformer quantized by quantize_static (s8, per channel, float bias): "
             "its 0-d 1/sqrt(d) -> DequantizeLinear -> Mul is refused at build ('Quantized constant "
             "(inv_sqrt_d_quantized) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node')",
+        ),
+        Expectation(
+            "tensorrt", ">=8.5,<8.7", "int8", OBSERVED_8X, hardware="NVIDIA H100 and H200",
+            note="observed on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0 (the folder's four files, H100 and H200): every form "
+            "builds, the Mul or Add in INT8, within a step of the reference",
         ),
     ),
     builder="generators.scalar_quantized_constant:build",

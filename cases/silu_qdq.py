@@ -17,11 +17,18 @@ What the sources cover:
   (check/arch_models.py, yolo_csp_trt) failed to build on an H100 and an H200 (2026-11-24), fixed shape or a range
   profile alike: 8.6.0 names 'PWN(PWN(/model.0/act/Sigmoid), PWN(/model.0/act/Mul))', the stem's SiLU without its
   Conv; 8.5.3.1 skips every tactic ("Mismatch between node and runner quantizations") and ends in "Assertion engine
-  != nullptr failed". Those observed cells are the source for the stem's Conv + SiLU here.
+  != nullptr failed". Those observed cells are the source for the stem's Conv + SiLU here; this reproducer, observed on 8.5.1.7 to
+  8.6.0 (an H100 and an H200, 2026-11-24, equal cell for cell), fails at build on every one of them: 8.6.0 with no
+  implementation for PWN(PWN(Sigmoid), PWN(Mul)), the 8.5 releases with "Assertion engine != nullptr failed" after the
+  runner-quantization mismatches.
 - no_sigmoid_qdq, output_qdq, conv_only: ours to observe. no_sigmoid_qdq is quantize_static's form without the
   Sigmoid's own Q/DQ (is that Q/DQ inside the SiLU the trigger?); output_qdq is a QAT export's (the next Conv's input
   Q/DQ after the Mul; #3385's "DQ > DwConv > BN > Swish > Q", seed 003, for a dense Conv); conv_only is TensorRT's
-  recommended placement (Q/DQ on the Conv's inputs only, the SiLU left to fuse into its epilogue).
+  recommended placement (Q/DQ on the Conv's inputs only, the SiLU left to fuse into its epilogue). Observed on 8.5.1.7
+  to 8.6.0 (H100, H200): all three build with the Conv in INT8, so the Sigmoid's own Q/DQ is the trigger.
+- implicit on an H100 or H200 builds on 8.5.1.7 to 8.6.0, the stem's 3-channel Conv in float: the threads' failures
+  were on other GPUs (a GeForce RTX 4060, a Jetson AGX Orin) and on whole networks, so 8.5.2.2's cell reads "fixed"
+  against #3640's Orin report, which names its hardware.
 
 The reproducer is YOLOv8's stem at 1/10 the image size: x [1, 3, 64, 64] -> Q/DQ -> 3x3 Conv 3->16, stride 2, INT8
 weights per output channel, a float bias -> SiLU -> y [1, 16, 32, 32], static shapes (the profile did not matter).
@@ -46,6 +53,8 @@ QDQ_PLACEMENT = "https://docs.nvidia.com/deeplearning/tensorrt/developer-guide/i
 # profile, on an H200 (the H100's cells, with the range profile, say the same).
 OBSERVED_86 = "reports/observed/nvidia-h200/check-archs/tensorrt-8.6.0.jsonl"
 OBSERVED_85 = "reports/observed/nvidia-h200/check-archs/tensorrt-8.5.3.1.jsonl"
+# This reproducer on TensorRT 8.5.1.7-8.6.0, an H100 (the H200's cells in nvidia-h200/seeds-024-025/ are the same).
+OBSERVED_REPRO = "reports/observed/nvidia-h100/seeds-024-025/trt-{}.jsonl"
 
 SILU_NO_IMPLEMENTATION = Signature(
     name="silu_no_implementation",
@@ -116,6 +125,19 @@ CASE = Case(
             where={"form": ("quantize_static",)}, hardware="NVIDIA H100 and H200",
             note="observed on the same model: every tactic skipped ('Mismatch between node and runner "
             "quantizations'), then 'Assertion engine != nullptr failed'",
+        ),
+        Expectation(
+            "tensorrt", ">=8.5.1,<8.5.3", "fail", OBSERVED_REPRO.format("8.5.2.2"), stage="build",
+            signature=RUNNER_QUANTIZATION_MISMATCH.name, where={"form": ("quantize_static",)},
+            hardware="NVIDIA H100 and H200",
+            note="observed on 8.5.1.7 and 8.5.2.2 (this reproducer, H100 and H200): 'Mismatch between node and runner "
+            "quantizations' on the SiLU's tactics, then 'Assertion engine != nullptr failed'",
+        ),
+        Expectation(
+            "tensorrt", ">=8.5,<8.7", "int8", OBSERVED_REPRO.format("8.6.0"), hardware="NVIDIA H100 and H200",
+            where={"form": ("no_sigmoid_qdq", "output_qdq", "conv_only")},
+            note="observed on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0 (the folder's four files, H100 and H200): without "
+            "a Q/DQ on the Sigmoid's output every form builds with the Conv in INT8",
         ),
     ),
     builder="generators.silu_qdq:build",

@@ -39,18 +39,21 @@ def archs(tmp_path_factory) -> Path:
 def test_quantize_statics_silu_is_predicted_to_fail_the_build_on_the_observed_8x_versions(tmp_path):
     found = _findings("silu_qdq", {"form": "quantize_static"}, "silu_qdq", tmp_path)
     assert {(f.engine, f.versions, f.predicted) for f in found} == {
-        ("tensorrt", "==8.6.0", "build fails"), ("tensorrt", "==8.5.3.1", "build fails")}
+        ("tensorrt", "==8.6.0", "build fails"), ("tensorrt", "==8.5.3.1", "build fails"),
+        ("tensorrt", ">=8.5.1,<8.5.3", "build fails")}  # the reproducer's own cells on 8.5.1.7 and 8.5.2.2
     assert all(f.node == "node_of_conv" and f.source.startswith("reports/observed/") for f in found)
 
 
 @pytest.mark.parametrize("form", ["no_sigmoid_qdq", "output_qdq", "conv_only"])
-def test_the_other_silu_forms_are_matched_but_predict_nothing_until_observed(form, tmp_path):
+def test_the_other_silu_forms_are_matched_and_predicted_int8_as_observed(form, tmp_path):
     from check.lint import Graph, silu_form
 
     model = write.build(get_case("silu_qdq"), {"form": form}).model
     g = Graph(model)
     assert silu_form(g, next(n for n in g.nodes if n.op_type == "Conv")) == form
-    assert not _findings("silu_qdq", {"form": form}, "silu_qdq", tmp_path)
+    found = _findings("silu_qdq", {"form": form}, "silu_qdq", tmp_path)
+    assert {(f.engine, f.versions, f.predicted) for f in found} == {("tensorrt", ">=8.5,<8.7", "int8")}
+    assert all(f.source.startswith("reports/observed/nvidia-h100/seeds-024-025/") for f in found)
 
 
 def test_a_float_silu_and_a_grouped_convs_swish_are_not_seed_024s(tmp_path):
@@ -96,7 +99,8 @@ def test_the_lint_predicts_the_observed_rtx_refusal_of_the_producer_transformer(
     from check.producers import produce
 
     (made,) = produce(tmp_path, only=["transformer_s8_per_channel_float_bias"])
-    found = [f for f in lint_path(tmp_path / made.path) if f.rule == "scalar_quantized_constant"]
+    found = [f for f in lint_path(tmp_path / made.path)
+             if f.rule == "scalar_quantized_constant" and f.engine == "tensorrt-rtx"]
     assert [(f.node, f.engine, f.predicted) for f in found] == [("scale", "tensorrt-rtx", "build fails")]
     cells = _cells(["reports/observed/no-gpu/check/tensorrt-rtx-1.7.1.116.jsonl"],
                    "user_model/ort_transformer_s8_per_channel_float_bias")
@@ -109,6 +113,6 @@ def test_berts_gelu_half_is_the_node_the_rtx_error_names(archs):
 
 
 def test_the_fix_names_the_producer_option(tmp_path):
-    (f,) = _findings("scalar_quantized_constant", {"constant": "scalar", "op": "mul"}, "scalar_quantized_constant",
-                     tmp_path)
+    (f,) = [f for f in _findings("scalar_quantized_constant", {"constant": "scalar", "op": "mul"},
+                                 "scalar_quantized_constant", tmp_path) if f.engine == "tensorrt-rtx"]
     assert "nodes_to_exclude" in f.fix and "[1]" in f.fix and "inv_sqrt_d_quantized" in f.detail
