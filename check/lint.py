@@ -277,8 +277,21 @@ def dq_constant_elementwise_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any
         params = {"op": op, "bias": "int8_dq", "output_qdq": output_qdq}
         return observed_findings(node_name(n), "bias_add_after_qdq", cells, "bias_add_after_qdq", params, "",
                                  target="node_of_sum" if output_qdq else "node_of_y")
+    if other and _dq_output(g, other[0]) and any(u.op_type == "QuantizeLinear" for u in g.users(n.output[0])):
+        # Q/DQ on the other operand and after the Add: seed 025's shaped constant (observed INT8 on 8.5-8.6), not
+        # seed 004's bare form, whose float input and output leave the Add in float.
+        params = {"constant": "one_element", "op": "add"}
+        return (catalogue_findings(node_name(n), "dq_constant_into_add", "scalar_quantized_constant", params, "")
+                + observed_findings(node_name(n), "dq_constant_into_add", cells, "scalar_quantized_constant", params,
+                                    "", target="node_of_sum"))
     return observed_findings(node_name(n), "dq_constant_into_add", cells, "quantized_constant_plugin",
                              {"form": "int8_const_dq_op"}, "")
+
+
+def _dq_output(g: Graph, tensor: str) -> bool:
+    """tensor is a DequantizeLinear output of an activation (a QuantizeLinear's output, not a constant)."""
+    p = g.producer.get(tensor)
+    return p is not None and p.op_type == "DequantizeLinear" and p.input[0] not in g.const
 
 
 def _int8_dq_constant(g: Graph, tensor: str) -> bool:

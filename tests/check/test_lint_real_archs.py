@@ -88,10 +88,21 @@ def test_a_0d_constant_is_matched_to_seed_025(params, rtx, tmp_path):
     assert not [f for f in found if f.rule == "dq_constant_into_add"]  # seed 004's DQ form is a shaped constant
 
 
-def test_a_shaped_constant_stays_seed_004s_dq_form():
+def test_a_shaped_constant_between_qdq_is_int8_but_seed_004s_bare_form_float(tmp_path):
+    """Both are an INT8 initializer -> DQ -> Add; the observed 8.x cells say INT8 where the other operand and the
+    output are Q/DQ'd (seed 025, one_element) and float where neither is (seed 004's int8_const_dq_op)."""
     model = write.build(get_case("scalar_quantized_constant"), {"constant": "one_element", "op": "add"}).model
-    rules = {f.rule for f in lint_model(model)}
-    assert "scalar_quantized_constant" not in rules and "dq_constant_into_add" in rules
+    found = [f for f in lint_model(model, observed=tmp_path) if f.engine == "tensorrt"]
+    assert "scalar_quantized_constant" not in {f.rule for f in found}
+    assert {(f.rule, f.predicted) for f in found} == {("dq_constant_into_add", "int8")}
+    bare = write.build(get_case("quantized_constant_plugin"), {"form": "int8_const_dq_op"}).model
+    cells = [dict(json.loads(line), _file="f.jsonl")
+             for line in (REPO / "reports/observed/nvidia-h100/trt-8.6.0.jsonl").read_text().splitlines()
+             if '"case": "quantized_constant_plugin"' in line]
+    from check.lint import Graph, dq_constant_elementwise_rule
+    g = Graph(bare)
+    add = next(n for n in g.nodes if n.op_type == "Add")
+    assert {f.predicted for f in dq_constant_elementwise_rule(g, add, cells)} == {"float"}
 
 
 def test_the_lint_predicts_the_observed_rtx_refusal_of_the_producer_transformer(tmp_path):
