@@ -17,8 +17,8 @@ What the sources cover:
   (check/arch_models.py, yolo_csp_trt) failed to build on an H100 and an H200 (2026-11-24), fixed shape or a range
   profile alike: 8.6.0 names 'PWN(PWN(/model.0/act/Sigmoid), PWN(/model.0/act/Mul))', the stem's SiLU without its
   Conv; 8.5.3.1 skips every tactic ("Mismatch between node and runner quantizations") and ends in "Assertion engine
-  != nullptr failed". Those observed cells are the source for the stem's Conv + SiLU here; this reproducer, observed on 8.5.1.7 to
-  8.6.0 (an H100 and an H200, 2026-11-24, equal cell for cell), fails at build on every one of them: 8.6.0 with no
+  != nullptr failed". Those observed cells are the source for the stem's Conv + SiLU here; this reproducer, observed
+  on 8.5.1.7 to 8.6.0 (an H100 and an H200, 2026-11-24, equal cell for cell), fails at build on every one: 8.6.0 with no
   implementation for PWN(PWN(Sigmoid), PWN(Mul)), the 8.5 releases with "Assertion engine != nullptr failed" after the
   runner-quantization mismatches.
 - no_sigmoid_qdq, output_qdq, conv_only: ours to observe. no_sigmoid_qdq is quantize_static's form without the
