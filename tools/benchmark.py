@@ -252,13 +252,25 @@ def user_model_check(engine_name: str = "onnxruntime", name: str = "backbone_300
 
 def _cli(argv: Sequence[str]) -> int:
     """--user-model [ENGINE], --check [--batch N] [ENGINE ...], or the bundle and cell tables."""
-    if argv[:1] == ["--user-model"]:
-        return user_model_check(*(argv[1:2] or ["onnxruntime"]))
-    if argv[:1] == ["--check"]:
-        rest = list(argv[1:])
-        batch = int(rest[rest.index("--batch") + 1]) if "--batch" in rest else None
-        engines = [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] != "--batch")]
-        return check_timings(engines or CHECK_ENGINES, batch)
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tools/benchmark.py", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="python -m check on ~300- and ~900-node models")
+    mode.add_argument("--user-model", action="store_true", help="check against the bare engine, one model")
+    parser.add_argument("--batch", type=int, help="--check: fix the batch dimension (default: left dynamic)")
+    parser.add_argument("engines", nargs="*", metavar="ENGINE", help=f"--check: of {', '.join(CHECK_ENGINES)}; "
+                        "--user-model: onnxruntime or openvino")
+    args = parser.parse_args(argv)
+    unknown = [e for e in args.engines if e not in CHECK_ENGINES]
+    if unknown:
+        parser.error(f"unknown engine {', '.join(unknown)}: one of {', '.join(CHECK_ENGINES)}")
+    if args.user_model:
+        return user_model_check(*(args.engines[:1] or ["onnxruntime"]))
+    if args.check:
+        return check_timings(args.engines or CHECK_ENGINES, args.batch)
+    if args.engines or args.batch is not None:
+        parser.error("ENGINE and --batch go with --check or --user-model")
     return main()
 
 

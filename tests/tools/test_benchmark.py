@@ -39,3 +39,15 @@ def test_one_check_command_is_timed_and_its_result_read_from_the_report(tmp_path
                                                      tmp_path / "w")
     assert seconds > cell > 0 and cpu > 0 and result.split(":")[0] in ("pass", "fail"), result
     assert len(list((tmp_path / "w" / "rep").glob("backbone_300_trt-*.json"))) == 1
+
+
+def test_help_and_a_bad_engine_start_nothing(capsys):
+    import pytest
+
+    bench = _benchmark()
+    with pytest.raises(SystemExit) as done:
+        bench._cli(["--help"])
+    assert done.value.code == 0 and "--check" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        bench._cli(["--check", "nosuch"])
+    assert done.value.code == 2 and "unknown engine nosuch" in capsys.readouterr().err
