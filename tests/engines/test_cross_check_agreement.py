@@ -72,6 +72,7 @@ def _ask_openvino(bundle):
     return ("pass" if _within_tolerance(bundle, outputs) else "fail"), int8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine_name", ["onnxruntime", "openvino"])
 def test_cells_agree_with_a_direct_query(bundles, engine_name, tmp_path):
     engine = get_engine(engine_name)
