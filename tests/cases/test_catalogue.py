@@ -1,61 +1,239 @@
-"""The whole catalogue: every seed covered once, and every declaration parses."""
+"""Every case of the catalogue, parametrized: what holds for all of them, checked on each (as onnx's backend node tests
+check every node case the same way). What one case alone says is in its own file, tests/cases/per_case/test_<id>.py.
+
+Per case: registered under its id, cited (its docstring's first line names the thread its first link is), built by its
+generator, with well-formed expectations and signatures, and a test file of its own.
+Per reproducer: a valid model at the case's opset, built byte for byte the same twice, whose targets are its nodes; its
+bundle (written once per test run, tests/conftest.py) verifies, keeps every output quantizer inside its range, and
+agrees with ONNX Runtime wherever ONNX Runtime can run it.
+"""
 
 from __future__ import annotations
 
 import importlib
 import re
 from pathlib import Path
+from typing import Dict, Set, Tuple
 
+import numpy as np
+import onnx
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from cases import CASE_MODULES, all_cases
+from cases import CASE_MODULES, all_cases, bundle_id, get_case
+from cases.base import Case
+from cases.isa import isa
+from generators import write
+from generators.bundle import Bundle, verify_bundle
+from generators.onnx_util import IR_VERSION_FOR_OPSET
+from generators.steps import error_steps
 
+REPO = Path(__file__).resolve().parents[2]
+PER_CASE = Path(__file__).resolve().parent / "per_case"
 SEEDS = ("000", "001", "002", "003", "004")
+CASES = all_cases()
+CASE_IDS = [c.id for c in CASES]
+VARIANTS = [(c, p) for c in CASES for p in c.variants()]
+IDS = [bundle_id(c, p) for c, p in VARIANTS]
+THREAD = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")  # owner/repo#number
+# Domains ONNX Runtime runs; a node in any other (qdq_matrix plugins, TensorRT's trt and trt.plugins) is a custom op.
+ONNXRUNTIME_DOMAINS = ("", "ai.onnx", "com.microsoft")
+# Types ONNX Runtime's CPU provider has no Q/DQ kernel for (1.2x: "Failed to find kernel for DequantizeLinear(23)",
+# "Could not find an implementation for DequantizeLinear(24)"): a model that holds them may be one it cannot run.
+NO_CPU_KERNEL = {onnx.TensorProto.FLOAT4E2M1, onnx.TensorProto.FLOAT8E8M0}
+# The cases whose builder brings a numpy reference although onnx.reference could read the graph, and why.
+OWN_REFERENCE = {
+    "convtranspose_grouped": "onnx.reference mishandles a grouped ConvTranspose",
+    "quantized_constant_plugin": "one reference for all its forms, the custom-op ones included",
+}
 
 
-@pytest.fixture(scope="module")
-def catalogue():
-    return all_cases()
+def _custom_ops(model: onnx.ModelProto) -> Set[str]:
+    return {f"{n.domain}:{n.op_type}" for n in model.graph.node if n.domain not in ONNXRUNTIME_DOMAINS}
 
 
-def test_every_seed_is_covered_once(catalogue):
-    seeds = sorted(c.seed for c in catalogue if not c.external)
+def _opset(model: onnx.ModelProto) -> int:
+    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+
+
+def _bundle(root: Path, case: Case, params: dict) -> Bundle:
+    return verify_bundle(root / bundle_id(case, params))
+
+
+# ---- the catalogue ----
+
+def test_every_seed_is_covered_once():
+    seeds = sorted(c.seed for c in CASES)
     assert set(SEEDS) <= set(seeds)  # the five seeds, then the cases grown from the tracker (005 onwards)
     assert len(set(seeds)) == len(seeds) and all(re.fullmatch(r"\d{3}", s) for s in seeds)
-    assert len({c.id for c in catalogue}) == len(catalogue)
+    assert len(set(CASE_IDS)) == len(CASES)
 
 
-def test_expectation_ranges_are_pep440_and_cite_a_page_or_a_listed_observation(catalogue):
-    """A source is a public page, or an observation committed under reports/observed/ and listed in its manifest."""
-    from matrix import observed
-
-    repo = Path(__file__).resolve().parents[2]
-    listed = {f"reports/observed/{path}" for path in observed.load(repo / "reports" / "observed").entries}
-    for case in catalogue:
-        for e in case.expectations:
-            SpecifierSet(e.versions)
-            assert e.source.startswith("https://") or e.source in listed, (case.id, e.source)
+def test_seeds_count_up_in_registration_order_and_external_cases_come_last():
+    declared = [importlib.import_module(m).CASE for m in CASE_MODULES]
+    seeds = [c.seed for c in declared if not c.external]
+    assert seeds == [f"{n:03d}" for n in range(len(seeds))]
+    assert [c.external for c in declared] == sorted(c.external for c in declared)
+    assert CASE_MODULES[-1] == "cases.user_model"
 
 
-def test_signatures_compile_and_cite_a_source(catalogue):
-    """A source is a public page, or a real observation committed in this repository."""
-    repo = Path(__file__).resolve().parents[2]
-    for case in catalogue:
-        for s in case.signatures:
-            re.compile(s.pattern)
-            assert s.source.startswith("https://") or (repo / s.source).is_file(), (case.id, s.name)
+# ---- each case ----
 
-
-def test_every_case_has_variants_and_a_builder_function(catalogue):
-    for case in catalogue:
-        assert list(case.variants()), case.id
-        module, function = case.builder.split(":")
-        assert module.startswith("generators.")
-        assert callable(getattr(importlib.import_module(module), function)), case.builder
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_case_is_registered_under_its_id_and_built_by_its_generator(case):
+    module = f"cases.{case.id}"
+    assert module in CASE_MODULES and importlib.import_module(module).CASE is case and get_case(case.id) is case
+    assert case.builder == f"generators.{case.id}:build"
+    name, function = case.builder.split(":")
+    assert callable(getattr(importlib.import_module(name), function)), case.builder
+    assert list(case.variants())
 
 
 @pytest.mark.parametrize("module", CASE_MODULES)
 def test_module_docstring_cites_its_upstream_threads(module):
     first_line = (importlib.import_module(module).__doc__ or "").strip().splitlines()[0]
     assert "#" in first_line or "github.com" in first_line, first_line
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_first_link_is_the_source_the_docstring_names_first(case):
+    """owner/repo#N: the first link is that issue or pull request; else the address (and any .py file) it names."""
+    first_line = importlib.import_module(f"cases.{case.id}").__doc__.strip().splitlines()[0]
+    cited = THREAD.search(first_line)
+    if cited:
+        owner_repo, number = cited.groups()
+        assert case.links[0].endswith((f"{owner_repo}/issues/{number}", f"{owner_repo}/pull/{number}")), case.links[0]
+        return
+    address = next(w for w in first_line.split() if w.startswith(("https://", "github.com/"))).rstrip(".,;:)")
+    assert case.links[0].startswith(address if address.startswith("https://") else "https://" + address)
+    assert all(f in case.links[0] for f in re.findall(r"\w+\.py", first_line)), case.links[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_expectation_ranges_are_pep440_and_cite_a_page_or_a_listed_observation(case):
+    """A source is a public page, or an observation committed under reports/observed/ and listed in its manifest."""
+    from matrix import observed
+
+    listed = {f"reports/observed/{path}" for path in observed.load(REPO / "reports" / "observed").entries}
+    for e in case.expectations:
+        SpecifierSet(e.versions)
+        assert e.source.startswith("https://") or e.source in listed, e.source
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_signatures_compile_and_cite_a_source(case):
+    """A source is a public page, or a real observation committed in this repository."""
+    for s in case.signatures:
+        re.compile(s.pattern)
+        assert s.source.startswith("https://") or (REPO / s.source).is_file(), s.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_case_has_a_test_file_of_its_own(case):
+    assert (PER_CASE / f"test_{case.id}.py").is_file()
+
+
+# ---- each reproducer ----
+
+@pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
+def test_model_passes_the_full_checker_at_its_cases_opset(case, params):
+    """The case's opset (a custom-op form may keep the opset its tool writes), and the IR version pinned for it."""
+    rep = write.build(case, params)
+    assert not (rep.intentionally_invalid or case.intentionally_invalid)
+    onnx.checker.check_model(rep.model, full_check=True)
+    opset = _opset(rep.model)
+    assert opset == case.opset or (_custom_ops(rep.model) and opset < case.opset), opset
+    assert rep.model.ir_version == IR_VERSION_FOR_OPSET[opset]
+
+
+@pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
+def test_two_builds_are_byte_identical(case, params):
+    a, b = write.build(case, params), write.build(case, params)
+    assert a.model.SerializeToString() == b.model.SerializeToString()
+    assert a.inputs.keys() == b.inputs.keys()
+    for name in a.inputs:
+        assert a.inputs[name].dtype == b.inputs[name].dtype and a.inputs[name].tobytes() == b.inputs[name].tobytes()
+
+
+@pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
+def test_targets_are_nodes_of_the_model_and_convolutions_carry_kernel_shape(case, params):
+    """A target is a node of the graph and one the case declares (a real quantizer's graph names its own nodes);
+    TensorRT 8.x's parser needs kernel_shape where a convolution's weights come from a DQ."""
+    rep = write.build(case, params)
+    names = {n.name for n in rep.model.graph.node}
+    assert rep.target_nodes and set(rep.target_nodes) <= names
+    if case.target_nodes and rep.model.producer_name != "onnx.quantize":
+        assert set(rep.target_nodes) <= set(case.target_nodes)
+    for n in rep.model.graph.node:
+        if n.op_type in ("Conv", "ConvTranspose", "ConvInteger"):
+            assert "kernel_shape" in {a.name for a in n.attribute}, n.name
+
+
+@pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
+def test_bundle_verifies_and_says_what_computed_its_expected_outputs(catalogue_bundles, case, params):
+    """The digests hold; the checker passed; the expected outputs are finite and come from onnx.reference, or from
+    the builder's numpy reference where the graph holds a custom op onnx.reference cannot run (or OWN_REFERENCE says
+    why)."""
+    bundle = _bundle(catalogue_bundles, case, params)
+    meta = bundle.meta
+    assert (meta["bundle"], meta["case"], meta["seed"], meta["params"]) == \
+        (bundle_id(case, params), case.id, case.seed, params)
+    assert meta["checker"] == "passed" and meta["cache_key"] == write.cache_key(case, params)
+    custom = _custom_ops(onnx.load(str(bundle.model_path)))
+    assert meta["reference"] == ("numpy" if custom or case.id in OWN_REFERENCE else "onnx.reference"), custom
+    for name, want in bundle.expected().items():
+        assert np.isfinite(want.astype(np.float64)).all(), name
+
+
+@pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
+def test_no_output_quantizer_saturates(catalogue_bundles, case, params):
+    """An output read through a QuantizeLinear peaks inside its 8-bit range (0 < max|y| / step <= 127): a saturated
+    output would hide the very differences the steps count."""
+    bundle = _bundle(catalogue_bundles, case, params)
+    for name, want in bundle.expected().items():
+        if bundle.meta["outputs"][name]["step_kind"] == "quantization":
+            assert 0 < np.max(np.abs(want.astype(np.float64))) / bundle.output_step(name) <= 127, name
+
+
+def _run_onnxruntime(bundle: Bundle) -> Tuple[str, str, str]:
+    """(status, what it found, version): ONNX Runtime CPU with optimizations off against the expected outputs."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(bundle.model_path), options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        actual: Dict[str, np.ndarray] = dict(zip(names, session.run(names, bundle.inputs())))
+    except Exception as e:  # a custom op or a type it has no kernel for: ORT says so in a generic error
+        return "cannot run", str(e), ort.__version__
+    worst = max(error_steps(want, actual[n], bundle.output_step(n)) for n, want in bundle.expected().items())
+    status = "agree" if worst <= bundle.meta["tolerance_steps"] else "disagree"
+    return status, f"worst {worst:.3g} steps", ort.__version__
+
+
+@pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
+def test_onnxruntime_agrees_with_the_expected_outputs(catalogue_bundles, case, params):
+    """Within the reproducer's tolerance, on this CPU, and the bundle's cross-check record says the same. ONNX Runtime
+    may not run a custom op (it must say which) or a type it has no CPU kernel for; it may disagree only without VNNI
+    where the case documents ONNX Runtime's u8s8 saturation, and then its documented fix (x64quantprecision) agrees."""
+    bundle = _bundle(catalogue_bundles, case, params)
+    record = bundle.meta["cross_check"]["onnxruntime"]
+    status, found, version = _run_onnxruntime(bundle)
+    here = isa()
+    assert record["isa"] == here.label and record["status"] == status, (record, found)
+    model = onnx.load(str(bundle.model_path))
+    custom = _custom_ops(model)
+    if custom:
+        assert status == "cannot run" and any(op in found for op in custom), found
+    elif status == "cannot run":
+        assert {t.data_type for t in model.graph.initializer} & NO_CPU_KERNEL, found
+    elif status == "disagree":
+        context = {"isa": here.level, "x64quantprecision": "0", "graph_optimization_level": "ORT_DISABLE_ALL"}
+        documented = case.expectation_for("onnxruntime", version, params, context)
+        assert not here.vnni and documented is not None and documented.outcome == "fail", found
+        fix = record["x64quantprecision"]
+        assert fix["status"] == "agree" and "session.x64quantprecision=1" in record["detail"], record["detail"]
+    else:
+        assert "x64quantprecision" not in record

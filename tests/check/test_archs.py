@@ -168,6 +168,7 @@ def test_the_cli_writes_the_models_it_is_asked_for(tmp_path, capsys):
     assert json.loads((tmp_path / "manifest.json").read_text())[0]["name"] == "ocr_rec_trt"
 
 
+@pytest.mark.slow
 def test_tensorrt_rtx_builds_every_convolution_of_the_yolo_model_in_int8(tmp_path):
     """`python -m check` on the dynamic YOLO graph quantized with TensorRT settings: a real ahead-of-time plan
     built with an optimization profile, all Conv INT8."""

@@ -9,6 +9,8 @@ import pytest
 from check.backend_nodes import write
 from generators.bundle import load_bundle
 
+pytestmark = pytest.mark.slow  # every test reads its module fixture, which writes the onnx node tests as bundles
+
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from check.__main__ import main
-from tests.check.paths import report_file
 from tests.check.models import float_convnet, qdq_conv, quantize_static
+from tests.check.paths import report_file
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,7 @@ def test_check_runs_onnxruntime_and_openvino_and_writes_the_nodereport_file(quan
     assert [p.name.split("-")[0] for p in cells] == ["onnxruntime", "openvino"]
 
 
+@pytest.mark.slow
 def test_with_no_gpu_a_check_has_a_real_tensorrt_rtx_plan_per_target(tmp_path, capsys):
     """TensorRT-RTX builds on any machine: by default a check gets its column, and --target one per architecture."""
     pytest.importorskip("tensorrt_rtx")
@@ -148,6 +149,7 @@ def test_a_model_that_cannot_be_used_gets_its_report_and_exit_4(tmp_path, capsys
 
 
 
+@pytest.mark.slow
 def test_checking_a_model_again_reuses_its_cells_unless_the_measure_changed(quantized, tmp_path, capsys):
     """The second run of the same command runs no engine; a new --min-sqnr judges the stored outputs again."""
     out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep"),

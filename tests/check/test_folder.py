@@ -57,6 +57,7 @@ def _cells(root: Path, engine: str) -> dict:
     return {r["params"]["model"]: r for r in records if r.get("kind") != "session"}
 
 
+@pytest.mark.slow
 def test_every_model_gets_a_report_and_a_summary_line(checked):
     root, status, printed = checked
     assert status == 5, "an engine failed a model (1: ONNX Runtime refuses the opset-12 axis) and models could " \
@@ -72,6 +73,7 @@ def test_every_model_gets_a_report_and_a_summary_line(checked):
     assert reports == set(lines), "a report per model, the unusable one included"
 
 
+@pytest.mark.slow
 def test_the_dynamic_models_build_on_tensorrt_rtx_with_the_profile_recorded(checked):
     root, _, printed = checked
     rtx = _cells(root, "tensorrt-rtx")
@@ -87,6 +89,7 @@ def test_the_dynamic_models_build_on_tensorrt_rtx_with_the_profile_recorded(chec
     assert "warning: onnx.checker refused the model: Unrecognized attribute: axis" in printed
 
 
+@pytest.mark.slow
 def test_a_models_own_npz_beside_it_is_its_inputs(checked):
     root, _, printed = checked
     rtx = _cells(root, "tensorrt-rtx")
@@ -108,6 +111,7 @@ def test_one_inputs_file_for_several_models_is_a_usage_error(tmp_path, capsys):
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_a_clean_folder_exits_0_and_a_failing_engine_exits_1(tmp_path, capsys):
     pytest.importorskip("tensorrt_rtx")
     models = tmp_path / "m"

@@ -13,7 +13,6 @@ import pytest
 
 from cases import get_case
 from check.__main__ import main
-from tests.check.paths import report_file
 from check.bundle import bundle_from_model
 from check.localize import localize_cell
 from engines import get_engine
@@ -21,6 +20,7 @@ from engines.cells import judge_observation, measure
 from generators import steps
 from generators.bundle import verify_bundle
 from tests.check.models import deep_convnet, qdq_conv, quantize_for_tensorrt, quantize_static
+from tests.check.paths import report_file
 
 CASE = get_case("user_model")
 
@@ -87,6 +87,7 @@ def test_the_catalogue_keeps_the_step_measure(tmp_path):
     assert cell.output_stats["measure"] == "steps" and cell.max_error_steps is not None
 
 
+@pytest.mark.slow
 def test_the_cli_reports_sqnr_with_the_float_model_and_localizes_on_both_cpu_engines(deep, tmp_path, capsys):
     floats, trt, _ = deep
     out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]

@@ -17,6 +17,8 @@ from check import arch_models, archs
 from check.__main__ import main
 from tests.check.paths import report_file
 
+pytestmark = pytest.mark.slow  # every test reads its module fixture, which checks nine models on three engines
+
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):

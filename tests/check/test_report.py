@@ -9,9 +9,15 @@ import re
 import pytest
 
 from check.__main__ import main
+from tests.check.models import (
+    float_convnet,
+    qdq_conv_stack,
+    quantize_for_tensorrt,
+    quantize_static,
+    widened_matmul,
+    yolo_csp,
+)
 from tests.check.paths import report_file
-from tests.check.models import float_convnet, qdq_conv_stack, quantize_for_tensorrt, quantize_static, widened_matmul
-from tests.check.models import yolo_csp
 
 
 def _check(model, tmp_path, *engines: str, extra=()):
@@ -96,6 +102,7 @@ def test_the_int32_bias_parse_failure_shows_the_engines_reason_in_the_summary_ta
     assert cell["text"] == "parse fails (b0_DequantizeLinear)" and view["notes"][cell["note"] - 1]["text"] == reason
 
 
+@pytest.mark.slow
 def test_a_900_node_model_reads_in_under_30_kb_with_the_lint_grouped_by_rule(tmp_path):
     model = qdq_conv_stack(tmp_path / "stack900.onnx", blocks=150)
     report, md = _check(model, tmp_path, "onnxruntime", "openvino")

@@ -17,16 +17,16 @@ import pytest
 from cases import get_case
 from engines import get_engine
 from engines.cells import run_cell
-from generators.bundle import load_bundle
-from generators.write import write_all
+from generators.bundle import bundle_ids, load_bundle
 
 RUN = {"date": "", "source": "test"}
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bundles")
-    return [load_bundle(p) for p in write_all(["grouped_conv", "dynamic_quantize"], root=root)]
+def bundles(catalogue_bundles):
+    """The grouped-conv sweep and DynamicQuantizeLinear's bundles, from the catalogue written once per test run."""
+    return [load_bundle(catalogue_bundles / b) for b in bundle_ids(catalogue_bundles)
+            if b.startswith(("grouped_conv/", "dynamic_quantize/"))]
 
 
 def _within_tolerance(bundle, outputs: dict) -> bool:
@@ -58,7 +58,8 @@ def _ask_openvino(bundle):
     """(status, int8 conv kernel present) straight from OpenVINO."""
     core = ov.Core()
     try:
-        compiled = core.compile_model(core.read_model(str(bundle.model_path)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        compiled = core.compile_model(core.read_model(str(bundle.model_path)), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
         result = compiled(bundle.inputs())
         outputs = {port.get_any_name(): result[port] for port in compiled.outputs}
     except Exception:
@@ -71,6 +72,7 @@ def _ask_openvino(bundle):
     return ("pass" if _within_tolerance(bundle, outputs) else "fail"), int8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine_name", ["onnxruntime", "openvino"])
 def test_cells_agree_with_a_direct_query(bundles, engine_name, tmp_path):
     engine = get_engine(engine_name)

@@ -43,6 +43,7 @@ def cells(path: Path) -> List[dict]:
     return [r for r in map(json.loads, path.read_text().splitlines()) if "bundle" in r]
 
 
+@pytest.mark.slow
 def test_a_column_whose_cells_are_stored_starts_nothing_and_says_how_many_it_reused(bundles, tmp_path, launches,
                                                                                    capsys):
     argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "--results", str(tmp_path / "ort.jsonl"), "-n", "1"]

@@ -17,11 +17,9 @@ import pytest
 
 from cases import get_case
 from engines.cells import run_cell
-from engines.tensorrt import Adapter, gpu
-from engines.tensorrt import layers
-from tests.engines.trt_stand_in import H200
+from engines.tensorrt import Adapter, gpu, layers
 from generators.bundle import bundle_ids, load_bundle
-from generators.write import write_all
+from tests.engines.trt_stand_in import H200
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "trt"
 FAKES = DATA / "fake_api"
@@ -83,25 +81,25 @@ def test_each_fake_has_only_what_its_version_documents(generation, monkeypatch, 
     assert "INT8" in module.DataType.__members__  # the data type stays; the weak-typing flag goes
     if generation == "11":
         with pytest.raises(AttributeError):
-            module.BuilderFlag.INT8
+            module.BuilderFlag.INT8  # noqa: B018 (the read is the test)
         with pytest.raises(AttributeError):
-            module.Builder(None).platform_has_fast_int8
+            module.Builder(None).platform_has_fast_int8  # noqa: B018
         with pytest.raises(AttributeError):
-            module.IInt8EntropyCalibrator2
+            module.IInt8EntropyCalibrator2  # noqa: B018
         assert "BuilderFlag.INT8" in log.read_text().split()  # a refused read is still recorded
     else:
         assert module.BuilderFlag.INT8.name == "INT8" and module.Builder(None).platform_has_fast_int8
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bundles")
-    write_all(root=root)
-    return root
+def bundles(catalogue_bundles):
+    """Every reproducer of the catalogue, written once per test run (tests/conftest.py)."""
+    return catalogue_bundles
 
 
 def _cells(generation: str, root: Path, log: Path, monkeypatch) -> list:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKES / f"trt{generation}"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONPATH",
+                       os.pathsep.join([str(FAKES / f"trt{generation}"), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("FAKE_TRT_ACCESS_LOG", str(log))
     monkeypatch.setattr(gpu, "detect", lambda: H200)
     # The stand-ins have no real cuBLAS/cuDNN: TensorRT's own tactics, as on a stub-cuDNN runner.

@@ -63,6 +63,7 @@ def test_numeric_flags_that_are_not_finite_positive_numbers_exit_2(flag, value, 
     assert flag in capsys.readouterr().err and not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_models_of_one_name_or_one_slug_never_overwrite_each_other(tmp_path, capsys):
     """A/model.onnx and B/model.onnx differ; `net ü.onnx` and `net ö.onnx` are the same bytes under two names:
     four bundles, four cell sets, four reports; the same file checked again keeps its id."""
@@ -79,7 +80,8 @@ def test_models_of_one_name_or_one_slug_never_overwrite_each_other(tmp_path, cap
     bundles = sorted(p.name for p in (tmp_path / "b" / "user_model").iterdir() if not p.name.startswith("."))
     assert len(bundles) == 4 and len({n.rsplit("-", 1)[0] for n in bundles}) == 2  # model-<id> and net_-<id>
     assert len(list((tmp_path / "rep").glob("*.json"))) == 4
-    cells = [json.loads(line)["bundle"] for f in (tmp_path / "r").rglob("*.jsonl") for line in f.read_text().splitlines()
+    cells = [json.loads(line)["bundle"] for f in (tmp_path / "r").rglob("*.jsonl")
+             for line in f.read_text().splitlines()
              if '"kind": "session"' not in line]
     assert sorted(cells) == sorted(f"user_model/{n}" for n in bundles), "one cell per model, none replaced"
     models = {json.loads(p.read_text())["model"] for p in (tmp_path / "rep").glob("*.json")}

@@ -92,6 +92,7 @@ def test_changed_bundle_is_run_again(tmp_path: Path) -> None:
     assert f"cells: {len(NAMES) - 1} reused from earlier runs" in second.stdout, second.stdout
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_loses_no_finished_cell(tmp_path: Path) -> None:
     bundles, results = _bundles(tmp_path), tmp_path / "out.jsonl"
     for kill_after in (3, 7):  # killed twice, at different points, then finished

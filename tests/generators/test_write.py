@@ -1,8 +1,10 @@
-"""Writing bundles: layout, determinism, caching, atomic writes, checker refusals and the CLI."""
+"""Writing bundles: layout, determinism, caching, atomic writes, checker refusals, the ORT cross-check, the CLI."""
 
 from __future__ import annotations
 
 import json
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -138,7 +140,8 @@ def test_cli_list_prints_ids_and_a_count(my_cases, capsys):
 
 def test_cli_param_filters_the_sweep(my_cases, capsys):
     assert main(["list", "--param", "native_instancenorm=yes", "--param", "int8_ranges=none"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["instancenorm_int8/native_instancenorm=yes+int8_ranges=none", "1 bundles"]
+    assert capsys.readouterr().out.splitlines() == ["instancenorm_int8/native_instancenorm=yes+int8_ranges=none",
+                                                    "1 bundles"]
 
 
 def test_cli_write_reports_progress_and_summary(my_cases, tmp_path, capsys):
@@ -212,3 +215,24 @@ def test_an_unwritable_bundle_folder_is_one_line_and_exit_2(tmp_path, capsys, my
     assert main(["write", "--case", "q_output_type", "--out", str(blocked)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: cannot write bundles in ") and "Not a directory" in err and len(err.splitlines()) == 1
+
+
+def test_an_onnxruntime_that_cannot_load_the_model_is_recorded_as_cannot_run(monkeypatch):
+    """ONNX Runtime 1.16 reads IR 9 at most (measured on 1.16.3 with the int4 bundles: "Unsupported model IR version:
+    10, max supported IR version: 9"): the cross-check says so; the expected outputs still come from the reference."""
+    from cases.int4_blocked_weights import CASE
+
+    message = "Unsupported model IR version: 10, max supported IR version: 9"
+
+    def refuse(*_args, **_kwargs):
+        raise RuntimeError(f"[ONNXRuntimeError] : 1 : FAIL : {message}\nmore")
+
+    fake = types.SimpleNamespace(
+        __version__="1.16.3", InferenceSession=refuse, SessionOptions=types.SimpleNamespace,
+        GraphOptimizationLevel=types.SimpleNamespace(ORT_DISABLE_ALL=0),
+    )
+    monkeypatch.setitem(sys.modules, "onnxruntime", fake)
+    meta = write.render(CASE, next(iter(CASE.variants())))["case.json"]
+    check = meta["cross_check"]["onnxruntime"]
+    assert check["status"] == "cannot run" and message in check["detail"] and check["version"] == "1.16.3"
+    assert meta["reference"] == "onnx.reference"

@@ -188,8 +188,8 @@ def test_without_its_side_file_a_cell_says_where_its_details_are(tmp_path):
     from tests.matrix.conftest import cell
 
     binary = _browser_or_skip()
-    write_reports(build([cell(status="fail", last_stage="build", verdict="regressed", fused=None, error="boom")]), tmp_path,
-                  generated="2026-01-01")
+    write_reports(build([cell(status="fail", last_stage="build", verdict="regressed", fused=None, error="boom")]),
+                  tmp_path, generated="2026-01-01")
     (tmp_path / "cells" / "details.js").unlink()  # the page copied alone
     browser = Browser(binary, width=1000, height=700)
     try:
@@ -241,6 +241,7 @@ def row_texts(browser, model: str) -> list:
                             f"{model!r}).cells].slice(1).map(c => c.innerText)")
 
 
+@pytest.mark.slow
 def test_your_models_is_one_table_after_the_upgrade_answer(models_page):
     page = models_page
     assert page.evaluate("[...document.querySelectorAll('section')].map(s => s.id).slice(0, 4)") == \
@@ -255,6 +256,7 @@ def test_your_models_is_one_table_after_the_upgrade_answer(models_page):
     assert box[0] <= 1400 and box[1] < 900  # 13 models by 4 columns fit one screen
 
 
+@pytest.mark.slow
 def test_each_model_cell_says_int8_or_the_failing_node_and_why(models_page):
     assert row_texts(models_page, "ort_mobilenet_s8_per_channel.onnx") == \
         ["parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"] * 4
@@ -267,6 +269,7 @@ def test_each_model_cell_says_int8_or_the_failing_node_and_why(models_page):
     assert "Plugin not found" in models_page.evaluate("document.querySelector('#mn1:target').innerText")
 
 
+@pytest.mark.slow
 def test_a_model_cell_opens_its_per_node_report(models_page):  # last: it leaves the page
     page = models_page
     page.evaluate("window.scrollTo(0, 0)")

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import List
 
+import pytest
+
 from cases.portable import MACHINE_PATH, portable_command, portable_path
 from matrix.__main__ import main
 from matrix.render import cells_from_report
@@ -51,6 +53,7 @@ def test_a_recorded_command_is_relative_to_the_repository():
     assert machine_paths("evidence [ONNX Layer: /layer1/conv/Conv] …/bin/python https://docs.nvidia.com/a/b") == []
 
 
+@pytest.mark.slow
 def test_a_fresh_report_holds_no_machine_path(make_cell, write_results, tmp_path):
     """Over the committed observations and a local file whose cells ran with absolute paths in their command."""
     here = make_cell(run={"source": "local", "date": "2026-11-24T00:00:00Z",

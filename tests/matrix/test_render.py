@@ -290,6 +290,7 @@ def _rtx_cells(bundles, precision_of, make_cell):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not OBSERVED.is_dir(), reason="reports/observed is not in this checkout")
 def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     """Issue 27's budgets over a fresh clone's shape: the observations, synthetic CPU and TensorRT-RTX columns."""

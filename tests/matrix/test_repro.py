@@ -66,6 +66,7 @@ def run_bundle(folder: Path) -> dict:
     return dict(json.loads(out.read_text()), returncode=done.returncode, stdout=done.stdout)
 
 
+@pytest.mark.slow
 def test_each_bug_bundle_agrees_with_the_suites_cell(suite_cells):
     ran = [c for c in suite_cells["cells"] if c.status in ("pass", "fail", "crashed")]
     assert {c.engine for c in ran} == set(ENGINES) and len(ran) >= 20
@@ -84,6 +85,7 @@ def test_each_bug_bundle_agrees_with_the_suites_cell(suite_cells):
         assert found["line"].startswith("REPRODUCED: ") and found["stdout"].rstrip().endswith(found["line"]), what
 
 
+@pytest.mark.slow
 def test_a_bug_bundle_needs_nothing_from_the_repository(suite_cells, tmp_path):
     """Moved anywhere, with PYTHONPATH empty and the repository out of reach, it still reproduces."""
     cell = next(c for c in suite_cells["cells"] if c.engine == "onnxruntime" and c.status == "pass")

@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 
 import onnx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,6 +34,7 @@ def test_the_benchmark_models_are_the_large_architectures_at_a_fixed_batch(tmp_p
     assert [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim] == [1, 3, 64, 64]
 
 
+@pytest.mark.slow
 def test_one_check_command_is_timed_and_its_result_read_from_the_report(tmp_path):
     bench = _benchmark()
     seconds, cpu, cell, result = bench.check_command(bench.arch_model(tmp_path, "backbone_300"), "onnxruntime",

@@ -1,4 +1,7 @@
-"""Seed 000 on TensorRT 8.x: #3055's placements around TensorRT's own INT8 CustomSkipLayerNormPluginDynamic."""
+"""Seed 000 `q_output_type`: the type of a QuantizeLinear output, and INT8 plugins between Q/DQ (#3844, #3055, #3314).
+
+On TensorRT 8.x, #3055's placements around TensorRT's own INT8 CustomSkipLayerNormPluginDynamic too.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import pytest
 from cases.q_output_type import CASE
 from generators import write
 from generators.q_output_type import HIDDEN, OUT_SCALE, SKIP_SHAPE, skip_layernorm
+from tests.cases.per_case.helpers import attrs
 
 PLACEMENTS = {
     # variant -> (what feeds the plugin, what reads its output, its output's ONNX type)
@@ -21,9 +25,41 @@ def _params(variant: str) -> dict:
     return {"variant": variant, "activation": "int8", "plugin": "trt_skip_layernorm"}
 
 
-def _attrs(n: onnx.NodeProto) -> dict:
-    return {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+@pytest.mark.parametrize("api, op", [("v2", "Int8IdentityV2"), ("v3", "Int8Identity")])
+def test_plugin_node_names_a_registrable_plugin(api, op):
+    rep = write.build(CASE, {"variant": "plugin_q_direct", "activation": "int8", "plugin": api})
+    plugin = next(n for n in rep.model.graph.node if n.name == "node_of_p")
+    assert (plugin.domain, plugin.op_type) == ("qdq_matrix", op)
+    assert attrs(plugin) == {"plugin_version": b"1", "plugin_namespace": b"qdq_matrix"}
+    assert rep.trt == {"int8": True, "plugins": [f"qdq_matrix::{op}"], "plugin_api": api}
 
+
+def test_q_graph_output_is_int8():
+    rep = write.build(CASE, {"variant": "q_graph_output", "activation": "int8", "plugin": "none"})
+    assert rep.model.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.INT8
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("no_supported_formats", "[pluginV2Builder.cpp::reportPluginError::23] Error Code 9: Internal "
+         "Error (LayerNorm_4: could not find any supported formats consistent with input/output data types)"),
+        ("candidate_requirements", "ERROR: 2: Assertion !n->candidateRequirements.empty() failed. "
+         "All of the candidates were removed"),
+    ],
+)
+def test_signatures_match_the_upstream_text(name, text):
+    assert CASE.signature(name).search(text)
+
+
+def test_documented_expectations_pick_the_issue_first():
+    qdq = {"variant": "plugin_qdq_around", "activation": "int8", "plugin": "v2"}
+    assert CASE.expectation_for("tensorrt", "8.6.0.12", qdq).signature == "candidate_requirements"
+    assert CASE.expectation_for("tensorrt", "10.0.1", qdq) is None
+    assert CASE.expectation_for("tensorrt", "8.6.0.12", {**qdq, "plugin": "v3"}) is None
+
+
+# ---- TensorRT's built-in INT8 CustomSkipLayerNormPluginDynamic (#3055) ----
 
 def test_the_sweep_has_both_placements_for_the_builtin_plugin_and_int8_only():
     found = [p for p in CASE.variants() if p["plugin"] == "trt_skip_layernorm"]
@@ -35,17 +71,15 @@ def test_plugin_node_is_one_the_8x_parser_resolves_through_the_registry(variant)
     rep = write.build(CASE, _params(variant))
     onnx.checker.check_model(rep.model, full_check=True)
     plugin = next(n for n in rep.model.graph.node if n.name == "node_of_p")
-    attrs = _attrs(plugin)
+    found = attrs(plugin)
     # FallbackPluginImporter: op_type = creator name; plugin_version / plugin_namespace select the creator.
     assert plugin.op_type == "CustomSkipLayerNormPluginDynamic"
-    assert (attrs["plugin_version"], attrs["plugin_namespace"]) == (b"1", b"")
+    assert (found["plugin_version"], found["plugin_namespace"]) == (b"1", b"")
     # The creator's required fields; type_id 2 is kINT8; ld 768 is a hidden size the INT8 kernel has.
-    assert (attrs["ld"], attrs["type_id"]) == (HIDDEN, 2) == (768, 2)
-    assert all(len(attrs[k]) == HIDDEN for k in ("gamma", "beta", "bias"))
+    assert (found["ld"], found["type_id"]) == (HIDDEN, 2) == (768, 2)
+    assert all(len(found[k]) == HIDDEN for k in ("gamma", "beta", "bias"))
     assert rep.trt == {"int8": True, "plugins": ["CustomSkipLayerNormPluginDynamic"], "plugin_api": "builtin"}
     assert rep.target_nodes == ("node_of_p",)
-
-
 @pytest.mark.parametrize("variant, placement", PLACEMENTS.items())
 def test_placement_is_the_threads(variant, placement):
     feeds, reader, p_type = placement
@@ -81,7 +115,7 @@ def test_reference_is_the_plugins_math_on_the_quantized_inputs_in_output_steps(v
     steps = y / OUT_SCALE
     np.testing.assert_array_equal(steps, np.rint(steps))  # on the output quantizer's grid
     assert np.abs(steps).max() < 127  # no saturation: the step leaves room for the normalized values
-    plugin = _attrs(next(n for n in rep.model.graph.node if n.name == "node_of_p"))
+    plugin = attrs(next(n for n in rep.model.graph.node if n.name == "node_of_p"))
     q = {k: np.clip(np.rint(v * 32), -128, 127) / 32 for k, v in rep.inputs.items()}
     p = skip_layernorm(q["x"] + q["skip"], *(np.array(plugin[k], np.float32) for k in ("gamma", "beta", "bias")))
     np.testing.assert_array_equal(y, np.rint(p / OUT_SCALE) * OUT_SCALE)
