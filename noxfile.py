@@ -25,8 +25,12 @@ import nox
 import nox.sessions
 from nox.logger import logger
 
-from cases import all_cases
-from cases.engines import ENGINES, pin_group
+# The `nox` command (README: `. .venv/bin/activate; nox -s matrix`) puts its own bin/ first on sys.path, not the
+# folder it runs in: the repository's packages are found from here, wherever nox was started.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cases import all_cases  # noqa: E402
+from cases.engines import ENGINES, pin_group  # noqa: E402
 
 # The pin table, read from the engine descriptors (cases/engines.py, where each pin says why), never typed here:
 # `python -m engines.pins` prints the same table for the GPU tools. The session names keep these constants' names.
