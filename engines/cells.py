@@ -73,7 +73,9 @@ def judged_alike(stored: Cell, meta: Mapping[str, Any]) -> bool:
     --min-sqnr or --tolerance gets the cell judged again, never an old verdict)."""
     how = measure(meta)
     said = dict(stored.output_stats or {})
-    if not said:  # judged before cells recorded their measure (steps), or nothing was compared
+    if not said and stored.last_stage != "compare":
+        return True  # nothing was measured (a failure before the outputs, a plan built ahead of time): any measure
+    if not said:  # judged before cells recorded their measure (steps)
         return how["measure"] == "steps" and stored.tolerance_steps in (None, how["tolerance_steps"])
     return all(said.get(k) == v for k, v in how.items())
 

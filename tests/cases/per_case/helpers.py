@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 import onnx
@@ -51,12 +51,23 @@ def producers(model: onnx.ModelProto) -> Dict[str, onnx.NodeProto]:
     return {o: n for n in model.graph.node for o in n.output}
 
 
-def assert_symmetric_int8_for_tensorrt(rep: Reproducer) -> None:
-    """An INT8 build whose zero points are all int8 zeros: TensorRT takes symmetric INT8 only."""
+def assert_symmetric_int8_for_tensorrt(rep: Reproducer, opset: Optional[int] = None, convolutions: bool = True) -> None:
+    """An INT8 build whose zero points are all int8 zeros: TensorRT takes symmetric INT8 only. With opset, the model
+    imports that default-domain opset alone; convolutions=False: it has no Conv (so kernel_shape does not apply)."""
     assert rep.trt == {"int8": True}
     for name, zp in initializers(rep.model).items():
         if name.endswith("zero_point"):
             assert zp.dtype == np.int8 and not zp.any(), name
+    if opset is not None:
+        assert [(o.domain, o.version) for o in rep.model.opset_import] == [("", opset)]
+    if not convolutions:
+        assert not any(n.op_type in ("Conv", "ConvTranspose") for n in rep.model.graph.node)
+
+
+def observed_cells(path: str, bundle_prefix: str) -> list:
+    """The cells of one committed observation whose bundle starts with a prefix."""
+    cells = [json.loads(line) for line in (REPO / path).read_text().splitlines() if line.strip()]
+    return [c for c in cells if str(c.get("bundle", "")).startswith(bundle_prefix)]
 
 
 def assert_the_target_ends_the_graph(rep: Reproducer) -> None:

@@ -11,15 +11,9 @@ import pytest
 from cases import slug
 from cases.scalar_quantized_constant import CASE as SCALAR
 from generators import write
-from tests.cases.per_case.helpers import assert_int8_weights_within_63, initializers, rejudged_8x_cells
+from tests.cases.per_case.helpers import assert_int8_weights_within_63, initializers, observed_cells, rejudged_8x_cells
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _observed(path: str, bundle_prefix: str) -> list:
-    """The cells of one committed observation whose bundle starts with a prefix."""
-    cells = [json.loads(line) for line in (REPO / path).read_text().splitlines() if line.strip()]
-    return [c for c in cells if str(c.get("bundle", "")).startswith(bundle_prefix)]
 
 
 @pytest.mark.parametrize("params", list(SCALAR.variants()), ids=slug)
@@ -46,7 +40,7 @@ def test_scalar_signatures_match_the_measured_and_observed_errors():
     axis, constant = SCALAR.signature("rtx_scalar_dq_axis"), SCALAR.signature("rtx_quantized_constant")
     assert sorted(k.split()[0] for k, e in errors.items() if axis.search(e)) == ["1.4.0.76", "1.5.0.114", "1.6.1.120"]
     assert [k.split()[0] for k, e in errors.items() if constant.search(e)] == ["1.7.1.116"]
-    (observed,) = _observed(OBSERVED_RTX_17, "user_model/ort_transformer_s8_per_channel_float_bias")
+    (observed,) = observed_cells(OBSERVED_RTX_17, "user_model/ort_transformer_s8_per_channel_float_bias")
     assert constant.search(observed["error"]) and "inv_sqrt_d_quantized" in observed["error"]
 
 

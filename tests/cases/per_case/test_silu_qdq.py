@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import onnx
@@ -11,19 +10,13 @@ import pytest
 from cases import slug
 from cases.silu_qdq import CASE as SILU
 from generators import write
-from tests.cases.per_case.helpers import assert_int8_weights_within_63, initializers, rejudged_8x_cells
+from tests.cases.per_case.helpers import assert_int8_weights_within_63, initializers, observed_cells, rejudged_8x_cells
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _ops(model: onnx.ModelProto) -> list:
     return [n.op_type for n in model.graph.node]
-
-
-def _observed(path: str, bundle_prefix: str) -> list:
-    """The cells of one committed observation whose bundle starts with a prefix."""
-    cells = [json.loads(line) for line in (REPO / path).read_text().splitlines() if line.strip()]
-    return [c for c in cells if str(c.get("bundle", "")).startswith(bundle_prefix)]
 
 
 @pytest.mark.parametrize("params", list(SILU.variants()), ids=slug)
@@ -61,14 +54,14 @@ def test_silu_signatures_match_the_observed_errors_and_the_threads_words():
     from cases.silu_qdq import OBSERVED_85, OBSERVED_86
 
     no_impl, mismatch = SILU.signature("silu_no_implementation"), SILU.signature("runner_quantization_mismatch")
-    (fixed,) = [c for c in _observed(OBSERVED_86, "user_model/yolo_csp_trt_fixed") if c.get("status")]
+    (fixed,) = [c for c in observed_cells(OBSERVED_86, "user_model/yolo_csp_trt_fixed") if c.get("status")]
     assert no_impl.search(fixed["error"]) and "PWN(PWN(/model.0/act/Sigmoid), PWN(/model.0/act/Mul))" in fixed["error"]
     assert no_impl.search("Error Code 10: Internal Error (Could not find any implementation for node "
                           "/model.0/conv/Conv + PWN(PWN(/model.0/act/Sigmoid), /model.0/act/Mul).)")  # #3640
     assert no_impl.search("Could not find any implementation for node node_of_conv + PWN(PWN(node_of_sigmoid), "
                           "node_of_y).")  # our reproducer's names
     assert not no_impl.search("Could not find any implementation for node {ForeignNode[weights...node_of_y]}")
-    for cell in _observed(OBSERVED_85, "user_model/yolo_csp_trt"):
+    for cell in observed_cells(OBSERVED_85, "user_model/yolo_csp_trt"):
         assert cell["status"] == "fail" and mismatch.search(cell["log"]) and "engine != nullptr" in cell["error"]
 
 
