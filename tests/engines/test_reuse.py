@@ -32,7 +32,7 @@ CHAIN = {"bundle": "q_output_type/variant=q_dq_chain+activation=int8+plugin=none
 @pytest.mark.parametrize("cell, stands", [
     (stored(status="pass"), True),
     (stored(status="built"), True),
-    (stored(status="fail", last_stage="compare", tolerance_steps=2.0), False),  # another tolerance: judged again
+    (stored(status="fail", last_stage="run", max_error_steps=1.5, tolerance_steps=2.0), False),  # judged again
     (stored(status="pass", digest="e" * 16), False),  # another model
     (stored(status="not_applicable", options={"not_applicable": "INT8 calibration was removed"}), True),
     (stored(status="crashed", reason="signal 6 (SIGABRT)"), True),  # the catalogue documents 1.7's parser abort
@@ -56,7 +56,8 @@ def test_a_not_run_cell_stands_only_where_the_engine_decides_it_from_the_bundle_
 
 
 NETWORK = {"digest": "d" * 16, "judge": {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99}}
-MEASURED = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99, "y": {"sqnr_db": 40.0, "cosine": 0.9999}}
+MEASURED = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99, "within_output_steps": 1.0,
+            "outputs": {"y": {"sqnr_db": 40.0, "cosine": 0.9999}}}
 
 
 @pytest.mark.parametrize("cell, stands", [
@@ -64,8 +65,10 @@ MEASURED = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99, "y": 
     (stored(status="fail", last_stage="load"), True),  # failed before the outputs: any measure gives that verdict
     (stored(status="pass", last_stage="compare", output_stats=MEASURED), True),
     (stored(status="pass", last_stage="compare", output_stats=dict(MEASURED, min_sqnr_db=30.0)), False),
-    (stored(status="pass", last_stage="compare"), False),  # compared by steps, before cells recorded a measure
-], ids=["built", "failed-at-load", "same-measure", "other-threshold", "steps-era"])
+    (stored(status="pass", last_stage="compare", output_stats={k: v for k, v in MEASURED.items()
+                                                                if k != "within_output_steps"}), False),  # older rule
+    (stored(status="pass", last_stage="compare", max_error_steps=0.5), False),  # by steps, before cells said so
+], ids=["built", "failed-at-load", "same-measure", "other-threshold", "before-the-one-step-rule", "steps-era"])
 def test_a_user_models_cell_is_judged_again_only_where_its_outputs_were_measured_otherwise(cell, stands):
     """python -m check again with nothing changed reuses its TensorRT-RTX plan cell (it used to build it again)."""
     assert reusable(cell, NETWORK, CASE, static_not_run=True) is stands
