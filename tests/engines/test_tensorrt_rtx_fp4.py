@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from cases import get_case
 from cases.low_precision import RTX_2026_LOGS
 from engines.tensorrt import layers as L
+from tests.engines.rtx_cells import rtx_cell
 
 REPO = Path(__file__).resolve().parents[2]
 BUILDS = json.loads((REPO / RTX_2026_LOGS).read_text())["builds"]
@@ -74,27 +74,12 @@ def root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("rtx-fp4")
 
 
-def _cell(root: Path, case_id: str, params: dict, **options):
-    from engines.cells import run_cell
-    from engines.tensorrt import RtxAdapter
-    from generators import write
-    from generators.bundle import load_bundle
-
-    case = get_case(case_id)
-    bundle = load_bundle(write.write_bundle(case, params, root=root).path)
-    adapter = RtxAdapter(python=sys.executable, **options)
-    try:
-        return run_cell(case, bundle, adapter, adapter.probe(), {"source": "local"})
-    finally:
-        adapter.close()
-
-
 W4A16 = ("fp4_weight_only", {"op": "matmul", "weights": "per_tensor", "activations": "w4a16"})
 
 
 def test_an_fp4_w4a16_matmul_is_refused_below_blackwell_and_built_in_float_for_sm120(root):
     _rtx()
-    sm89, sm120 = (_cell(root, *W4A16, target=t) for t in ("SM89", "SM120"))
+    sm89, sm120 = (rtx_cell(root, *W4A16, target=t) for t in ("SM89", "SM120"))
     assert sm89.status == "fail" and sm89.signature == "rtx_hw_specific_type" and sm89.verdict == "as documented"
     assert sm120.status == "built" and sm120.verdict == "as documented", sm120.error
     assert sm120.precision["node_of_y"]["precision"] == "float" and sm120.fused is False
@@ -110,7 +95,7 @@ def test_the_lint_predicts_the_sm89_refusal_and_float_from_observed_cells_and_a_
     from matrix.predict import compare
 
     _rtx()
-    default = _cell(root, *W4A16)
+    default = rtx_cell(root, *W4A16)
     assert default.status == "built" and default.precision["node_of_y"]["precision"] == "float"
     observed = tmp_path / "no-gpu"
     observed.mkdir()
@@ -124,5 +109,5 @@ def test_the_lint_predicts_the_sm89_refusal_and_float_from_observed_cells_and_a_
     assert floats and all(f.source.endswith(f"rtx-{default.engine_version}.jsonl") for f in floats)
     rows = compare(floats, [asdict(default)])
     assert [(r.observed, r.agrees) for r in rows] == [("float", True)]
-    built = _cell(root, *W4A16, target="SM89")
+    built = rtx_cell(root, *W4A16, target="SM89")
     assert [(r.observed, r.agrees) for r in compare([sm89], [asdict(built)])] == [("build fails", True)]

@@ -8,12 +8,11 @@ a DequantizeLinear. Seed 024: TensorRT-RTX 1.7 builds quantize_static's SiLU tha
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from cases import get_case
+from tests.engines.rtx_cells import rtx_cell
 
 RESHAPE = "ONNXTRT_reshapeTensor_output"  # the parser's Shuffle output (onnx-tensorrt's reshapeTensor)
 
@@ -27,24 +26,9 @@ def root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("rtx-archs")
 
 
-def _cell(root: Path, case_id: str, params: dict, **options):
-    from engines.cells import run_cell
-    from engines.tensorrt import RtxAdapter
-    from generators import write
-    from generators.bundle import load_bundle
-
-    case = get_case(case_id)
-    bundle = load_bundle(write.write_bundle(case, params, root=root).path)
-    adapter = RtxAdapter(python=sys.executable, **options)
-    try:
-        return run_cell(case, bundle, adapter, adapter.probe(), {"source": "local"})
-    finally:
-        adapter.close()
-
-
 def test_a_0d_int8_constant_is_refused_and_the_same_value_shaped_1_is_not(root):
-    scalar = _cell(root, "scalar_quantized_constant", {"constant": "scalar", "op": "mul"})
-    shaped = _cell(root, "scalar_quantized_constant", {"constant": "one_element", "op": "mul"})
+    scalar = rtx_cell(root, "scalar_quantized_constant", {"constant": "scalar", "op": "mul"})
+    shaped = rtx_cell(root, "scalar_quantized_constant", {"constant": "one_element", "op": "mul"})
     assert scalar.status == "fail"
     if scalar.engine_version.startswith(("1.4.", "1.5.", "1.6.")):  # the parser refuses the 0-d DequantizeLinear
         assert scalar.signature == "rtx_scalar_dq_axis" and scalar.last_stage == "", scalar.error
@@ -60,11 +44,11 @@ def test_a_0d_int8_constant_is_refused_and_the_same_value_shaped_1_is_not(root):
 
 def test_quantize_statics_silu_builds_with_the_conv_int8_for_sm86_and_float_for_sm75(root):
     form = {"form": "quantize_static"}
-    sm86 = _cell(root, "silu_qdq", form, target="SM86")
+    sm86 = rtx_cell(root, "silu_qdq", form, target="SM86")
     if sm86.engine_version.startswith(("1.4.", "1.5.", "1.6.")):
         assert sm86.signature == "rtx_conv_dtype_check", sm86.error  # every INT8 convolution, seed 013's check
         return
-    sm75 = _cell(root, "silu_qdq", form, target="SM75")
+    sm75 = rtx_cell(root, "silu_qdq", form, target="SM75")
     assert sm86.status == sm75.status == "built", (sm86.error, sm75.error)
     assert sm86.precision["node_of_conv"]["precision"] == "int8" and sm75.precision["node_of_conv"]["precision"] == \
         "float"
@@ -72,5 +56,5 @@ def test_quantize_statics_silu_builds_with_the_conv_int8_for_sm86_and_float_for_
 
 
 def test_the_implicit_form_is_not_applicable_to_tensorrt_rtx(root):
-    cell = _cell(root, "silu_qdq", {"form": "implicit"})
+    cell = rtx_cell(root, "silu_qdq", {"form": "implicit"})
     assert cell.status == "not_applicable" and cell.verdict == "not applicable"
