@@ -94,6 +94,7 @@ observe)
   ;;
 check)
   label=${1:?check needs a label}
+  mkdir -p "$obs/$label"
   interpreters=(); for v in $(pins trt | tail -n 2); do interpreters+=(--trt-python "$bin/python-trt-$v"); done
   (cd "$repo" && QDQ_TIMING_CACHE_DIR=$obs/timing-cache PYTHONPATH=$repo "$bin/python-controller" -m check \
       --from-bundles .bundles-user --engine tensorrt "${interpreters[@]}" --results "$obs/$label/check" \
