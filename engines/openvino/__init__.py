@@ -1,7 +1,8 @@
 """OpenVINO adapter: a cross-check column, with per-node precision read from the compiled model's runtime graph.
 
 On CPUs with bf16 support OpenVINO computes float layers in bf16 unless INFERENCE_PRECISION_HINT is f32,
-so the adapter always sets it. Each runtime layer's rt_info names the ONNX nodes it came from
+so the adapter always sets it; and it turns the CPU plugin's dynamic quantization of activations for compressed
+weights off unless its option asks for a group size (cases.engines). Each runtime layer's rt_info names the ONNX nodes it came from
 ("originalLayersNames") and the precision it ran in ("runtimePrecision").
 """
 
@@ -50,9 +51,14 @@ class Adapter:
         return hardware == cpu_label(onednn=True)[0]
 
     def __init__(self, device: str = SETTINGS["device"],
-                 inference_precision_hint: str = SETTINGS["inference_precision_hint"]):
+                 inference_precision_hint: str = SETTINGS["inference_precision_hint"],
+                 dynamic_quantization_group_size: Optional[str] = None):
         self.device = device
-        self.config = {"INFERENCE_PRECISION_HINT": inference_precision_hint}
+        group = str(dynamic_quantization_group_size or ENGINES[NAME].defaults()["dynamic_quantization_group_size"])
+        if not group.isdigit():
+            raise ValueError(f"openvino option dynamic_quantization_group_size must be a whole number (0: off), "
+                             f"not {group!r}")
+        self.config = {"INFERENCE_PRECISION_HINT": inference_precision_hint, "DYNAMIC_QUANTIZATION_GROUP_SIZE": group}
 
     def probe(self) -> EngineInfo:
         try:

@@ -69,7 +69,7 @@ def test_qdq_conv_runs_in_int8(tmp_path, output_q):
     evidence = obs.precision["node_of_c"]
     assert evidence["precision"] == "int8"
     assert INT8_EVIDENCE.search(evidence["evidence"]), evidence["evidence"]
-    assert obs.options["config"] == {"INFERENCE_PRECISION_HINT": "f32"}
+    assert obs.options["config"] == {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 
 
 @pytest.mark.parametrize("group,cin,cout", [(4, 4, 8), (2, 6, 6)], ids=["cpg1", "cpg3"])
@@ -170,3 +170,26 @@ def test_importing_the_adapter_does_not_import_openvino():
     code = "import sys, engines.openvino; sys.exit('openvino' in sys.modules)"
     root = Path(__file__).resolve().parents[2]
     assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
+
+
+def test_dynamic_quantization_of_compressed_weights_is_off_unless_asked(tmp_path):
+    """OpenVINO's CPU plugin quantizes a MatMul's activations to int8 on the fly where its weights are compressed
+    (int4): the reference column runs without it, and the option (a column of its own) turns it back on."""
+    from cases import get_case
+    from engines.cells import run_cell
+    from generators import write
+    from generators.bundle import load_bundle
+
+    case = get_case("int4_matmulnbits_fusion")
+    bundle = load_bundle(write.write_bundle(case, {"form": "matmul_axis0", "activation": "float32"}, tmp_path).path)
+    off = get_engine("openvino")
+    cell = run_cell(case, bundle, off, off.probe(), {"source": "local"})
+    assert cell.status == "pass" and cell.max_error_steps == 0.0, cell.error
+    assert cell.variant == {}
+    with pytest.raises(ValueError, match="whole number"):
+        get_engine("openvino", dynamic_quantization_group_size="on")
+    on = get_engine("openvino", dynamic_quantization_group_size="32")
+    assert on.config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] == "32"
+    # What it then computes depends on the CPU (its int8 kernels): only that it ran, and where it says it did.
+    obs = on.run(bundle)
+    assert obs.options["config"]["DYNAMIC_QUANTIZATION_GROUP_SIZE"] == "32" and obs.stage in ("run", "compare")
