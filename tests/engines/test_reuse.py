@@ -47,7 +47,8 @@ def test_what_stands_for_a_new_run(cell, stands):
 
 
 def test_a_not_run_cell_stands_only_where_the_engine_decides_it_from_the_bundle_and_never_a_broken_environment():
-    plugin = stored(status="not_run", verdict="not run", last_stage="", reason="needs custom op X; onnxruntime has none")
+    plugin = stored(status="not_run", verdict="not run", last_stage="",
+                    reason="needs custom op X; onnxruntime has none")
     assert reusable(plugin, META, CASE, static_not_run=True)
     assert not reusable(plugin, META, CASE, static_not_run=False)  # TensorRT: its cuDNN may have changed
     gone = broken("qdq_no_such_module", "…/x/__init__.py dev 1 inode 1 mtime 1")
