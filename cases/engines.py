@@ -10,6 +10,7 @@ makes a column of its own when it is not at its default (a cell's `variant`): ON
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -83,6 +84,18 @@ class EngineSpec:
     def value(self, variant: Mapping[str, Any], name: str) -> str:
         """One option's value in a cell's column: its variant's, else the option's default."""
         return str(variant.get(name) or self.option(name).default)
+
+    def resolve(self, given: Mapping[str, Optional[str]]) -> Dict[str, str]:
+        """Every option: given (None for not given), else its environment variable, else its default; ValueError
+        for a value this engine does not accept (engines.run and the pytest plugin resolve a column alike)."""
+        found = {}
+        for o in self.options:
+            value = given.get(o.name)
+            if value is None and o.env:
+                value = os.environ.get(o.env) or None
+            found[o.name] = str(value) if value is not None else o.default
+        self.check(found)
+        return found
 
     def check(self, values: Mapping[str, Any]) -> None:
         """ValueError naming an option value this engine does not accept."""

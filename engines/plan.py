@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 PLAN_SCHEMA = "qdq-matrix/plan/1"
-# Engine options whose default is read from the environment (the GPU scripts set them).
-ENV_DEFAULTS = {"tactics": "QDQ_TRT_TACTICS"}
 PROGRESS_PREFIX = "[cells] "  # a running cell's heartbeat lines start with it (engines.run shows them as they come)
 
 

@@ -45,7 +45,7 @@ from cases.portable import portable_command
 from cases.verdict import rejudge
 from engines.base import EngineInfo
 from engines.environment import identity, installation
-from engines.plan import ENV_DEFAULTS, PROGRESS_PREFIX, Column, read_plan  # noqa: F401  (PROGRESS_PREFIX: check)
+from engines.plan import PROGRESS_PREFIX, Column, read_plan  # noqa: F401  (PROGRESS_PREFIX: check)
 from engines.results import (  # noqa: F401  (same_not_run: the cell test imports it from here)
     NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
 )
@@ -239,10 +239,10 @@ def engine_label(info: EngineInfo) -> str:
 class Heartbeat:
     """Every `interval` seconds, a line per cell still running (bundle, engine version, elapsed time), written by
     a thread of the controller to its own copy of stderr, so that pytest's output capture never holds it back.
-    `label`: the engine version a cell runs on, or a function of the cell's node id that says it."""
+    `label`: a function of the cell's node id that names the engine version it runs on."""
 
-    def __init__(self, label: "str | Callable[[str], str]", interval: float, out: Optional[TextIO] = None) -> None:
-        self.label = label if callable(label) else (lambda nodeid, text=label: text)
+    def __init__(self, label: Callable[[str], str], interval: float, out: Optional[TextIO] = None) -> None:
+        self.label = label
         self.interval = interval
         self._out = out or os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
         self._running: Dict[str, float] = {}
@@ -303,17 +303,10 @@ def engine_options(config: pytest.Config, name: str) -> Dict[str, str]:
     """The named engine's own options as this run sets them: flag, else environment, else the descriptor's default."""
     if name not in ENGINES:
         return {}
-    found = {}
-    for o in spec(name).options:
-        value = config.getoption(o.flag)
-        if value is None and o.env:
-            value = os.environ.get(o.env) or None
-        found[o.name] = str(value) if value is not None else o.default
     try:
-        spec(name).check(found)
+        return spec(name).resolve({o.name: config.getoption(o.flag) for o in spec(name).options})
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    return found
 
 
 def make_engine_for(column: Column):
@@ -334,17 +327,16 @@ def make_engine_for(column: Column):
     return get_engine(name, **column.options, **family)
 
 
-def run_record(config: pytest.Config, info: Optional[EngineInfo] = None,
-               column: Optional[Column] = None) -> Dict[str, str]:
+def run_record(config: pytest.Config, info: EngineInfo, column: Column) -> Dict[str, str]:
     """Where and when this session ran, and how to run it again.
 
     A stand-in engine (a test double that says so in its probe) gets the source "stand-in", which
     no report accepts, whatever --results-source says.
     """
     # no path of this machine in a record
-    argv = column.command if column and column.command else portable_command(["pytest", *config.invocation_params.args])
+    argv = column.command or portable_command(["pytest", *config.invocation_params.args])
     source = config.getoption("--results-source")
-    if info is not None and info.versions.get("stand_in"):
+    if info.versions.get("stand_in"):
         source = "stand-in"
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -352,15 +344,10 @@ def run_record(config: pytest.Config, info: Optional[EngineInfo] = None,
         "command": argv,
         "source": source,
         "python": platform.python_version(),
-        "cell_options": json.dumps(column.options if column else cell_options(config), sort_keys=True),
+        "cell_options": json.dumps(column.options, sort_keys=True),
         # cells at a time (pytest-xdist workers): TensorRT builds on one GPU contend, so it is measured and recorded
         "workers": str(getattr(config.option, "numprocesses", None) or 1),
     }
-
-
-def cell_options(config: pytest.Config) -> Dict[str, Any]:
-    """The running engine's own options (its descriptor's), which change what a cell observes."""
-    return engine_options(config, config.getoption("--engine") or "")
 
 
 def stored_cell(config: pytest.Config, column: int, bundle_id: str, digest: str) -> Optional[Cell]:

@@ -40,7 +40,7 @@ from cases.cell import Cell
 from cases.engines import ENGINES, spec, variant_label
 from cases.portable import portable_command
 from engines.base import EngineInfo
-from engines.plan import ENV_DEFAULTS, PROGRESS_PREFIX, Column, write_plan
+from engines.plan import PROGRESS_PREFIX, Column, write_plan
 from engines.results import REPO, stored_cells
 from engines.reuse import reusable
 from generators.bundle import bundle_ids, bundles_root
@@ -93,17 +93,10 @@ def resolved_options(engine: str, given: Dict[str, Optional[str]]) -> Dict[str, 
     """Every option of the engine's descriptor: given, else its environment variable, else its default."""
     if engine not in ENGINES:
         return {}
-    found = {}
-    for o in spec(engine).options:
-        value = given.get(o.name)
-        if value is None and o.name in ENV_DEFAULTS:
-            value = os.environ.get(ENV_DEFAULTS[o.name]) or None
-        found[o.name] = str(value) if value is not None else o.default
     try:
-        spec(engine).check(found)
+        return spec(engine).resolve(given)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    return found
 
 
 def parse_column(text: str, base: Dict[str, Any]) -> Dict[str, Any]:
@@ -291,7 +284,8 @@ def decide(column: Column, metas: Dict[str, Dict[str, Any]], store: Store, fresh
         for cell in store.cells(path).values():
             if (cell.engine == column.engine and cell.engine_version == key.version
                     and json.dumps(cell.variant, sort_keys=True) == key.variant
-                    and cell.run.get("cell_options", "") == key.cell_options and key.same_machine(cell.hardware)):
+                    and cell.run.get("cell_options", "") == key.cell_options and key.same_machine(cell.hardware)
+                    and cell.digest == metas.get(cell.bundle, {}).get("digest")):  # as results.info_key keys it
                 found[cell.bundle] = cell
     run = tuple(b for b in wanted if not _stands(found.get(b), metas[b], key.static_not_run))
     return Decision(column, run, len(wanted) - len(run), not why, why)
@@ -386,11 +380,6 @@ class _Pytest:
             for line in self.tail:
                 self.out("  | " + line)
         return status
-
-
-def stream(command: Sequence[str], env: Dict[str, str], out: Callable[[str], None]) -> int:
-    """Run one pytest, passing on its heartbeat and summary lines (and, where it fails, its last lines)."""
-    return _Pytest(command, env, out).wait()
 
 
 def idle_probe(column: Column) -> Optional[EngineInfo]:
