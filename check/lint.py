@@ -98,6 +98,7 @@ class Graph:
         for n in self.nodes:
             if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
                 self.const[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+        self.dtypes = {k: str(v.dtype) for k, v in self.const.items()}  # once: rules ask it per node
         self.producer = {o: n for n in self.nodes for o in n.output}
         self.consumers: Dict[str, List[Any]] = {}
         for n in self.nodes:
@@ -374,7 +375,7 @@ def widened_weights_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> L
 def widened_weight(g: Graph, n: Any) -> Optional[Tuple[str, str]]:
     """(initializer, dtype) where a compute node's weight input is an integer initializer that reaches it through
     Cast and arithmetic (Mul, Sub, reshapes) without a DequantizeLinear; else None."""
-    return widened_source(g.producer, {k: str(v.dtype) for k, v in g.const.items()}, n)
+    return widened_source(g.producer, g.dtypes, n)
 
 
 def widened_source(producer: Mapping[str, Any], dtypes: Mapping[str, str], n: Any) -> Optional[Tuple[str, str]]:
@@ -703,8 +704,8 @@ def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
     if root is None or not Path(root).is_dir():
         return []
     paths = sorted(Path(root).glob("*/trt-*.jsonl")) + sorted(Path(root).glob("*/rtx-*.jsonl"))
-    return [dict(c, _file=_shown(path)) for path in paths for c in _engine_records(path, os.stat(path).st_mtime_ns)
-            if not c.get("variant")]
+    return [dict(c, _file=shown) for path in paths for shown in [_shown(path)]
+            for c in _engine_records(path, os.stat(path).st_mtime_ns) if not c.get("variant")]
 
 
 @functools.lru_cache(maxsize=None)

@@ -89,7 +89,7 @@ def localize_cell(bundle: Bundle, cell: Cell, min_sqnr_db: float) -> Localized:
             return Localized(**base, status="not localized", marked=len(marked),
                              reason=f"the marked model does not run: {_first(e)}")
     drifts = [d for d in _drifts(marked, want, got) if d.sqnr_db is not None and d.sqnr_db < min_sqnr_db]
-    reproduces = _reproduces(bundle, got, min_sqnr_db) if cell.status == "fail" else None
+    reproduces = _reproduces(bundle, got) if cell.status == "fail" else None
     if not drifts:
         return Localized(**base, status="none drift", marked=len(marked), reproduces=reproduces,
                          reason=f"no marked activation is below {min_sqnr_db:g} dB")
@@ -134,15 +134,13 @@ def _elem_type(graph: Any, zero_point: str) -> int:
 
 
 def _reference(model: Path, inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
-    """The simulated reference's values of every output (ONNX Runtime, CPU, optimizations off), as check.bundle."""
-    import onnxruntime as ort
+    """The simulated reference's values of every output of the marked model: check.bundle's own reference run."""
+    from check.bundle import reference_outputs
 
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, dict(inputs))))
+    outputs, _, failed = reference_outputs(model, inputs)
+    if failed:
+        raise RuntimeError(failed)
+    return outputs
 
 
 class _Seen:
@@ -195,14 +193,12 @@ def _drifts(marked: Sequence[Tuple[str, str, str]], want: Mapping[str, np.ndarra
     return found
 
 
-def _reproduces(bundle: Bundle, got: Mapping[str, np.ndarray], min_sqnr_db: float) -> bool:
-    """Whether the marked run's model outputs are below the line too (marking changed nothing that matters)."""
-    for name, expected in bundle.expected().items():
-        if name in got and np.shape(got[name]) == expected.shape:
-            sqnr = output_stats(expected, got[name])["sqnr_db"]
-            if sqnr is not None and sqnr < min_sqnr_db:
-                return True
-    return False
+def _reproduces(bundle: Bundle, got: Mapping[str, np.ndarray]) -> bool:
+    """Whether the marked run's model outputs fail as the cell's did, by the cell's own rule (engines.cells.compare:
+    the bundle's measure, its one-step floor; the marked tensors beside them are not judged)."""
+    from engines.cells import compare
+
+    return bool(compare(bundle, {n: a for n, a in got.items() if n in bundle.meta["outputs"]})[1])
 
 
 def _first(e: BaseException) -> str:
