@@ -88,6 +88,18 @@ def find_signature(case: Case, engine: str, name: str) -> Optional[Signature]:
     return next((s for s in signatures_of(case, engine) if s.name == name), None)
 
 
+def cell_signature(case_id: str, engine: str, name: str) -> Optional[Signature]:
+    """find_signature by case id: None for no name, or a case this catalogue no longer has."""
+    from cases import get_case
+
+    if not name:
+        return None
+    try:
+        return find_signature(get_case(case_id), engine, name)
+    except KeyError:
+        return None
+
+
 # TensorRT's builder finding no kernel for a node: #4060 (8.6.11): "Error Code 10: Internal Error (Could not find any
 # implementation for node weights + node_of_weights_quantized + node_of_output.)"; #3385 (8.5.2) prints the same before
 # its node name; #2280 (8.4, a depthwise ConvTranspose) the same words.

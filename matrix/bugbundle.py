@@ -284,15 +284,11 @@ def signature_source(cell: Cell) -> str:
 
 
 def _signature(cell: Cell) -> Any:
-    """The case's Signature record for the cell's matched signature, or None."""
-    if not cell.signature:
-        return None
-    try:
-        from cases import get_case
+    """The Signature record of the cell's matched signature, the case's own or its engine's, or None (repro.py then
+    checks status and stage only)."""
+    from cases.common import cell_signature
 
-        return get_case(cell.case).signature(cell.signature)
-    except Exception:  # an unknown case or signature: repro.py then checks status and stage only
-        return None
+    return cell_signature(cell.case, cell.engine, cell.signature)
 
 
 def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None) -> Dict[str, Any]:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from cases.cell import Cell
+from cases.cell import QUANTIZED_PRECISIONS, Cell
 from cases.engines import variant_label
 from cases.outcome import outcome
 from cases.user_model import COMPUTE_OPS
@@ -28,11 +28,12 @@ FLOAT_WIDTHS = ("fp32", "fp16", "bf16")
 
 
 def precision_of(entry: Mapping[str, Any]) -> str:
-    """int8, int4, fp8, fp16, bf16, fp32, float (width not stated) or unknown, from a cell's precision entry: a float
-    node's width is its layer's first float input type, else its first float output type, as the evidence lists them."""
+    """int8, int4, fp8, fp4, fp16, bf16, fp32, float (width not stated) or unknown, from a cell's precision entry: a
+    float node's width is its layer's first float input type, else its first float output type, as the evidence lists
+    them."""
     precision = entry.get("precision", "unknown")
     if precision != "float":
-        return precision if precision in ("int8", "int4", "fp8", "unknown") else "unknown"
+        return precision if precision in (*QUANTIZED_PRECISIONS, "unknown") else "unknown"
     widths = [d for d in [*(entry.get("inputs") or []), *(entry.get("outputs") or [])] if d in FLOAT_WIDTHS]
     return widths[0] if widths else "float"
 
@@ -128,7 +129,7 @@ def _loss(record: Any) -> Dict[str, Any]:
 
 
 def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Mapping[str, Any]) -> Dict[str, Any]:
-    ran = any(p.get("precision") in ("int8", "int4", "fp8", "float") for p in cell.precision.values())  # evidence
+    ran = any(p.get("precision") in (*QUANTIZED_PRECISIONS, "float") for p in cell.precision.values())  # evidence
     nodes = {}
     for t in targets:
         entry = cell.precision.get(t, {"precision": "unknown", "evidence": "not reported"})
@@ -139,7 +140,7 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
     int8 = sum(nodes[t]["precision"] == "int8" for t in compute)
     others = _others([t for t in targets if t not in compute], nodes) if ran else {}
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
-                 if nodes[t]["precision"] not in ("int8", "int4", "fp8", "unknown")]
+                 if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown")]
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]]
     said = outcome(cell)
     column = {
@@ -162,15 +163,9 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
 
 def signature_short(cell: Cell) -> str:
     """The few words of the documented signature a cell matched (cases: Signature.short), "" for none."""
-    if not cell.signature:
-        return ""
-    from cases import get_case
-    from cases.common import find_signature
+    from cases.common import cell_signature
 
-    try:
-        found = find_signature(get_case(cell.case), cell.engine, cell.signature)
-    except KeyError:  # a case this catalogue no longer has
-        found = None
+    found = cell_signature(cell.case, cell.engine, cell.signature)
     return found.short if found is not None else ""
 
 
@@ -179,7 +174,7 @@ def _others(names: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]) -> Dic
     counts = {"fused": 0, "int8": 0, "float": 0, "unknown": 0}
     for t in names:
         precision = nodes[t]["precision"]
-        kind = ("int8" if precision in ("int8", "int4", "fp8") else "fused" if nodes[t]["generated"]
+        kind = ("int8" if precision in QUANTIZED_PRECISIONS else "fused" if nodes[t]["generated"]
                 else "unknown" if precision == "unknown" else "float")
         counts[kind] += 1
     return counts

@@ -215,3 +215,22 @@ def test_markdown_keeps_plain_comparisons_and_escapes_only_what_opens_html():
     assert md_cell(">=8.0,<10.0") == ">=8.0,<10.0"
     assert md_cell("a < b && c > d") == "a < b && c > d"
     assert md_cell("<script>x</script> &amp; | `") == "&lt;script>x&lt;/script> &amp;amp; \\| \\`"
+
+
+def test_every_quantized_precision_a_cell_can_hold_is_evidence_fp4_too():
+    from cases.cell import QUANTIZED_PRECISIONS
+
+    assert [precision_of({"precision": p}) for p in QUANTIZED_PRECISIONS] == list(QUANTIZED_PRECISIONS)
+    assert precision_of({"precision": "fp4"}) == "fp4" and precision_of({"precision": "nonsense"}) == "unknown"
+
+
+def test_an_engine_wide_signature_reaches_the_report_and_the_bug_bundle():
+    """rtx_conv_dtype_check is declared once for the engine (cases.common.ENGINE_SIGNATURES), not by the case."""
+    from matrix.bugbundle import signature_source
+    from matrix.nodes import signature_short
+
+    base = dict(params={}, digest="d", hardware="no GPU", verdict="as documented", engine="tensorrt-rtx",
+                engine_version="1.6.1.120", status="fail", signature="rtx_conv_dtype_check")
+    cell = Cell(bundle="concat_requant/x", case="concat_requant", **base)
+    assert signature_short(cell) and signature_source(cell)
+    assert signature_short(Cell(bundle="gone/x", case="no_such_case", **base)) == ""
