@@ -92,7 +92,7 @@ def check_file(path: Path, text: str) -> Lines:
     not validated again while its bytes and the schemas are unchanged; a clean file is remembered so."""
     done = _checked(path, text)
     lines = check_lines(text, validate_from=done)
-    if not lines.bad:
+    if not lines.bad and done < text.rfind("\n") + 1:  # something new was found clean: remember it (else it is)
         remember_checked(path, text)
     return lines
 

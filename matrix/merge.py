@@ -279,7 +279,7 @@ def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Pa
     return unique
 
 
-def read_file(path: Path, manifest: Optional[Manifest] = None) -> Tuple[List[_Located], List[Problem]]:
+def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Problem]]:
     """The cells of one file, read by engines.results under its one policy: any bad complete line refuses the file,
     a cut-off last line is dropped. Its cells are observed where the manifest lists the file with this content, else
     local, whatever their lines say."""
@@ -288,7 +288,7 @@ def read_file(path: Path, manifest: Optional[Manifest] = None) -> Tuple[List[_Lo
     if found.unreadable:
         return [], [Problem(name, 0, f"{found.unreadable}; file refused")]
     bad = [Problem(name, number, message) for number, message in found.bad]
-    why_local = (manifest or observed.Manifest(observed.OBSERVED)).observed(path, found.data)
+    why_local = manifest.observed(path, found.data)
     claims = {str(h.get("source") or "") for h in found.headers}
     cells: List[_Located] = []
     for stored in found.cells:
@@ -296,14 +296,14 @@ def read_file(path: Path, manifest: Optional[Manifest] = None) -> Tuple[List[_Lo
         try:
             claims.add(str(cell.run.get("source") or header.get("source") or ""))
             _refuse_stand_in(cell, header)
-            cells.append(_Located(_with_run(cell, path, "local" if why_local else "observed"), name, stored.line))
+            cells.append(_Located(_with_run(cell, name, "local" if why_local else "observed"), name, stored.line))
         except ValueError as e:
             bad.append(Problem(name, stored.line, str(e)))
     if bad:
         return [], _refused(name, sorted(bad, key=lambda p: p.line))
     tail = [Problem(name, found.cut_off[0], f"last line is cut off ({found.cut_off[1]}); kept the {len(cells)} "
                     "complete cells before it (was the run interrupted?)", "warning")] if found.cut_off else []
-    if why_local and cells and ("observed" in claims or manifest is not None and manifest.relative(path)):
+    if why_local and cells and ("observed" in claims or manifest.relative(path)):
         tail.append(Problem(name, 0, f"its cells are local runs, not observations: {why_local}; only "
                                      "`nox -s observe` makes a committed file observed", "warning"))
     return cells, tail
@@ -348,10 +348,11 @@ def catalogue_bundles(root: Optional[PathLike] = None) -> List[str]:
     return list(dict.fromkeys(ids))
 
 
-def _with_run(cell: Cell, path: Path, source: str) -> Cell:
-    """The cell with run.source set (by the manifest, never by the file) and run.file; its recorded command and texts
-    scrubbed of machine paths once more, whoever wrote the file (a hand-edited file is published without them too)."""
-    run = dict(cell.run, source=source, date=str(cell.run.get("date") or ""), file=_show(path))
+def _with_run(cell: Cell, shown: str, source: str) -> Cell:
+    """The cell with run.source set (by the manifest, never by the file) and run.file (its file as _show names it);
+    its recorded command and texts scrubbed of machine paths once more, whoever wrote the file (a hand-edited file is
+    published without them too)."""
+    run = dict(cell.run, source=source, date=str(cell.run.get("date") or ""), file=shown)
     if run.get("command"):
         run["command"] = portable_text(run["command"])
     texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation", "engine_reason",

@@ -5,6 +5,7 @@ details in cells/details.js, the full grid in Markdown in cells/grid.md, and eac
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import MISSING, asdict, fields
@@ -66,6 +67,13 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
 
 def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
     """Render one template with the whole view in a single render call (control characters made visible)."""
+    return template_environment(html).get_template(name).render(report=view)
+
+
+@functools.lru_cache(maxsize=2)
+def template_environment(html: bool) -> Any:
+    """The Jinja environment of the HTML or the Markdown templates, made once per process: each template is compiled
+    once, not once per report (a check with many models renders two node reports per model)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
     from markupsafe import Markup
 
@@ -79,7 +87,7 @@ def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
     env.filters["md"] = md_escape
     env.filters["mdlink"] = md_link_text
     env.filters["mdcode"] = md_code
-    return env.get_template(name).render(report=view)
+    return env
 
 
 def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str, Any]:
@@ -164,15 +172,16 @@ def report_json(result: MergeResult, view: Optional[Dict[str, Any]] = None) -> D
     causes = {(k["engine"], k["did"], k["symptom"]): k["index"] for k in view["causes"]}
     texts: Dict[str, int] = {}
     cells = []
+    compact = {k: [compact_cell(c) for c in by_column[k]] for k in keys}
     for index, key in enumerate(keys):
-        for cell in by_column[key]:
-            record = dict({k: v for k, v in compact_cell(cell).items() if k in INDEX_FIELDS}, column=index)
+        for cell, whole in zip(by_column[key], compact[key]):
+            record = dict({k: v for k, v in whole.items() if k in INDEX_FIELDS}, column=index)
             record.update({k: texts.setdefault(getattr(cell, k), len(texts))
                            for k in TEXT_FIELDS if getattr(cell, k)})
             if cell.verdict in UNEXPECTED:
                 record["cause"] = causes[cause_key(cell)]
             cells.append(record)
-    shared = {k: _shared([compact_cell(c) for c in by_column[k]]) for k in keys}
+    shared = {k: _shared(compact[k]) for k in keys}
     return {
         "schema": REPORT_SCHEMA,
         "generated": view["generated"],
@@ -209,11 +218,14 @@ def _shared(cells: List[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+# Cell's fields that have a default, with it (compact_cell leaves those at it out).
+CELL_DEFAULTS = {f.name: (f.default if f.default is not MISSING else f.default_factory())
+                 for f in fields(Cell) if f.default is not MISSING or f.default_factory is not MISSING}
+
+
 def compact_cell(cell: Cell) -> Dict[str, Any]:
     """A cell as a dict without the fields at their default value: Cell.from_dict gives the same cell back."""
-    defaults = {f.name: (f.default if f.default is not MISSING else f.default_factory())
-                for f in fields(Cell) if f.default is not MISSING or f.default_factory is not MISSING}
-    return {k: v for k, v in asdict(cell).items() if k not in defaults or v != defaults[k] or k == "schema"}
+    return {k: v for k, v in asdict(cell).items() if k not in CELL_DEFAULTS or v != CELL_DEFAULTS[k] or k == "schema"}
 
 
 def junit_xml(result: MergeResult) -> bytes:
