@@ -22,6 +22,7 @@ from engines.cells import run_cell  # noqa: E402
 from engines.tensorrt import RtxAdapter, gpu  # noqa: E402
 from generators import write  # noqa: E402
 from generators.bundle import load_bundle  # noqa: E402
+from tests.engines.rtx_cells import rtx_cell_and_info  # noqa: E402
 
 CONV = ("grouped_conv", {"cpg": 1, "weights": "per_channel", "activation": "int8", "output_qdq": True,
                          "epilogue": "none"})
@@ -37,17 +38,6 @@ def root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("rtx-bundles")
 
 
-def _cell(root: Path, case_id: str, params: dict, **options):
-    case = get_case(case_id)
-    bundle = load_bundle(write.write_bundle(case, params, root=root).path)
-    adapter = RtxAdapter(python=sys.executable, **options)
-    try:
-        info = adapter.probe()
-        return run_cell(case, bundle, adapter, info, {"source": "local"}), info
-    finally:
-        adapter.close()
-
-
 def test_probe_needs_no_gpu_and_records_the_modules_capabilities():
     info = RtxAdapter(python=sys.executable).probe()
     assert info.available and info.name == "tensorrt-rtx"
@@ -61,7 +51,7 @@ def test_probe_needs_no_gpu_and_records_the_modules_capabilities():
 
 @pytest.mark.skipif(gpu.detect().present, reason="a GPU is here: the not-run reason would be its own refusal")
 def test_an_int8_conv_is_built_ahead_of_time_and_attributed_through_onnx_metadata(root):
-    cell, _ = _cell(root, *CONV)
+    cell, _ = rtx_cell_and_info(root, *CONV)
     assert (cell.status, cell.last_stage) == ("built", "build") and cell.max_error_steps is None
     assert "no NVIDIA GPU on this machine" in cell.reason
     entry = cell.precision["node_of_conv"]
@@ -75,33 +65,33 @@ def test_an_int8_conv_is_built_ahead_of_time_and_attributed_through_onnx_metadat
 
 def test_the_target_architecture_is_a_column_of_its_own(root):
     """An FP32 GEMM cannot be compiled for Turing: SM75 refuses what SM86 builds."""
-    sm86, info86 = _cell(root, *MATMUL, target="SM86")
-    sm75, info75 = _cell(root, *MATMUL, target="SM75")
+    sm86, info86 = rtx_cell_and_info(root, *MATMUL, target="SM86")
+    sm75, info75 = rtx_cell_and_info(root, *MATMUL, target="SM75")
     assert info86.variant == {"target": "SM86"} and info75.variant == {"target": "SM75"}
     assert sm86.status == "built" and sm86.options["target"] == "SM86"
     assert sm75.status == "fail" and "Turing" in sm75.error
 
 
 def test_parser_errors_carry_node_and_function(root):
-    cell, _ = _cell(root, *DQL)
+    cell, _ = rtx_cell_and_info(root, *DQL)
     assert cell.status == "fail" and cell.last_stage == ""
     assert "[node node_of_x_q (DynamicQuantizeLinear), checkDynamicQuantizeLinear]" in cell.error
 
 
 def test_a_nonzero_zero_point_is_the_documented_parser_refusal(root):
-    cell, _ = _cell(root, *UINT8)
+    cell, _ = rtx_cell_and_info(root, *UINT8)
     assert cell.status == "fail" and "Non-zero zero point is not supported" in cell.error
     assert cell.signature == "nonzero_zero_point"
 
 
 def test_a_python_v2_plugin_registers_and_the_parser_refuses_it(root):
-    cell, _ = _cell(root, "q_output_type", V2)
+    cell, _ = rtx_cell_and_info(root, "q_output_type", V2)
     assert cell.options["plugins_registered"]["qdq_matrix::Int8IdentityV2"] == "registered"
     assert cell.status == "fail" and "IPluginV3 plugins registered with an IPluginCreatorV3One creator only" in cell.error
 
 
 def test_a_python_v3_plugin_builds_with_the_library_link(root):
-    cell, _ = _cell(root, "q_output_type", V3, plugin_link="libtensorrt_rtx.so")
+    cell, _ = rtx_cell_and_info(root, "q_output_type", V3, plugin_link="libtensorrt_rtx.so")
     assert cell.status == "built", cell.error
     entry = cell.precision["node_of_p"]
     assert entry["layer_type"] == "custom_layer" and entry["precision"] == "int8"
@@ -120,11 +110,11 @@ def test_the_lint_predicts_the_sm86_refusal_of_an_fp8_gemm_and_a_real_sm86_build
     assert {"target=SM75", "target=SM80", "target=SM86"} <= set(by_setting)
     sm86 = by_setting["target=SM86"]
     assert sm86.predicted == "build fails" and "tensorrt-rtx" in sm86.source and "8.9" in sm86.detail
-    cell, _ = _cell(root, case, params, target="SM86")
+    cell, _ = rtx_cell_and_info(root, case, params, target="SM86")
     record = dict(asdict(cell), engine_version=cell.engine_version)
     rows = compare([sm86], [record])
     assert [(r.observed, r.agrees) for r in rows] == [("build fails", True)], (cell.status, cell.last_stage, cell.error)
-    default = _cell(root, case, params)[0]
+    default = rtx_cell_and_info(root, case, params)[0]
     assert not compare([sm86], [asdict(default)]), "a finding for SM86 says nothing of the default target set"
 
 

@@ -83,18 +83,11 @@ def assert_int8_weights_within_63(rep: Reproducer) -> None:
 
 
 def rejudged_8x_cells(gpu: str, case) -> dict:
-    """The GPU rounds' cells of one seed-024/025 case (reports/observed/<gpu>/seeds-024-025/), each judged again against
-    today's expectations: (version, bundle) -> verdict."""
-    from cases.verdict import judge
+    """The GPU rounds' cells of one seed-024/025 case (reports/observed/<gpu>/seeds-024-025/), read by engines.results
+    and judged again against today's expectations by cases.verdict.rejudge: (version, bundle) -> verdict."""
+    from cases.verdict import rejudge
+    from engines.results import read_results
 
-    seen = {}
-    for path in sorted((REPO / "reports" / "observed" / gpu / "seeds-024-025").glob("trt-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            cell = json.loads(line)
-            if not cell.get("schema", "").startswith("qdq-matrix/cell/") or cell["case"] != case.id:
-                continue
-            expectation = case.expectation_for("tensorrt", cell["engine_version"], cell["params"])
-            fused = all(p.get("precision") == "int8" for p in cell["precision"].values()) if cell["precision"] else None
-            seen[(cell["engine_version"], cell["bundle"])] = judge(expectation, cell["status"], fused)[0]
-    return seen
-
+    return {(s.cell.engine_version, s.cell.bundle): rejudge(s.cell, case).verdict
+            for path in sorted((REPO / "reports" / "observed" / gpu / "seeds-024-025").glob("trt-*.jsonl"))
+            for s in read_results(path).cells if s.cell.case == case.id}
