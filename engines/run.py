@@ -387,6 +387,10 @@ def idle_probe(column: Column) -> Optional[EngineInfo]:
     know), or None: such a column's cells are written "not run: why" in one pass, with no pytest (engines.idle)."""
     if column.engine not in ENGINES or spec(column.engine).device != "nvidia-gpu" or column.python:
         return None
+    from engines.tensorrt import gpu
+
+    if gpu.detect().present:  # a GPU is here: the column runs (its probe starts a worker, which only pytest needs)
+        return None
     from engines.pytest_cells import make_engine_for
 
     adapter = make_engine_for(column)

@@ -104,3 +104,17 @@ def test_a_run_with_no_bundle_to_run_fails(bundles, tmp_path, capsys):
             "--results", str(tmp_path / "x.jsonl")]
     assert runner.main(argv) == 5 and "no bundle is selected" in capsys.readouterr().out
     assert runner.main(["--engine", "onnxruntime", "--bundles", str(tmp_path / "none")]) == 2
+
+
+def test_a_tensorrt_column_on_a_gpu_machine_is_not_probed_to_decide_it_is_not_idle(monkeypatch):
+    """Where a GPU is here the column runs: engines.run starts no TensorRT worker to learn it (pytest probes once)."""
+    from engines import pytest_cells
+    from engines.plan import Column
+    from engines.tensorrt import gpu
+
+    monkeypatch.setattr(gpu, "detect", lambda *a, **k: gpu.GpuInfo(present=True, reason=""))
+    monkeypatch.setattr(pytest_cells, "make_engine_for", lambda column: pytest.fail("a worker was started"))
+    assert runner.idle_probe(Column(engine="tensorrt", version="8.6.0")) is None
+    monkeypatch.setattr(gpu, "detect", lambda *a, **k: gpu.GpuInfo(present=False, reason="no GPU"))
+    with pytest.raises(pytest.fail.Exception):  # no GPU: the probe says why, with nothing started (the adapter's)
+        runner.idle_probe(Column(engine="tensorrt", version="8.6.0"))
