@@ -1,11 +1,14 @@
-"""Compare two reports/matrix.json cell by cell: status, verdict and each target node's precision.
+"""Compare two reports/matrix.json cell by cell: status, verdict, whether every target ran quantized, and each
+target node's precision where the report's cells/ folder is beside it.
 
     python3 tools/compare-matrix.py OLD/reports/matrix.json NEW/reports/matrix.json
 
-A cell is keyed by its bundle and its column (engine, version, hardware, variant, source), so two runs of the same
-commit on the same machine compare equal whatever order they wrote their files in. Prints how many cells each has,
-how many differ and the first differences; exits 1 when any cell differs or is in one report only. Standard library
-only.
+A cell is keyed by its bundle and its column's id (engine@version [hardware · setting] (source)), so two runs of the
+same commit on the same machine compare equal whatever order they wrote their files in. matrix.json holds an index
+record per cell; the per-node precision is in the column's file under cells/, which a copy of matrix.json alone
+(tools/matrix-benchmark.py keeps one) does not have: then it is not compared, and the summary line says so. Prints
+how many cells each has, how many differ and the first differences; exits 1 when any cell differs or is in one
+report only. Standard library only.
 """
 
 from __future__ import annotations
@@ -18,31 +21,42 @@ from typing import Any, Dict, List, Sequence, Tuple
 SHOWN = 20  # differences printed
 
 
-def cells(path: Path) -> Dict[Tuple[str, ...], Dict[str, Any]]:
-    """(bundle, engine, version, hardware, variant, source) -> what is compared, for every cell of a report."""
+def cells(path: Path) -> Tuple[Dict[Tuple[str, str], Dict[str, Any]], bool]:
+    """(bundle, column id) -> what is compared, for every cell of a report; and whether its cells/ files were here."""
     report = json.loads(path.read_text(encoding="utf-8"))
     columns = report["columns"]
+    precision: Dict[Tuple[int, str], Dict[str, Any]] = {}  # (column index, bundle) -> node -> precision
+    whole = all((path.parent / c["cells"]).is_file() for c in columns)
+    for index, column in enumerate(columns if whole else []):
+        for line in (path.parent / column["cells"]).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                cell = json.loads(line)
+                precision[(index, cell["bundle"])] = {n: p.get("precision")
+                                                      for n, p in sorted((cell.get("precision") or {}).items())}
     found = {}
     for cell in report["cells"]:
-        column = columns[cell["column"]]
-        key = (cell["bundle"], column["engine"], column["engine_version"], column["hardware"],
-               json.dumps(column.get("variant") or {}, sort_keys=True), column.get("source", ""))
-        found[key] = {"status": cell["status"], "verdict": cell["verdict"],
-                      "precision": {n: p.get("precision") for n, p in sorted((cell.get("precision") or {}).items())}}
-    return found
+        key = (cell["bundle"], columns[cell["column"]]["id"])
+        found[key] = {"status": cell["status"], "verdict": cell["verdict"], "fused": cell.get("fused"),
+                      "precision": precision.get((cell["column"], cell["bundle"]))}
+    return found, whole
 
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) != 2:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    old, new = (cells(Path(p)) for p in argv)
+    (old, old_whole), (new, new_whole) = (cells(Path(p)) for p in argv)
+    if not (old_whole and new_whole):  # one side has no per-node precision: compare what both have
+        for found in (old, new):
+            for record in found.values():
+                record.pop("precision")
     lines: List[str] = []
     for key in sorted(set(old) | set(new)):
         if old.get(key) != new.get(key):
-            lines.append(f"{' / '.join(key[:3])} [{key[3]}] {key[4]} {key[5]}: {old.get(key)} -> {new.get(key)}")
-    print(f"{len(old)} cells in {argv[0]}, {len(new)} in {argv[1]}; {len(lines)} differ "
-          "(status, verdict, per-node precision)")
+            lines.append(f"{key[1]} {key[0]}: {old.get(key)} -> {new.get(key)}")
+    compared = "status, verdict, fused, per-node precision" if old_whole and new_whole else \
+        "status, verdict, fused; per-node precision not compared: a report's cells/ folder is not beside it"
+    print(f"{len(old)} cells in {argv[0]}, {len(new)} in {argv[1]}; {len(lines)} differ ({compared})")
     for line in lines[:SHOWN]:
         print("  " + line)
     return 1 if lines else 0
