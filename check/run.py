@@ -36,9 +36,6 @@ class EngineRun:
         base = f"{self.engine}-{self.version}" if self.version else self.engine
         return f"{base}-{self.target}" if self.target else base
 
-    def options(self) -> List[str]:
-        return ["--rtx-target", self.target] if self.target else []
-
 
 def plan(engines: Sequence[str], trt_pythons: Sequence[str], rtx_pythons: Sequence[str] = (),
          targets: Sequence[str] = ()) -> List[EngineRun]:
@@ -70,20 +67,12 @@ def plan(engines: Sequence[str], trt_pythons: Sequence[str], rtx_pythons: Sequen
         elif not installed(engine):
             raise CheckError(f"--engine {engine}: {engine} is not installed in {sys.executable}")
         else:
-            runs.append(EngineRun(engine, version=distribution_version(engine)))
+            from engines.run import installed_version  # "" where its metadata cannot say (its cells record it)
+
+            runs.append(EngineRun(engine, version=installed_version(engine)))
     if not runs:
         raise CheckError("no engine to run: install onnxruntime, openvino or tensorrt-rtx, or give --trt-python PY")
     return runs
-
-
-def distribution_version(name: str) -> str:
-    """The installed version of a CPU engine's package, "" where its metadata cannot say (its cells still record it)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return ""
 
 
 def installed(module: str) -> bool:
