@@ -65,7 +65,6 @@ CASE = Case(
     signatures=(RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, DOUBLE_QUANT_FP32, PW_VTX_ANALYZER),
     expectations=(
         *rtx_fp4_gemm({}, {}),
-        # Order matters among equally specific expectations: the thread's two versions before ModelOpt's 10.x range.
         Expectation(
             "tensorrt", ">=10.13,<10.14", "fail", ISSUE_PT_4196, stage="build", signature=DOUBLE_QUANT_FP32.name,
             where=dict(DYNAMIC, double_scale=("float16",)), hardware=B300,

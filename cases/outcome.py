@@ -12,7 +12,6 @@ from typing import Any, Mapping, Optional, Union
 
 from cases.cell import QUANTIZED_PRECISIONS, Cell
 
-STAGES = ("load", "build", "run", "compare")
 # The stage that failed, from the last stage reached ("" reached none: the load failed).
 FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
 FAILED = ("fail", "crashed")

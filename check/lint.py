@@ -26,7 +26,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, OPERATORS_MD
 from cases.outcome import outcome
 from engines.results import read_results
-from matrix.predict import ENGINE, ENGINES, PREDICTIONS, Comparison, compare, covers, node_outcome  # noqa: F401 (re-exported)
+from matrix.predict import (  # noqa: F401 (re-exported)
+    ENGINE, ENGINES, FAILED_WORDS, PREDICTIONS, Comparison, compare, covers, node_outcome,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 OBSERVED = REPO / "reports" / "observed"
@@ -50,7 +52,6 @@ FIX_WIDENED = ("give the weights to a DequantizeLinear (the int8 initializer, it
 COMPUTE_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 # Ops a widened weight passes through between its Cast and its consumer (scale, zero point, layout).
 _WIDENING = ("Cast", "Mul", "Sub", "Add", "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Identity")
-STAGE_PREDICTION = {"load": "parse fails", "build": "build fails"}
 QUANT_OPS = ("QuantizeLinear", "DequantizeLinear")
 INTEGER_OPS = ("ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul")
 
@@ -692,7 +693,7 @@ def catalogue_range(case_id: str, params: Mapping[str, Any], engine: str = ENGIN
 
 def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
     if outcome == "fail":
-        return STAGE_PREDICTION.get(stage or "")
+        return FAILED_WORDS.get(stage or "")
     return {"int8": "int8", "not_int8": "float"}.get(outcome)
 
 
@@ -727,8 +728,8 @@ def _shown(path: Path) -> str:
 def observed_outcome(cell: Mapping[str, Any], target: str = "") -> Optional[str]:
     """What a cell shows, in prediction words (for one target node where named); None where it cannot say."""
     said = outcome(cell)
-    if said.status == "fail" and said.failed_stage in STAGE_PREDICTION:
-        return STAGE_PREDICTION[said.failed_stage]
+    if said.status == "fail" and said.failed_stage in FAILED_WORDS:
+        return FAILED_WORDS[said.failed_stage]
     if said.worked and target:  # built: TensorRT-RTX built it where it cannot run; the listing says
         precision = (cell.get("precision") or {}).get(target, {}).get("precision")
         return precision if precision in ("int8", "float") else None

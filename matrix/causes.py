@@ -16,7 +16,7 @@ from cases.verdict import UNEXPECTED
 from engines.reasons import symptom
 from matrix.merge import version_key
 from matrix.targets import outcome
-from matrix.words import first_line, say_list
+from matrix.words import clip, first_line, say_list
 
 WORKED = ("pass", "built")  # a built TensorRT-RTX plan is a success here: nothing failed
 LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
@@ -65,7 +65,7 @@ def _cause_view(index: int, key: Tuple[str, str, str], cells: List[Cell], every:
         "versions": say_versions([c.engine_version for c in cells], every),
         "where": say_settings(settings_of(cells)),
         "verdicts": [{"verdict": v, "n": n} for v, n in sorted(verdicts.items(), key=lambda x: -x[1])],
-        "example": _clip(line, LINE_LIMIT) if example.status not in WORKED else "",
+        "example": clip(line, LINE_LIMIT) if example.status not in WORKED else "",
         "documented": _documented(example) if did == "works" else "",
         "groups": cell_groups(cells, every),
     }
@@ -140,7 +140,3 @@ def _documented(cell: Cell) -> str:
     said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
     sig = f" (sig: {e['signature']})" if e.get("signature") else ""
     return f"{said}{sig}: {e.get('source', '')}".strip(": ")
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + " …"

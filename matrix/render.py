@@ -22,6 +22,7 @@ from matrix.models import models_view
 from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code, md_link_text
 from matrix.upgrade import DIFFS, upgrade_view
+from matrix.words import clip
 from matrix.targets import target_view
 
 # 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
@@ -134,7 +135,7 @@ def cell_details(cell: Cell) -> List[Tuple[str, str]]:
     if cell.reason:
         out.append(("reason", cell.reason))
     if cell.error:
-        out.append(("error", _clip(cell.error, 600)))
+        out.append(("error", clip(cell.error, 600)))
     if cell.signature:
         out.append(("matched signature", cell.signature))
     if cell.warnings:
@@ -342,7 +343,3 @@ def _relative(path: Any, base: Path) -> str:
     from urllib.parse import quote
 
     return quote(Path(os.path.relpath(Path(path), base)).as_posix())
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + " …"

@@ -25,3 +25,8 @@ def first_line(text: str) -> str:
 def numbers_masked(text: str) -> str:
     """Each run of digits as "N": one cause reads the same whatever sizes, indices or line numbers it names."""
     return "".join("N" if digits else "".join(run) for digits, run in groupby(text, key=str.isdigit))
+
+
+def clip(text: str, limit: int) -> str:
+    """text cut at limit characters, " …" saying so."""
+    return text if len(text) <= limit else text[:limit] + " …"
