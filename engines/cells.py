@@ -43,33 +43,35 @@ def measure(meta: Mapping[str, Any]) -> Dict[str, Any]:
             "within_output_steps": WITHIN_OUTPUT_STEPS}
 
 
-def compare(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Tuple[Optional[float], str, Dict[str, str]]:
+def compare(bundle: Bundle, outputs: Dict[str, np.ndarray], expected: Optional[Dict[str, np.ndarray]] = None,
+            stats: Optional[Dict[str, Any]] = None) -> Tuple[Optional[float], str, Dict[str, str]]:
     """(worst error in steps, mismatch message or "", output dtypes) against the bundle's reference, judged by the
-    bundle's measure: steps, or signal-to-noise and cosine for a whole network."""
-    tolerance = float(bundle.meta.get("tolerance_steps", 1.0))
+    bundle's measure: steps, or signal-to-noise and cosine for a whole network. `expected` and `stats` (output_stats'
+    per output) where the caller has them already: judge_observation reads the reference and measures it once."""
     how = measure(bundle.meta)
     worst: Optional[float] = None
     problems: List[str] = []
     dtypes = {name: str(arr.dtype) for name, arr in outputs.items()}
     if not_compared(bundle):  # no reference outputs: nothing to fail against
         return None, "", dtypes
-    for name, expected in bundle.expected().items():
+    for name, want in (bundle.expected() if expected is None else expected).items():
         if name not in outputs:
             problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
             continue
         try:
-            err = error_steps(np.asarray(outputs[name]), expected, bundle.output_step(name))
+            err = error_steps(np.asarray(outputs[name]), want, bundle.output_step(name))
         except ValueError as exc:
             problems.append(f"output {name!r}: {exc}")
             continue
         worst = err if worst is None else max(worst, err)
         if how["measure"] == "network":
-            why = steps.below(steps.output_stats(expected, np.asarray(outputs[name])), how["min_sqnr_db"],
-                              how["min_cosine"])
+            said = (stats or {}).get(name) or steps.output_stats(want, np.asarray(outputs[name]))
+            why = steps.below(said, how["min_sqnr_db"], how["min_cosine"])
             if why and not within_one_output_step(bundle, name, err):
                 problems.append(f"output {name!r} differs from the reference: {why}")
-        elif err > tolerance:
-            problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
+        elif err > how["tolerance_steps"]:
+            problems.append(f"output {name!r} differs from the reference by {err:.3g} steps "
+                            f"(tolerance {how['tolerance_steps']:g})")
     return worst, "; ".join(problems), dtypes
 
 
@@ -99,14 +101,16 @@ def not_compared(bundle: Bundle) -> str:
     return f"numerics not compared: {why}" if why else ""
 
 
-def output_stats(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Dict[str, Any]:
+def output_stats(bundle: Bundle, outputs: Dict[str, np.ndarray],
+                 expected: Optional[Dict[str, np.ndarray]] = None) -> Dict[str, Any]:
     """The cell's `output_stats`: the measure and, per output, cosine, SQNR (dB), max abs error and peak against the
-    reference; with the float model's outputs in the bundle, the same against them under "float"."""
+    reference (`expected`: the bundle's, where the caller has read it); with the float model's outputs in the bundle,
+    the same against them under "float"."""
     if not_compared(bundle):  # no reference outputs to measure against
         return {}
     floats = bundle.float_outputs()
     per: Dict[str, Any] = {}
-    for name, expected in bundle.expected().items():
+    for name, expected in (bundle.expected() if expected is None else expected).items():
         got = outputs.get(name)
         if got is None or np.asarray(got).shape != expected.shape:
             continue
@@ -164,8 +168,9 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     elif obs.options.get("not_applicable"):  # the version removed the API the documented path needs
         status = "not_applicable"
     elif stage == "run" and not error:
-        worst, mismatch, dtypes = compare(bundle, obs.outputs)
-        stats = output_stats(bundle, obs.outputs)
+        reference = bundle.expected() if not not_compared(bundle) else {}
+        stats = output_stats(bundle, obs.outputs, reference)
+        worst, mismatch, dtypes = compare(bundle, obs.outputs, reference, stats.get("outputs"))
         status = "fail" if mismatch else "pass"
         error = mismatch
         stage = "run" if mismatch or not_compared(bundle) else "compare"
