@@ -43,6 +43,11 @@ TRT_PYTHON = _TRT.python
 TRT_NVIDIA = list(_TRT10.versions)
 TRT10_PYTHON = _TRT10.python
 RTX_VERSIONS = list(_RTX.versions)
+# What each in-process engine's session environment installs beside its group: its own session and `matrix`, which
+# makes the same environments, read it here (one tuple per environment, so _sync_key sees one set of pins).
+ENGINE_PINS = {f"rtx({v})": (f"tensorrt-rtx=={v}",) for v in RTX_VERSIONS}
+ENGINE_PINS.update({f"ort({v})": (f"onnxruntime=={v}", *pins) for v, pins in ORT_VERSIONS.items()})
+ENGINE_PINS.update({f"openvino({v})": (f"openvino=={v}", *pins) for v, pins in OPENVINO_VERSIONS.items()})
 # The architectures a TensorRT-RTX plan can target, each a column, for the cases whose outcome depends on it
 # (Case.arch_dependent); the rest build for the default.
 RTX_TARGETS = list(ENGINES["tensorrt-rtx"].option("target").sweep)
@@ -211,7 +216,7 @@ def bundles(session: nox.Session) -> None:
 @nox.parametrize("version", list(ORT_VERSIONS), ids=list(ORT_VERSIONS))
 def ort(session: nox.Session, version: str) -> None:
     """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
-    _sync_with_engine(session, "cells", f"onnxruntime=={version}", *ORT_VERSIONS[version])
+    _sync_with_engine(session, "cells", *ENGINE_PINS[f"ort({version})"])
     _run_cells(session, "onnxruntime", "--engine-version", version, *_ort_columns(session))
 
 
@@ -239,7 +244,7 @@ _ASKED: dict = {}  # what this nox run asked the machine once
 @nox.parametrize("version", list(OPENVINO_VERSIONS), ids=list(OPENVINO_VERSIONS))
 def openvino(session: nox.Session, version: str) -> None:
     """Every bundle on one OpenVINO version (CPU, f32 inference precision)."""
-    _sync_with_engine(session, "cells", f"openvino=={version}", *OPENVINO_VERSIONS[version])
+    _sync_with_engine(session, "cells", *ENGINE_PINS[f"openvino({version})"])
     _run_cells(session, "openvino", "--engine-version", version)
 
 
@@ -282,7 +287,7 @@ def trt10(session: nox.Session, version: str) -> None:
 @nox.parametrize("version", RTX_VERSIONS, ids=RTX_VERSIONS)
 def rtx(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
-    _sync_with_engine(session, "cells", f"tensorrt-rtx=={version}")
+    _sync_with_engine(session, "cells", *ENGINE_PINS[f"rtx({version})"])
     _run_cells(session, "tensorrt-rtx", f"--version={version}={Path(session.bin) / 'python'}", *_rtx_columns())
 
 
@@ -451,11 +456,8 @@ def matrix(session: nox.Session) -> None:
             session.notify(f"trt10({version})")
     else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass, no pytest
         idle = [f"engine=tensorrt version={v}" for v in TRT_PYPI + TRT_NVIDIA]
-    envs = {f"rtx({v})": (f"tensorrt-rtx=={v}",) for v in RTX_VERSIONS}  # with or without a GPU: the build is real
-    envs.update({f"ort({v})": (f"onnxruntime=={v}", *pins) for v, pins in ORT_VERSIONS.items()})
-    envs.update({f"openvino({v})": (f"openvino=={v}", *pins) for v, pins in OPENVINO_VERSIONS.items()})
-    with contextlib.ExitStack() as locks:
-        py = _session_envs(session, envs, locks)
+    with contextlib.ExitStack() as locks:  # rtx with or without a GPU: the build is real
+        py = _session_envs(session, ENGINE_PINS, locks)
         columns = idle + [f"engine=tensorrt-rtx version={v} python={py[f'rtx({v})']} {c}".strip()
                           for v in RTX_VERSIONS for c in _rtx_columns()[1::2]]
         columns += [f"engine=onnxruntime version={v} python={py[f'ort({v})']} {c}".strip() for v in ORT_VERSIONS
