@@ -14,9 +14,23 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = (REPO / "results", REPO / "reports" / "observed")
 
 
+CATALOGUE_BROKEN = 3  # a case module does not import: nothing is judged, nothing written
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from cases import CaseModuleError
+
     args = _parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except CaseModuleError as e:  # every cell is judged again against the catalogue: a stale verdict is no answer
+        import traceback
+
+        print("".join(traceback.format_exception(type(e.error), e.error, e.error.__traceback__)).rstrip(),
+              file=sys.stderr)
+        print(f"matrix {args.command}: {e}; the cells are judged against the catalogue as it is now, so nothing is "
+              f"written until it imports (exit {CATALOGUE_BROKEN})", file=sys.stderr)
+        return CATALOGUE_BROKEN
 
 
 def report(args: argparse.Namespace) -> int:
