@@ -12,18 +12,20 @@ from matrix.merge import Column, MergeResult, column_key
 
 # Outcome classes in drawing order, with the css class the template colours them by.
 OUTCOMES = (("INT8 fused", "k8"), ("pass", "kp"), ("built, INT8", "ka"), ("built", "kb"), ("float fallback", "kf"),
-            ("fail", "kx"), ("crashed", "kc"), ("not run", "kn"))
+            ("fail", "kx"), ("crashed", "kc"), ("harness error", "kh"), ("not run", "kn"))
 BAR, GAP, PLOT_H, LEFT, TOP, PANEL_MIN = 14, 10, 120, 34, 18, 80
 
 
+# Every outcome kind (cases.outcome) but a failure's, whose class is "fail".
 WORDS = {"int8": "INT8 fused", "float": "float fallback", "passes": "pass", "built-int8": "built, INT8",
-         "built-float": "float fallback", "built": "built", "crashed": "crashed"}
+         "built-float": "float fallback", "built": "built", "crashed": "crashed", "harness_error": "harness error",
+         "not_run": "not run", "skipped": "not run", "not_applicable": "not run"}
 
 
 def outcome(cell: Cell) -> str:
     """The outcome class of one cell, as the plots count it."""
     said = cell_outcome(cell)
-    return "fail" if said.status == "fail" else WORDS.get(said.kind, "not run")
+    return "fail" if said.status == "fail" else WORDS[said.kind]
 
 
 def plots_view(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any]:

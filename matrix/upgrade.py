@@ -157,7 +157,7 @@ def diff_file(engine: str, old: str, new: str) -> str:
 
 
 def reworded_summary(changes: Sequence[Change]) -> List[Dict[str, Any]]:
-    """Rewordings counted per documented signature, with one example each: the detail is `matrix diff`'s."""
+    """Rewordings counted per catalogue signature, with one example each: the detail is `matrix diff`'s."""
     groups: Dict[str, List[Change]] = {}
     for c in changes:
         groups.setdefault(c.signature, []).append(c)
