@@ -53,11 +53,14 @@ def report(args: argparse.Namespace) -> int:
     paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
     from matrix.causes import root_causes
 
+    from matrix.words import many
+
     unexpected = sum(s["unexpected"] for s in _summary(result))
-    n = len(root_causes(result.cells))
-    causes = f" from {n} root cause{'s' if n != 1 else ''}" if unexpected else ""
-    summary = [f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
-               f"{len(result.columns)} columns, {unexpected} unexpected{causes}"]
+    causes = f" from {many(len(root_causes(result.cells)), 'root cause')}" if unexpected else ""
+    harness = sum(c.status == "harness_error" for c in result.cells)
+    summary = [f"{many(len(result.cells), 'cell')} from {many(len(result.files), 'file')}, "
+               f"{many(len(result.rows), 'reproducer')}, {many(len(result.columns), 'column')}, {unexpected} unexpected"
+               f"{causes}" + (f", {many(harness, 'harness error')} (the suite's own code failed)" if harness else "")]
     for s in _summary(result):
         counts = ", ".join(f"{n} {v}" for v, n in s["verdicts"].items() if n)
         summary.append(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
@@ -68,7 +71,7 @@ def report(args: argparse.Namespace) -> int:
     status = 1 if refused else 0
     inputs.remember(Path(args.out), key, paths, status, summary)
     if refused:
-        print(f"matrix report: {len(refused)} results files refused, their cells are not in the reports: "
+        print(f"matrix report: {many(len(refused), 'results file')} refused, their cells are not in the reports: "
               f"{', '.join(refused)}", file=sys.stderr)
     return status
 

@@ -103,7 +103,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "plots": plots_view(result, idle=collapsed_columns(result)),
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
         "causes": causes,
-        "verdicts": list(VERDICTS),
+        "verdicts": [v for v in VERDICTS if any(c.verdict == v for c in result.cells)],  # the columns table's
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
         "notes": group_notes([p for p in result.problems if p.level == "note"]),
         "files": list(result.files),

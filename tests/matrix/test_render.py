@@ -93,7 +93,7 @@ def test_cli_report_writes_reports_and_exits_1_naming_a_refused_file(make_cell, 
     assert code == 1  # failing cells are the verdicts' business; a refused file is not
     assert "1 unexpected from 1 root cause\n" in captured.out and f"wrote {out / 'matrix.html'}" in captured.out
     assert "junk.jsonl:1: error: not JSON" in captured.err
-    assert "1 results files refused" in captured.err and "junk.jsonl" in captured.err.splitlines()[-1]
+    assert "1 results file refused" in captured.err and "junk.jsonl" in captured.err.splitlines()[-1]
     assert "junk.jsonl:1" in (out / "matrix.md").read_text()
 
 
