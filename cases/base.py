@@ -44,7 +44,7 @@ def repository_path(source: str) -> bool:
 
 
 def check_basis(what: str, basis: str, source: str) -> None:
-    """ValueError where a source does not fit its basis: documented is upstream, a baseline is this repository's file."""
+    """ValueError where a source does not fit its basis: documented is upstream, a baseline this repository's file."""
     if basis not in BASES:
         raise ValueError(f"{what}: basis {basis!r} is not one of {BASES}")
     if basis == "documented" and not upstream(source):

@@ -84,7 +84,8 @@ CASE = Case(
         Expectation(
             "tensorrt", ">=8.5,<8.6", "fail", OBSERVED_85, stage="load", signature=TRT85_DQ_INPUTS.name,
             hardware="NVIDIA H100 and H200", basis="baseline",
-            note="observed on 8.5.1.7, 8.5.2.2 and 8.5.3.1 (H100 and H200): the weight DequantizeLinear has no zero point",
+            note="observed on 8.5.1.7, 8.5.2.2 and 8.5.3.1 (H100 and H200): the weight DequantizeLinear has no zero "
+            "point",
         ),
         Expectation(
             "tensorrt", ">=8.6,<8.7", "fail", OBSERVED_86, stage="load", signature=TRT86_DQ_RANGE_CHECK.name,

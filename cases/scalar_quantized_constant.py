@@ -42,7 +42,8 @@ from cases.quantized_constant_plugin import ISSUE_3919
 # ONNX_OP_IMPORTERS_10_1 (onnx-tensorrt's QuantDequantLinearHelper): a 0-d data input is reshaped to [1] before the
 # Q/DQ layer.
 
-# Baselines (our own observed cells, not documentation): TensorRT-RTX 1.7.1.116 with no GPU on the producer models (python -m check).
+# Baselines (our own observed cells, not documentation): TensorRT-RTX 1.7.1.116 with no GPU on the producer models
+# (python -m check).
 OBSERVED_RTX_17 = "reports/observed/no-gpu/check/tensorrt-rtx-1.7.1.116.jsonl"
 # This reproducer on TensorRT 8.5.1.7-8.6.0, an H100 (the H200's cells in nvidia-h200/seeds-024-025/ are the same).
 OBSERVED_8X = "reports/observed/nvidia-h100/seeds-024-025/trt-8.6.0.jsonl"

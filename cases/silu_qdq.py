@@ -49,8 +49,8 @@ ISSUE_4555 = "https://github.com/NVIDIA/TensorRT/issues/4555"
 ULTRALYTICS_21281 = "https://github.com/ultralytics/ultralytics/issues/21281"
 QDQ_PLACEMENT = "https://docs.nvidia.com/deeplearning/tensorrt/developer-guide/index.html#qdq-placement-recs"
 
-# Baselines (our own observed cells, not documentation): the YOLO-style model quantized with TensorRT settings, fixed shape and a range
-# profile, on an H200 (the H100's cells, with the range profile, say the same).
+# Baselines (our own observed cells, not documentation): the YOLO-style model quantized with TensorRT settings, fixed
+# shape and a range profile, on an H200 (the H100's cells, with the range profile, say the same).
 OBSERVED_86 = "reports/observed/nvidia-h200/check-archs/tensorrt-8.6.0.jsonl"
 OBSERVED_85 = "reports/observed/nvidia-h200/check-archs/tensorrt-8.5.3.1.jsonl"
 # This reproducer on TensorRT 8.5.1.7-8.6.0, an H100 (the H200's cells in nvidia-h200/seeds-024-025/ are the same).
