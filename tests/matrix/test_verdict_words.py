@@ -115,3 +115,34 @@ def test_a_harness_error_says_nothing_of_the_engine():
     assert view["totals"]["harness_errors"] == 1 and view["totals"]["unexpected"] == 0
     xml = junit_xml(result).decode()
     assert 'errors="1"' in xml and 'failures="0"' in xml and "<error " in xml and "Traceback" in xml
+
+
+@pytest.mark.parametrize("basis", ["baseline", "documented"])
+def test_a_bug_bundle_never_calls_a_baseline_documented(basis, committed, catalogue_bundles):
+    """The committed H100 8.6.0 cell of seed 024's quantize_static form fails as observed before; the same cell made
+    to pass is "fixed" against that observation, and its ISSUE.md says so, never "documented upstream"."""
+    import json
+    from dataclasses import replace
+
+    from cases import get_case
+    from cases.verdict import rejudge
+    from matrix.bugbundle import render, view
+
+    [failed] = [c for c in committed.cells if c.bundle == "silu_qdq/form=quantize_static"
+                and c.engine_version == "8.6.0" and c.hardware.startswith("NVIDIA H100")]
+    case = get_case("silu_qdq")
+    if basis == "documented":  # the same expectation with an upstream source, for contrast
+        e = case.expectation_for("tensorrt", "8.6.0", failed.params)
+        e = replace(e, basis="documented", source="https://github.com/NVIDIA/TensorRT/issues/3640")
+        case = replace(case, expectations=(e,))
+    fixed = rejudge(replace(failed, status="pass", last_stage="compare", error="", fused=True), case)
+    assert fixed.verdict == "fixed"
+    meta = json.loads((catalogue_bundles / fixed.bundle / "case.json").read_text(encoding="utf-8"))
+    issue = render("ISSUE.md.j2", dict(view(fixed, meta, [fixed]), files=[]))
+    if basis == "baseline":
+        assert "documented" not in fixed.explanation and "observed to fail before in reports/observed/" in issue
+        assert "a failure that this suite observed before" in issue and "documented upstream" not in issue
+        assert "Verdict against the suite's own earlier observation (a baseline, not documentation)" in issue
+        assert "Documented expectation" not in issue
+    else:
+        assert "a failure documented upstream does not happen" in issue and "observed before" not in issue
