@@ -325,3 +325,15 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     assert "11.4.0.106" not in html[html.index('<table id="g"'):html.index("</table>")]
     assert "builder log line" not in html + md + (tmp_path / "matrix.json").read_text()  # logs are in cells/ only
     assert sum(len(cells_from_report(data, tmp_path)) for _ in [0]) == len(result.cells)  # and nothing is lost
+
+
+def test_counts_read_in_the_number_they_take(tmp_path, make_cell):
+    """A fresh clone's page once said "1 problems reading results": one of a thing is singular."""
+    from matrix.merge import Problem
+
+    result = build([make_cell("q_output_type/out=int8")], [Problem("results", 0, "no such file or folder")])
+    write_reports(result, tmp_path, generated="2026-01-01")
+    for name in ("matrix.md", "matrix.html"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert "1 problem reading results" in text and "1 problems" not in text, name
+        assert "1 cell," in text and "1 column" in text and "1 cells" not in text, name
