@@ -347,10 +347,14 @@ def _trt_pythons_from_env() -> list[str]:
 def report(session: nox.Session) -> None:
     """Merge results/ and reports/observed/ into reports/matrix.{md,html,json} and JUnit XML."""
     _sync(session, "report")
-    session.run(
-        "python", "-m", "matrix", "report", "--results", str(RESULTS), "--results", str(OBSERVED),
-        "--out", str(HERE / "reports"), *session.posargs, env=_env(),
-    )
+    session.run("python", "-m", "matrix", "report", *_results_args(), "--out", str(HERE / "reports"),
+                *session.posargs, env=_env())
+
+
+def _results_args() -> List[str]:
+    """--results for results/ and reports/observed/, each where it exists: a fresh clone has no results/ yet, and its
+    committed observations are a report of their own."""
+    return [a for p in (RESULTS, OBSERVED) if p.exists() for a in ("--results", str(p))]
 
 
 @nox.session
@@ -367,10 +371,7 @@ def observe(session: nox.Session) -> None:
 def diff(session: nox.Session) -> None:
     """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO."""
     _sync(session, "report")
-    session.run(
-        "python", "-m", "matrix", "diff", *session.posargs, "--results", str(RESULTS), "--results", str(OBSERVED),
-        env=_env(),
-    )
+    session.run("python", "-m", "matrix", "diff", *session.posargs, *_results_args(), env=_env())
 
 
 @nox.session
@@ -431,10 +432,7 @@ def bugs(session: nox.Session) -> None:
 
     A user model's: nox -s bugs -- --model MODEL.onnx (its bundle from .bundles-user, else listed as needing it)."""
     _sync(session, "report")  # numpy comes with every sync (the project's own dependency)
-    session.run(
-        "python", "-m", "matrix", "bugs", "--results", str(RESULTS), "--results", str(OBSERVED), *session.posargs,
-        env=_env(),
-    )
+    session.run("python", "-m", "matrix", "bugs", *_results_args(), *session.posargs, env=_env())
 
 
 @nox.session(requires=["bundles"])

@@ -46,12 +46,28 @@ CASE_MODULES = (
     "cases.user_model",
 )
 
-__all__ = ["Case", "Expectation", "Signature", "all_cases", "get_case", "slug", "bundle_id"]
+__all__ = ["Case", "CaseModuleError", "Expectation", "Signature", "all_cases", "get_case", "slug", "bundle_id"]
+
+
+class CaseModuleError(Exception):
+    """A case module of the catalogue that does not import: which one, and its error. Whatever judges cells against the
+    catalogue stops here, rather than keep verdicts that today's catalogue may no longer give."""
+
+    def __init__(self, module: str, error: BaseException) -> None:
+        super().__init__(f"case module {module} does not import: {type(error).__name__}: {error}")
+        self.module = module
+        self.error = error
 
 
 def all_cases(external: bool = False) -> List[Case]:
-    """Every seed case of the catalogue, in seed order; with external=True also the external cases."""
-    found = [importlib.import_module(m).CASE for m in CASE_MODULES]
+    """Every seed case of the catalogue, in seed order; with external=True also the external cases. A module that does
+    not import raises CaseModuleError, naming it."""
+    found = []
+    for module in CASE_MODULES:
+        try:
+            found.append(importlib.import_module(module).CASE)
+        except Exception as e:
+            raise CaseModuleError(module, e) from e
     return [c for c in found if external or not c.external]
 
 

@@ -18,9 +18,41 @@ STAGES = ("load", "build", "run", "compare")
 #   not_int8  - it runs and matches, but target nodes fall back to a float kernel
 #   unknown   - the source does not say; never guessed
 OUTCOMES = ("fail", "pass", "int8", "not_int8", "unknown")
+# What an expectation or a signature rests on, its `basis`:
+#   documented - an upstream source says so: NVIDIA's documentation or release notes, an issue or pull request of the
+#                engine or its parser. `source` is its address (https://...).
+#   baseline   - this project's own earlier run says so: `source` is the file of this repository that holds it (a
+#                results file under reports/observed/, listed in its MANIFEST.json, or an engine log kept under
+#                tests/data/), and an expectation names the `hardware` it ran on. A regression baseline: a cell that
+#                agrees with it is "as observed before", never "as documented".
+BASES = ("documented", "baseline")
 
 ParamValue = Any  # str, int or bool
 Params = Mapping[str, ParamValue]
+
+
+def upstream(source: str) -> bool:
+    """Whether a source is an upstream address (https://...), as a documented one must be."""
+    return re.match(r"https?://[^/\s]+", source) is not None
+
+
+def repository_path(source: str) -> bool:
+    """Whether a source is a path of this repository as a baseline names it: relative, POSIX, inside the tree."""
+    parts = source.split("/")
+    return (not upstream(source) and ":" not in source and not source.startswith("/") and "\\" not in source
+            and all(p not in ("", ".", "..") and not p.isspace() for p in parts))
+
+
+def check_basis(what: str, basis: str, source: str) -> None:
+    """ValueError where a source does not fit its basis: documented is upstream, a baseline this repository's file."""
+    if basis not in BASES:
+        raise ValueError(f"{what}: basis {basis!r} is not one of {BASES}")
+    if basis == "documented" and not upstream(source):
+        raise ValueError(f"{what}: a documented source is an upstream address (https://...), not {source!r}; this "
+                         "repository's own observation is a baseline (basis='baseline')")
+    if basis == "baseline" and not repository_path(source):
+        raise ValueError(f"{what}: a baseline names the file of this repository that holds the observation, "
+                         f"not {source!r}")
 
 
 @dataclass(frozen=True)
@@ -30,14 +62,16 @@ class Signature:
     name: str
     pattern: str
     kind: str  # "error", "warning", or "environment": the machine lacks what this version needs to build
-    source: str
+    source: str  # where the text was seen: an upstream thread (documented) or this repository's file (baseline)
     reason: str = ""  # environment signatures: the "not run" reason a matching cell gets
     short: str = ""  # the symptom in the few words a report says it in ("non-zero zero point")
+    basis: str = "documented"  # BASES: an upstream source, or this project's own earlier run
 
     def __post_init__(self) -> None:
         if self.kind not in ("error", "warning", "environment"):
             raise ValueError(f"signature {self.name!r}: kind must be 'error', 'warning' or 'environment', "
                              f"not {self.kind!r}")
+        check_basis(f"signature {self.name!r}", self.basis, self.source)
         if not self.short:
             raise ValueError(f"signature {self.name!r}: give it the few words a report says it in (short=...)")
         if self.kind == "environment" and not self.reason:
@@ -55,7 +89,7 @@ class Expectation:
     engine: str
     versions: str  # PEP 440 specifier set, e.g. ">=8.6,<10.1"; "" means every version
     outcome: str
-    source: str  # URL of the thread, doc page or header that says so
+    source: str  # documented: the URL of the thread, doc page or header that says so; baseline: the repository file
     stage: Optional[str] = None
     signature: Optional[str] = None  # Signature.name
     where: Mapping[str, Tuple[ParamValue, ...]] = field(default_factory=dict)  # param filter
@@ -64,6 +98,7 @@ class Expectation:
     # Cell filter: the CPU's INT8 level ("isa": ("avx2", "avx512")) and the engine's column options
     # ("x64quantprecision": ("0",)); an option the cell does not set counts at its default.
     when: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
+    basis: str = "documented"  # BASES: an upstream source, or this project's own earlier run (with its hardware)
 
     def __post_init__(self) -> None:
         from packaging.specifiers import SpecifierSet
@@ -76,6 +111,10 @@ class Expectation:
             raise ValueError(f"expectation stage {self.stage!r} is not one of {STAGES}")
         if not self.source:
             raise ValueError("every expectation names its source")
+        check_basis(f"expectation {self.engine} {self.versions or 'any'}", self.basis, self.source)
+        if self.basis == "baseline" and not self.hardware:
+            raise ValueError(f"expectation {self.engine} {self.versions or 'any'}: a baseline names the hardware its "
+                             f"observation {self.source} ran on (hardware=...)")
         SpecifierSet(self.versions)  # raises InvalidSpecifier on a bad range
         allowed = {"isa"} | {o.name for o in _SPECS[self.engine].options}
         unknown = [k for k in self.when if k not in allowed]

@@ -24,11 +24,23 @@ SESSION_SCHEMA = "qdq-matrix/session/1"  # a results file's header line: cases/s
 #   built    - parsed and built ahead of time (TensorRT-RTX), but this machine cannot run the plan (no
 #              GPU, or one the plan does not target); `reason` says why. Its verdict rests on the parse,
 #              the build and the per-node precision; its numerics were not run.
-STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable", "built")
+#   harness_error - the suite's own code raised (the runner, the adapter, the judging), not the engine: `reason` is
+#              the exception, `log` its traceback. Neither the engine's failure nor a pass; never reused.
+STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable", "built", "harness_error")
 # Where a results file's cells come from. A closed set: the merge refuses any other source, so that
 # a test double's cells (source "test" or "stand-in") can never reach a report.
 SOURCES = ("local", "observed")
-VERDICTS = ("as documented", "fixed", "regressed", "new failure", "undocumented", "not run", "not applicable")
+# verdict: what the status means against the catalogue (cases/verdict.py); every view has words for each of them
+#   as documented      - it did what an upstream source (documentation, release notes, an issue or pull request) says
+#   as observed before - it did what this project's own earlier run did (a baseline expectation: a file of this
+#                        repository and its hardware); a regression baseline, not documentation
+#   fixed, regressed   - it did otherwise than the documented or earlier observed failure (pass); the explanation
+#                        says which of the two it was
+#   new failure        - it failed where nothing says it would; undocumented: it passed where nothing says
+#   not run, not applicable - the engine did not run it here; the API its documented path needs is gone
+#   harness error      - the suite's own code failed on it: nothing is said about the engine
+VERDICTS = ("as documented", "as observed before", "fixed", "regressed", "new failure", "undocumented", "not run",
+            "not applicable", "harness error")
 PRECISIONS = ("int8", "int4", "fp8", "fp4", "float", "unknown")
 QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")
 

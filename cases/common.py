@@ -69,6 +69,7 @@ RTX_CONV_DTYPE_CHECK = Signature(
     pattern=r"cudnn_impl\.cpp:\d+: CHECK\(dtype == myelinTypeFloat \|\| dtype == myelinTypeHalf",
     kind="error",
     source=RTX_BUILD_ERRORS,
+    basis="baseline",
     short="Myelin's INT8 convolution check",
 )
 

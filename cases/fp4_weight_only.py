@@ -50,6 +50,7 @@ RTX_NOT_CONSTANT = Signature(
     pattern=r"operand\.h:\d+: CHECK\(is_constant\(\)\) failed",
     kind="error",
     source=RTX_2026_LOGS,
+    basis="baseline",
     short="FP4 activations not a constant",
 )
 W4A16_CONV = {"op": ("conv",), "weights": ("per_tensor",), "activations": ("w4a16",)}

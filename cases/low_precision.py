@@ -27,6 +27,7 @@ RTX_HW_SPECIFIC = Signature(
     pattern=r"Cannot compile for target\(s\) sm\d+, because the model contains HW-specific data ?types",
     kind="error",
     source=RTX_2026_LOGS,
+    basis="baseline",
     short="a data type the target lacks",
 )
 RTX_ISSUE_33 = "https://github.com/NVIDIA/TensorRT-RTX/issues/33"

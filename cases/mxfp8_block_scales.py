@@ -44,6 +44,7 @@ RTX_E8M0_INITIALIZER = Signature(
     pattern=r"Failed to import initializer: In node -1 .*convertOnnxWeights",
     kind="error",
     source=RTX_2026_LOGS,
+    basis="baseline",
     short="float8e8m0 scale initializer",
 )
 

@@ -17,6 +17,8 @@ FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "
 FAILED = ("fail", "crashed")
 WORKED = ("pass", "built")  # built: a TensorRT-RTX plan built ahead of time, not run on this machine
 IDLE = ("skipped", "not_run", "not_applicable")
+# The suite's own code failed: neither the engine's failure nor a pass, never counted for or against the engine.
+HARNESS = ("harness_error",)
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,14 @@ class Outcome:
         return self.status in IDLE
 
     @property
+    def harness_error(self) -> bool:
+        """The suite's own code failed on the cell: nothing is said about the engine."""
+        return self.status in HARNESS
+
+    @property
     def kind(self) -> str:
         """The outcome in one word: "int8", "float" or "passes" (pass), "built-int8", "built-float" or "built",
-        "fails-at-<stage>", "crashed", or the idle status."""
+        "fails-at-<stage>", "crashed", "harness_error", or the idle status."""
         if self.status == "pass":
             return {True: "int8", False: "float"}.get(self.fused, "passes")
         if self.status == "built":

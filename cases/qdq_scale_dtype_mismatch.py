@@ -36,21 +36,25 @@ ISSUE_32719 = "https://github.com/microsoft/onnxruntime/issues/32719"
 ORT_32728 = "https://github.com/microsoft/onnxruntime/pull/32728"
 ORT_32735 = "https://github.com/microsoft/onnxruntime/pull/32735"
 
-# Observed (the cells are the source): 8.x's parser on a DequantizeLinear without its optional zero point.
-OBSERVED_8X = "reports/observed/nvidia-h100/seeds-019-023/trt-8.6.0.jsonl"
+# Baselines (our own observed cells, not documentation): 8.x's parser on a DequantizeLinear without its optional zero
+# point, on an H100 (the H200's cells say the same); 8.5's words are in the 8.5 files, 8.6.0's in its own.
+OBSERVED_85 = "reports/observed/nvidia-h100/seeds-019-023/trt-8.5.3.1.jsonl"
+OBSERVED_86 = "reports/observed/nvidia-h100/seeds-019-023/trt-8.6.0.jsonl"
 TRT85_DQ_INPUTS = Signature(
     name="trt85_dq_three_inputs",
     pattern=r"requires 3 inputs for the DequantizeLinear operator",
     kind="error",
     short="DequantizeLinear needs its zero point",
-    source=OBSERVED_8X,
+    source=OBSERVED_85,
+    basis="baseline",
 )
 TRT86_DQ_RANGE_CHECK = Signature(
     name="trt86_dq_range_check",
     pattern=r"vector::_M_range_check: __n \(which is 2\)",
     kind="error",
     short="parser reads a missing zero point",
-    source=OBSERVED_8X,
+    source=OBSERVED_86,
+    basis="baseline",
 )
 
 RTX_OUTPUT_DTYPE = Signature(
@@ -59,6 +63,7 @@ RTX_OUTPUT_DTYPE = Signature(
     pattern=r"Mismatch between attribute output_dtype \S+ and zero-point data type",
     kind="error",
     source=RTX_2026_LOGS,
+    basis="baseline",
     short="DQ output_dtype mismatch",
 )
 
@@ -77,11 +82,14 @@ CASE = Case(
             "the first version with an opset-23 QuantizeLinear kernel to reach run (#25932 for 1.23); open",
         ),
         Expectation(
-            "tensorrt", ">=8.5,<8.6", "fail", OBSERVED_8X, stage="load", signature=TRT85_DQ_INPUTS.name,
-            note="observed on 8.5.1.7, 8.5.2.2 and 8.5.3.1 (H100 and H200): the weight DequantizeLinear has no zero point",
+            "tensorrt", ">=8.5,<8.6", "fail", OBSERVED_85, stage="load", signature=TRT85_DQ_INPUTS.name,
+            hardware="NVIDIA H100 and H200", basis="baseline",
+            note="observed on 8.5.1.7, 8.5.2.2 and 8.5.3.1 (H100 and H200): the weight DequantizeLinear has no zero "
+            "point",
         ),
         Expectation(
-            "tensorrt", ">=8.6,<8.7", "fail", OBSERVED_8X, stage="load", signature=TRT86_DQ_RANGE_CHECK.name,
+            "tensorrt", ">=8.6,<8.7", "fail", OBSERVED_86, stage="load", signature=TRT86_DQ_RANGE_CHECK.name,
+            hardware="NVIDIA H100 and H200", basis="baseline",
             note="observed on 8.6.0 (H100 and H200): the parser reads the missing zero point of the weight "
             "DequantizeLinear and throws std::out_of_range",
         ),

@@ -42,7 +42,8 @@ from cases.quantized_constant_plugin import ISSUE_3919
 # ONNX_OP_IMPORTERS_10_1 (onnx-tensorrt's QuantDequantLinearHelper): a 0-d data input is reshaped to [1] before the
 # Q/DQ layer.
 
-# Observed (the cells are the source): TensorRT-RTX 1.7.1.116 with no GPU on the producer models (python -m check).
+# Baselines (our own observed cells, not documentation): TensorRT-RTX 1.7.1.116 with no GPU on the producer models
+# (python -m check).
 OBSERVED_RTX_17 = "reports/observed/no-gpu/check/tensorrt-rtx-1.7.1.116.jsonl"
 # This reproducer on TensorRT 8.5.1.7-8.6.0, an H100 (the H200's cells in nvidia-h200/seeds-024-025/ are the same).
 OBSERVED_8X = "reports/observed/nvidia-h100/seeds-024-025/trt-8.6.0.jsonl"
@@ -58,6 +59,7 @@ RTX_SCALAR_DQ_AXIS = Signature(
     kind="error",
     short="axis out of range on a 0-d DQ input",
     source=RTX_ARCH_LOGS,
+    basis="baseline",
 )
 RTX_QUANTIZED_CONSTANT = Signature(
     name="rtx_quantized_constant",
@@ -68,6 +70,7 @@ RTX_QUANTIZED_CONSTANT = Signature(
     kind="error",
     short="quantized constant not before a DQ",
     source=OBSERVED_RTX_17,
+    basis="baseline",
 )
 
 CASE = Case(
@@ -82,13 +85,13 @@ CASE = Case(
         Expectation(
             "tensorrt-rtx", "==1.7.1.116", "fail", OBSERVED_RTX_17, stage="build",
             signature=RTX_QUANTIZED_CONSTANT.name, where={"constant": ("scalar",), "op": ("mul",)},
-            hardware="no GPU: ahead-of-time build for the default targets",
+            hardware="no GPU: ahead-of-time build for the default targets", basis="baseline",
             note="observed on the producer transformer quantized by quantize_static (s8, per channel, float bias): "
             "its 0-d 1/sqrt(d) -> DequantizeLinear -> Mul is refused at build ('Quantized constant "
             "(inv_sqrt_d_quantized) is only allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node')",
         ),
         Expectation(
-            "tensorrt", ">=8.5,<8.7", "int8", OBSERVED_8X, hardware="NVIDIA H100 and H200",
+            "tensorrt", ">=8.5,<8.7", "int8", OBSERVED_8X, hardware="NVIDIA H100 and H200", basis="baseline",
             note="observed on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0 (the folder's four files, H100 and H200): every form "
             "builds, the Mul or Add in INT8, within a step of the reference",
         ),

@@ -49,8 +49,8 @@ ISSUE_4555 = "https://github.com/NVIDIA/TensorRT/issues/4555"
 ULTRALYTICS_21281 = "https://github.com/ultralytics/ultralytics/issues/21281"
 QDQ_PLACEMENT = "https://docs.nvidia.com/deeplearning/tensorrt/developer-guide/index.html#qdq-placement-recs"
 
-# Observed (the cells are the source): the YOLO-style model quantized with TensorRT settings, fixed shape and a range
-# profile, on an H200 (the H100's cells, with the range profile, say the same).
+# Baselines (our own observed cells, not documentation): the YOLO-style model quantized with TensorRT settings, fixed
+# shape and a range profile, on an H200 (the H100's cells, with the range profile, say the same).
 OBSERVED_86 = "reports/observed/nvidia-h200/check-archs/tensorrt-8.6.0.jsonl"
 OBSERVED_85 = "reports/observed/nvidia-h200/check-archs/tensorrt-8.5.3.1.jsonl"
 # This reproducer on TensorRT 8.5.1.7-8.6.0, an H100 (the H200's cells in nvidia-h200/seeds-024-025/ are the same).
@@ -74,6 +74,7 @@ RUNNER_QUANTIZATION_MISMATCH = Signature(
     kind="error",
     short="node and runner quantizations differ",
     source=OBSERVED_85,
+    basis="baseline",
 )
 
 # Where each explicit form puts a Q/DQ: (after the Conv, after the Sigmoid, after the Mul). The generator builds from
@@ -116,25 +117,26 @@ CASE = Case(
         ),
         Expectation(
             "tensorrt", "==8.6.0", "fail", OBSERVED_86, stage="build", signature=SILU_NO_IMPLEMENTATION.name,
-            where={"form": ("quantize_static",)}, hardware="NVIDIA H100 and H200",
+            where={"form": ("quantize_static",)}, hardware="NVIDIA H100 and H200", basis="baseline",
             note="observed on the YOLO-style model quantized by quantize_static with TensorRT settings, fixed shape "
             "and a range profile: no implementation for the stem's PWN(PWN(Sigmoid), PWN(Mul))",
         ),
         Expectation(
             "tensorrt", "==8.5.3.1", "fail", OBSERVED_85, stage="build", signature=RUNNER_QUANTIZATION_MISMATCH.name,
-            where={"form": ("quantize_static",)}, hardware="NVIDIA H100 and H200",
+            where={"form": ("quantize_static",)}, hardware="NVIDIA H100 and H200", basis="baseline",
             note="observed on the same model: every tactic skipped ('Mismatch between node and runner "
             "quantizations'), then 'Assertion engine != nullptr failed'",
         ),
         Expectation(
             "tensorrt", ">=8.5.1,<8.5.3", "fail", OBSERVED_REPRO.format("8.5.2.2"), stage="build",
             signature=RUNNER_QUANTIZATION_MISMATCH.name, where={"form": ("quantize_static",)},
-            hardware="NVIDIA H100 and H200",
+            hardware="NVIDIA H100 and H200", basis="baseline",
             note="observed on 8.5.1.7 and 8.5.2.2 (this reproducer, H100 and H200): 'Mismatch between node and runner "
             "quantizations' on the SiLU's tactics, then 'Assertion engine != nullptr failed'",
         ),
         Expectation(
             "tensorrt", ">=8.5,<8.7", "int8", OBSERVED_REPRO.format("8.6.0"), hardware="NVIDIA H100 and H200",
+            basis="baseline",
             where={"form": ("no_sigmoid_qdq", "output_qdq", "conv_only")},
             note="observed on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0 (the folder's four files, H100 and H200): without "
             "a Q/DQ on the Sigmoid's output every form builds with the Conv in INT8",

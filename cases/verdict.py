@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from cases.base import Case, Expectation
@@ -11,11 +11,14 @@ from cases.common import signatures_of
 
 
 def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:
-    """(verdict, explanation) for an observed status against what the sources document."""
+    """(verdict, explanation) for an observed status against what the sources document, or against this project's own
+    earlier observation where the expectation is a baseline ("as observed before", never "as documented")."""
     if status in ("skipped", "not_run"):
         return "not run", "the engine did not run here"
     if status == "not_applicable":
         return "not applicable", "this engine version removed the API the reproducer's documented path needs"
+    if status == "harness_error":
+        return "harness error", HARNESS_ERROR
     if status == "built":
         return _judge_built(expectation, fused)
     failed = status in ("fail", "crashed")
@@ -23,18 +26,18 @@ def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]
         if failed:
             return "new failure", f"{status}, and no source documents a failure here"
         return "undocumented", "passed; no source documents this cell"
-    where = f" ({expectation.source}" + (f", on {expectation.hardware}" if expectation.hardware else "") + ")"
+    said = Said(expectation)
     if expectation.outcome == "fail":
         if failed:
-            return "as documented", "fails as documented" + where
-        return "fixed", "documented to fail" + where + ", but it passed"
+            return said.agrees, said.agreeing("fails")
+        return "fixed", said.claim("fail") + ", but it passed"
     if failed:
-        return "regressed", f"documented to pass{where}, but it {status}"
+        return "regressed", said.claim("pass") + f", but it {status}"
     if expectation.outcome == "int8" and fused is False:
-        return "regressed", "documented to run in INT8" + where + ", but a target node fell back to float"
+        return "regressed", said.claim("run in INT8") + ", but a target node fell back to float"
     if expectation.outcome == "not_int8" and fused is True:
-        return "fixed", "documented to fall back to float" + where + ", but every target node ran in INT8"
-    return "as documented", "passes as documented" + where
+        return "fixed", said.claim("fall back to float") + ", but every target node ran in INT8"
+    return said.agrees, said.agreeing("passes")
 
 
 def _judge_built(expectation: Optional[Expectation], fused: Optional[bool]) -> Tuple[str, str]:
@@ -42,19 +45,76 @@ def _judge_built(expectation: Optional[Expectation], fused: Optional[bool]) -> T
     numerics = "; its numerics were not run here"
     if expectation is None or expectation.outcome == "unknown":
         return "undocumented", "built; no source documents this cell" + numerics
-    where = f" ({expectation.source}" + (f", on {expectation.hardware}" if expectation.hardware else "") + ")"
+    said = Said(expectation)
     if expectation.outcome == "fail":
         if expectation.stage in ("load", "build"):
-            return "fixed", f"documented to fail at {expectation.stage}{where}, but it built" + numerics
-        return "not run", f"built; the documented failure{where} is at run time, which is not possible here"
+            return "fixed", said.claim(f"fail at {expectation.stage}") + ", but it built" + numerics
+        return "not run", f"built; the failure {said.where()} is at run time, which is not possible here"
     if expectation.outcome == "int8" and fused is False:
-        return "regressed", "documented to run in INT8" + where + ", but the built plan computes a target in float"
+        return "regressed", said.claim("run in INT8") + ", but the built plan computes a target in float"
     if expectation.outcome == "not_int8" and fused is True:
-        return "fixed", "documented to fall back to float" + where + ", but the built plan is quantized throughout"
-    return "as documented", "built as documented" + where + numerics
+        return "fixed", said.claim("fall back to float") + ", but the built plan is quantized throughout"
+    return said.agrees, said.agreeing("built") + numerics
+
+
+HARNESS_ERROR = ("the suite's own code raised before this cell was judged (its traceback is in the cell's log); "
+                 "nothing is said about the engine")
+AGREES = {"documented": "as documented", "baseline": "as observed before"}  # per cases.base.BASES
+
+
+@dataclass(frozen=True)
+class Said:
+    """How a verdict's explanation names what an expectation rests on: an upstream source ("documented to fail
+    (https://...)") or this project's own earlier run ("observed to fail before in reports/observed/..., on ...")."""
+
+    expectation: Expectation
+
+    @property
+    def agrees(self) -> str:
+        """The verdict of a cell that agrees with it."""
+        return AGREES[self.expectation.basis]
+
+    def where(self) -> str:
+        """The source, and the hardware where one is named."""
+        e = self.expectation
+        on = f", on {e.hardware}" if e.hardware else ""
+        if e.basis == "baseline":
+            return f"observed before in {e.source}{on}"
+        return f"documented ({e.source}{on})"
+
+    def claim(self, what: str) -> str:
+        """ "documented to fail (source)" or "observed to fail before in file, on hardware"."""
+        e = self.expectation
+        on = f", on {e.hardware}" if e.hardware else ""
+        if e.basis == "baseline":
+            return f"observed to {what} before in {e.source}{on}"
+        return f"documented to {what} ({e.source}{on})"
+
+    def agreeing(self, did: str) -> str:
+        """ "fails as documented (source)" or "fails as observed before in file, on hardware"."""
+        return f"{did} as {self.where()}"
 
 
 UNEXPECTED = ("fixed", "regressed", "new failure")
+# How a report names what an expectation or a matched signature rests on (cases.base.BASES).
+BASIS_WORDS = {"documented": "documented", "baseline": "observed before"}
+
+
+def basis_word(expectation: Mapping[str, Any]) -> str:
+    """ "documented" or "observed before" for a cell's expectation record (a record without a basis is documented:
+    written before baselines had a word of their own, and judged again at every merge)."""
+    return BASIS_WORDS[expectation.get("basis") or "documented"]
+
+
+def signature_words(case_id: str, engine: str, name: str) -> str:
+    """ "documented signature" (an upstream thread's text) or "signature observed before" (this project's own run's)
+    for a signature a cell matched; "signature" where the catalogue no longer declares it."""
+    from cases.common import cell_signature
+
+    found = cell_signature(case_id, engine, name)
+    if found is None:
+        return "signature"
+    return "documented signature" if found.basis == "documented" else "signature observed before"
 
 
 def match_signatures(case: Case, engine: str, text: str, kind: str) -> List[str]:
@@ -77,7 +137,7 @@ def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
     return {
         "outcome": expectation.outcome, "versions": expectation.versions, "source": expectation.source,
         "stage": expectation.stage or "", "signature": expectation.signature or "",
-        "hardware": expectation.hardware or "", "note": expectation.note,
+        "hardware": expectation.hardware or "", "note": expectation.note, "basis": expectation.basis,
         **({"when": {k: list(v) for k, v in expectation.when.items()}} if expectation.when else {}),
     }
 
@@ -87,8 +147,8 @@ def rejudge(cell: Cell, case: Case) -> Cell:
 
     Observed results are kept for years; the expectations and signatures they are read against grow.
     """
-    if cell.status in ("skipped", "not_run", "not_applicable"):
-        return cell
+    if cell.status in ("skipped", "not_run", "not_applicable", "harness_error"):
+        return cell  # nothing the engine did to judge again
     text = "\n".join([cell.error, cell.reason, cell.log])
     errors = match_signatures(case, cell.engine, text, "error")
     expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params,

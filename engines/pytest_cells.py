@@ -5,8 +5,12 @@
 
 A worker builds the cell and hands it to the controller in the report's user_properties; the
 controller appends it to the results file and flushes, so a crash loses nothing already run. A
-test whose worker died (segfault, hang past --timeout) has no cell: the controller records it as
-crashed and the run goes on (pytest-xdist starts a new worker).
+test without a cell is recorded by who failed. The engine: its worker process died (a segfault
+takes a pytest-xdist worker down, and xdist starts a new one) or the cell ran past --timeout; the
+cell is "crashed" and the run goes on. The suite: its own code raised (the runner, an adapter,
+the judging); the cell is "harness_error", with the exception and its traceback, and says nothing
+about the engine. (A TensorRT-family worker subprocess that dies is the adapter's to record: its
+cell comes back "crashed", with the signal or exit status.)
 
 Long cells are not silent: every --heartbeat seconds (default 15, or $QDQ_HEARTBEAT_S; 0 turns it off) the
 controller writes a line per cell still running to stderr, "[cells] <bundle> on <engine version>: running for
@@ -42,7 +46,7 @@ from cases import get_case
 from cases.cell import SOURCES, Cell
 from cases.engines import ENGINES, spec
 from cases.portable import portable_command
-from cases.verdict import rejudge
+from cases.verdict import HARNESS_ERROR, rejudge
 from engines.base import EngineInfo
 from engines.environment import identity, installation
 from engines.plan import PROGRESS_PREFIX, Column, read_plan  # noqa: F401  (PROGRESS_PREFIX: check)
@@ -52,6 +56,9 @@ from engines.results import (  # noqa: F401  (same_not_run: the cell test import
 
 CELL_KEY = "qdq_cell"
 REUSED_KEY = "qdq_reused"
+# A cell test that raised without handing back a cell: {"kind": "timeout" | "harness", "error", "traceback"}, set where
+# the exception is (the worker), so that the controller never reads the failure back out of a report's text.
+FAILURE_KEY = "qdq_failure"
 COLUMN_MARK = "|"  # between a column's label and a bundle id in a test id
 HEARTBEAT_S = 15.0
 HEARTBEAT_ENV = "QDQ_HEARTBEAT_S"
@@ -364,6 +371,34 @@ def stored_cell(config: pytest.Config, column: int, bundle_id: str, digest: str)
     return stored[path].get(info_key(run.info, bundle_id, digest, run.run.get("cell_options", "")))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """A cell test that raised without a cell: say whose failure it is, a timeout (the engine ran past --timeout) or
+    the harness's own exception, with its traceback."""
+    report: pytest.TestReport = yield
+    if call.when != "call" or call.excinfo is None or not running_cells(item.config):
+        return report
+    if any(k == CELL_KEY for k, _ in report.user_properties) or call.excinfo.errisinstance(pytest.skip.Exception):
+        return report  # the cell is handed back (its verdict failed the test), or the test skipped itself
+    report.user_properties.append((FAILURE_KEY, json.dumps(failure_record(call.excinfo))))
+    return report
+
+
+def failure_record(excinfo: pytest.ExceptionInfo) -> Dict[str, str]:
+    """{"kind", "error", "traceback"} of a cell test's exception: "timeout" where pytest-timeout stopped it (its
+    signal method fails the test with "Timeout >N s"; its thread method kills the worker, a crash), else "harness"."""
+    import traceback
+
+    error = f"{excinfo.typename}: {excinfo.value}".strip()
+    timeout = excinfo.errisinstance(pytest.fail.Exception) and str(excinfo.value).startswith("Timeout")
+    text = "".join(traceback.format_exception(excinfo.type, excinfo.value, excinfo.tb))
+    return {"kind": "timeout" if timeout else "harness", "error": str(excinfo.value) if timeout else error,
+            "traceback": text[-TRACEBACK_LIMIT:]}
+
+
+TRACEBACK_LIMIT = 8000  # characters of a harness error's traceback kept in its cell's log
+
+
 class _ControllerHooks:
     """Hooks that only the controller (or a run without xdist) installs."""
 
@@ -392,10 +427,10 @@ class _ControllerHooks:
                 return
             writer.write(Cell.from_dict(json.loads(props[CELL_KEY])))
             return
-        crashed = report.failed and report.when in ("call", "???")
-        if crashed and CELL_KEY not in props and "[" in report.nodeid:
+        lost = report.failed and report.when in ("call", "???")
+        if lost and CELL_KEY not in props and "[" in report.nodeid:
             run: ColumnRun = config._qdq_columns[column]
-            writer.write(crashed_cell(report, run.info, run.run))
+            writer.write(lost_cell(report, props.get(FAILURE_KEY), run.info, run.run))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -432,25 +467,50 @@ def _reporter(session: pytest.Session) -> Any:
     return session.config.pluginmanager.get_plugin("terminalreporter")
 
 
-def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str]) -> Cell:
-    """A cell for a test that died without handing back its cell (segfault, timeout)."""
-    bundle_id = split_id(report.nodeid)[1]
+def lost_cell(report: pytest.TestReport, failure: Optional[str], info: EngineInfo, run: Dict[str, str]) -> Cell:
+    """The cell of a test that ended without handing back its cell, by who failed: the worker's process died (xdist's
+    report of a crashed worker, when "???") or the cell ran past --timeout, the engine's crash; else the harness's own
+    exception (the failure the worker recorded; one it could not record is the harness's too)."""
+    said = json.loads(failure) if failure else {}
+    if report.when == "???" or said.get("kind") == "timeout":
+        return crashed_cell(report, info, run, said.get("error", ""))
+    return harness_error_cell(report, info, run, said.get("error", ""), said.get("traceback", ""))
+
+
+def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str], why: str = "") -> Cell:
+    """A cell for a test whose worker died without handing back its cell (segfault), or that ran past --timeout."""
     reason = str(report.longrepr).strip().splitlines()
-    first = next((line for line in reason if "crashed" in line or "Timeout" in line), reason[0] if reason else "crashed")
-    case_id = bundle_id.split("/", 1)[0]
-    meta = _bundle_meta(bundle_id)
-    cell = Cell(
-        bundle=bundle_id, case=case_id, params=meta.get("params", {}), digest=meta.get("digest", ""),
-        engine=info.name, engine_version=info.version, hardware=info.hardware, status="crashed",
-        verdict="new failure", reason=first.strip()[:500],
-        explanation="the engine's process died before it reported a result",
-        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), variant=dict(info.variant),
-        log=str(report.longrepr)[-4000:], run=dict(run),
-    )
+    first = why or next((line for line in reason if "crashed" in line), reason[0] if reason else "crashed")
+    cell = replace(_lost(report, info, run), status="crashed", verdict="new failure", reason=first.strip()[:500],
+                   explanation="the engine's process died before it reported a result",
+                   log=str(report.longrepr)[-4000:])
     try:
-        return rejudge(cell, get_case(case_id))
+        return rejudge(cell, get_case(cell.case))
     except KeyError:  # not a case of the catalogue: no expectation to judge against
         return cell
+
+
+def harness_error_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str], error: str,
+                       trace: str) -> Cell:
+    """A cell for a test that raised in the suite's own code: status harness_error, the exception and its traceback;
+    nothing said about the engine."""
+    text = trace or str(report.longrepr)
+    lines = text.strip().splitlines()
+    return replace(_lost(report, info, run), status="harness_error", verdict="harness error",
+                   reason=(error or (lines[-1] if lines else "the harness raised"))[:500], explanation=HARNESS_ERROR,
+                   log=text[-TRACEBACK_LIMIT:])
+
+
+def _lost(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str]) -> Cell:
+    """What a cell that never came back is known by: its bundle, the bundle's case.json and the column's engine."""
+    bundle_id = split_id(report.nodeid)[1]
+    meta = _bundle_meta(bundle_id)
+    return Cell(
+        bundle=bundle_id, case=bundle_id.split("/", 1)[0], params=meta.get("params", {}), digest=meta.get("digest", ""),
+        engine=info.name, engine_version=info.version, hardware=info.hardware, status="crashed", verdict="new failure",
+        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), variant=dict(info.variant),
+        run=dict(run),
+    )
 
 
 def _bundle_meta(bundle_id: str) -> Dict[str, Any]:

@@ -14,9 +14,23 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = (REPO / "results", REPO / "reports" / "observed")
 
 
+CATALOGUE_BROKEN = 3  # a case module does not import: nothing is judged, nothing written
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from cases import CaseModuleError
+
     args = _parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except CaseModuleError as e:  # every cell is judged again against the catalogue: a stale verdict is no answer
+        import traceback
+
+        print("".join(traceback.format_exception(type(e.error), e.error, e.error.__traceback__)).rstrip(),
+              file=sys.stderr)
+        print(f"matrix {args.command}: {e}; the cells are judged against the catalogue as it is now, so nothing is "
+              f"written until it imports (exit {CATALOGUE_BROKEN})", file=sys.stderr)
+        return CATALOGUE_BROKEN
 
 
 def report(args: argparse.Namespace) -> int:
@@ -39,11 +53,14 @@ def report(args: argparse.Namespace) -> int:
     paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
     from matrix.causes import root_causes
 
+    from matrix.words import many
+
     unexpected = sum(s["unexpected"] for s in _summary(result))
-    n = len(root_causes(result.cells))
-    causes = f" from {n} root cause{'s' if n != 1 else ''}" if unexpected else ""
-    summary = [f"{len(result.cells)} cells from {len(result.files)} files, {len(result.rows)} reproducers, "
-               f"{len(result.columns)} columns, {unexpected} unexpected{causes}"]
+    causes = f" from {many(len(root_causes(result.cells)), 'root cause')}" if unexpected else ""
+    harness = sum(c.status == "harness_error" for c in result.cells)
+    summary = [f"{many(len(result.cells), 'cell')} from {many(len(result.files), 'file')}, "
+               f"{many(len(result.rows), 'reproducer')}, {many(len(result.columns), 'column')}, {unexpected} unexpected"
+               f"{causes}" + (f", {many(harness, 'harness error')} (the suite's own code failed)" if harness else "")]
     for s in _summary(result):
         counts = ", ".join(f"{n} {v}" for v, n in s["verdicts"].items() if n)
         summary.append(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
@@ -54,7 +71,7 @@ def report(args: argparse.Namespace) -> int:
     status = 1 if refused else 0
     inputs.remember(Path(args.out), key, paths, status, summary)
     if refused:
-        print(f"matrix report: {len(refused)} results files refused, their cells are not in the reports: "
+        print(f"matrix report: {many(len(refused), 'results file')} refused, their cells are not in the reports: "
               f"{', '.join(refused)}", file=sys.stderr)
     return status
 

@@ -32,7 +32,7 @@ from cases.engines import ENGINES, REPRO_ALWAYS
 from cases.engines import title as engine_title
 from cases.outcome import FAILED, FAILED_STAGE, outcome
 from cases.portable import portable_path
-from cases.verdict import UNEXPECTED
+from cases.verdict import UNEXPECTED, signature_words
 from matrix.merge import version_key
 from matrix.nodes import network_words
 from matrix.safe import clean, md_cell, md_code, md_fence
@@ -273,7 +273,7 @@ def recorded(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def signature_pattern(cell: Cell) -> str:
-    """The regex of the documented signature the cell matched ("" if none, or the catalogue cannot say)."""
+    """The regex of the catalogue signature the cell matched ("" if none, or the catalogue cannot say)."""
     found = _signature(cell)
     return found.pattern if found is not None else ""
 
@@ -370,6 +370,8 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "error_first_line": first_line(cell.error), "error_lines": _lines(cell.error, 30),
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
+        "signature_words": signature_words(cell.case, cell.engine, cell.signature) if cell.signature else "",
+        "baseline": (cell.expectation or {}).get("basis") == "baseline",
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
         "trt": trt, "tactic_sources": cell.tactic_sources, "tensorrt_only": tensorrt_only(cell),
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),

@@ -1,8 +1,9 @@
 """Root causes: unexpected cells grouped by what went wrong, so that 600 cells of one engine bug read as one line.
 
-A cause is an engine and a symptom: the documented signature a failure matched, else the engine's first error line
+A cause is an engine and a symptom: the catalogue signature a failure matched, else the engine's first error line
 normalized (source lines, addresses, paths and numbers masked, so two builds of one engine or two node names do not
-split it), else its crash reason; a cell that works where a failure is documented is caused by that documentation.
+split it), else its crash reason; a cell that works where a failure is documented (or was observed before, a baseline)
+is caused by that documentation (or that observation).
 Versions, targets and hardware never split a cause: they are what it spans.
 """
 
@@ -12,7 +13,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.cell import Cell
 from cases.engines import title, variant_label
-from cases.verdict import UNEXPECTED
+from cases.verdict import UNEXPECTED, basis_word, signature_words
 from engines.reasons import symptom
 from matrix.merge import version_key
 from matrix.targets import outcome
@@ -28,8 +29,8 @@ def cause_key(cell: Cell) -> Tuple[str, str, str]:
         return cell.engine, outcome(cell), _symptom(cell)
     if cell.status not in WORKED:  # not run, skipped or not applicable: its reason
         return cell.engine, outcome(cell), symptom(first_line(cell.reason))
-    documented = cell.expectation.get("signature") or cell.expectation.get("outcome", "")
-    return cell.engine, "works", f"documented: {documented}" if documented else ""
+    expected = cell.expectation.get("signature") or cell.expectation.get("outcome", "")
+    return cell.engine, "works", f"{basis_word(cell.expectation)}: {expected}" if expected else ""
 
 
 def _symptom(cell: Cell) -> str:
@@ -62,11 +63,13 @@ def _cause_view(index: int, key: Tuple[str, str, str], cells: List[Cell], every:
     return {
         "index": index, "engine": engine, "title": title(engine), "did": did, "symptom": symptom,
         "signature": example.signature, "n": len(cells), "bundles": len({c.bundle for c in cells}),
+        "signature_words": signature_words(example.case, engine, example.signature) if example.signature else "",
         "versions": say_versions([c.engine_version for c in cells], every),
         "where": say_settings(settings_of(cells)),
         "verdicts": [{"verdict": v, "n": n} for v, n in sorted(verdicts.items(), key=lambda x: -x[1])],
         "example": clip(line, LINE_LIMIT) if example.status not in WORKED else "",
-        "documented": _documented(example) if did == "works" else "",
+        "expected": _expected(example) if did == "works" else "",
+        "expected_by": basis_word(example.expectation) if did == "works" else "",
         "groups": cell_groups(cells, every),
     }
 
@@ -135,8 +138,10 @@ def _variant_key(variant: str) -> Tuple[str, int, str]:
     return "".join(c for c in variant if not c.isdigit()), int(digits) if digits else 0, variant
 
 
-def _documented(cell: Cell) -> str:
+def _expected(cell: Cell) -> str:
+    """What the expectation a working cell contradicts says, and its source (with the hardware of a baseline)."""
     e = cell.expectation
     said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
     sig = f" (sig: {e['signature']})" if e.get("signature") else ""
-    return f"{said}{sig}: {e.get('source', '')}".strip(": ")
+    on = f", on {e['hardware']}" if e.get("basis") == "baseline" and e.get("hardware") else ""
+    return f"{said}{sig}: {e.get('source', '')}{on}".strip(": ")

@@ -14,7 +14,7 @@ from matrix.words import first_line, numbers_masked, say_list
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
-# same stage and documented signature, other words (or the same words from other engine source lines): collapsed
+# same stage and catalogue signature, other words (or the same words from other engine source lines): collapsed
 REWORDED = "error reworded"
 KINDS = BAD + GOOD + ("error changed", "numeric drift", REWORDED)
 ERROR_DETAIL = ("regressed", "fixed", "now crashes", "no longer crashes")  # the detail is an engine's error text
@@ -30,8 +30,8 @@ class Change:
     before: str
     after: str
     detail: str = ""
-    cause: str = ""  # what the failing side shows: its documented signature, else its error with numbers masked
-    signature: str = ""  # an error change: the newer side's documented signature ("" none)
+    cause: str = ""  # what the failing side shows: its catalogue signature, else its error with numbers masked
+    signature: str = ""  # an error change: the newer side's catalogue signature ("" none)
 
     @property
     def case(self) -> str:
@@ -102,7 +102,7 @@ class DiffReport:
                 lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
             if minor:
                 lines += [f"<details><summary>{len(minor)} {_plural(REWORDED, len(minor))}: same stage, same "
-                          "documented signature, other words (or other source lines)</summary>", ""] \
+                          "catalogue signature, other words (or other source lines)</summary>", ""] \
                     + _table(minor) + ["</details>", ""]
         if self.not_compared:
             lines += ["<details><summary>" + f"{len(self.not_compared)} not compared</summary>", ""]
@@ -266,7 +266,7 @@ def _not_comparable(a: Optional[Cell], b: Optional[Cell], old: str, new: str) ->
     if a is None or b is None:
         return f"no cell for {old if a is None else new}"
     idle = [f"{v} {c.status.replace('_', ' ')}" + (f" ({c.reason})" if c.reason else "")
-            for v, c in ((old, a), (new, b)) if c.status in ("skipped", "not_run")]
+            for v, c in ((old, a), (new, b)) if c.status in ("skipped", "not_run", "harness_error")]
     return "; ".join(idle)
 
 
@@ -324,7 +324,7 @@ FOLD = 12  # more changes than this on one hardware label: say them by cause, fo
 
 
 def _cause(c: Cell) -> str:
-    """The failing side's documented signature, else its error's first line (the engine's source lines masked) with
+    """The failing side's catalogue signature, else its error's first line (the engine's source lines masked) with
     every number masked."""
     if c.signature:
         return f"sig: {c.signature}"

@@ -27,15 +27,18 @@ STATES = (
     ("R", "kx", "fails at run"),
     ("C", "kx", "fails the output comparison"),
     ("X", "kc", "crashed (the engine process died)"),
+    ("H", "kh", "harness error (the suite's own code failed; nothing said about the engine)"),
     ("-", "kn", "not run"),
     ("s", "kn", "skipped"),
     ("/", "kn", "not applicable"),
 )
 # The letter of each outcome (cases.outcome's kind) but a failure, whose letter is its failed stage's first.
 LETTERS = {"int8": "8", "passes": "P", "float": "f", "built-int8": "A", "built-float": "a", "built": "b",
-           "crashed": "X", "not_run": "-", "skipped": "s", "not_applicable": "/"}
-# A mark after the letter for the verdicts a reader must not miss.
-MARKS = {"regressed": "!", "new failure": "*", "fixed": "+", "undocumented": "?"}
+           "crashed": "X", "harness_error": "H", "not_run": "-", "skipped": "s", "not_applicable": "/"}
+# A mark after the letter per verdict (cases.cell.VERDICTS, every one): the verdicts a reader must not miss, and a
+# cell that agrees with this project's own earlier run rather than with an upstream document.
+MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "regressed": "!", "new failure": "*",
+         "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
 ERROR_CLIP = 2000  # the page's details; cells/*.jsonl keep every text whole
 EVIDENCE_CLIP = 600
 # A shown cell is one character of the row's string (two past this many looks); "." is an empty cell.
@@ -56,20 +59,16 @@ class Collapsed:
 def cell_code(cell: Cell) -> Tuple[str, str]:
     """(short text, css classes) of one cell, e.g. ("B!", "kx v2 vu")."""
     said = outcome(cell)
-    if said.status == "fail":
-        letter = said.failed_stage[0].upper()
-    else:
-        letter = LETTERS.get(said.kind, "-")
+    letter = said.failed_stage[0].upper() if said.status == "fail" else LETTERS[said.kind]
     css = next(c for code, c, _ in STATES if code == letter)
-    verdict = VERDICTS.index(cell.verdict) if cell.verdict in VERDICTS else 0
-    classes = f"{css} v{verdict}" + (" vu" if cell.verdict in UNEXPECTED else "")
-    return letter + MARKS.get(cell.verdict, ""), classes
+    classes = f"{css} v{VERDICTS.index(cell.verdict)}" + (" vu" if cell.verdict in UNEXPECTED else "")
+    return letter + MARKS[cell.verdict], classes
 
 
 def legend() -> List[Dict[str, str]]:
     """The code letters and marks, for the key above the grid."""
     out = [{"code": code, "css": css, "meaning": meaning} for code, css, meaning in STATES]
-    out += [{"code": mark, "css": "mark", "meaning": f"verdict: {verdict}"} for verdict, mark in MARKS.items()]
+    out += [{"code": mark, "css": "mark", "meaning": f"verdict: {verdict}"} for verdict, mark in MARKS.items() if mark]
     return out
 
 
@@ -114,7 +113,9 @@ def detail_texts(cell: Cell) -> List[Tuple[str, str]]:
     if e:
         said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
         source = " ".join(x for x in (e.get("note", ""), e.get("source", "")) if x)
-        out.append(("expected", f"{said}: {source}".strip(": ")))
+        on = f", on {e['hardware']}" if e.get("basis") == "baseline" and e.get("hardware") else ""
+        label = "observed before" if e.get("basis") == "baseline" else "expected"
+        out.append((label, f"{said}: {source}{on}".strip(": ")))
     return out
 
 
@@ -149,7 +150,7 @@ def grid_view(result: MergeResult) -> Dict[str, Any]:
     for g in groups:
         for r in g["rows"]:
             r["codes"] = "".join(symbols[(c["code"], c["css"])] if c else EMPTY * width for c in r["cells"])
-    present = sorted({VERDICTS.index(c.verdict) for c in cells_shown if c and c.verdict in VERDICTS})
+    present = sorted({VERDICTS.index(c.verdict) for c in cells_shown if c})
     return {
         "columns": columns,
         "collapsed": collapsed_view(result, collapsed.values()),

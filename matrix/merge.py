@@ -230,14 +230,12 @@ def _drop_idle_columns(cells: List[Cell]) -> Tuple[List[Cell], List[Problem]]:
 
 
 def rejudge_all(cells: Sequence[Cell]) -> List[Cell]:
-    """Every cell judged against today's catalogue (expectations and signatures), where its case loads."""
+    """Every cell judged against today's catalogue (expectations and signatures). A case module that does not import
+    stops the merge (cases.CaseModuleError, naming it): the verdicts its cells were written with may be stale."""
     import cases as registry
     from cases.verdict import rejudge
 
-    try:
-        known = {c.id: c for c in registry.all_cases(external=True)}
-    except Exception:  # a broken case module: keep the verdicts the cells were written with
-        return list(cells)
+    known = {c.id: c for c in registry.all_cases(external=True)}
     return [rejudge(c, known[c.case]) if c.case in known else c for c in cells]
 
 
@@ -323,25 +321,18 @@ def _refuse_stand_in(cell: Cell, header: Dict[str, Any]) -> None:
 
 
 def case_catalogue() -> Dict[str, CaseInfo]:
-    """Seed, title and links per case id from the case registry; seed order alone where it cannot load."""
+    """Seed, title and links per case id from the case registry (cases.CaseModuleError where a module does not
+    import)."""
     import cases as registry
 
-    try:
-        return {c.id: CaseInfo(c.id, c.seed, c.title, tuple(c.links)) for c in registry.all_cases(external=True)}
-    except Exception:  # a case module missing or broken must not stop a report
-        return {m.rsplit(".", 1)[1]: CaseInfo(m.rsplit(".", 1)[1], f"{i:03d}")
-                for i, m in enumerate(registry.CASE_MODULES)}
+    return {c.id: CaseInfo(c.id, c.seed, c.title, tuple(c.links)) for c in registry.all_cases(external=True)}
 
 
 def catalogue_bundles(root: Optional[PathLike] = None) -> List[str]:
     """Bundle ids: every variant in the case registry, plus every bundle written under root."""
     import cases as registry
 
-    ids: List[str] = []
-    try:
-        ids = [registry.bundle_id(c, p) for c in registry.all_cases() for p in c.variants()]
-    except Exception:  # as above: the report still builds from the cells alone
-        pass
+    ids = [registry.bundle_id(c, p) for c in registry.all_cases() for p in c.variants()]
     if root is not None and Path(root).is_dir():
         for meta in sorted(Path(root).glob("*/*/case.json")):
             ids.append(f"{meta.parent.parent.name}/{meta.parent.name}")

@@ -3,7 +3,7 @@
 Read from the per-node reports (matrix.nodes): "5/5 INT8", "4 of 5 INT8 (ahead-of-time plan)", or the failure and
 its reason, "parse fails: INT32 bias DQ (b_dw_DequantizeLinear)". The failing node is the one the engine's error
 names (the cell's `failing_node`), never a guess. The reason is the TensorRT lint's rule where the lint predicted
-this failure at that node in that column, else the documented signature the cell matched, else the engine's own
+this failure at that node in that column, else the catalogue signature the cell matched, else the engine's own
 words; a rule and a signature are said in their own few words (check.lint's rule registry, Signature.short); a long
 reason is a numbered note under the table, said once. Every cell links to its model's per-node report.
 """
@@ -77,7 +77,7 @@ def failure_words(engine: str, failed: str) -> str:
 
 def reason(col: Mapping[str, Any], node: str, predictions: Optional[Mapping[str, Any]]) -> str:
     """Why a column failed: the lint rule that predicted it at that node in this very column (engine, version,
-    hardware, variant), the documented signature, or the engine's own words."""
+    hardware, variant), the catalogue signature it matched, or the engine's own words."""
     observed = {"load": "parse fails", "build": "build fails"}.get(col.get("failed_stage", ""), "")
     for row in (predictions or {}).get("rows") or []:
         if (node and row.get("node") == node and row.get("ran") and row.get("column") == col.get("column")

@@ -162,7 +162,7 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
 
 
 def signature_short(cell: Cell) -> str:
-    """The few words of the documented signature a cell matched (cases: Signature.short), "" for none."""
+    """The few words of the catalogue signature a cell matched (cases: Signature.short), "" for none."""
     from cases.common import cell_signature
 
     found = cell_signature(cell.case, cell.engine, cell.signature)
@@ -196,7 +196,8 @@ def _summary(cell: Cell, ran: bool, int8: int, total: int, others: Mapping[str, 
     elif cell.status in ("fail", "crashed"):  # the result column says why
         return f"no per-node evidence: {cell.status}"
     else:
-        return f"no per-node evidence: {cell.status}" + (f" ({_first(cell.reason)})" if cell.reason else "")
+        why = f" ({_first(cell.reason)})" if cell.reason else ""
+        return f"no per-node evidence: {cell.status.replace('_', ' ')}{why}"
     rest = [f"{others[k]} {words}" for k, words in OTHER_WORDS if others.get(k)]
     return head + (f"; other quantized nodes: {', '.join(rest)}" if rest else "")
 

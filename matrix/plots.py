@@ -9,21 +9,24 @@ from cases.cell import Cell
 from cases.engines import ENGINES
 from cases.outcome import outcome as cell_outcome
 from matrix.merge import Column, MergeResult, column_key
+from matrix.words import many
 
 # Outcome classes in drawing order, with the css class the template colours them by.
 OUTCOMES = (("INT8 fused", "k8"), ("pass", "kp"), ("built, INT8", "ka"), ("built", "kb"), ("float fallback", "kf"),
-            ("fail", "kx"), ("crashed", "kc"), ("not run", "kn"))
+            ("fail", "kx"), ("crashed", "kc"), ("harness error", "kh"), ("not run", "kn"))
 BAR, GAP, PLOT_H, LEFT, TOP, PANEL_MIN = 14, 10, 120, 34, 18, 80
 
 
+# Every outcome kind (cases.outcome) but a failure's, whose class is "fail".
 WORDS = {"int8": "INT8 fused", "float": "float fallback", "passes": "pass", "built-int8": "built, INT8",
-         "built-float": "float fallback", "built": "built", "crashed": "crashed"}
+         "built-float": "float fallback", "built": "built", "crashed": "crashed", "harness_error": "harness error",
+         "not_run": "not run", "skipped": "not run", "not_applicable": "not run"}
 
 
 def outcome(cell: Cell) -> str:
     """The outcome class of one cell, as the plots count it."""
     said = cell_outcome(cell)
-    return "fail" if said.status == "fail" else WORDS.get(said.kind, "not run")
+    return "fail" if said.status == "fail" else WORDS[said.kind]
 
 
 def plots_view(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any]:
@@ -48,7 +51,7 @@ def versions_plot(result: MergeResult) -> Dict[str, Any]:
             for offset, (n, css, what) in enumerate(((fused, "k8", "INT8 fused"), (failed, "kx", "failing"))):
                 h = round(PLOT_H * n / top, 1)
                 bars.append({"x": x + offset * BAR, "y": TOP + PLOT_H - h, "w": BAR - 1, "h": h, "css": css,
-                             "n": n, "title": f"{col.heading} [{col.setting}]: {n} {what} of {len(cells)} cells"})
+                             "n": n, "title": f"{col.heading} [{col.setting}]: {n} {what} of {many(len(cells), 'cell')}"})
             labels.append({"x": x + BAR, "y": TOP + PLOT_H + 6, "text": col.engine_version})
             x += 2 * BAR + GAP
         x = max(x, start + PANEL_MIN)  # room for the engine's name over a panel of one version
@@ -80,7 +83,7 @@ def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
                 x += w
         if parts:  # one tooltip per seed and column, not one per coloured part
             source = col.provenance.split(" ")[0]  # local or observed
-            bars.append({"title": f"{case} on {col.heading} [{col.setting}] ({source}), {total} cells: "
+            bars.append({"title": f"{case} on {col.heading} [{col.setting}] ({source}), {many(total, 'cell')}: "
                                   + ", ".join(said), "parts": parts})
         width = max(width, left + (j + 1) * cell_w)
     seeds = [{"y": TOP + 84 + i * row_h + row_h - 5, "text": _case_label(result, case)} for i, case in enumerate(cases)]

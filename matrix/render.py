@@ -22,7 +22,7 @@ from matrix.models import models_view
 from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code, md_link_text
 from matrix.upgrade import DIFFS, upgrade_view
-from matrix.words import clip
+from matrix.words import clip, many
 from matrix.targets import target_view
 
 # 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
@@ -88,6 +88,7 @@ def template_environment(html: bool) -> Any:
     env.filters["md"] = md_escape
     env.filters["mdlink"] = md_link_text
     env.filters["mdcode"] = md_code
+    env.filters["many"] = many
     return env
 
 
@@ -102,7 +103,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "plots": plots_view(result, idle=collapsed_columns(result)),
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
         "causes": causes,
-        "verdicts": list(VERDICTS),
+        "verdicts": [v for v in VERDICTS if any(c.verdict == v for c in result.cells)],  # the columns table's
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
         "notes": group_notes([p for p in result.problems if p.level == "note"]),
         "files": list(result.files),
@@ -149,7 +150,9 @@ def cell_details(cell: Cell) -> List[Tuple[str, str]]:
     if cell.expectation:
         e = cell.expectation
         said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
-        out.append(("expectation", f"{said} — {e.get('source', '')}".strip(" —")))
+        where = ", on ".join(x for x in (e.get("source", ""), e.get("hardware", "")) if x)
+        label = "baseline (observed before)" if e.get("basis") == "baseline" else "expectation"
+        out.append((label, f"{said} — {where}".strip(" —")))
     else:
         out.append(("expectation", "no source documents this cell"))
     run = cell.run
@@ -231,13 +234,14 @@ def compact_cell(cell: Cell) -> Dict[str, Any]:
 
 def junit_xml(result: MergeResult) -> bytes:
     """JUnit XML: a testsuite per column, a testcase per cell; unexpected verdicts fail (naming the column file
-    under cells/ with the whole cell), not-run cells skip."""
+    under cells/ with the whole cell), a harness error is an error (the suite's, with its traceback), not-run cells
+    skip."""
     root = ET.Element("testsuites", name="qdq-matrix")
-    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for col in result.columns:
         cells = sorted((c for c in result.cells if _in(c, col)), key=lambda c: c.bundle)
         suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.setting, timestamp=col.date)
-        counts = {"tests": len(cells), "failures": 0, "skipped": 0}
+        counts = {"tests": len(cells), "failures": 0, "errors": 0, "skipped": 0}
         for cell in cells:
             kind = _junit_case(suite, cell, column_file(col))
             if kind:
@@ -245,10 +249,8 @@ def junit_xml(result: MergeResult) -> bytes:
         for k, v in counts.items():
             suite.set(k, str(v))
             totals[k] += v
-        suite.set("errors", "0")
     for k, v in totals.items():
         root.set(k, str(v))
-    root.set("errors", "0")
     for node in root.iter():  # XML 1.0 has no escape for most control characters: make them visible text
         node.text = clean(node.text)
         for k, v in node.attrib.items():
@@ -256,12 +258,15 @@ def junit_xml(result: MergeResult) -> bytes:
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
+# What JUnit makes of each verdict (cases.cell.VERDICTS, every one): a failure, an error (the harness's), a skip, or a
+# passed test ("").
+JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures", "regressed": "failures",
+         "new failure": "failures", "undocumented": "", "not run": "skipped", "not applicable": "skipped",
+         "harness error": "errors"}
+
+
 def _junit_kind(cell: Cell) -> str:
-    if cell.verdict in UNEXPECTED:
-        return "failures"
-    if cell.status in ("skipped", "not_run", "not_applicable"):
-        return "skipped"
-    return ""
+    return JUNIT[cell.verdict]
 
 
 def _junit_case(suite: ET.Element, cell: Cell, whole: str) -> str:
@@ -271,6 +276,9 @@ def _junit_case(suite: ET.Element, cell: Cell, whole: str) -> str:
     if kind == "failures":
         node = ET.SubElement(case, "failure", message=f"{cell.verdict}: {cell.explanation}", type=cell.verdict)
         node.text = "\n".join(f"{k}: {v}" for k, v in cell_details(cell) + [("whole cell", whole)])
+    elif kind == "errors":
+        node = ET.SubElement(case, "error", message=f"{cell.verdict}: {cell.reason}", type=cell.status)
+        node.text = cell.log
     elif kind == "skipped":
         ET.SubElement(case, "skipped", message=cell.reason or cell.status)
     return kind
@@ -323,6 +331,8 @@ def _problem_view(p: Problem) -> Dict[str, Any]:
 def _totals(result: MergeResult) -> Dict[str, int]:
     return {"cells": len(result.cells), "rows": len(result.rows), "columns": len(result.columns),
             "unexpected": sum(c.verdict in UNEXPECTED for c in result.cells),
+            "baseline": sum(c.verdict == "as observed before" for c in result.cells),
+            "harness_errors": sum(c.status == "harness_error" for c in result.cells),
             "errors": len(result.errors)}
 
 

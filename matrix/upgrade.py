@@ -11,7 +11,7 @@ from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
 from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, _plural, diff
 from matrix.merge import version_key
-from matrix.words import say_list
+from matrix.words import many, say_list
 
 IDLE = ("skipped", "not_run", "not_applicable")
 FOLD = 5  # more changes than this on one hardware: said by cause, every reproducer in the pair's file under diff/
@@ -47,8 +47,8 @@ def idle_lines(idle: Sequence[str], cells: Sequence[Cell]) -> List[str]:
                           for c in mine})
         why = reasons[0] if len(reasons) == 1 else f"{len(reasons)} reasons, see the grid"
         groups.setdefault((len(mine), why), []).append(version)
-    return [f"{version} is not compared: none of its {n} cells ran ({why})" if len(versions) == 1 else
-            f"{say_list(versions)} are not compared: none of the {n} cells of each ran ({why})"
+    return [f"{version} is not compared: none of its {many(n, 'cell')} ran ({why})" if len(versions) == 1 else
+            f"{say_list(versions)} are not compared: none of the {many(n, 'cell')} of each ran ({why})"
             for (n, why), versions in groups.items() for version in versions[:1]]
 
 
@@ -157,7 +157,7 @@ def diff_file(engine: str, old: str, new: str) -> str:
 
 
 def reworded_summary(changes: Sequence[Change]) -> List[Dict[str, Any]]:
-    """Rewordings counted per documented signature, with one example each: the detail is `matrix diff`'s."""
+    """Rewordings counted per catalogue signature, with one example each: the detail is `matrix diff`'s."""
     groups: Dict[str, List[Change]] = {}
     for c in changes:
         groups.setdefault(c.signature, []).append(c)

@@ -30,3 +30,8 @@ def numbers_masked(text: str) -> str:
 def clip(text: str, limit: int) -> str:
     """text cut at limit characters, " …" saying so."""
     return text if len(text) <= limit else text[:limit] + " …"
+
+
+def many(n: int, one: str, more: str = "") -> str:
+    """ "1 problem", "2 problems": a count with its noun in the number it takes (`more`: an irregular plural)."""
+    return f"{n} {one if n == 1 else more or one + 's'}"

@@ -21,7 +21,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from cases import CASE_MODULES, all_cases, bundle_id, get_case
-from cases.base import Case
+from cases.base import Case, Expectation, Signature, repository_path, upstream
 from cases.isa import isa
 from generators import write
 from generators.bundle import Bundle, verify_bundle
@@ -110,22 +110,82 @@ def test_first_link_is_the_source_the_docstring_names_first(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_expectation_ranges_are_pep440_and_cite_a_page_or_a_listed_observation(case):
-    """A source is a public page, or an observation committed under reports/observed/ and listed in its manifest."""
-    from matrix import observed
-
-    listed = {f"reports/observed/{path}" for path in observed.load(REPO / "reports" / "observed").entries}
+def test_expectations_rest_on_an_upstream_source_or_a_named_baseline(case):
+    """documented: an upstream address, never a file of this repository. baseline: this repository's file that holds
+    the observation (listed in reports/observed/MANIFEST.json where it lies under reports/observed/, with cells of
+    that engine in that version range) and the hardware it ran on."""
     for e in case.expectations:
         SpecifierSet(e.versions)
-        assert e.source.startswith("https://") or e.source in listed, e.source
+        if e.basis == "documented":
+            assert upstream(e.source) and not repository_path(e.source), e.source
+            assert not (REPO / e.source).exists() and "reports/observed" not in e.source, e.source
+        else:
+            assert e.basis == "baseline" and e.hardware, e
+            assert _baseline_problem(e.source, e.engine, e.versions) == "", e
 
 
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_signatures_compile_and_cite_a_source(case):
-    """A source is a public page, or a real observation committed in this repository."""
-    for s in case.signatures:
-        re.compile(s.pattern)
-        assert s.source.startswith("https://") or (REPO / s.source).is_file(), s.name
+def _baseline_problem(source: str, engine: str = "", versions: str = "") -> str:
+    """Why a baseline's file does not stand as one ("" where it does)."""
+    from cases.base import repository_path
+    from engines.results import read_results
+    from matrix import observed
+
+    path = REPO / source
+    if not repository_path(source) or not path.is_file():
+        return f"{source} is no file of this repository"
+    if source.startswith("reports/observed/"):
+        if source[len("reports/observed/"):] not in observed.load(REPO / "reports" / "observed").entries:
+            return f"{source} is not listed in reports/observed/MANIFEST.json"
+    if engine and source.endswith(".jsonl"):
+        cells = [s.cell for s in read_results(path).cells if s.cell.engine == engine]
+        if not any(SpecifierSet(versions).contains(c.engine_version, prereleases=True) for c in cells):
+            return f"{source} holds no {engine} cell in {versions or 'any version'}"
+    return ""
+
+
+def _every_signature():
+    from cases.common import ENGINE_SIGNATURES, ENVIRONMENT_SIGNATURES
+
+    found = {s.name: s for c in all_cases(external=True) for s in c.signatures}
+    for table in (ENGINE_SIGNATURES, ENVIRONMENT_SIGNATURES):
+        found.update({s.name: s for signatures in table.values() for s in signatures})
+    return sorted(found.values(), key=lambda s: s.name)
+
+
+@pytest.mark.parametrize("signature", _every_signature(), ids=lambda s: s.name)
+def test_signatures_compile_and_rest_on_an_upstream_source_or_a_named_baseline(signature):
+    """A documented signature cites an upstream thread; a baseline one, this repository's file, which holds the text."""
+    s = signature
+    re.compile(s.pattern)
+    if s.basis == "documented":
+        assert upstream(s.source) and not repository_path(s.source), s.source
+    else:
+        assert _baseline_problem(s.source) == "", s.source
+        assert re.search(s.pattern, (REPO / s.source).read_text(encoding="utf-8")), f"{s.source} lacks {s.pattern}"
+
+
+def test_a_source_that_does_not_fit_its_basis_is_refused():
+    """No expectation says "documented" of this repository's own file, nor "baseline" without its file and hardware."""
+    observed = "reports/observed/nvidia-h100/seeds-024-025/trt-8.6.0.jsonl"
+    with pytest.raises(ValueError, match="a documented source is an upstream address"):
+        Expectation("tensorrt", "==8.6.0", "int8", observed, hardware="NVIDIA H100")
+    with pytest.raises(ValueError, match="names the hardware"):
+        Expectation("tensorrt", "==8.6.0", "int8", observed, basis="baseline")
+    with pytest.raises(ValueError, match="names the file of this repository"):
+        Expectation("tensorrt", "==8.6.0", "int8", "https://github.com/NVIDIA/TensorRT/issues/1", basis="baseline",
+                    hardware="NVIDIA H100")
+    with pytest.raises(ValueError, match="basis 'observed' is not one of"):
+        Expectation("tensorrt", "==8.6.0", "int8", observed, basis="observed", hardware="NVIDIA H100")
+    with pytest.raises(ValueError, match="a documented source is an upstream address"):
+        Signature("x", "x", "error", "tests/data/trt/rtx-2026-forms.json", short="x")
+    assert Expectation("tensorrt", "==8.6.0", "int8", observed, basis="baseline", hardware="NVIDIA H100")
+
+
+def test_the_catalogue_has_baselines_and_says_them_apart():
+    """The catalogue's own observations are baselines, each its own word; at least one of each basis exists, so the
+    checks above inspect something."""
+    bases = [e.basis for c in CASES for e in c.expectations]
+    assert bases.count("baseline") >= 8 and bases.count("documented") >= 80
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)

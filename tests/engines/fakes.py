@@ -33,7 +33,8 @@ def write_fake_bundle(root: Path, name: str, case: str = "grouped_conv") -> Path
 
 
 class PlumbingEngine:
-    """Echoes the reference for most bundles; segfaults on '...crash', hangs on '...hang'."""
+    """Echoes the reference for most bundles; segfaults on '...crash', hangs on '...hang', and on '...harness' raises
+    as a bug of the suite's own adapter code would (an engine's error is an Observation's, never an exception)."""
 
     name = "fake"
 
@@ -45,6 +46,8 @@ class PlumbingEngine:
             ctypes.string_at(0)  # SIGSEGV: takes the worker process down
         if bundle.id.endswith("hang"):
             time.sleep(60)
+        if bundle.id.endswith("harness"):
+            raise KeyError("a bug in the harness, not the engine")
         return Observation(stage="run", outputs=bundle.expected())
 
 

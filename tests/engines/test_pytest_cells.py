@@ -23,7 +23,7 @@ def _fake_bundle(root: Path, name: str) -> None:
 
 def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
     bundles, results = tmp_path / "bundles", tmp_path / "out.jsonl"
-    for name in ("a-ok", "b-crash", "c-hang", "d-ok"):
+    for name in ("a-ok", "b-crash", "c-hang", "d-ok", "e-harness"):
         _fake_bundle(bundles, name)
     cmd = [
         sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q",
@@ -40,13 +40,31 @@ def test_crash_and_hang_cost_one_cell_each(tmp_path: Path) -> None:
     proc, lines = _run(tmp_path, "-n", "2", "--timeout", "5")
     header, cells = lines[0], {c["bundle"].split("/")[1]: c for c in lines[1:]}
     assert header["kind"] == "session" and header["engine"] == "fake", proc.stdout
-    assert set(cells) == {"a-ok", "b-crash", "c-hang", "d-ok"}, proc.stdout + proc.stderr
+    assert set(cells) == {"a-ok", "b-crash", "c-hang", "d-ok", "e-harness"}, proc.stdout + proc.stderr
     assert cells["a-ok"]["status"] == cells["d-ok"]["status"] == "pass"
     assert cells["b-crash"]["status"] == "crashed" and "crashed" in cells["b-crash"]["reason"]
     assert cells["c-hang"]["status"] == "crashed" and "Timeout" in cells["c-hang"]["reason"]
     written = json.loads((tmp_path / "bundles/grouped_conv/b-crash/case.json").read_text())
     assert cells["b-crash"]["digest"] == written["digest"]
+    _assert_a_harness_error(cells["e-harness"])
     assert proc.returncode == 1  # the crashed cells fail their tests; the others still ran
+
+
+def _assert_a_harness_error(cell: dict) -> None:
+    """An exception of the suite's own code is a harness error with its traceback, never the engine's crash."""
+    assert (cell["status"], cell["verdict"]) == ("harness_error", "harness error"), cell
+    assert cell["reason"] == "KeyError: 'a bug in the harness, not the engine'"
+    assert "Traceback" in cell["log"] and "fakes.py" in cell["log"] and "raise KeyError" in cell["log"]
+    assert "died" not in cell["explanation"] and "engine's process" not in cell["explanation"]
+
+
+def test_a_harness_exception_is_a_harness_error_not_a_crash(tmp_path: Path) -> None:
+    """Without xdist too: the test raised in our code, the process lives on, the cell says whose failure it was."""
+    proc, lines = _run(tmp_path, "-p", "no:xdist", "-k", "not crash and not hang")
+    cells = {c["bundle"].split("/")[1]: c for c in lines[1:]}
+    assert set(cells) == {"a-ok", "d-ok", "e-harness"}, proc.stdout + proc.stderr
+    _assert_a_harness_error(cells["e-harness"])
+    assert proc.returncode == 1, proc.stdout
 
 
 def test_results_are_flushed_cell_by_cell(tmp_path: Path) -> None:

@@ -65,12 +65,28 @@ def test_a_signature_and_the_parsers_fields_name_a_cause_whatever_the_node(make_
 
 
 def test_a_cell_that_works_against_its_documentation_is_caused_by_that_documentation(make_cell):
-    documented = {"outcome": "fail", "versions": "<1.7", "signature": "rtx_conv_dtype_check", "source": "x.json"}
+    documented = {"outcome": "fail", "versions": "<1.7", "signature": "rtx_conv_dtype_check",
+                  "source": "https://docs.nvidia.com/x", "basis": "documented"}
     cells = [rtx_cell(make_cell, f"grouped_conv/g={g}", RTX[3], status="built", last_stage="build", verdict="fixed",
                       fused=True, expectation=documented) for g in (2, 4)]
     [cause] = root_causes(cells)
     assert (cause["n"], cause["did"], cause["example"]) == (2, "works", "")
-    assert cause["documented"] == "fail <1.7 (sig: rtx_conv_dtype_check): x.json"
+    assert (cause["expected_by"], cause["expected"]) == \
+        ("documented", "fail <1.7 (sig: rtx_conv_dtype_check): https://docs.nvidia.com/x")
+
+
+def test_a_cell_that_works_against_an_earlier_observation_is_a_cause_apart_named_as_observed(make_cell):
+    """A baseline (this suite's own earlier run) is never said as documentation, and its fixes are not counted with
+    the fixes of documented failures."""
+    documented = {"outcome": "fail", "versions": "<1.7", "source": "https://docs.nvidia.com/x", "basis": "documented"}
+    baseline = {"outcome": "fail", "versions": "<1.7", "source": "reports/observed/x.jsonl", "basis": "baseline",
+                "hardware": "NVIDIA H100"}
+    cells = [rtx_cell(make_cell, f"grouped_conv/g={g}", RTX[3], status="built", last_stage="build", verdict="fixed",
+                      fused=True, expectation=e) for g, e in ((2, documented), (4, baseline), (8, baseline))]
+    observed, upstream = root_causes(cells)
+    assert (observed["n"], observed["expected_by"]) == (2, "observed before")
+    assert observed["expected"] == "fail <1.7: reports/observed/x.jsonl, on NVIDIA H100"
+    assert (upstream["n"], upstream["expected_by"]) == (1, "documented")
 
 
 def test_versions_and_settings_are_said_once():

@@ -139,6 +139,34 @@ def test_stored_cells_are_judged_against_the_catalogue_as_it_is_now(make_cell, w
     assert cell.expectation["source"].endswith("operators.md")
 
 
+def test_a_case_module_that_does_not_import_stops_the_report_by_name(make_cell, write_results, tmp_path,
+                                                                     monkeypatch, capsys):
+    """Cells are judged against the catalogue as it is now: a broken case module is never a silent pass with the
+    verdicts the cells were written with, in the merge or in `matrix report` (exit 3, nothing written)."""
+    import sys
+
+    import pytest
+
+    import cases
+    from cases import CaseModuleError
+    from matrix.__main__ import CATALOGUE_BROKEN, main
+
+    (tmp_path / "broken_case_module.py").write_text("from cases.base import Case\nCASE = Case(id=undefined_name)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cases, "CASE_MODULES", (*cases.CASE_MODULES, "broken_case_module"))
+    stale = make_cell("q_output_type/out=int8", verdict="regressed", explanation="written before the catalogue moved")
+    path = write_results("trt.jsonl", [stale])
+    with pytest.raises(CaseModuleError, match="broken_case_module .*NameError.*undefined_name") as raised:
+        load_results([path])
+    assert raised.value.module == "broken_case_module"
+    out = tmp_path / "reports"
+    assert main(["report", "--results", str(path), "--out", str(out), "--force"]) == CATALOGUE_BROKEN == 3
+    said = capsys.readouterr().err
+    assert "case module broken_case_module does not import: NameError" in said and "undefined_name" in said
+    assert not (out / "matrix.html").exists() and not (out / "matrix.json").exists()
+    sys.modules.pop("broken_case_module", None)
+
+
 def test_a_column_where_nothing_ran_gives_way_to_one_that_ran(make_cell, write_results):
     here = make_cell(engine="tensorrt", engine_version="8.6.0", hardware="no NVIDIA GPU", status="not_run",
                      verdict="not run", reason="no NVIDIA GPU", fused=None)

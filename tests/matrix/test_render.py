@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cases.cell import VERDICTS
 from matrix.merge import build
 from matrix.render import cells_from_report, write_reports
 
@@ -92,7 +93,7 @@ def test_cli_report_writes_reports_and_exits_1_naming_a_refused_file(make_cell, 
     assert code == 1  # failing cells are the verdicts' business; a refused file is not
     assert "1 unexpected from 1 root cause\n" in captured.out and f"wrote {out / 'matrix.html'}" in captured.out
     assert "junk.jsonl:1: error: not JSON" in captured.err
-    assert "1 results files refused" in captured.err and "junk.jsonl" in captured.err.splitlines()[-1]
+    assert "1 results file refused" in captured.err and "junk.jsonl" in captured.err.splitlines()[-1]
     assert "junk.jsonl:1" in (out / "matrix.md").read_text()
 
 
@@ -157,7 +158,7 @@ def test_cell_details_are_a_side_file_each_text_said_once(tmp_path, make_cell):
     assert sorted(data["order"]) == [0, 1, 1, 1]  # the three idle cells share one set of details
     [row] = re.findall(r'<tr class="r" data-k="([^"]*)"><th>g=2</th></tr>', html)
     symbols = json.loads(re.search(r"data-p='([^']*)'", html).group(1).replace("&#34;", '"'))
-    assert [symbols[s] for s in row] == [["-", "kn v5"]]  # one column: not run
+    assert [symbols[s] for s in row] == [["-", f"kn v{VERDICTS.index('not run')}"]]  # one column: not run
 
 
 def test_notes_are_labelled_and_apart_from_problems(tmp_path, make_cell, write_results):
@@ -324,3 +325,15 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     assert "11.4.0.106" not in html[html.index('<table id="g"'):html.index("</table>")]
     assert "builder log line" not in html + md + (tmp_path / "matrix.json").read_text()  # logs are in cells/ only
     assert sum(len(cells_from_report(data, tmp_path)) for _ in [0]) == len(result.cells)  # and nothing is lost
+
+
+def test_counts_read_in_the_number_they_take(tmp_path, make_cell):
+    """A fresh clone's page once said "1 problems reading results": one of a thing is singular."""
+    from matrix.merge import Problem
+
+    result = build([make_cell("q_output_type/out=int8")], [Problem("results", 0, "no such file or folder")])
+    write_reports(result, tmp_path, generated="2026-01-01")
+    for name in ("matrix.md", "matrix.html"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert "1 problem reading results" in text and "1 problems" not in text, name
+        assert "1 cell," in text and "1 column" in text and "1 cells" not in text, name

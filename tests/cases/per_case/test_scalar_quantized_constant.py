@@ -54,7 +54,9 @@ def test_the_one_expectation_is_the_observed_mul_on_rtx_17():
 
 
 @pytest.mark.parametrize("gpu", ["nvidia-h100", "nvidia-h200"])
-def test_the_observed_8x_cells_are_as_documented(gpu):
-    """The GPU rounds' cells (reports/observed/<gpu>/seeds-024-025/), judged again: 4 forms x 4 versions per GPU."""
+def test_the_observed_8x_cells_are_as_observed_before(gpu):
+    """The GPU rounds' cells (reports/observed/<gpu>/seeds-024-025/), judged again: 4 forms x 4 versions per GPU. The
+    expectation is the H100 round's own file, a baseline: its cells agree "as observed before", never "as
+    documented"."""
     seen = rejudged_8x_cells(gpu, SCALAR)
-    assert len(seen) == 16 and set(seen.values()) == {"as documented"}
+    assert len(seen) == 16 and set(seen.values()) == {"as observed before"}

@@ -61,7 +61,9 @@ def test_silu_signatures_match_the_observed_errors_and_the_threads_words():
     assert no_impl.search("Could not find any implementation for node node_of_conv + PWN(PWN(node_of_sigmoid), "
                           "node_of_y).")  # our reproducer's names
     assert not no_impl.search("Could not find any implementation for node {ForeignNode[weights...node_of_y]}")
-    for cell in observed_cells(OBSERVED_85, "user_model/yolo_csp_trt"):
+    mismatched = observed_cells(OBSERVED_85, "user_model/yolo_csp_trt")
+    assert mismatched
+    for cell in mismatched:
         assert cell["status"] == "fail" and mismatch.search(cell["log"]) and "engine != nullptr" in cell["error"]
 
 
@@ -79,10 +81,11 @@ def test_silu_expectations_say_what_the_threads_and_the_observed_model_say():
 
 
 @pytest.mark.parametrize("gpu", ["nvidia-h100", "nvidia-h200"])
-def test_the_observed_8x_cells_are_as_documented_but_the_implicit_form(gpu):
-    """Only the implicit SiLU, which the threads saw fail on other GPUs and which builds on these, is not as
-    documented: 5 forms x 4 versions per GPU."""
+def test_the_observed_8x_cells_are_as_observed_before_but_the_implicit_form(gpu):
+    """Only the implicit SiLU, which the threads saw fail on other GPUs and which builds on these, is not as expected:
+    5 forms x 4 versions per GPU. The explicit forms' expectations are this suite's own observations (baselines), so
+    their cells agree "as observed before", never "as documented"."""
     seen = rejudged_8x_cells(gpu, SILU)
     assert len(seen) == 20
-    assert {k: v for k, v in seen.items() if v != "as documented" and "implicit" not in k[1]} == {}
+    assert {k: v for k, v in seen.items() if v != "as observed before" and "implicit" not in k[1]} == {}
     assert {v for k, v in seen.items() if "implicit" in k[1]} == {"undocumented", "fixed"}

@@ -1,0 +1,148 @@
+"""One vocabulary: every verdict and status has its words in every view, and "as documented" never rests on this
+repository's own files (those are baselines, "as observed before")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cases.base import BASES, repository_path, upstream
+from cases.cell import STATUSES, VERDICTS
+from cases.outcome import FAILED, HARNESS, IDLE, WORKED, Outcome
+from cases.verdict import AGREES, BASIS_WORDS, judge
+from matrix.merge import load_results
+
+REPO = Path(__file__).resolve().parents[2]
+OBSERVED = REPO / "reports" / "observed"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    """The committed observations, merged and judged again against today's catalogue."""
+    return load_results([OBSERVED])
+
+
+def test_no_as_documented_verdict_rests_on_a_file_of_this_repository(committed):
+    documented = [c for c in committed.cells if c.verdict == "as documented"]
+    baseline = [c for c in committed.cells if c.verdict == "as observed before"]
+    assert len(documented) >= 100 and len(baseline) >= 40, (len(documented), len(baseline))
+    assert [c.bundle for c in documented if not upstream(c.expectation["source"])] == []
+    assert {c.expectation["basis"] for c in documented} == {"documented"}
+    for c in baseline:
+        e = c.expectation
+        assert e["basis"] == "baseline" and repository_path(e["source"]) and (REPO / e["source"]).is_file(), c.bundle
+        assert e["hardware"] and e["source"] in c.explanation and "documented" not in c.explanation, c.explanation
+
+
+def test_no_explanation_calls_a_baseline_documented(committed):
+    """A cell judged against a baseline, whatever its verdict (fixed, regressed too), names the observation."""
+    judged = [c for c in committed.cells if c.expectation.get("basis") == "baseline"]
+    assert judged
+    for c in judged:
+        assert "documented" not in c.explanation and "observed" in c.explanation, (c.verdict, c.explanation)
+
+
+def test_the_reports_count_baseline_matches_apart(committed, tmp_path):
+    from matrix.render import build_view, write_reports
+
+    view = build_view(committed, "2026-01-01")
+    baseline = sum(c.verdict == "as observed before" for c in committed.cells)
+    assert view["totals"]["baseline"] == baseline > 0
+    assert sum(s["verdicts"]["as observed before"] for s in view["summary"]) == baseline
+    assert sum(s["verdicts"]["as documented"] for s in view["summary"]) == \
+        sum(c.verdict == "as documented" for c in committed.cells)
+    write_reports(committed, tmp_path, generated="2026-01-01")
+    md = (tmp_path / "matrix.md").read_text(encoding="utf-8")
+    assert f"{baseline} as observed before (this suite's own earlier runs, not documentation)" in md
+    assert "| as documented | as observed before |" in md  # the columns table: a count of each
+    html = (tmp_path / "matrix.html").read_text(encoding="utf-8")
+    assert re.search(r'<input type="radio" name="fv" id="fv1">as observed before', html)
+
+
+@pytest.mark.parametrize("verdict", VERDICTS)
+def test_every_view_has_words_for_every_verdict(verdict):
+    """Tables keyed by verdict are total: a new verdict fails here, not as a silent default in one view."""
+    from matrix.grid import MARKS
+    from matrix.render import JUNIT
+
+    assert set(MARKS) == set(VERDICTS) and set(JUNIT) == set(VERDICTS)
+    assert verdict in MARKS and verdict in JUNIT
+
+
+@pytest.mark.parametrize("status", STATUSES)
+def test_every_view_has_words_for_every_status(status):
+    """Each status is exactly one of failed, worked, idle or the harness's; every outcome kind has a grid letter and
+    a plot class."""
+    from matrix.grid import LETTERS, STATES
+    from matrix.plots import OUTCOMES, WORDS
+
+    assert sorted(FAILED + WORKED + IDLE + HARNESS) == sorted(STATUSES)
+    assert [status in group for group in (FAILED, WORKED, IDLE, HARNESS)].count(True) == 1
+    for fused in (True, False, None):
+        kind = Outcome(status, "build" if status in FAILED else "", fused if status in WORKED else None).kind
+        if status == "fail":
+            continue  # its letter is its failed stage's first: L, B, R, C
+        assert kind in LETTERS and LETTERS[kind] in {code for code, _, _ in STATES}, kind
+        assert kind in WORDS and WORDS[kind] in {name for name, _ in OUTCOMES}, kind
+    verdict, why = judge(None, status, None)
+    assert verdict in VERDICTS and why
+
+
+def test_each_basis_has_its_verdict_and_its_words():
+    assert set(AGREES) == set(BASIS_WORDS) == set(BASES) == {"documented", "baseline"}
+    assert AGREES == {"documented": "as documented", "baseline": "as observed before"}
+    assert set(AGREES.values()) <= set(VERDICTS)
+
+
+def test_a_harness_error_says_nothing_of_the_engine():
+    from cases.verdict import UNEXPECTED
+    from matrix.bugbundle import wanted
+    from tests.matrix.conftest import cell
+
+    broken = cell(status="harness_error", verdict="harness error", reason="KeyError: 'x'", fused=None, precision={},
+                  log="Traceback (most recent call last): ...")
+    assert judge(None, "harness_error", None)[0] == "harness error" not in UNEXPECTED
+    assert not wanted(broken)  # no bug bundle: it is not the engine's bug
+    from matrix.causes import root_causes
+    from matrix.merge import build
+    from matrix.render import build_view, junit_xml
+
+    result = build([broken, cell("q_output_type/out=int8")])
+    assert root_causes(result.cells) == []
+    view = build_view(result, "2026-01-01")
+    assert view["totals"]["harness_errors"] == 1 and view["totals"]["unexpected"] == 0
+    xml = junit_xml(result).decode()
+    assert 'errors="1"' in xml and 'failures="0"' in xml and "<error " in xml and "Traceback" in xml
+
+
+@pytest.mark.parametrize("basis", ["baseline", "documented"])
+def test_a_bug_bundle_never_calls_a_baseline_documented(basis, committed, catalogue_bundles):
+    """The committed H100 8.6.0 cell of seed 024's quantize_static form fails as observed before; the same cell made
+    to pass is "fixed" against that observation, and its ISSUE.md says so, never "documented upstream"."""
+    import json
+    from dataclasses import replace
+
+    from cases import get_case
+    from cases.verdict import rejudge
+    from matrix.bugbundle import render, view
+
+    [failed] = [c for c in committed.cells if c.bundle == "silu_qdq/form=quantize_static"
+                and c.engine_version == "8.6.0" and c.hardware.startswith("NVIDIA H100")]
+    case = get_case("silu_qdq")
+    if basis == "documented":  # the same expectation with an upstream source, for contrast
+        e = case.expectation_for("tensorrt", "8.6.0", failed.params)
+        e = replace(e, basis="documented", source="https://github.com/NVIDIA/TensorRT/issues/3640")
+        case = replace(case, expectations=(e,))
+    fixed = rejudge(replace(failed, status="pass", last_stage="compare", error="", fused=True), case)
+    assert fixed.verdict == "fixed"
+    meta = json.loads((catalogue_bundles / fixed.bundle / "case.json").read_text(encoding="utf-8"))
+    issue = render("ISSUE.md.j2", dict(view(fixed, meta, [fixed]), files=[]))
+    if basis == "baseline":
+        assert "documented" not in fixed.explanation and "observed to fail before in reports/observed/" in issue
+        assert "a failure that this suite observed before" in issue and "documented upstream" not in issue
+        assert "Verdict against the suite's own earlier observation (a baseline, not documentation)" in issue
+        assert "Documented expectation" not in issue
+    else:
+        assert "a failure documented upstream does not happen" in issue and "observed before" not in issue
