@@ -838,7 +838,7 @@ def comparison_markdown(rows: Sequence[Comparison]) -> str:
         mark = {True: "agrees", False: "**miss: news for the catalogue**", None: "cannot say"}[r.agrees]
         node, rule = (f"`{r.node}`", r.rule) if r.level == "node" else ("the network", "no failure foreseen")
         lines.append(f"| {node} | {rule} | {r.label} | {r.version} | {r.hardware} | {r.predicted} "
-                     f"| {r.observed} | {mark} | {r.basis} |")
+                     f"| {r.observed} | {mark} | {basis_words(r.basis, r.case)} |")
     return "\n".join(lines) + "\n"
 
 

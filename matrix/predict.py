@@ -9,6 +9,7 @@ foresaw a failure for that engine version, the network is one miss (a row at the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -52,6 +53,7 @@ class Comparison:
     setting: str = ""  # the cell's column variant ("target=SM86"), "" for the engine's default column
     level: str = "node"  # "model": the network's row (node and rule ""), a parse or build failure nothing foresaw
     basis: str = ""  # the finding's basis (BASES); "" on a model row
+    case: str = ""  # the catalogue case the finding came from; "" for a rule's own source or a model row
 
     @property
     def news(self) -> bool:
@@ -69,6 +71,7 @@ class Comparison:
         return " · ".join(filter(None, [self.engine, self.setting]))
 
 
+@functools.lru_cache(maxsize=4096)
 def covers(versions: str, version: str) -> bool:
     """Whether a PEP 440 specifier set ("" is every version) speaks about one TensorRT version."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -111,8 +114,9 @@ def comparisons(findings: Sequence[Mapping[str, Any]],
     that failed first is "not observable" where a finding foresaw a failure there; where none did, the node row shows
     the failure and cannot say, and the network's row is the miss."""
     rows: List[Tuple[Optional[int], Comparison]] = []
+    foreseen = [foresaw_failure(findings, c) for c in cells]  # once per cell: a network's rows all ask it
     for i, f in enumerate(findings):
-        for c in cells:
+        for c, failure_foreseen in zip(cells, foreseen):
             if not applies(f, c):
                 continue
             observed = node_outcome(c, f["node"])
@@ -121,17 +125,17 @@ def comparisons(findings: Sequence[Mapping[str, Any]],
                 agrees = observed == f["predicted"]
                 if f["predicted"] in ("int8", "float") and observed in FAILED_WORDS.values():
                     agrees = None
-                    if foresaw_failure(findings, c):
+                    if failure_foreseen:
                         observed = "not observable"
             rows.append((i, Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
                                        f.get("source", ""), str(c.get("hardware", "")), str(c.get("engine", ENGINE)),
-                                       cell_setting(c), basis=finding_basis(f))))
+                                       cell_setting(c), basis=finding_basis(f), case=f.get("case", ""))))
     rows += [(None, r) for r in unforeseen_failures(findings, cells)]
     return rows
 
 
 def applies(finding: Mapping[str, Any], cell: Mapping[str, Any]) -> bool:
-    """Whether a finding speaks about a cell: its engine, a version its range covers, its build target if it names one."""
+    """Whether a finding speaks about a cell: its engine, a version its range covers, the build target it names."""
     if cell.get("engine") != finding.get("engine", ENGINE) or \
             not covers(finding.get("versions", ""), str(cell.get("engine_version", ""))):
         return False
@@ -235,8 +239,8 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
 
 
 # A network's row: the whole model, predicted to build (every finding for that version said a node runs).
-MODEL_ROW = {"node": "", "rule": "", "words": "the network: no failure foreseen", "predicted": BUILDS, "source": "", "detail": "", "fix": "", "range": "",
-             "order": -1, "level": "model", "basis": "", "case": ""}
+MODEL_ROW = {"node": "", "rule": "", "words": "the network: no failure foreseen", "predicted": BUILDS, "source": "",
+             "detail": "", "fix": "", "range": "", "order": -1, "level": "model", "basis": "", "case": ""}
 
 
 def finding_row(f: Mapping[str, Any], order: int) -> Dict[str, Any]:

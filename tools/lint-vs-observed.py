@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from cases.engines import LINT_ENGINES  # noqa: E402
 from cases.engines import title as engine_title  # noqa: E402
-from check.lint import Finding, LintInputError, engine_cells, lint_model, lint_path  # noqa: E402
+from check.lint import Finding, LintInputError, basis_words, engine_cells, lint_model, lint_path  # noqa: E402
 from matrix.merge import version_key  # noqa: E402
 from matrix.predict import BUILDS, SHOWN_NODES, Comparison, applies, compare, network_failure  # noqa: E402
 
@@ -148,7 +148,7 @@ def grouped_rows(rows: Sequence[Tuple[str, Comparison]]) -> List[str]:
     groups: Dict[tuple, Dict[str, Dict[str, set]]] = {}
     for model, r in rows:
         key = (r.agrees is not False, model, r.level != "model", r.rule, r.label, r.predicted, r.observed,
-               VERDICT[r.agrees], r.basis)
+               VERDICT[r.agrees], basis_words(r.basis, r.case))
         found = groups.setdefault(key, {"nodes": {}, "where": {}})
         found["nodes"].setdefault(r.node, set())
         found["where"].setdefault(r.version, set()).add(short_gpu(r.hardware))
