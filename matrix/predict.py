@@ -112,7 +112,8 @@ def comparisons(findings: Sequence[Mapping[str, Any]],
                 cells: Sequence[Mapping[str, Any]]) -> List[Tuple[Optional[int], Comparison]]:
     """compare's rows, each with the index of its finding (None for a model row). A node predicted to run in a cell
     that failed first is "not observable" where a finding foresaw a failure there; where none did, the node row shows
-    the failure and cannot say, and the network's row is the miss."""
+    the failure and cannot say, and the network's row is the miss. A node the engine named as the one it refused is
+    a miss of its own, and then the network's row is not added."""
     rows: List[Tuple[Optional[int], Comparison]] = []
     foreseen = [foresaw_failure(findings, c) for c in cells]  # once per cell: a network's rows all ask it
     for i, f in enumerate(findings):
@@ -124,8 +125,8 @@ def comparisons(findings: Sequence[Mapping[str, Any]],
             if observed in PREDICTIONS:
                 agrees = observed == f["predicted"]
                 if f["predicted"] in ("int8", "float") and observed in FAILED_WORDS.values():
-                    agrees = None
-                    if failure_foreseen:
+                    agrees = False if refused_at(c, f["node"]) else None
+                    if failure_foreseen and not refused_at(c, f["node"]):
                         observed = "not observable"
             rows.append((i, Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
                                        f.get("source", ""), str(c.get("hardware", "")), str(c.get("engine", ENGINE)),
@@ -147,6 +148,11 @@ def foresaw_failure(findings: Iterable[Mapping[str, Any]], cell: Mapping[str, An
     return any(f["predicted"] in FAILED_WORDS.values() and applies(f, cell) for f in findings)
 
 
+def refused_at(cell: Mapping[str, Any], node: str) -> bool:
+    """Whether the cell names this node as the one the engine refused (its failing_node, found where it was made)."""
+    return bool(node) and str(cell.get("failing_node") or "") == node and bool(network_failure(cell))
+
+
 def network_failure(cell: Mapping[str, Any]) -> str:
     """The cell's parse or build failure in prediction words, "" where it parsed and built."""
     said = outcome(cell)
@@ -160,7 +166,9 @@ def unforeseen_failures(findings: Sequence[Mapping[str, Any]], cells: Iterable[M
     for c in cells:
         failed = network_failure(c)
         speaking = [f for f in findings if applies(f, c)]
-        if not failed or foresaw_failure(speaking, c) or not any(f["predicted"] in ("int8", "float") for f in speaking):
+        running = [f for f in speaking if f["predicted"] in ("int8", "float")]
+        # no failure, nothing said it builds, a failure foreseen, or the refused node's own row is the miss
+        if not failed or not running or foresaw_failure(speaking, c) or any(refused_at(c, f["node"]) for f in running):
             continue
         rows.append(Comparison("", "", str(c["engine_version"]), BUILDS, failed, False, "", str(c.get("hardware", "")),
                                str(c.get("engine", ENGINE)), cell_setting(c), level="model"))

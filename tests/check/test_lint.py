@@ -326,3 +326,14 @@ def test_leave_one_case_out_predicts_a_case_without_what_it_learned_from_that_ca
     assert "Not held out, for comparison only: the whole lint on the same cells, which it learned from, 0 misses" \
         in text
     assert "| bias_add_after_qdq | catalogue | 8 | bias_add_after_qdq | 0 | 0 | 0 | 0 / 0 / 32 |" in text
+
+
+def test_a_node_the_parser_names_as_refused_is_its_own_miss_and_the_network_is_not_counted_twice():
+    findings = [Finding("a", "x", "", "parse fails", "https://example.org/a"),
+                Finding("b", "y", "", "int8", "https://example.org/b")]
+    cell = dict(json.loads(_failed_build("user_model/net").to_json()), last_stage="", failing_node="b")
+    rows = {(r.level, r.node): r for r in compare(findings, [cell])}
+    assert (rows[("node", "b")].observed, rows[("node", "b")].agrees) == ("parse fails", False), "refused where int8"
+    assert (rows[("node", "a")].observed, rows[("node", "a")].agrees) == ("not observable", None)
+    unforeseen = {(r.level, r.node): r for r in compare(findings[1:], [cell])}
+    assert [k for k, r in unforeseen.items() if r.news] == [("node", "b")], "one miss, at the node the parser named"
