@@ -4,7 +4,10 @@ before any engine runs.
 Knowledge comes from the catalogue (cases/*.py expectations, their PEP 440 ranges and sources) and from observed
 cells (reports/observed/<hardware>/trt-*.jsonl and rtx-*.jsonl): a user's node is matched to a catalogue variant and the
 predictions are what the sources and the observed runs say for that variant. Rules with no catalogue variant
-cite their own source. Predictions have four values, so a report can put them next to what TensorRT did:
+cite their own source. Each finding says its basis as fields: "documented" (an upstream URL is its source) or
+"observed" (its source is the results file or folder it was read from), and the catalogue case it was matched to.
+A version-specific prediction needs either. Predictions have four values, so a report can put them next to what
+TensorRT did:
 
     "parse fails"  the ONNX parser refuses the node       "build fails"  the builder finds no implementation
     "float"        it runs, the node in a float kernel    "int8"         it runs, the node in an INT8 kernel
@@ -21,13 +24,13 @@ import os
 import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, OPERATORS_MD
 from cases.outcome import outcome
 from engines.results import read_results
 from matrix.predict import (  # noqa: F401 (re-exported)
-    ENGINE, ENGINES, FAILED_WORDS, PREDICTIONS, Comparison, compare, covers, node_outcome,
+    BASES, ENGINE, ENGINES, FAILED_WORDS, PREDICTIONS, Comparison, basis_of, compare, covers, node_outcome,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,10 +73,16 @@ class Finding:
     engine: str = ENGINE
     setting: str = ""  # the column setting it speaks for, e.g. "target=SM86" (a TensorRT-RTX build target); "" any
     words: str = ""  # the rule in a reader's few words (RULE_WORDS), what a report says instead of the rule's name
+    basis: str = ""  # "documented" (source is an upstream URL) or "observed" (source is cells we ran); "" derives it
+    case: str = ""  # the catalogue case whose expectation or cells it comes from; "" for a rule's own source
 
     def __post_init__(self) -> None:
         if self.predicted not in PREDICTIONS:
             raise ValueError(f"prediction {self.predicted!r} is not one of {PREDICTIONS}")
+        if not self.basis:
+            object.__setattr__(self, "basis", basis_of(self.source))
+        if self.basis not in BASES:
+            raise ValueError(f"basis {self.basis!r} is not one of {BASES}")
         from packaging.specifiers import SpecifierSet
 
         SpecifierSet(self.versions)
@@ -81,6 +90,11 @@ class Finding:
     def covers(self, version: str) -> bool:
         """Whether this finding speaks about one TensorRT version."""
         return covers(self.versions, version)
+
+    def learned_from(self, cases: Collection[str]) -> bool:
+        """Whether this finding was read from observed cells of one of these catalogue cases (what a held-out score
+        leaves out for the models those cases were made from, or for a case's own reproducers)."""
+        return self.basis == "observed" and self.case in cases
 
 
 class LintInputError(Exception):
@@ -201,7 +215,8 @@ def dynamic_quantize_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> 
         detail = (f"{n.op_type}: operators.md lists it as not supported (ConvInteger and MatMulInteger in the 8.4 "
                   "to 10.15 tables per cases/dynamic_quantize.py; QLinearConv/QLinearMatMul read in the 7.2 table)")
         versions = catalogue_range("dynamic_quantize", {"variant": "dql_matmulinteger"})
-        return [Finding(node_name(n), "integer_op", versions, "parse fails", OPERATORS_MD, detail, FIX_STATIC_QDQ)]
+        return [Finding(node_name(n), "integer_op", versions, "parse fails", OPERATORS_MD, detail, FIX_STATIC_QDQ,
+                        case="dynamic_quantize")]
     return []
 
 
@@ -258,8 +273,7 @@ def int8_constant_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> Lis
     for form in ("int8_const_to_plugin_v3", "int8_const_to_plugin_v2"):
         for f in catalogue_findings(node_name(n), "int8_constant_into_plugin", CASE.id, {"form": form}, ""):
             api = "IPluginV3" if form.endswith("v3") else "IPluginV2"
-            out.append(Finding(f.node, f.rule, f.versions, f.predicted, f.source,
-                               f"if the plugin is an {api}: " + f.detail, f.fix))
+            out.append(replace(f, detail=f"if the plugin is an {api}: " + f.detail))
     return out
 
 
@@ -352,8 +366,9 @@ def float_model_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[
 
 def widened_weights_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
     """A compute node whose weights are an integer initializer widened by Cast (-> Sub) -> Mul, with no
-    DequantizeLinear: TensorRT sees float weights and computes the node in float; an INT8 constant that feeds no
-    DequantizeLinear is refused at build by TensorRT-RTX 1.7 (its quantized-constant check)."""
+    DequantizeLinear: TensorRT sees float weights and computes the node in float. An INT8 initializer is TensorRT's
+    quantized type, and a builder's quantized-constant check may refuse it before any float layer (#3919 on 10.0.1,
+    where it fed a plugin); no source says what TensorRT-RTX does with it, so the lint predicts nothing for it there."""
     source = widened_weight(g, n)
     if not source:
         return []
@@ -363,14 +378,10 @@ def widened_weights_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> L
            "an IDequantizeLayer is required between the weights and the linear operator that uses them\"), so this "
            f"{n.op_type} is no INT8 layer: it reads float weights")
     refused = dtype == "int8"  # TensorRT's quantized type; uint8 and wider integers are plain data to it
-    rtx = ("; TensorRT-RTX 1.7.1.116 refuses the INT8 constant at build: 'Quantized constant (" + tensor + ") is only "
-           "allowed before DQ or PLUGIN_V2 or kPLUGIN_V3 node' (seen by tests/check/test_numerics.py)") if refused \
-        else "; TensorRT-RTX 1.7.1.116 builds it, the MatMul in float (seen by tests/check/test_numerics.py)"
     also = ("; TensorRT 10.x's builder has the same quantized-constant check (#3919, 10.0.1: 'Quantized constant is "
             "only allowed before DQ or PLUGIN_V2 node'), which may refuse it before any float layer") if refused else ""
-    return [Finding(node_name(n), "widened_weights", "", "float", EXPLICIT_QUANTIZATION, why + also, FIX_WIDENED),
-            Finding(node_name(n), "widened_weights", "==1.7.1.116", "build fails" if refused else "float",
-                    EXPLICIT_QUANTIZATION, why + rtx, FIX_WIDENED, "tensorrt-rtx")]
+    return [Finding(node_name(n), "widened_weights", "", "float", EXPLICIT_QUANTIZATION, why + also, FIX_WIDENED,
+                    engine) for engine in ((ENGINE,) if refused else ENGINES)]
 
 
 def widened_weight(g: Graph, n: Any) -> Optional[Tuple[str, str]]:
@@ -665,7 +676,8 @@ def catalogue_findings(node: str, rule: str, case_id: str, params: Mapping[str, 
         detail = f"catalogue case {case_id} ({_params(params)})" + (f"; {e.note}" if e.note else "") \
             + (f"; seen on {e.hardware}" if e.hardware else "")
         for setting in [f"target={t}" for t in when.get("target", ())] or [""]:
-            out.append(Finding(node, rule, e.versions, predicted, e.source, detail, fix, e.engine, setting))
+            out.append(Finding(node, rule, e.versions, predicted, e.source, detail, fix, e.engine, setting,
+                               case=case_id))
     return out
 
 
@@ -765,7 +777,8 @@ def observed_findings(node: str, rule: str, cells: Sequence[Dict[str, Any]], cas
                 path = path if lo == hi else str(Path(path).parent)
                 detail = f"observed: catalogue case {case_id} ({_params(params)}) on {hardware}"
                 detail += f"; {note}" if note else ""
-                out.append(Finding(node, rule, spec, outcome, path, detail, fix, engine))
+                out.append(Finding(node, rule, spec, outcome, path, detail, fix, engine, basis="observed",
+                                   case=case_id))
                 start = i
     return out
 
@@ -798,26 +811,34 @@ def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") 
         if f.fix and f.fix not in fixes:
             fixes.append(f.fix)
     lines += [f"{len(findings)} findings on {len({f.node for f in findings})} nodes.", "",
-              "| node | rule | engine | versions | predicted | source | fix |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+              "| node | rule | engine | versions | predicted | basis | source | fix |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f in findings:
         fix = f"[{fixes.index(f.fix) + 1}]" if f.fix else ""
         engine = f.engine + (f" · {f.setting}" if f.setting else "")
-        lines.append(f"| `{f.node}` | {f.rule} | {engine} | `{f.versions or 'any'}` | **{f.predicted}** | {f.source} "
-                     f"| {fix} |")
+        lines.append(f"| `{f.node}` | {f.rule} | {engine} | `{f.versions or 'any'}` | **{f.predicted}** "
+                     f"| {basis_words(f.basis, f.case)} | {f.source} | {fix} |")
     if fixes:
         lines += ["", "Avoid with:"] + [f"{i}. `{fix}`" for i, fix in enumerate(fixes, 1)]
     return "\n".join(lines) + "\n"
 
 
+def basis_words(basis: str, case: str) -> str:
+    """A finding's basis for a reader: "observed (silu_qdq)", "documented"."""
+    return f"{basis} ({case})" if case else basis
+
+
 def comparison_markdown(rows: Sequence[Comparison]) -> str:
-    """Prediction next to observation; misses first, as news for the catalogue."""
-    lines = ["| node | rule | engine | version | hardware | predicted | observed | |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.node, r.label, r.version, r.hardware)):
+    """Prediction next to observation; misses first, as news for the catalogue. A network's row (a parse or build
+    failure no finding foresaw) says "the network"."""
+    lines = ["| node | rule | engine | version | hardware | predicted | observed | | basis |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(rows, key=lambda r: (r.agrees is not False, r.level != "model", r.node, r.label, r.version,
+                                         r.hardware)):
         mark = {True: "agrees", False: "**miss: news for the catalogue**", None: "cannot say"}[r.agrees]
-        lines.append(f"| `{r.node}` | {r.rule} | {r.label} | {r.version} | {r.hardware} | {r.predicted} "
-                     f"| {r.observed} | {mark} |")
+        node, rule = (f"`{r.node}`", r.rule) if r.level == "node" else ("the network", "no failure foreseen")
+        lines.append(f"| {node} | {rule} | {r.label} | {r.version} | {r.hardware} | {r.predicted} "
+                     f"| {r.observed} | {mark} | {basis_words(r.basis, r.case)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -2,13 +2,16 @@
 
 check.lint writes the findings (it needs onnx); this module only reads them, so a report built on a GPU box
 or any other machine can say per node and per TensorRT version whether the catalogue's knowledge held.
-A miss is news for the catalogue: a documented behaviour that did not reproduce, or one nobody documented.
+A miss is news for the catalogue: a documented behaviour that did not reproduce, or one nobody documented. A
+prediction that a node runs (in INT8 or float) says the network parses and builds: where it did not and no finding
+foresaw a failure for that engine version, the network is one miss (a row at the model level, `level` "model").
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, is_dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from cases.engines import LINT_ENGINES, title, variant_label
 from cases.outcome import outcome
@@ -22,6 +25,16 @@ NOT_RUN = "predicted, not run here"
 VERDICTS = {True: "agrees", False: NEWS, None: "cannot say"}
 # A failure at load is the ONNX parser's, at build the builder's: the words a prediction says them in.
 FAILED_WORDS = {"load": "parse fails", "build": "build fails"}
+# What node predictions of "int8" or "float" say together about the network: it parses and builds.
+BUILDS = "builds"
+# Where a finding's knowledge comes from: an upstream document (a URL), or cells this project observed (a results file
+# or folder under reports/observed/, or our runs' logs kept as test data).
+BASES = ("documented", "observed")
+
+
+def basis_of(source: str) -> str:
+    """A source's basis: "documented" for an upstream URL, "observed" for anything this project ran."""
+    return "documented" if source.startswith(("https://", "http://")) else "observed"
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,9 @@ class Comparison:
     hardware: str = ""
     engine: str = ENGINE
     setting: str = ""  # the cell's column variant ("target=SM86"), "" for the engine's default column
+    level: str = "node"  # "model": the network's row (node and rule ""), a parse or build failure nothing foresaw
+    basis: str = ""  # the finding's basis (BASES); "" on a model row
+    case: str = ""  # the catalogue case the finding came from; "" for a rule's own source or a model row
 
     @property
     def news(self) -> bool:
@@ -55,6 +71,7 @@ class Comparison:
         return " · ".join(filter(None, [self.engine, self.setting]))
 
 
+@functools.lru_cache(maxsize=4096)
 def covers(versions: str, version: str) -> bool:
     """Whether a PEP 440 specifier set ("" is every version) speaks about one TensorRT version."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -86,26 +103,81 @@ def node_outcome(cell: Mapping[str, Any], node: str) -> str:
 
 
 def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
-    """Each finding against each TensorRT cell of a version it covers (findings and cells: records or dicts)."""
-    rows = []
-    cells = [record(c) for c in cells]
-    for f in map(record, findings):
-        for c in cells:
-            if c.get("engine") != f.get("engine", ENGINE) or \
-                    not covers(f.get("versions", ""), str(c.get("engine_version", ""))):
-                continue
-            if f.get("setting") and f["setting"] != cell_setting(c):  # a finding for one build target: its column
+    """Each finding against each TensorRT cell of a version it covers (findings and cells: records or dicts), then one
+    model row per cell that failed to parse or build where no finding foresaw a failure (unforeseen_failures)."""
+    return [r for _, r in comparisons([record(f) for f in findings], [record(c) for c in cells])]
+
+
+def comparisons(findings: Sequence[Mapping[str, Any]],
+                cells: Sequence[Mapping[str, Any]]) -> List[Tuple[Optional[int], Comparison]]:
+    """compare's rows, each with the index of its finding (None for a model row). A node predicted to run in a cell
+    that failed first is "not observable" where a finding foresaw a failure there; where none did, the node row shows
+    the failure and cannot say, and the network's row is the miss. A node the engine named as the one it refused is
+    a miss of its own, and then the network's row is not added."""
+    rows: List[Tuple[Optional[int], Comparison]] = []
+    foreseen = [foresaw_failure(findings, c) for c in cells]  # once per cell: a network's rows all ask it
+    for i, f in enumerate(findings):
+        for c, failure_foreseen in zip(cells, foreseen):
+            if not applies(f, c):
                 continue
             observed = node_outcome(c, f["node"])
             agrees: Optional[bool] = None
             if observed in PREDICTIONS:
                 agrees = observed == f["predicted"]
-                if f["predicted"] in ("int8", "float") and observed in ("parse fails", "build fails"):
-                    observed, agrees = "not observable", None
-            rows.append(Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
-                                   f.get("source", ""), str(c.get("hardware", "")), str(c.get("engine", ENGINE)),
-                                   cell_setting(c)))
+                if f["predicted"] in ("int8", "float") and observed in FAILED_WORDS.values():
+                    agrees = False if refused_at(c, f["node"]) else None
+                    if failure_foreseen and not refused_at(c, f["node"]):
+                        observed = "not observable"
+            rows.append((i, Comparison(f["node"], f["rule"], str(c["engine_version"]), f["predicted"], observed, agrees,
+                                       f.get("source", ""), str(c.get("hardware", "")), str(c.get("engine", ENGINE)),
+                                       cell_setting(c), basis=finding_basis(f), case=f.get("case", ""))))
+    rows += [(None, r) for r in unforeseen_failures(findings, cells)]
     return rows
+
+
+def applies(finding: Mapping[str, Any], cell: Mapping[str, Any]) -> bool:
+    """Whether a finding speaks about a cell: its engine, a version its range covers, the build target it names."""
+    if cell.get("engine") != finding.get("engine", ENGINE) or \
+            not covers(finding.get("versions", ""), str(cell.get("engine_version", ""))):
+        return False
+    return not finding.get("setting") or finding["setting"] == cell_setting(cell)
+
+
+def foresaw_failure(findings: Iterable[Mapping[str, Any]], cell: Mapping[str, Any]) -> bool:
+    """Whether any finding that speaks about this cell predicts a parse or build failure."""
+    return any(f["predicted"] in FAILED_WORDS.values() and applies(f, cell) for f in findings)
+
+
+def refused_at(cell: Mapping[str, Any], node: str) -> bool:
+    """Whether the cell names this node as the one the engine refused (its failing_node, found where it was made)."""
+    return bool(node) and str(cell.get("failing_node") or "") == node and bool(network_failure(cell))
+
+
+def network_failure(cell: Mapping[str, Any]) -> str:
+    """The cell's parse or build failure in prediction words, "" where it parsed and built."""
+    said = outcome(cell)
+    return FAILED_WORDS.get(said.failed_stage or "", "") if said.failed else ""
+
+
+def unforeseen_failures(findings: Sequence[Mapping[str, Any]], cells: Iterable[Mapping[str, Any]]) -> List[Comparison]:
+    """One miss per cell that failed to parse or build where findings predicted nodes to run ("int8", "float") and none
+    predicted a failure: the network was predicted to build."""
+    rows = []
+    for c in cells:
+        failed = network_failure(c)
+        speaking = [f for f in findings if applies(f, c)]
+        running = [f for f in speaking if f["predicted"] in ("int8", "float")]
+        # no failure, nothing said it builds, a failure foreseen, or the refused node's own row is the miss
+        if not failed or not running or foresaw_failure(speaking, c) or any(refused_at(c, f["node"]) for f in running):
+            continue
+        rows.append(Comparison("", "", str(c["engine_version"]), BUILDS, failed, False, "", str(c.get("hardware", "")),
+                               str(c.get("engine", ENGINE)), cell_setting(c), level="model"))
+    return rows
+
+
+def finding_basis(finding: Mapping[str, Any]) -> str:
+    """A finding's basis: its own field, or (a bundle linted before findings carried one) its source's."""
+    return finding.get("basis") or basis_of(finding.get("source", ""))
 
 
 def cell_setting(cell: Mapping[str, Any]) -> str:
@@ -137,19 +209,24 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
             ran_by.setdefault(str(c["engine"]), []).append(str(c.get("engine_version", "")))
     ran_by = {e: sorted(set(v), key=version_key) for e, v in ran_by.items()}
     rows: List[Dict[str, Any]] = []
+    for i, r in comparisons(findings, cells):
+        label = r.engine if not r.setting else f"{r.engine} · {r.setting}"
+        base = finding_row(findings[i], i) if i is not None else dict(MODEL_ROW)
+        rows.append(dict(base, version=engine_version_label(label, r.version), hardware=r.hardware,
+                         observed=r.observed, ran=True, verdict=VERDICTS[r.agrees], news=r.news, engine=r.engine,
+                         column=r.column))
     for order, f in enumerate(findings):
         engine = f.get("engine", ENGINE)
         label = engine if not f.get("setting") else f"{engine} · {f['setting']}"
-        base = {"node": f["node"], "rule": f["rule"], "words": f.get("words", ""), "predicted": f["predicted"],
-                "source": f.get("source", ""), "detail": f.get("detail", ""), "fix": f.get("fix", ""),
-                "range": f.get("versions", ""), "order": order}
-        for r in compare([f], cells):
-            rows.append(dict(base, version=engine_version_label(label, r.version), hardware=r.hardware,
-                             observed=r.observed, ran=True, verdict=VERDICTS[r.agrees], news=r.news, engine=engine,
-                             column=r.column))
         for v in not_run(f, ran_by.get(engine, [])):
-            rows.append(dict(base, version=engine_version_label(label, v), hardware="", observed="", ran=False,
-                             verdict=NOT_RUN, news=False, engine=engine, column=[engine, v, "", f.get("setting", "")]))
+            rows.append(dict(finding_row(f, order), version=engine_version_label(label, v), hardware="", observed="",
+                             ran=False, verdict=NOT_RUN, news=False, engine=engine,
+                             column=[engine, v, "", f.get("setting", "")]))
+    for r in rows:  # a network's row says how many node predictions said it would build
+        if r["level"] == "model":
+            said = sum(o["column"] == r["column"] and o["predicted"] in ("int8", "float") for o in rows)
+            r["detail"] = (f"{said} node prediction{'' if said == 1 else 's'} said {r['version']} runs this network "
+                           f"(in INT8 or float) and none a parse or build failure: {r['observed']}")
     rows.sort(key=lambda r: (not r["news"], not r["ran"], r["order"], r["engine"] != ENGINE,
                              version_key(r["version"].split()[-1]), r["hardware"]))
     sources = list(dict.fromkeys(r["source"] for r in rows if r["source"]))
@@ -164,8 +241,22 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
         "groups": grouped(rows),
         "news": sum(r["news"] for r in rows),
         "agrees": sum(r["verdict"] == "agrees" for r in rows), "not_run": sum(not r["ran"] for r in rows),
-        "nodes": list(dict.fromkeys(f["node"] for f in findings)), "sources": sources, "fixes": fixes,
+        "nodes": list(dict.fromkeys(f["node"] for f in findings)),
+        "sources": [{"source": s, "basis": basis_of(s)} for s in sources], "fixes": fixes,
     }
+
+
+# A network's row: the whole model, predicted to build (every finding for that version said a node runs).
+MODEL_ROW = {"node": "", "rule": "", "words": "the network: no failure foreseen", "predicted": BUILDS, "source": "",
+             "detail": "", "fix": "", "range": "", "order": -1, "level": "model", "basis": "", "case": ""}
+
+
+def finding_row(f: Mapping[str, Any], order: int) -> Dict[str, Any]:
+    """The fields every row of one finding shares, in graph order."""
+    return {"node": f["node"], "rule": f["rule"], "words": f.get("words", ""), "predicted": f["predicted"],
+            "source": f.get("source", ""), "detail": f.get("detail", ""), "fix": f.get("fix", ""),
+            "range": f.get("versions", ""), "order": order, "level": "node", "basis": finding_basis(f),
+            "case": f.get("case", "")}
 
 
 SHOWN_NODES = 4  # node names a grouped row shows before "and N more"
@@ -180,7 +271,8 @@ def grouped(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
                r["fix_no"])
         if key not in groups:
             groups[key] = {k: r[k] for k in ("rule", "version", "hardware", "predicted", "observed", "ran", "verdict",
-                                             "news", "source_no", "fix_no", "detail", "range", "engine")}
+                                             "news", "source_no", "fix_no", "detail", "range", "engine", "level",
+                                             "basis", "words")}
             groups[key]["nodes"] = []
         groups[key]["nodes"].append(r["node"])
     for g in groups.values():
@@ -216,5 +308,5 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
                                                   else "")
         where = shown if len(nodes) == 1 else f"{len(nodes)} nodes ({shown})"
         lines.append(f"lint {name}: {where} ({rule}): {title(engine)} {versions or 'any version'}"
-                     f"{' (' + setting + ')' if setting else ''} predicted {predicted} [{source}]")
+                     f"{' (' + setting + ')' if setting else ''} predicted {predicted} [{basis_of(source)}: {source}]")
     return lines

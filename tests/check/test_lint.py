@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from check.lint import PREDICTIONS, Finding, compare, lint_model, lint_path, main
+from check.lint import PREDICTIONS, Finding, compare, lint_model, lint_path, main, to_json, to_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,9 +113,44 @@ def test_cli_prints_markdown_or_json_and_exits_zero(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["schema"] == "qdq-matrix/lint/1"
     assert {tuple(sorted(f)) for f in data["findings"]} == {
-        ("detail", "engine", "fix", "node", "predicted", "rule", "setting", "source", "versions", "words")}
+        ("basis", "case", "detail", "engine", "fix", "node", "predicted", "rule", "setting", "source", "versions",
+         "words")}
     assert {f["words"] for f in data["findings"]} == {"INT8 grouped Conv"}  # the rule registry's words
     assert all(f["predicted"] in PREDICTIONS for f in data["findings"])
+
+
+def test_each_finding_says_whether_a_document_or_observed_cells_gave_it_and_which():
+    found = [f for f in lint_model(_grouped_conv(4, activation="uint8")) if f.rule == "grouped_conv"]
+    assert {f.basis for f in found} == {"documented", "observed"} and {f.case for f in found} == {"grouped_conv"}
+    assert all(f.source.startswith("https://") for f in found if f.basis == "documented")
+    assert all(f.source.startswith("reports/observed/") for f in found if f.basis == "observed")
+    text = to_markdown(found)
+    assert "| **parse fails** | observed (grouped_conv) | reports/observed/" in text
+    assert "| documented (grouped_conv) | https://" in text
+
+
+def test_an_expectation_whose_source_is_our_own_cells_is_observed_not_documented(tmp_path):
+    """seed 024's expectations cite committed cells (no upstream document says it): their findings are observed."""
+    from cases import get_case
+    from generators import write
+
+    model = write.build(get_case("silu_qdq"), {"form": "conv_only"}).model
+    found = [f for f in lint_model(model, observed=tmp_path) if f.rule == "silu_qdq"]
+    assert found and {(f.basis, f.case) for f in found} == {("observed", "silu_qdq")}
+    assert all(f.learned_from({"silu_qdq"}) and not f.learned_from({"grouped_conv"}) for f in found)
+
+
+def test_no_tensorrt_rtx_version_is_predicted_for_widened_int8_weights_without_a_source(tmp_path):
+    """An INT8 initializer widened by Cast -> Mul: no committed source says what TensorRT-RTX does; uint8 weights
+    are plain data to every TensorRT, float as documented."""
+    from tests.check.models import widened_matmul
+
+    int8 = lint_path(widened_matmul(tmp_path / "w8.onnx", "int8"))
+    assert [(f.engine, f.versions, f.predicted) for f in int8 if f.rule == "widened_weights"] == \
+        [("tensorrt", "", "float")]
+    uint8 = [f for f in lint_path(widened_matmul(tmp_path / "wu8.onnx", "uint8")) if f.rule == "widened_weights"]
+    assert {(f.engine, f.versions, f.predicted, f.basis) for f in uint8} == {
+        ("tensorrt", "", "float", "documented"), ("tensorrt-rtx", "", "float", "documented")}
 
 
 @pytest.mark.parametrize("content", [None, b"not an onnx model"])
@@ -179,21 +214,126 @@ def test_an_int8_dq_bias_add_after_a_quantized_matmul_is_predicted_from_the_obse
     assert not _by(lint_model(model), "dq_constant_into_add"), "a bias Add is not seed 004's DQ form"
 
 
-def test_the_bias_reproducers_observed_on_both_gpus_meet_the_lint_with_no_miss(tmp_path):
+def _tool():
+    """tools/lint-vs-observed.py as a module."""
     import importlib.util
+    import sys
 
     spec = importlib.util.spec_from_file_location("lint_vs_observed", ROOT / "tools" / "lint-vs-observed.py")
     tool = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tool  # its dataclasses look their module up
     spec.loader.exec_module(tool)
-    catalogue = tool.catalogue_models(tmp_path / "bundles", ["bias_add_after_qdq"])
-    assert len(catalogue) == 8
+    return tool
+
+
+def _silu_conv_only():
+    """seed 024's conv_only form: Q/DQ on the Conv's inputs only, the SiLU as Sigmoid * Mul (the YOLOX-style
+    placement), which the lint predicts INT8 from the reproducer's observed cells."""
+    from cases import get_case
+    from generators import write
+
+    return write.build(get_case("silu_qdq"), {"form": "conv_only"}).model
+
+
+def _failed_build(bundle: str, version: str = "8.6.0"):
+    from cases.cell import Cell
+
+    return Cell(bundle=bundle, case="user_model", params={}, digest="d", engine="tensorrt", engine_version=version,
+                hardware="NVIDIA H100 80GB HBM3 (sm_90)", status="fail", verdict="new failure", last_stage="load",
+                error="[graphOptimizer.cpp::chooseHigherPrecision::7079] Error Code 2: Internal Error (Assertion "
+                "dt1 == DataType::kFLOAT || dt1 == DataType::kHALF failed.)")
+
+
+def test_a_network_predicted_int8_that_failed_to_build_is_one_miss_at_the_model_level():
+    findings = [f for f in lint_model(_silu_conv_only()) if f.engine == "tensorrt"]
+    assert {(f.node, f.predicted) for f in findings if f.covers("8.6.0")} == {("node_of_conv", "int8")}
+    rows = compare(findings, [_failed_build("user_model/yolox")])
+    (network,) = [r for r in rows if r.level == "model"]
+    assert (network.node, network.predicted, network.observed, network.agrees, network.news) == \
+        ("", "builds", "build fails", False, True)
+    node = next(r for r in rows if r.level == "node")
+    assert (node.observed, node.agrees) == ("build fails", None), "the node's precision cannot be seen"
+    assert sum(r.news for r in rows) == 1, "one miss for the network, not one per node"
+
+
+def test_not_observable_is_kept_for_a_failure_the_lint_predicted_at_another_node():
+    findings = [Finding("conv", "grouped_conv", "==8.6.0", "build fails", "https://example.org/a"),
+                Finding("mm", "x", "", "int8", "https://example.org/b")]
+    rows = compare(findings, [_failed_build("user_model/net")])
+    assert {(r.node, r.observed, r.agrees) for r in rows} == {("conv", "build fails", True),
+                                                               ("mm", "not observable", None)}
+    on_8_5 = compare(findings, [_failed_build("user_model/net", "8.5.3.1")])
+    assert [(r.level, r.observed, r.agrees) for r in on_8_5 if r.agrees is False] == \
+        [("model", "build fails", False)], "on 8.5.3.1 no finding foresaw it"
+
+
+def test_no_prediction_for_a_version_is_no_miss_when_it_fails():
+    rows = compare([Finding("mm", "x", "==8.5.3.1", "int8", "https://example.org/b")],
+                   [_failed_build("user_model/net", "8.6.0")])
+    assert rows == []
+
+
+def test_the_node_report_shows_the_networks_miss_first(tmp_path):
+    from matrix.nodes import node_report, write_node_reports
+
+    lint = json.loads(to_json([f for f in lint_model(_silu_conv_only()) if f.engine == "tensorrt"]))
+    report = node_report([_failed_build("user_model/yolox")], {"target_nodes": ["node_of_conv"], "lint": lint})
+    p = report["predictions"]
+    assert p["news"] == 1 and p["rows"][0]["level"] == "model" and p["rows"][0]["verdict"] == "news for the catalogue"
+    assert {s["basis"] for s in p["sources"]} == {"observed"}
+    md, _, _ = write_node_reports(report, tmp_path, "n")
+    text = md.read_text()
+    assert "| the network: no failure foreseen | builds | build fails | **miss: news for the catalogue** |" in text
+    assert "1. observed: reports/observed/" in text
+
+
+def test_the_page_counts_an_unforeseen_build_failure_of_a_held_out_model_as_a_miss(tmp_path):
+    """A user model whose cells no case was made from keeps every finding: its INT8 prediction and its failed build
+    make one held-out miss on the page."""
+    from cases.user_model import bundle_ids_for
+
+    tool = _tool()
+    (tmp_path / "models").mkdir()
+    model = tmp_path / "models" / "yolox_like.onnx"
+    onnx.save(_silu_conv_only(), str(model))
+    cells = tmp_path / "cells.jsonl"
+    cells.write_text(_failed_build(bundle_ids_for(model)[0]).to_json() + "\n")
+    targets, none = tool.user_targets(tmp_path / "models", "producer", tool.engine_cells([cells]), "tensorrt")
+    assert [t.left_out for t in targets] == [()] and none == []
+    text, held = tool.page(targets, [cells], "tensorrt", "python tools/lint-vs-observed.py")
+    assert (held["misses"], held["network misses"], held["agrees"]) == (1, 1, 0)
+    assert "**1 misses** (1 of them a network that failed to parse or build" in text
+    assert ("| yolox_like.onnx | the network | no failure foreseen | tensorrt | 8.6.0 [H100] | builds | build fails "
+            "| **miss** |") in text
+    assert tool.main(["--cells", str(cells), "--models", str(tmp_path / "models"), "--case", "none",
+                      "--out", str(tmp_path / "page.md")]) == 1, "a held-out miss is exit status 1"
+
+
+def test_leave_one_case_out_predicts_a_case_without_what_it_learned_from_that_case():
+    """seed 018's reproducers: the whole lint agrees on every cell (it learned from them); held out it has nothing
+    to say, since no upstream document covers a bias Add, and the page says so instead of counting agreement."""
+    tool = _tool()
     cells = [ROOT / "reports" / "observed" / gpu / f"trt-{v}.jsonl"
              for gpu in ("nvidia-h100", "nvidia-h200") for v in ("8.5.3.1", "8.6.0")]
-    (tmp_path / "no-models").mkdir()
-    text, counts = tool.page(tmp_path / "no-models", cells, "tensorrt", catalogue)
-    assert counts["misses"] == 0 and counts["agrees"] == 16
-    for gpu in ("NVIDIA H100 80GB HBM3 (sm_90)", "NVIDIA H200 (sm_90)"):
-        for v in ("8.5.3.1", "8.6.0"):
-            assert (f"| `node_of_sum` | bias_add_after_qdq | tensorrt | {v} | {gpu} | int8 | int8 | agrees |"
-                    in text)
-    assert "No cells for" not in text
+    targets, unbuilt = tool.catalogue_targets(tool.engine_cells(cells), "tensorrt", ["bias_add_after_qdq"])
+    assert len(targets) == 8 and not unbuilt and {t.left_out for t in targets} == {("bias_add_after_qdq",)}
+    learned = [r for t in targets for r in compare(t.findings, t.cells)]
+    assert len(learned) == 16 and all(r.agrees for r in learned)
+    assert not [r for t in targets for r in compare(t.held_out, t.cells)]
+    text, held = tool.page(targets, cells, "tensorrt", "python tools/lint-vs-observed.py")
+    assert "**The split: leave one case out, by provenance.**" in text
+    assert "**0 misses** (0 of them a network" in text and held["agrees"] == 0
+    assert "Not held out, for comparison only: the whole lint on the same cells, which it learned from, 0 misses" \
+        in text
+    assert "| bias_add_after_qdq | catalogue | 8 | bias_add_after_qdq | 0 | 0 | 0 | 0 / 0 / 32 |" in text
+
+
+def test_a_node_the_parser_names_as_refused_is_its_own_miss_and_the_network_is_not_counted_twice():
+    findings = [Finding("a", "x", "", "parse fails", "https://example.org/a"),
+                Finding("b", "y", "", "int8", "https://example.org/b")]
+    cell = dict(json.loads(_failed_build("user_model/net").to_json()), last_stage="", failing_node="b")
+    rows = {(r.level, r.node): r for r in compare(findings, [cell])}
+    assert (rows[("node", "b")].observed, rows[("node", "b")].agrees) == ("parse fails", False), "refused where int8"
+    assert (rows[("node", "a")].observed, rows[("node", "a")].agrees) == ("not observable", None)
+    unforeseen = {(r.level, r.node): r for r in compare(findings[1:], [cell])}
+    assert [k for k, r in unforeseen.items() if r.news] == [("node", "b")], "one miss, at the node the parser named"
