@@ -81,7 +81,8 @@ OPENVINO_UNCONVERTED = (  # the committed ModelOpt INT4 cell (reports/observed/n
     "-- DequantizeLinear-21 with a message:\n"
     "While validating ONNX node '<Node(DequantizeLinear): w_q_DequantizeLinear_Output>': Check "
     "'src_x.get_shape()[axis] % block_size == 0' failed at "
-    "src/frontends/onnx/frontend/src/op/dequantize_linear.cpp:280:\nFrontEnd API failed with GeneralFailure:\nDequantizeLinear doesn't support case when dimension of X at axis 0 "
+    "src/frontends/onnx/frontend/src/op/dequantize_linear.cpp:280:\nFrontEnd API failed with GeneralFailure:\n"
+    "DequantizeLinear doesn't support case when dimension of X at axis 0 "
     "(32) cannot be divided by block_size (128)\n\nSummary:\n-- Conversion is failed for: DequantizeLinear-21")
 OPENVINO_FP4 = (
     "Exception from src/inference/src/cpp/core.cpp:84:\n"
