@@ -13,7 +13,9 @@ from typing import Any, Mapping, Sequence, Tuple
 # The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>" in its description, or, where the
 # parser error has node fields, the worker's "[node <name> (<op>), <function>]" suffix (engines/tensorrt/build.py).
 _INVALID_NODE = re.compile(r"Invalid Node - (\S+)")
-_NODE_SUFFIX = re.compile(r"\[node (\S+)(?: \([^()]*\))?(?:, [^\]]*)?\]")
+_NODE_SUFFIX = re.compile(r"\[node (\S+)(?: \(([^()]*)\))?(?:, ([^\]]*))?\]")
+# An op checker's bare verdict ("false" in checkDynamicQuantizeLinear): the reason names the op and the checker.
+_BARE = re.compile(r"^(?:false|true)$")
 # Prefixes the TensorRT worker puts before the engine's own words (build.py, execute.py).
 _WORKER_PREFIX = re.compile(r"^(?:ONNX parse failed|build_serialized_network returned None|"
                             r"deserialize_cuda_engine returned None)(?::\s*|$)")
@@ -112,6 +114,8 @@ def reason_line(error: str, node: str = "", parser_errors: Sequence[Mapping[str,
     for e in parser_errors:
         named = str(e.get("node_name") or "")
         why = _why(str(e.get("desc") or ""), named if named and not named.startswith("<") else node)
+        if _BARE.match(why) and e.get("func"):
+            why = _checker(why, str(e.get("node_operator") or ""), str(e["func"]))
         if why:
             return why
     return _why(error, node) or _engine_words(error, node)
@@ -151,7 +155,8 @@ def _why(text: str, node: str) -> str:
         line = _SOURCE_SUFFIX.sub("", wrapped.group(1) if wrapped else line).strip()
         suffix = _NODE_SUFFIX.search(line)
         if suffix and suffix.group(1) == node and line[:suffix.start()].strip():
-            line = line[:suffix.start()]
+            before = line[:suffix.start()].strip()
+            line = _checker(before, suffix.group(2) or "", suffix.group(3) or "") if _BARE.match(before) else before
         elif node and line.startswith(f"{node}: "):
             line = line[len(node) + 2:]
         why = _first_reason(_SOURCE_PREFIX.sub("", _ORT_RUN.sub("", _ORT_LOAD.sub("", line))))
@@ -159,6 +164,12 @@ def _why(text: str, node: str) -> str:
             named = f"{where}: {why}" if where and not why.startswith(where.split("-")[0]) else why
             return named[:REASON_LIMIT]
     return ""
+
+
+def _checker(verdict: str, op: str, func: str) -> str:
+    """An op checker's bare verdict with the op and the checker that gave it: "DynamicQuantizeLinear: false
+    [checkDynamicQuantizeLinear]"."""
+    return (f"{op}: " if op else "") + verdict + (f" [{func}]" if func else "")
 
 
 def _first_reason(line: str) -> str:

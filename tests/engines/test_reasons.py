@@ -138,3 +138,14 @@ def test_openvinos_reason_is_what_it_could_not_convert_never_a_source_location(e
 ], ids=["invalid-graph", "not-implemented", "ir-version", "run-status", "fatal"])
 def test_onnx_runtimes_reason_is_its_message_without_code_path_or_condition(error, node, says):
     assert failure_evidence(error) == (node, says)
+
+
+def test_an_op_checkers_bare_false_names_the_op_and_its_checker():
+    """TensorRT-RTX 1.7.1.116 on quantize_dynamic's output (reports/observed/nvidia-h100/rtx-1.7.1.116.jsonl)."""
+    error = ("ONNX parse failed: false [node x_QuantizeLinear (DynamicQuantizeLinear), checkDynamicQuantizeLinear]; "
+             "false [node node_of_y_quant (ConvInteger), checkConvInteger]")
+    says = "DynamicQuantizeLinear: false [checkDynamicQuantizeLinear]"
+    assert failure_evidence(error) == ("x_QuantizeLinear", says)
+    fields = {"desc": "false", "func": "checkDynamicQuantizeLinear", "node_name": "x_QuantizeLinear",
+              "node_operator": "DynamicQuantizeLinear"}
+    assert failure_evidence("ONNX parse failed: false", [fields]) == ("x_QuantizeLinear", says)
