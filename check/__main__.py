@@ -13,10 +13,14 @@ others go on. A dynamic dimension without --shape takes a default (batch 1, any 
 and in the bundle. Integer inputs that index a table are drawn inside it; masks are ones. In a folder,
 <model>.npz beside <model>.onnx holds that model's inputs (--inputs names one file for one model only).
 
+With several models, a --shape fixes only the dimensions each leaves open; a model that declares them keeps its
+own, and says so.
+
 Exit status: 0 every model checked and no engine failed one; 1 an engine failed a model (a failing or
-crashed cell); 4 a model could not be checked (unreadable, unsafe external data, inputs or shapes that do not
-fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run
-(bad flag or number, unknown engine, a path that does not exist, an interpreter without TensorRT).
+crashed cell); 4 a model could not be checked (unreadable, unsafe external data, inputs that do not fit, or
+its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad flag or
+number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
+the one model given or has another rank than an open input of one of several).
 """
 
 from __future__ import annotations
