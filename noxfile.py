@@ -407,7 +407,7 @@ def reduce(session: nox.Session) -> None:
 
 @nox.session
 def producers(session: nox.Session) -> None:
-    """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR [--archs [--large]]."""
+    """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR [--archs [--large] | --forms]."""
     _sync(session, "generate")
     session.run("python", "-m", "check.producers", *session.posargs, env=_env())
 

@@ -2,8 +2,11 @@
 
 Not a seed and not a sweep (`external=True`): each bundle is one model a user brought
 (`python -m check`), written under `user_model/<slug of its file name>-<digest of its name and bytes>`.
-There are no expectations, so a failure is a "new failure" and a pass "undocumented"; the signatures are
-the catalogue's, so a known upstream symptom is still named when a user's model shows it.
+It has no expectations of its own: a failure is a "new failure" and a pass "undocumented", except where the model
+is in a form a seed case reproduces (check.forms: onnxruntime's quantize_dynamic, seed 002). Its bundle then names
+that case and the variant it matches (params `like_case`, `like_<axis>`), and the case's expectations judge its cells
+where they speak. The signatures are the catalogue's, so a known upstream symptom is still named when a user's model
+shows it.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import hashlib
 import importlib
 import re
 from pathlib import Path
-from typing import Dict, List, Tuple, Union
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Tuple, Union
 
-from cases.base import Case, Signature
+from cases.base import Case, Expectation, Params, Signature
 
 ID = "user_model"
 ID_DIGITS = 10  # hex digits of the content digest in a model's bundle id
@@ -93,7 +97,33 @@ def bundle_ids_for(model: Union[str, Path]) -> List[str]:
     return current + [f"{ID}/{model_slug(model)}"]
 
 
-CASE = Case(
+LIKE_CASE, LIKE_PREFIX = "like_case", "like_"
+
+
+def like(params: Params) -> Tuple[str, Dict[str, str]]:
+    """(case id, that case's parameters) a user bundle's params name (check.forms.like_params), ("", {}) for none."""
+    case = str(params.get(LIKE_CASE) or "")
+    if not case:
+        return "", {}
+    return case, {k[len(LIKE_PREFIX):]: str(v) for k, v in params.items()
+                  if k.startswith(LIKE_PREFIX) and k != LIKE_CASE}
+
+
+@dataclass(frozen=True)
+class UserModelCase(Case):
+    """The user-model case: the expectation of the seed case a model's form matches, where its bundle names one."""
+
+    def expectation_for(self, engine: str, version: str, params: Params,
+                        context: Optional[Mapping[str, str]] = None) -> Optional[Expectation]:
+        from cases import get_case
+
+        case, matched = like(params)
+        if not case:
+            return super().expectation_for(engine, version, params, context)
+        return get_case(case).expectation_for(engine, version, matched, context)
+
+
+CASE = UserModelCase(
     id=ID,
     seed="",
     title="a user's own quantized model",

@@ -13,10 +13,14 @@ others go on. A dynamic dimension without --shape takes a default (batch 1, any 
 and in the bundle. Integer inputs that index a table are drawn inside it; masks are ones. In a folder,
 <model>.npz beside <model>.onnx holds that model's inputs (--inputs names one file for one model only).
 
+With several models, a --shape fixes only the dimensions each leaves open; a model that declares them keeps its
+own, and says so.
+
 Exit status: 0 every model checked and no engine failed one; 1 an engine failed a model (a failing or
-crashed cell); 4 a model could not be checked (unreadable, unsafe external data, inputs or shapes that do not
-fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run
-(bad flag or number, unknown engine, a path that does not exist, an interpreter without TensorRT).
+crashed cell); 4 a model could not be checked (unreadable, unsafe external data, inputs that do not fit, or
+its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad flag or
+number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
+the one model given or has another rank than an open input of one of several).
 """
 
 from __future__ import annotations
@@ -127,16 +131,19 @@ def print_outcome(root: Path, outcome: Outcome) -> None:
 def outcome_of(root: Path, bundle: str) -> Outcome:
     """A model's outcome from its bundle's case.json: the notes it carries and its reference error."""
     from check.shapes import AssumedDim, InputShape, describe
-    from matrix.nodes import read_meta
+    from matrix.nodes import forms_view, read_meta, shape_notes
 
     meta = read_meta(root, bundle)
     notes: List[str] = []
     if meta.get("checker_warning"):
         notes.append(f"warning: {meta['checker_warning']}")
+    for f in forms_view(meta):
+        said = f"seed {f['seed']} ({f['case']}) documents it" if f["case"] else f["detail"]
+        notes.append(f"quantization: {f['words']}: {f['ops']}; {said}; fix: {f['fix']}")
     prof = meta.get("profile") or {}
     shapes = {n: InputShape(tuple(p["min"]), tuple(p["opt"]), tuple(p["max"])) for n, p in prof.items()}
     assumed = [AssumedDim(a["input"], a["axis"], a["dim"], a["value"]) for a in meta.get("assumed_dims") or []]
-    notes += describe(shapes, assumed, prof)
+    notes += describe(shapes, assumed, prof) + shape_notes(meta)
     notes += [f"input {n}: {g['why']}" for n, g in (meta.get("input_generation") or {}).items() if g.get("rule") not in
               ("uniform", "booleans")]
     if meta.get("inputs_file"):
@@ -179,12 +186,14 @@ def lint_only(models: Sequence[str]) -> int:
 
 
 def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[str, InputShape]) -> List[Outcome]:
-    """One bundle per model, each on its own: a model that cannot be used is an outcome, never the end of the run."""
+    """One bundle per model, each on its own: a model that cannot be used is an outcome, never the end of the run.
+    With several models, a --shape fixes only the dimensions each model leaves open (check.shapes.fit)."""
     from check.bundle import bundle_from_model
 
+    several = len(models) > 1
+    check_shapes(models, shapes, several)
     outcomes: List[Outcome] = []
     taken: List[str] = []
-    matched: set = set()
     for model in models:
         npz = Path(args.inputs) if args.inputs else beside(model)
         print(f"preparing {model}" + (f" with inputs {npz}" if npz else "") + " ...", flush=True)
@@ -192,22 +201,49 @@ def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[st
             bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
                                        tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
                                        float_model=args.float_model, min_sqnr_db=args.min_sqnr,
-                                       min_cosine=args.min_cosine)
+                                       min_cosine=args.min_cosine, fit_shapes=several)
         except CheckError as e:
             said = str(e)
             outcomes.append(Outcome(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
                 f"{model}: ") else said))
             continue
         taken.append(bundle.id.split("/", 1)[1])
-        matched |= set(bundle.meta.get("inputs") or {})
         outcomes.append(replace(outcome_of(Path(args.out), bundle.id), model=str(model)))
-    unmatched = [n for n in shapes if n not in matched]
-    if unmatched and outcomes and all(o.bundle for o in outcomes):
-        raise CheckError(f"--shape names no input {unmatched[0]!r} of the model{'s' if len(models) > 1 else ''} "
-                         f"given; their inputs: {', '.join(sorted(matched)) or 'none'}")
+    return outcomes
+
+
+def check_shapes(models: Sequence[Path], shapes: Mapping[str, InputShape], several: bool) -> None:
+    """Usage errors of --shape, before any bundle is made: a name no model that can be read has as an input, a shape
+    that does not fit the one model given, or, among several, a shape of another rank than an input with an open
+    dimension (naming the model). A --shape name that only an unreadable model might have is a warning."""
+    from check.bundle import declared_dims
+    from check.shapes import check_fits, fit
+
+    if not shapes:
+        return
+    inputs: Dict[Path, Dict[str, list]] = {}
+    for model in models:
+        try:
+            inputs[model] = declared_dims(model)
+        except (CheckError, OSError):  # the model's own report says why it cannot be used
+            continue
+    for model, declared in inputs.items():
+        try:
+            if several:
+                fit(declared, shapes)
+            else:
+                for name, shape in shapes.items():
+                    if name in declared:
+                        check_fits(name, declared[name], shape)
+        except CheckError as e:
+            raise CheckError(f"{e} ({model})") from None
+    known = {name for declared in inputs.values() for name in declared}
+    unmatched = [n for n in shapes if n not in known]
+    if unmatched and len(inputs) == len(models):
+        raise CheckError(f"--shape names no input {unmatched[0]!r} of the model{'s' if several else ''} given; their "
+                         f"inputs: {', '.join(sorted(known)) or 'none'}")
     for name in unmatched:
         print(f"warning: --shape {name} names no input of the models that could be read")
-    return outcomes
 
 
 def beside(model: Path) -> Optional[Path]:

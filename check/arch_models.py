@@ -12,7 +12,16 @@ Calibration data are seeded and valid (check.archs.feeds) at the concrete sizes 
 `manifest.json` lists every file with its sha256, node counts, opset, dynamic dimensions and the quantizer's
 options and version.
 
+`--forms` writes instead one folder of the forms users bring, for `python -m check DIR --shape x:1x3x48x320` (FORMS):
+a CRNN-style recognizer (`ocr_rec`, x [batch, 3, 48, width]) quantized by `quantize_dynamic` and in the QOperator
+format, the same in QDQ with TensorRT's settings, a classifier exported at a fixed x [1, 3, 224, 224], and a fragile
+model: TensorRT's settings (int8 symmetric, which ONNX Runtime computes alike on AVX2, VNNI and AMX) calibrated on one
+sample twenty times the data's range, so its activations take a few steps each and every integer kernel's rounding
+shows. `--floats DIR2` writes the float originals
+there (each model's `float_model` in the manifest), for `--float-model`.
+
     python -m check.producers --archs --out DIR [--only yolo] [--large]    # or: nox -s producers -- --archs ...
+    python -m check.producers --forms --out DIR [--floats DIR2]
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -72,14 +81,19 @@ class ArchModel:
     calibration: Dict[str, int]
     quantizer: Dict[str, Any] = field(default_factory=dict)  # call and versions; empty for a float model
     seed: int = SEED
+    float_model: str = ""  # --forms: the float original's file name in the --floats folder, where one was written
 
 
 class SeededReader:
-    """onnxruntime's CalibrationDataReader protocol over seeded, valid samples of one architecture."""
+    """onnxruntime's CalibrationDataReader protocol over seeded, valid samples of one architecture (float inputs
+    times `scale`: far from 1, a calibration far from the data's range)."""
 
-    def __init__(self, model: Any, sizes: Dict[str, int], seed: int = SEED, count: int = CALIBRATION_SAMPLES) -> None:
+    def __init__(self, model: Any, sizes: Dict[str, int], seed: int = SEED, count: int = CALIBRATION_SAMPLES,
+                 scale: float = 1.0) -> None:
         rng = np.random.default_rng(seed + 1)
-        self._samples = iter([archs.feeds(model, rng, sizes) for _ in range(count)])
+        samples = [archs.feeds(model, rng, sizes) for _ in range(count)]
+        self._samples = iter([{k: v * np.float32(scale) if v.dtype.kind == "f" else v for k, v in s.items()}
+                              for s in samples])
 
     def get_next(self) -> Optional[Dict[str, np.ndarray]]:
         return next(self._samples, None)
@@ -88,7 +102,8 @@ class SeededReader:
         pass
 
 
-def quantize(model: Any, sizes: Dict[str, int], options: Dict[str, Any], out: Path, seed: int = SEED) -> Path:
+def quantize(model: Any, sizes: Dict[str, int], options: Dict[str, Any], out: Path, seed: int = SEED,
+             samples: int = CALIBRATION_SAMPLES, scale: float = 1.0) -> Path:
     """onnxruntime.quantization.quantize_static on a float ModelProto, with the options named by their strings."""
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
@@ -99,7 +114,7 @@ def quantize(model: Any, sizes: Dict[str, int], options: Dict[str, Any], out: Pa
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "float.onnx"
         onnx.save(model, str(src))
-        quantize_static(str(src), str(out), SeededReader(model, sizes, seed), **kwargs)
+        quantize_static(str(src), str(out), SeededReader(model, sizes, seed, samples, scale), **kwargs)
     return out
 
 
@@ -173,3 +188,86 @@ def _record(stem: str, path: Path, arch: archs.Arch, variant: Variant, seed: int
     return ArchModel(stem, path.name, hashlib.sha256(path.read_bytes()).hexdigest(), arch.name, variant.name,
                      arch.resembles, variant.note, calibration=dict(arch.calibration), quantizer=quantizer, seed=seed,
                      **describe(onnx.load(str(path))))
+
+
+@dataclass(frozen=True)
+class FormVariant:
+    """One model of the --forms folder: an architecture, the quantizer call and its options, the calibration."""
+
+    name: str  # file stem
+    arch: str  # check.archs name
+    call: str  # "quantize_dynamic" or "quantize_static"
+    options: Dict[str, Any]
+    note: str
+    samples: int = CALIBRATION_SAMPLES  # calibration samples (quantize_static)
+    scale: float = 1.0  # their float inputs times this: far from 1, far from the data's range
+
+
+# The fragile model's calibration: one sample at twenty times the data's range (measured on ocr_rec, ONNX Runtime 1.32:
+# -3 dB SQNR against the float model, and about 4 dB between ONNX Runtime's integer kernels and the simulated
+# reference, where the same model calibrated on 8 valid samples has 12 dB and 20 dB).
+FRAGILE_SAMPLES, FRAGILE_SCALE = 1, 20.0
+FORMS = (
+    FormVariant("ocr_rec_dynamic", "ocr_rec", "quantize_dynamic", {},
+                "quantize_dynamic at its defaults: DynamicQuantizeLinear, ConvInteger and MatMulInteger (seed 002's "
+                "form)"),
+    FormVariant("ocr_rec_qoperator", "ocr_rec", "quantize_static", {"quant_format": "QOperator"},
+                "quantize_static in the QOperator format: QLinearConv, QLinearMatMul and com.microsoft QLinear* ops"),
+    FormVariant("ocr_rec_trt", "ocr_rec", "quantize_static", TRT_OPTIONS,
+                "QDQ with TensorRT's settings"),
+    FormVariant("mobilenet_cls_trt", "mobilenet_cls", "quantize_static", TRT_OPTIONS,
+                "QDQ with TensorRT's settings, exported at a fixed input shape"),
+    FormVariant("ocr_rec_fragile", "ocr_rec", "quantize_static", TRT_OPTIONS,
+                f"TensorRT's settings calibrated on {FRAGILE_SAMPLES} sample at {FRAGILE_SCALE:g} times the data's range: "
+                "its activations take a few steps each (quantization loss against the float model)",
+                samples=FRAGILE_SAMPLES, scale=FRAGILE_SCALE),
+)
+
+
+def write_forms(out: Path, floats: Optional[Path] = None, only: Sequence[str] = (), seed: int = SEED,
+                progress: Optional[Callable[[ArchModel], None]] = None) -> List[ArchModel]:
+    """Write the FORMS models under out (and manifest.json); with `floats`, each architecture's float original there.
+    The records, in FORMS order."""
+    import onnx
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    for form in FORMS:
+        if only and not any(word in form.name for word in only):
+            continue
+        arch = archs.by_name(form.arch)
+        model = archs.build(arch, seed)
+        path = out / f"{form.name}.onnx"
+        float_name = ""
+        if floats is not None:
+            Path(floats).mkdir(parents=True, exist_ok=True)
+            float_name = f"{form.arch}_float.onnx"
+            onnx.save(model, str(Path(floats) / float_name))
+        if form.call == "quantize_dynamic":
+            quantize_dynamic(model, path)
+        else:
+            quantize(model, arch.calibration, form.options, path, seed, form.samples, form.scale)
+        variant = Variant(form.call, form.options, form.note)
+        record = _record(form.name, path, arch, variant, seed)
+        record = replace(record, variant=form.name, float_model=float_name,
+                         quantizer=dict(record.quantizer, call=f"onnxruntime.quantization.{form.call}",
+                                        **({"calibration_samples": form.samples, "calibration_scale": form.scale}
+                                           if form.call == "quantize_static" else {"calibration_samples": 0})))
+        made.append(record)
+        if progress is not None:
+            progress(record)
+    (out / "manifest.json").write_text(json.dumps([asdict(m) for m in made], indent=2) + "\n")
+    return made
+
+
+def quantize_dynamic(model: Any, out: Path) -> Path:
+    """onnxruntime.quantization.quantize_dynamic on a float ModelProto, at its defaults."""
+    import onnx
+    from onnxruntime.quantization import quantize_dynamic as dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "float.onnx"
+        onnx.save(model, str(src))
+        dynamic(str(src), str(out))
+    return out

@@ -11,7 +11,9 @@ Seeded, small enough to run on a CPU in milliseconds, and named as PyTorch's exp
   `x` [batch, 3, 48, width];
 - `bert_encoder`: BERT layers on `input_ids`, `attention_mask`, `token_type_ids` (int64 [batch, sequence]):
   Gather embeddings, LayerNormalization, multi-head attention with the additive mask, Erf GELU, and a Gemm pooler;
-- `backbone`: C2f and depthwise-SE blocks stacked to any depth with a YOLO head, for models of hundreds of nodes.
+- `backbone`: C2f and depthwise-SE blocks stacked to any depth with a YOLO head, for models of hundreds of nodes;
+- `mobilenet_cls`: a MobileNetV3-style classifier exported at a fixed `x` [1, 3, 224, 224], as most classifiers are
+  (depthwise-SE blocks at stride 2, GlobalAveragePool, Flatten, a Gemm head).
 
 A dimension given as a string stays dynamic in the graph; give an int to fix it. Nothing is built at import.
 """
@@ -29,6 +31,7 @@ PRODUCER = "qdq-matrix.archs"
 YOLO_OPSET, OCR_OPSET, BERT_OPSET = 13, 14, 17  # Split/Resize inputs; HardSwish; LayerNormalization
 REG_MAX, CLASSES = 4, 8  # YOLO head: DFL bins per box side, classes
 OCR_HEIGHT, OCR_CLASSES = 48, 97  # PaddleOCR's recognizer input height; a small character set + CTC blank
+CLS_SIZE, CLS_CLASSES = 224, 10  # an ImageNet-style classifier's fixed input side; a few classes
 VOCAB, MAX_POSITIONS, TYPE_VOCAB = 512, 64, 2  # BERT tables: tokens, positions, token types
 # SiLU and HardSwish halve a small input: at 1 activations fade to the biases within a few layers, at 2 a
 # 40-block backbone overflows; at 1.6 every block's output keeps a standard deviation of about 0.1-1.
@@ -246,6 +249,22 @@ def ocr_rec(rng: np.random.Generator, batch: Dim = "batch", width: Dim = "width"
                      [(y, (batch, "steps", OCR_CLASSES))], OCR_OPSET)
 
 
+def mobilenet_cls(rng: np.random.Generator, batch: Dim = 1, size: Dim = CLS_SIZE) -> Any:
+    """A MobileNetV3-style classifier on a fixed image: stem, three depthwise-SE blocks at stride 2, GlobalAveragePool,
+    Flatten, a Gemm head and a Softmax. Output [batch, CLS_CLASSES]."""
+    net = Net(rng)
+    x = hardswish(net, net.conv("x", 3, 16, 3, "/backbone/conv1", stride=2), "/backbone/conv1")
+    x = dw_block(net, x, 16, 16, "/backbone/blocks.0", stride=2, se=False)
+    x = dw_block(net, x, 16, 24, "/backbone/blocks.1", stride=2)
+    x = dw_block(net, x, 24, 32, "/backbone/blocks.2", stride=2)
+    x = net.op("Flatten", [net.op("GlobalAveragePool", [x], "/head")], "/head", axis=1)
+    logits = net.op("Gemm", [x, net.weight("head.fc.weight", CLS_CLASSES, 32), net.bias("head.fc.bias", CLS_CLASSES)],
+                    "/head/fc", transB=1)
+    y = net.op("Softmax", [logits], "/head", axis=1)
+    return net.model("mobilenet_cls", [Input("x", "float32", (batch, 3, size, size))], [(y, (batch, CLS_CLASSES))],
+                     OCR_OPSET)
+
+
 # --- BERT (embeddings, attention with a mask, LayerNormalization, GELU FFN, pooler) ----------------------------
 
 def layer_norm(net: Net, x: str, d: int, scope: str) -> str:
@@ -419,12 +438,16 @@ LARGE = (
 )
 
 
+# A model exported at a fixed input shape, beside the dynamic ones (check.arch_models.FORMS).
+STATIC = (Arch("mobilenet_cls", mobilenet_cls, {}, "a MobileNetV3 classifier exported at 1x3x224x224", {}),)
+
+
 def by_name(name: str) -> Arch:
-    """The Arch called `name` (ARCHS and LARGE); KeyError names the known ones."""
-    for arch in ARCHS + LARGE:
+    """The Arch called `name` (ARCHS, LARGE and STATIC); KeyError names the known ones."""
+    for arch in ARCHS + LARGE + STATIC:
         if arch.name == name:
             return arch
-    raise KeyError(f"no architecture {name!r}; known: {', '.join(a.name for a in ARCHS + LARGE)}")
+    raise KeyError(f"no architecture {name!r}; known: {', '.join(a.name for a in ARCHS + LARGE + STATIC)}")
 
 
 def build(arch: Arch, seed: int = 0) -> Any:

@@ -23,15 +23,18 @@ import numpy as np
 from cases.user_model import CASE, COMPUTE_OPS, ELEMENTWISE_OPS, model_id
 from check import CheckError
 from check import inputs as generated
-from check.shapes import AssumedDim, InputShape, as_shape, check_fits, profile, resolve, show_dims
+from check.forms import like_params
+from check.forms import record as quantization_record
+from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
 from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
 from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
 # dims, input generation, checker warning, reference error, the model's file name only, compute/other target
 # kinds, graph counts, the network measure, the float model; 4: a weight Constant and an elementwise op with a
-# quantized constant operand are no compute node).
-FORMAT_VERSION = "user-4"
+# quantized constant operand are no compute node; 5: the quantization form and the seed case it matches (params
+# like_case, like_<axis>), integer and QLinear ops as target nodes, the --shape dimensions a model kept).
+FORMAT_VERSION = "user-5"
 DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
 QUANTIZE = "QuantizeLinear"
@@ -54,6 +57,7 @@ def bundle_from_model(
     float_model: Optional[PathLike] = None,
     min_sqnr_db: float = DEFAULT_MIN_SQNR_DB,
     min_cosine: float = DEFAULT_MIN_COSINE,
+    fit_shapes: bool = False,
 ) -> Bundle:
     """Read a user's model, make or load its inputs, compute the reference, write the bundle.
 
@@ -62,7 +66,8 @@ def bundle_from_model(
     (case.json `checker_warning`, `reference_error`): the engines still decide. `taken`: bundle slugs already
     used in this run, so that two models never share one. Outputs are judged by the network measure (SQNR and
     cosine against the reference, generators.steps); with a float model, the same inputs also run through it,
-    so a report separates quantization loss from engine fidelity.
+    so a report separates quantization loss from engine fidelity. `fit_shapes` (one of several models): a shape
+    fixes only the dimensions this model leaves open (check.shapes.fit), and the bundle says what it kept.
     """
     onnx = _onnx()
     model_path = Path(model_path)
@@ -81,13 +86,18 @@ def bundle_from_model(
     given = {k: as_shape(v) for k, v in (shapes or {}).items()}
     if strict_shape_names:
         _known_names(given, declared)
+    kept: List[NotApplied] = []
+    if fit_shapes:
+        given, kept = fit({n: dims for n, (_, dims) in declared.items()}, given)
     given = {k: v for k, v in given.items() if k in declared}
     made = _inputs(model, declared, inputs_npz, given, seed)
+    not_applied = [k.to_json() for k in kept]
     judge = {"measure": "network", "min_sqnr_db": float(min_sqnr_db), "min_cosine": float(min_cosine)}
     floats = Path(float_model) if float_model is not None else None
     if floats is not None and not floats.is_file():
         raise CheckError(f"--float-model {floats}: no such model file")
-    key = _cache_key(model_bytes, made.arrays, tolerance_steps, made.profile, judge, floats)
+    key = _cache_key(model_bytes, made.arrays, tolerance_steps, {"profile": made.profile, "not_applied": not_applied},
+                     judge, floats)
     cached = _cached(target, key)
     if cached is not None:
         return cached
@@ -111,7 +121,7 @@ def bundle_from_model(
         meta.update(checker="warning" if warning else "passed", checker_warning=warning, reference_error=failed,
                     cache_key=key, renamed_nodes=renamed, external_data=external, profile=made.profile,
                     assumed_dims=[a.to_json() for a in made.assumed], input_generation=made.generation,
-                    inputs_file=made.source, judge=judge)
+                    inputs_file=made.source, judge=judge, shape_not_applied=not_applied)
         if floats is not None and not failed:  # no reference: nothing to set the float model's outputs against
             float_outputs = float_reference(floats, made.arrays, expected)
             np.savez(staging / FLOAT_FILE, **float_outputs)
@@ -219,8 +229,10 @@ def name_nodes(model: Any) -> Dict[str, str]:
 
 
 def target_nodes(model: Any) -> List[str]:
-    """Quantized nodes, in graph order: every node fed by a DequantizeLinear output or feeding a QuantizeLinear, and
-    every compute node whose integer weights are widened by Cast -> Mul (check.lint.widened_source).
+    """Quantized nodes, in graph order: every node fed by a DequantizeLinear output or feeding a QuantizeLinear, every
+    compute node whose integer weights are widened by Cast -> Mul (check.lint.widened_source), and every integer op
+    (ConvInteger, MatMulInteger: quantize_dynamic; QLinearConv, QLinearMatMul and the com.microsoft QLinear* ops:
+    the QOperator format).
 
     Engines report precision evidence for each; target_details says which of them are compute nodes."""
     nodes = list(model.graph.node)
@@ -231,9 +243,14 @@ def target_nodes(model: Any) -> List[str]:
     for n in nodes:
         if n.op_type in (QUANTIZE, DEQUANTIZE, "Constant"):  # a Constant feeding a Q is a weight, not a computation
             continue
-        if dq_outputs & set(n.input) or q_inputs & set(n.output) or n.name in widened:
+        if dq_outputs & set(n.input) or q_inputs & set(n.output) or n.name in widened or integer_op(n.op_type):
             found.append(n.name)
     return found
+
+
+def integer_op(op_type: str) -> bool:
+    """An op that computes on quantized integers itself: ConvInteger, MatMulInteger, QLinear*."""
+    return op_type in ("ConvInteger", "MatMulInteger") or op_type.startswith("QLinear")
 
 
 def widened_nodes(model: Any) -> Dict[str, str]:
@@ -355,6 +372,13 @@ def graph_inputs(onnx: Any, model: Any) -> Dict[str, Tuple[np.dtype, List[Union[
             dims = ["?"]
         found[vi.name] = (dtype, dims)
     return found
+
+
+def declared_dims(model_path: PathLike) -> Dict[str, List[Union[int, str]]]:
+    """A model file's real inputs and their declared dims (graph_inputs), read without its external data; CheckError
+    for a file that is not ONNX."""
+    onnx = _onnx()
+    return {name: dims for name, (_, dims) in graph_inputs(onnx, _load(onnx, Path(model_path))).items()}
 
 
 @dataclass(frozen=True)
@@ -508,12 +532,13 @@ def _meta(model: Any, path: Path, slug: str, seed: int, inputs: Mapping[str, np.
             entry["tolerance_rel"] = tolerance * step / peak if peak else None
         outputs[name] = entry
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    quantization = quantization_record(model)
     return {
         "bundle": f"{CASE.id}/{slug}", "case": CASE.id, "seed": CASE.seed, "title": f"{CASE.title}: {path.name}",
-        "links": [], "params": {"model": path.name}, "rng_seed": seed,
+        "links": [], "params": {"model": path.name, **like_params(quantization)}, "rng_seed": seed,
         "digest": digest(model_bytes, inputs, expected), "generator_version": FORMAT_VERSION,
         "opset": opset, "ir_version": model.ir_version, "target_nodes": target_nodes(model),
-        "target_details": target_details(model), "graph": quantization_summary(model),
+        "target_details": target_details(model), "graph": quantization_summary(model), "quantization": quantization,
         "inputs": {n: {"dtype": a.dtype.name, "shape": list(a.shape)} for n, a in inputs.items()},
         "outputs": outputs, "tolerance_steps": tolerance, "trt": {"int8": True},
         "intentionally_invalid": "", "reference": f"{reference['engine']} {reference['version']}",

@@ -13,6 +13,7 @@ writes it (opset 19/21, float16 scales), since that is what its users bring.
 
     python -m check.producers --out DIR [--only NAME ...] [--producer onnxruntime|modelopt]
     python -m check.producers --archs --out DIR [--large] [--only NAME ...]   # check.arch_models: YOLO, OCR, BERT
+    python -m check.producers --forms --out DIR [--floats DIR2]   # quantize_dynamic, QOperator, static x, fragile
 """
 
 from __future__ import annotations
@@ -376,10 +377,20 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="write the real-architecture models instead (check.arch_models: YOLO-, PaddleOCR- and "
                              "BERT-style, float, quantize_static's defaults and TensorRT settings, dynamic dimensions)")
     parser.add_argument("--large", action="store_true", help="with --archs: also the ~300- and ~900-node backbones")
+    parser.add_argument("--forms", action="store_true",
+                        help="write one folder of the forms users bring instead (check.arch_models.FORMS): a "
+                             "CRNN-style recognizer by quantize_dynamic and in the QOperator format, QDQ models with "
+                             "dynamic and static x, a fragile calibration; for python -m check DIR --shape "
+                             "x:1x3x48x320")
+    parser.add_argument("--floats", type=Path, help="with --forms: write the float originals into this folder")
     args = parser.parse_args(argv)
-    if args.archs and args.producer != "onnxruntime":
-        parser.error("--archs models are quantized by onnxruntime's quantize_static only")
+    if (args.archs or args.forms) and args.producer != "onnxruntime":
+        parser.error("--archs and --forms models are quantized by onnxruntime's quantizer only")
+    if args.floats and not args.forms:
+        parser.error("--floats goes with --forms")
     try:
+        if args.forms:
+            return write_forms(args.out, args.floats, args.only)
         if args.archs:
             return write_archs(args.out, args.only, args.large)
         made = produce(args.out, args.only, args.producer)
@@ -389,6 +400,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     for m in made:
         print(f"{m.path}: {m.nodes} nodes, {m.quantized_nodes} quantized ({m.recipe})")
+    return 0
+
+
+def write_forms(out: Path, floats: Optional[Path], only: Sequence[str]) -> int:
+    """check.arch_models's --forms folder, one line a model, printed as each is written."""
+    from check import arch_models
+
+    def show(m: arch_models.ArchModel) -> None:
+        x = ", ".join(str(d) for d in m.inputs.get("x", []))
+        print(f"{m.path}: {m.nodes} nodes, x [{x}]: {m.note}", flush=True)
+
+    arch_models.write_forms(out, floats, only, progress=show)
+    print(f"wrote {Path(out) / 'manifest.json'}" + (f"; float originals in {floats}" if floats else ""))
     return 0
 
 

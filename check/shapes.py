@@ -4,6 +4,10 @@
     --shape images:1x3x320x320,4x3x640x640,8x3x640x640          min, opt, max, like trtexec's --minShapes/--optShapes/
                                                                 --maxShapes
 
+Checking several models, one `--shape` fixes a dimension only where a model leaves it open (`fit`): a dimension the
+model declares keeps its own size, and its bundle says the shape was not applied to it (case.json
+`shape_not_applied`); a shape of the wrong rank for an input with an open dimension is still a usage error.
+
 Without `--shape`, a dynamic dimension takes a default, and the bundle says so (case.json `assumed_dims`): the
 batch (a dimension that is first in some input) is 1, any other is DEFAULT_DIM. Dimensions of one `dim_param` take
 one value, across inputs, whether it comes from `--shape` or a default. Inputs are generated at the opt shape; the
@@ -61,6 +65,20 @@ class AssumedDim:
 
     def to_json(self) -> Dict[str, Union[str, int]]:
         return {"input": self.input, "axis": self.axis, "dim": self.dim, "value": self.value}
+
+
+@dataclass(frozen=True)
+class NotApplied:
+    """A `--shape` that one of several models keeps its own declared sizes against: the whole shape for an input the
+    model declares static, else the declared dimensions that kept their size."""
+
+    input: str
+    given: str  # the shape as `--shape` wrote it
+    declared: Tuple[Dim, ...]
+    axes: Tuple[int, ...]  # the dimensions that kept the model's size (every one: a static input)
+
+    def to_json(self) -> Dict[str, object]:
+        return {"input": self.input, "given": self.given, "declared": list(self.declared), "axes": list(self.axes)}
 
 
 def parse_shape(text: str) -> Tuple[str, InputShape]:
@@ -162,12 +180,46 @@ def _bind(declared: Mapping[str, Sequence[Dim]], given: Mapping[str, InputShape]
 
 def check_fits(name: str, dims: Sequence[Dim], shape: InputShape) -> None:
     """CheckError unless the shape has the declared rank and every static dimension's size."""
-    if list(dims) == UNKNOWN_RANK:
-        return
-    fits = len(shape.opt) == len(dims) and all(
-        not isinstance(d, int) or lo == mid == hi == d for d, lo, mid, hi in zip(dims, shape.min, shape.opt, shape.max))
-    if not fits:
+    if list(dims) != UNKNOWN_RANK and not _fits(dims, shape):
         raise CheckError(f"--shape {name}:{shape.text()} does not fit the declared shape {show_dims(dims)}")
+
+
+def fit(declared: Mapping[str, Sequence[Dim]], given: Mapping[str, InputShape]
+        ) -> Tuple[Dict[str, InputShape], List[NotApplied]]:
+    """One `--shape` per input for one of several models: each shape limited to the dimensions this model leaves open,
+    and what was not applied. An input the model declares static keeps its shape whatever was given; a shape of
+    another rank than an input with an open dimension is a CheckError (a usage error: it fits no model that takes it).
+    Inputs the model does not declare are left out."""
+    fitted: Dict[str, InputShape] = {}
+    kept: List[NotApplied] = []
+    for name, shape in given.items():
+        if name not in declared:
+            continue
+        dims = list(declared[name])
+        if dims == UNKNOWN_RANK:
+            fitted[name] = shape
+            continue
+        if all(isinstance(d, int) for d in dims):  # static: its own shape stands
+            if not _fits(dims, shape):
+                kept.append(NotApplied(name, shape.text(), tuple(dims), tuple(range(len(dims)))))
+            continue
+        if len(shape.opt) != len(dims):
+            raise CheckError(f"--shape {name}:{shape.text()} has {len(shape.opt)} dimensions; input {name} is "
+                             f"{show_dims(dims)}, {len(dims)} dimensions with open ones that need a shape")
+        axes = tuple(i for i, d in enumerate(dims)
+                     if isinstance(d, int) and not shape.min[i] == shape.opt[i] == shape.max[i] == d)
+        if axes:
+            own = [tuple(dims[i] if i in axes else v for i, v in enumerate(values))
+                   for values in (shape.min, shape.opt, shape.max)]
+            shape = InputShape(*own)  # type: ignore[arg-type]
+            kept.append(NotApplied(name, given[name].text(), tuple(dims), axes))
+        fitted[name] = shape
+    return fitted, kept
+
+
+def _fits(dims: Sequence[Dim], shape: InputShape) -> bool:
+    return len(shape.opt) == len(dims) and all(
+        not isinstance(d, int) or lo == mid == hi == d for d, lo, mid, hi in zip(dims, shape.min, shape.opt, shape.max))
 
 
 def profile(declared: Mapping[str, Sequence[Dim]], shapes: Mapping[str, InputShape]) -> Dict[str, Dict[str, List[int]]]:

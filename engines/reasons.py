@@ -13,16 +13,43 @@ from typing import Any, Mapping, Sequence, Tuple
 # The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>" in its description, or, where the
 # parser error has node fields, the worker's "[node <name> (<op>), <function>]" suffix (engines/tensorrt/build.py).
 _INVALID_NODE = re.compile(r"Invalid Node - (\S+)")
-_NODE_SUFFIX = re.compile(r"\[node (\S+)(?: \([^()]*\))?(?:, [^\]]*)?\]")
+_NODE_SUFFIX = re.compile(r"\[node (\S+)(?: \(([^()]*)\))?(?:, ([^\]]*))?\]")
+# An op checker's bare verdict ("false" in checkDynamicQuantizeLinear): the reason names the op and the checker.
+_BARE = re.compile(r"^(?:false|true)$")
 # Prefixes the TensorRT worker puts before the engine's own words (build.py, execute.py).
 _WORKER_PREFIX = re.compile(r"^(?:ONNX parse failed|build_serialized_network returned None|"
                             r"deserialize_cuda_engine returned None)(?::\s*|$)")
-# Lines of an engine's error that say where, or what the machine lacks, never why: the parser's own trail
+# Lines of an engine's error that say where, or what the machine lacks, never why: the TensorRT parser's own trail
 # ("While parsing node ...", "--- Begin node ---"), the CUDA runtime's complaint that TensorRT-RTX appends to every
 # error on a machine without a GPU ("Error Code 1: Cuda Runtime (... CUDA driver version is insufficient ...)"), and
-# OpenVINO's trail of source lines ("Exception from <file>:<line>:").
+# OpenVINO's trail: its source lines ("Exception from <file>:<line>:"), the checks that failed there ("Check 'false'
+# failed at <file>:<line>:"), the frontend's categories ("FrontEnd API failed with GeneralFailure:", "Model wasn't
+# fully converted. ...") and the graph node it was validating.
 _NOT_WHY = re.compile(r"^(?:While parsing node|--- (?:Begin|End) node|Node name:|ERROR: ModelImporter)|"
-                      r"Error Code 1: Cuda Runtime|^Exception from \S+:\d+:$")
+                      r"Error Code 1: Cuda Runtime|^Exception from \S+:\d+:$|^Check '.*' failed at \S+:\d+:$|"
+                      r"^FrontEnd API failed with \w+:$|^Errors during ONNX translation:$|"
+                      r"^Model wasn't fully converted\.|^Summary:$|^While validating node '.*':$")
+# OpenVINO names what it could not convert: "-- Conv-23 with a message:" before the message, the ONNX node it was
+# validating ("While validating ONNX node '<Node(Conv): y>': Check '...' failed at <file>:<line>:"), and, where no
+# message says more, a summary ("-- No conversion rule found for operations: my.domain.FancyOp").
+_OV_OPERATION = re.compile(r"^-- (\S+) with a message:$")
+_OV_NODE = re.compile(r"^While validating ONNX node '<Node\(([\w.]+)\): ([^>]*)>':(?: Check '.*' failed at \S+:\d+:)?$")
+_OV_SUMMARY = re.compile(r"^-- ((?:No conversion rule found for operations|Conversion is failed for): .+)$")
+# ONNX Runtime's exceptions: "[ONNXRuntimeError] : 10 : INVALID_GRAPH : <message>", a load failure's "Load model from
+# <path> failed:", a run failure's "Non-zero status code returned while running Conv node. Name:'y' Status Message:"
+# before the message, and a message that starts at a source line and the C++ function there
+# ("/onnxruntime_src/.../model.cc:149 onnxruntime::Model::Model(...) Unsupported model IR version: 11, ...").
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+_ORT_LOAD = re.compile(r"^Load model from .*? failed:\s*")
+_ORT_RUN = re.compile(r"^Non-zero status code returned while running \S+ node\. Name:'[^']*' Status Message: ")
+_SOURCE_PREFIX = re.compile(r"^\S*\.(?:cc|cpp|cu|h|hpp):\d+:?\s+"
+                            r"(?:[^()\s][^()]*\((?:[^()]|\([^()]*\))*\)(?: const)?\s+)?")
+# Sentences that name a category or a condition, never why: ONNX Runtime's "This is an invalid model." before the
+# type error, and its enforce conditions ("utils::IsPrimitiveDataType<T>(dtype_) was false." before the message).
+_NOT_A_REASON = re.compile(r"^(?:This is an invalid model|Fatal error)$|\bwas false$")
+_LABEL = re.compile(r"^Fatal error:\s*")
+# A sentence ends at ". " or where a period runs into the next sentence's capital ("implementations.This may").
+_SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+|(?=[A-Z][a-z]))")
 # TensorRT's errors say why in parentheses: "<function>: Error Code 4: API Usage Error (<why>. In <func> at <file>)",
 # the why often starting with the node's name.
 _TRT_ERROR = re.compile(r"^(?:\S+: )?Error Code \d+: [A-Za-z ]+ \((.*)\)$")
@@ -64,9 +91,20 @@ def symptom(text: str) -> str:
 
 
 def failing_node(error: str) -> str:
-    """The node a TensorRT parser error names, "" where it names none (never a guess from the log)."""
-    found = _INVALID_NODE.search(error or "") or _NODE_SUFFIX.search(error or "")
-    return found.group(1) if found else ""
+    """The node an engine's error names, "" where it names none (never a guess from the log): TensorRT's parser
+    ("Invalid Node - <name>", the worker's "[node <name> ...]"), OpenVINO's frontend ("While validating ONNX node
+    '<Node(Conv): <name>>'"), ONNX Runtime ("node with name '<name>'", "(node:'<name>' ...)", "Name:'<name>'",
+    "in node (<name>)")."""
+    for pattern in _NODE_NAMED:
+        found = pattern.search(error or "")
+        if found:
+            return found.group(1)
+    return ""
+
+
+_NODE_NAMED = (_INVALID_NODE, _NODE_SUFFIX, re.compile(r"While validating ONNX node '<Node\([\w.]+\): ([^>]+)>'"),
+               re.compile(r"node with name '([^']+)'"), re.compile(r"\(node:'([^']+)'"),
+               re.compile(r"running \S+ node\. Name:'([^']+)'"), re.compile(r"\bin node \(([^()]+)\)"))
 
 
 def reason_line(error: str, node: str = "", parser_errors: Sequence[Mapping[str, Any]] = ()) -> str:
@@ -76,6 +114,8 @@ def reason_line(error: str, node: str = "", parser_errors: Sequence[Mapping[str,
     for e in parser_errors:
         named = str(e.get("node_name") or "")
         why = _why(str(e.get("desc") or ""), named if named and not named.startswith("<") else node)
+        if _BARE.match(why) and e.get("func"):
+            why = _checker(why, str(e.get("node_operator") or ""), str(e["func"]))
         if why:
             return why
     return _why(error, node) or _engine_words(error, node)
@@ -95,9 +135,18 @@ def _engine_words(error: str, node: str) -> str:
 
 
 def _why(text: str, node: str) -> str:
-    """The first line of text that says why (see reason_line), trimmed to the reason itself."""
+    """The first line of text that says why (see reason_line), trimmed to the reason itself: its first sentence that
+    names no category or condition. OpenVINO's reason names the operation it was converting ("Conv-23: ...")."""
+    where = ""  # OpenVINO: the operation whose message this is
     for raw in (text or "").splitlines():
-        line = _WORKER_PREFIX.sub("", raw.strip())
+        line = _ORT_PREFIX.sub("", _WORKER_PREFIX.sub("", raw.strip()))
+        operation, validating, summary = _OV_OPERATION.match(line), _OV_NODE.match(line), _OV_SUMMARY.match(line)
+        if operation or validating:
+            op = (operation or validating).group(1)
+            where = where if validating and where.split("-")[0] == op else op
+            continue
+        if summary:
+            return summary.group(1)[:REASON_LIMIT]
         if not line or _NOT_WHY.search(line) or (node and line in (f"Invalid Node - {node}", node)):
             continue
         if line.startswith("Invalid Node - "):
@@ -106,8 +155,28 @@ def _why(text: str, node: str) -> str:
         line = _SOURCE_SUFFIX.sub("", wrapped.group(1) if wrapped else line).strip()
         suffix = _NODE_SUFFIX.search(line)
         if suffix and suffix.group(1) == node and line[:suffix.start()].strip():
-            line = line[:suffix.start()]
+            before = line[:suffix.start()].strip()
+            line = _checker(before, suffix.group(2) or "", suffix.group(3) or "") if _BARE.match(before) else before
         elif node and line.startswith(f"{node}: "):
             line = line[len(node) + 2:]
-        return line.split(". ", 1)[0].strip().rstrip(".")[:REASON_LIMIT]  # its first sentence
+        why = _first_reason(_SOURCE_PREFIX.sub("", _ORT_RUN.sub("", _ORT_LOAD.sub("", line))))
+        if why:
+            named = f"{where}: {why}" if where and not why.startswith(where.split("-")[0]) else why
+            return named[:REASON_LIMIT]
+    return ""
+
+
+def _checker(verdict: str, op: str, func: str) -> str:
+    """An op checker's bare verdict with the op and the checker that gave it: "DynamicQuantizeLinear: false
+    [checkDynamicQuantizeLinear]"."""
+    return (f"{op}: " if op else "") + verdict + (f" [{func}]" if func else "")
+
+
+def _first_reason(line: str) -> str:
+    """A line's first sentence that says why: not a category ("This is an invalid model") or an enforced condition
+    ("... was false"); "" where none does."""
+    for sentence in _SENTENCE_END.split(line):
+        said = _LABEL.sub("", sentence.strip()).strip().rstrip(".").strip()
+        if said and not _NOT_A_REASON.search(said):
+            return said
     return ""

@@ -2,7 +2,8 @@
 anything and by the cell test before it runs a bundle.
 
 A stored cell is only ever looked at under its reuse key (engines.results: bundle digest, engine, engine version,
-hardware, variant, engine options). Under that key it stands when what it says cannot change by running again:
+hardware, variant, engine options). Under that key, and with the parameters its bundle has now, it stands when what it says cannot change by running
+again:
   - an observation (pass, fail, built) judged by the measure the bundle asks for now;
   - "not applicable": decided from the bundle's request and the engine version's API, before any build;
   - a crash that the catalogue documents (judged "as documented" against the catalogue as it is now), or that is
@@ -29,8 +30,8 @@ from engines.results import REUSABLE
 
 def reusable(stored: Cell, meta: Mapping[str, Any], case: Optional[Case], static_not_run: bool) -> bool:
     """Whether the stored cell stands for a run of the bundle whose case.json is `meta` (same digest)."""
-    if stored.digest != meta.get("digest"):
-        return False
+    if stored.digest != meta.get("digest") or ("params" in meta and dict(stored.params) != dict(meta["params"])):
+        return False  # another model, or one its bundle now describes otherwise (a user model's documented form)
     if stored.status in REUSABLE:
         return judged_alike(stored, meta)
     if stored.status == "not_applicable":

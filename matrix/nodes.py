@@ -86,12 +86,13 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
                       "results": [col["nodes"].get(t) for col in columns]})
     graph = dict(meta.get("graph") or {})
     compute = sum(n["kind"] == "compute" for n in nodes)
+    form = main_form(meta)
     return {
         "schema": NODES_SCHEMA, "bundle": bundle,
         "model": (meta.get("params") or (cells[0].params if cells else {})).get("model", bundle),
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
         "targets": len(targets), "compute": compute, "other": len(targets) - compute, "graph": graph,
-        "float_model": bool(graph) and not graph.get("quantize") and not graph.get("dequantize") and not targets,
+        "float_model": form == "float", "form": form, "forms": forms_view(meta), "shape_notes": shape_notes(meta),
         "judge": dict(meta.get("judge") or {}), "float_reference": _loss(meta.get("float_reference")),
         "columns": [{k: v for k, v in col.items() if k != "nodes"} for col in columns],
         "nodes": nodes, "node_groups": node_groups(nodes, columns), "listed": len(nodes) <= LISTED_NODES,
@@ -99,6 +100,58 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "predictions": predictions_view(meta.get("lint"), cells), "advice": advice(meta.get("lint")),
         "localize": [],  # check --localize fills it (check.localize: it runs engines, which matrix never does)
     }
+
+
+def main_form(meta: Mapping[str, Any]) -> str:
+    """The model's quantization form as its bundle recorded it (check.forms: "qdq", "dynamic", "qoperator", "float");
+    for a bundle made before bundles recorded it, "float" where the graph has no Q/DQ and no target node, else ""."""
+    said = (meta.get("quantization") or {}).get("form")
+    if said:
+        return str(said)
+    graph = meta.get("graph") or {}
+    return "float" if graph and not graph.get("quantize") and not graph.get("dequantize") and \
+        not meta.get("target_nodes") else ""
+
+
+def forms_view(meta: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Each quantization form of the model other than Q/DQ, as the report's first lines name it: its words and ops,
+    the catalogue case that documents what TensorRT does with it (seed, title, sources, the variant the model matches
+    and whether the case documents TensorRT-RTX) or the source that says so where no case does, and the fix."""
+    from cases import get_case
+
+    found = []
+    for f in (meta.get("quantization") or {}).get("forms") or []:
+        if f.get("form") == "qdq":
+            continue
+        entry = {"form": f.get("form", ""), "words": f.get("words", ""),
+                 "ops": ", ".join(f"{n} {op}" for op, n in (f.get("ops") or {}).items()), "detail": f.get("detail", ""),
+                 "source": f.get("source", ""), "fix": f.get("fix", ""), "case": ""}
+        try:
+            case = get_case(f["case"]) if f.get("case") else None
+        except KeyError:  # a case this checkout does not have
+            case = None
+        if case is not None:
+            entry.update(case=case.id, seed=case.seed, title=case.title, sources=list(case.links),
+                         like=", ".join(f"{k}={v}" for k, v in (f.get("like") or {}).items()),
+                         rtx=any(e.engine == "tensorrt-rtx" for e in case.expectations))
+        found.append(entry)
+    return found
+
+
+def shape_notes(meta: Mapping[str, Any]) -> List[str]:
+    """What a --shape given for several models left as the model declares it (case.json `shape_not_applied`)."""
+    notes = []
+    for kept in meta.get("shape_not_applied") or []:
+        declared, axes, name = list(kept.get("declared") or []), list(kept.get("axes") or []), kept.get("input", "")
+        given = f"(--shape {name}:{kept.get('given', '')})"
+        if len(axes) == len(declared):
+            notes.append(f"shape not applied: {name} is declared {'x'.join(map(str, declared))} {given}; the model's "
+                         "own shape is used")
+        else:
+            where = ", ".join(f"{name}[{a}] = {declared[a]}" for a in axes)
+            notes.append(f"shape not applied to the dimensions {name} declares: {where} {given}; its open dimensions "
+                         "take the shape")
+    return notes
 
 
 # Lint rules about the whole model's quantization, said once above the tables: their detail says why, their fix how.
@@ -186,20 +239,31 @@ OTHER_WORDS = (("fused", "fused into generated kernels (no per-node precision)")
 
 def _summary(cell: Cell, ran: bool, int8: int, total: int, others: Mapping[str, int], meta: Mapping[str, Any]) -> str:
     """The column's INT8 answer in one line: compute nodes first, the other quantized nodes counted apart."""
-    graph = meta.get("graph") or {}
-    if graph and not graph.get("quantize") and not graph.get("dequantize") and not meta.get("target_nodes"):
+    if main_form(meta) == "float":
         return "no Q/DQ in the model: a float model (TensorRT builds it in float)"
-    if cell.status == "built":  # TensorRT-RTX ahead of time: the plan's layers, no run on this machine
-        head = f"{int8} of {total} quantized compute nodes INT8 (ahead-of-time plan)"
-    elif ran:
-        head = f"{int8} of {total} quantized compute nodes ran in INT8"
-    elif cell.status in ("fail", "crashed"):  # the result column says why
-        return f"no per-node evidence: {cell.status}"
-    else:
-        why = f" ({_first(cell.reason)})" if cell.reason else ""
-        return f"no per-node evidence: {cell.status.replace('_', ' ')}{why}"
+    head = _form_head(meta) + _count_head(cell, ran, int8, total)
+    if not ran:
+        return head
     rest = [f"{others[k]} {words}" for k, words in OTHER_WORDS if others.get(k)]
     return head + (f"; other quantized nodes: {', '.join(rest)}" if rest else "")
+
+
+def _form_head(meta: Mapping[str, Any]) -> str:
+    """"dynamic quantization (quantize_dynamic): " where the model is in a form other than Q/DQ, else ""."""
+    shorts = [f.get("short", "") for f in (meta.get("quantization") or {}).get("forms") or []
+              if f.get("form") != "qdq" and f.get("short")]
+    return f"{' and '.join(shorts)}: " if shorts else ""
+
+
+def _count_head(cell: Cell, ran: bool, int8: int, total: int) -> str:
+    """The INT8 count of the compute nodes, or why there is none."""
+    if cell.status == "built":  # TensorRT-RTX ahead of time: the plan's layers, no run on this machine
+        return f"{int8} of {total} quantized compute nodes INT8 (ahead-of-time plan)"
+    if ran:
+        return f"{int8} of {total} quantized compute nodes ran in INT8"
+    if cell.status in ("fail", "crashed"):  # the result column says why
+        return f"no per-node evidence: {cell.status}"
+    return f"no per-node evidence: {cell.status.replace('_', ' ')}" + (f" ({_first(cell.reason)})" if cell.reason else "")
 
 
 def _ops(names: Sequence[str], details: Mapping[str, Any]) -> Dict[str, int]:

@@ -272,3 +272,31 @@ def widened_matmul(path: Path, dtype: str = "int8") -> Path:
     model.ir_version = 8
     onnx.save(model, str(path))
     return path
+
+
+def quantize_dynamic(float_model: Path, out: Path) -> Path:
+    """onnxruntime.quantization.quantize_dynamic at its defaults: DynamicQuantizeLinear, ConvInteger/MatMulInteger."""
+    from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
+
+    ort_quantize_dynamic(str(float_model), str(out))
+    return out
+
+
+def quantize_qoperator(float_model: Path, out: Path, samples: int = 2) -> Path:
+    """quantize_static in the QOperator format at its other defaults: QLinearConv and com.microsoft QLinear* ops."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat
+    from onnxruntime.quantization import quantize_static as ort_quantize_static
+
+    model = onnx.load(str(float_model))
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            rng = np.random.default_rng(1)
+            self.data = [{"x": rng.uniform(-1, 1, shape).astype(np.float32)} for _ in range(samples)]
+
+        def get_next(self) -> Optional[dict]:
+            return self.data.pop() if self.data else None
+
+    ort_quantize_static(str(float_model), str(out), Reader(), quant_format=QuantFormat.QOperator)
+    return out

@@ -124,3 +124,37 @@ def test_a_clean_folder_exits_0_and_a_failing_engine_exits_1(tmp_path, capsys):
     quantize_static(float_convnet(tmp_path / "float.onnx"), models / "int32_bias.onnx")
     assert main([str(models), *RTX, *_out(tmp_path)]) == 1
     assert "exit status 1: an engine failed a model" in capsys.readouterr().out
+
+
+def _static_and_open(root: Path) -> Path:
+    """A dynamic-batch conv (x [N, 3, 8, 8]) and the same conv exported static (x [1, 3, 8, 8])."""
+    models = root / "shapes"
+    models.mkdir()
+    qdq_conv(models / "open.onnx", dynamic_batch=True)
+    qdq_conv(models / "static.onnx")
+    return models
+
+
+def test_one_shape_over_a_folder_fixes_only_what_each_model_leaves_open(tmp_path, capsys):
+    models = _static_and_open(tmp_path)
+    assert main([str(models), "--shape", "x:2x3x16x16", "--prepare-only", *_out(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    bundles = {json.loads(p.read_text())["params"]["model"]: json.loads(p.read_text())
+               for p in (tmp_path / "b").rglob("case.json")}
+    assert bundles["open.onnx"]["inputs"]["x"]["shape"] == [2, 3, 8, 8], "the open batch takes the shape"
+    assert bundles["static.onnx"]["inputs"]["x"]["shape"] == [1, 3, 8, 8], "a static model keeps its own"
+    assert "shape not applied: x is declared 1x3x8x8 (--shape x:2x3x16x16); the model's own shape is used" in printed
+    assert "shape not applied to the dimensions x declares: x[2] = 8, x[3] = 8 (--shape x:2x3x16x16)" in printed
+    assert "unusable" not in printed
+
+
+def test_a_wrong_rank_for_an_open_input_is_a_usage_error_naming_the_model(tmp_path, capsys):
+    models = _static_and_open(tmp_path)
+    assert main([str(models), "--shape", "x:2x3x8", "--prepare-only", *_out(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("check: --shape x:2x3x8 has 3 dimensions; input x is [N, 3, 8, 8]") and "open.onnx" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "b").exists(), "nothing made"
+    one = ["--prepare-only", *_out(tmp_path)]
+    assert main([str(models / "static.onnx"), "--shape", "x:2x3x8x8", *one]) == 2, "one model: a shape that does " \
+        "not fit it is a usage error, as before"
+    assert "does not fit the declared shape [1, 3, 8, 8]" in capsys.readouterr().err

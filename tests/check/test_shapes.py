@@ -68,3 +68,28 @@ def test_the_profile_holds_the_dynamic_inputs_only():
     shapes, _ = resolve(declared, {"x": InputShape((1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8))})
     assert profile(declared, shapes) == {"x": {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 8, 8]}}
     assert profile({"x": [1, 3, 8, 8]}, resolve({"x": [1, 3, 8, 8]}, {})[0]) == {}
+
+
+def test_one_shape_for_several_models_fixes_only_what_each_leaves_open():
+    """A folder checked with --shape x:1x3x48x320: a recognizer with open batch and width takes it, a classifier
+    exported at 224x224 keeps its own shape, and one that declares its height keeps that height."""
+    from check.shapes import fit
+
+    given = {"x": InputShape.fixed((1, 3, 48, 320))}
+    assert fit({"x": ["batch", 3, 48, "width"]}, given) == (given, [])
+    fitted, kept = fit({"x": [1, 3, 224, 224]}, given)
+    assert fitted == {} and [(k.input, k.declared, k.axes) for k in kept] == [("x", (1, 3, 224, 224), (0, 1, 2, 3))]
+    assert fit({"x": [1, 3, 48, 320]}, given) == ({}, []), "a static input that the shape fits: nothing to say"
+    ranged = {"x": InputShape((1, 3, 48, 160), (2, 3, 48, 320), (4, 3, 48, 640))}
+    fitted, kept = fit({"x": ["batch", 3, 32, "width"]}, ranged)
+    assert fitted["x"] == InputShape((1, 3, 32, 160), (2, 3, 32, 320), (4, 3, 32, 640))
+    assert [(k.axes, k.given) for k in kept] == [((2,), "1x3x48x160,2x3x48x320,4x3x48x640")]
+    assert fit({"input_ids": ["batch", "seq"]}, given) == ({}, []), "another model's input: not this model's business"
+
+
+def test_a_shape_of_the_wrong_rank_for_an_open_input_is_still_refused():
+    from check.shapes import fit
+
+    with pytest.raises(CheckError, match=r"--shape x:1x3x48 has 3 dimensions; input x is \[batch, 3, 48, width\]"):
+        fit({"x": ["batch", 3, 48, "width"]}, {"x": InputShape.fixed((1, 3, 48))})
+    assert fit({"x": [1, 3, 224, 224]}, {"x": InputShape.fixed((1, 3, 48))})[0] == {}, "a static input keeps its own"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engines.reasons import error_line, failing_node, failure_evidence, reason_line
 
 INVALID_NODE = ("ONNX parse failed: Invalid Node - b_dw_DequantizeLinear\n"
@@ -58,3 +60,92 @@ def test_the_error_line_masks_the_engines_source_lines_and_addresses_only():
     b = error_line("Error Code 1: Myelin ([pass.cpp:1348: run] CHECK failed at 0x55aa01) in conv 3x3")
     assert a == b == "Error Code 1: Myelin ([pass.cpp: run] CHECK failed at 0x) in conv 3x3"
     assert error_line("shape 3 vs 4") != error_line("shape 3 vs 5") and error_line("") == ""
+
+
+# Real errors of this repository's cells (OpenVINO 2024.6.0 and 2026.4.1, ONNX Runtime 1.16.3 and 1.31.1, CPU):
+# the reason is the first line that says why, never a source location, and OpenVINO's names the operation.
+OPENVINO_2024 = (
+    "Exception from src/inference/src/cpp/core.cpp:90:\n"
+    "Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:161:\n"
+    "FrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\n"
+    "While validating ONNX node '<Node(Conv): node_of_y>': Check 'data.get_partial_shape().rank().is_static()' failed "
+    "at src/frontends/onnx/frontend/src/op/conv.cpp:38:\nFrontEnd API failed with GeneralFailure:\n"
+    "The input data tensor's rank has to be known (static)\n"
+    "While validating ONNX node '<Node(DequantizeLinear): node_of_x_dq>': Check 'data_type_ok' failed at "
+    "src/frontends/onnx/frontend/src/utils/common.cpp:120:\nFrontEnd API failed with GeneralFailure:\n"
+    "Incorrect data type of the Dequantization scale input: f16")
+OPENVINO_UNCONVERTED = (  # the committed ModelOpt INT4 cell (reports/observed/no-gpu/modelopt)
+    "Exception from src/inference/src/cpp/core.cpp:84:\n"
+    "Check 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\n"
+    "FrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted. Failed operations detailed log:\n"
+    "-- DequantizeLinear-21 with a message:\n"
+    "While validating ONNX node '<Node(DequantizeLinear): w_q_DequantizeLinear_Output>': Check "
+    "'src_x.get_shape()[axis] % block_size == 0' failed at "
+    "src/frontends/onnx/frontend/src/op/dequantize_linear.cpp:280:\nFrontEnd API failed with GeneralFailure:\n"
+    "DequantizeLinear doesn't support case when dimension of X at axis 0 "
+    "(32) cannot be divided by block_size (128)\n\nSummary:\n-- Conversion is failed for: DequantizeLinear-21")
+OPENVINO_FP4 = (
+    "Exception from src/inference/src/cpp/core.cpp:84:\n"
+    "Check 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\n"
+    "FrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted. Failed operations detailed log:\n"
+    "-- Conv-23 with a message:\nWhile validating ONNX node '<Node(Conv): y>': Check "
+    "'data.get_partial_shape().rank().is_static()' failed at src/frontends/onnx/frontend/src/op/conv.cpp:38:\n"
+    "FrontEnd API failed with GeneralFailure:\nThe input data tensor's rank has to be known (static)\n\n"
+    "Summary:\n-- Conversion is failed for: Conv-23, QuantizeLinear-23")
+OPENVINO_NO_RULE = (
+    "Exception from src/inference/src/cpp/core.cpp:132:\nException from src/inference/src/dev/plugin.cpp:59:\n"
+    "Check 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\n"
+    "FrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted.\nSummary:\n"
+    "-- No conversion rule found for operations: my.domain.FancyOp\n\n\n")
+OPENVINO_QOPERATOR = (  # a QOperator model (QLinearConv, com.microsoft QLinearAdd) compiled for the CPU
+    "Exception from src/inference/src/cpp/core.cpp:132:\nException from src/inference/src/dev/plugin.cpp:59:\n"
+    "Check '!implementations.empty()' failed at src/plugins/intel_cpu/src/nodes/executors/executor_factory.hpp:117:\n"
+    "No suitable implementations.This may indicate that the provided memory descriptors are not compatible with any "
+    "implementation.\n\n\n")
+
+
+@pytest.mark.parametrize("error, node, says", [
+    (OPENVINO_2024, "node_of_y", "Conv: The input data tensor's rank has to be known (static)"),
+    (OPENVINO_UNCONVERTED, "w_q_DequantizeLinear_Output",
+     "DequantizeLinear doesn't support case when dimension of X at axis 0 (32) cannot be divided by block_size (128)"),
+    (OPENVINO_FP4, "y", "Conv-23: The input data tensor's rank has to be known (static)"),
+    (OPENVINO_NO_RULE, "", "No conversion rule found for operations: my.domain.FancyOp"),
+    (OPENVINO_QOPERATOR, "", "No suitable implementations"),
+], ids=["2024.6-fp16-scales", "2026.4-unconverted-int4", "2026.4-unconverted-fp4", "no-conversion-rule", "qoperator"])
+def test_openvinos_reason_is_what_it_could_not_convert_never_a_source_location(error, node, says):
+    assert failure_evidence(error) == (node, says)
+    assert "failed at src/" not in says and not says.startswith("Exception from")
+
+
+@pytest.mark.parametrize("error, node, says", [
+    ("[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. Type Error: Type 'tensor(float8e4m3fn)' of "
+     "input parameter (a1_q) of operator (QLinearConv) in node (node_of_c1) is invalid.", "node_of_c1",
+     "Type Error: Type 'tensor(float8e4m3fn)' of input parameter (a1_q) of operator (QLinearConv) in node (node_of_c1) "
+     "is invalid"),
+    ("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for ConvInteger(10) node with name "
+     "'node_of_y'", "node_of_y", "Could not find an implementation for ConvInteger(10) node with name 'node_of_y'"),
+    ("[ONNXRuntimeError] : 1 : FAIL : Load model from .bundles/fp4_weight_only/op=conv+weights=blocked+activations="
+     "w4a16/model.onnx failed:/onnxruntime_src/onnxruntime/core/graph/model.cc:149 onnxruntime::Model::Model(onnx::"
+     "ModelProto&&, const PathString&, const IOnnxRuntimeOpSchemaRegistryList*, const onnxruntime::logging::Logger&, "
+     "const onnxruntime::ModelOptions&) Unsupported model IR version: 11, max supported IR version: 9\n", "",
+     "Unsupported model IR version: 11, max supported IR version: 9"),
+    ("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running QuantizeLinear node. Name:"
+     "'node_of_x_q' Status Message: /onnxruntime_src/include/onnxruntime/core/framework/tensor.h:230 const T* "
+     "onnxruntime::Tensor::Data() const [with T = onnxruntime::MLFloat16] utils::IsPrimitiveDataType<T>(dtype_) was "
+     "false. Tensor type mismatch. T !=N11onnxruntime17PrimitiveDataTypeIfEE\n", "node_of_x_q", "Tensor type mismatch"),
+    ("[ONNXRuntimeError] : 1 : FAIL : Load model from /tmp/custom.onnx failed:Fatal error: my.domain:FancyOp(-1) is "
+     "not a registered function/op", "", "my.domain:FancyOp(-1) is not a registered function/op"),
+], ids=["invalid-graph", "not-implemented", "ir-version", "run-status", "fatal"])
+def test_onnx_runtimes_reason_is_its_message_without_code_path_or_condition(error, node, says):
+    assert failure_evidence(error) == (node, says)
+
+
+def test_an_op_checkers_bare_false_names_the_op_and_its_checker():
+    """TensorRT-RTX 1.7.1.116 on quantize_dynamic's output (reports/observed/nvidia-h100/rtx-1.7.1.116.jsonl)."""
+    error = ("ONNX parse failed: false [node x_QuantizeLinear (DynamicQuantizeLinear), checkDynamicQuantizeLinear]; "
+             "false [node node_of_y_quant (ConvInteger), checkConvInteger]")
+    says = "DynamicQuantizeLinear: false [checkDynamicQuantizeLinear]"
+    assert failure_evidence(error) == ("x_QuantizeLinear", says)
+    fields = {"desc": "false", "func": "checkDynamicQuantizeLinear", "node_name": "x_QuantizeLinear",
+              "node_operator": "DynamicQuantizeLinear"}
+    assert failure_evidence("ONNX parse failed: false", [fields]) == ("x_QuantizeLinear", says)

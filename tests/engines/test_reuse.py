@@ -73,3 +73,12 @@ MEASURED = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99, "with
 def test_a_user_models_cell_is_judged_again_only_where_its_outputs_were_measured_otherwise(cell, stands):
     """python -m check again with nothing changed reuses its TensorRT-RTX plan cell (it used to build it again)."""
     assert reusable(cell, NETWORK, CASE, static_not_run=True) is stands
+
+
+def test_a_cell_made_for_other_parameters_is_run_again():
+    """A user model whose bundle now names the seed case its form matches (check.forms) is judged by that case: its
+    cells from before are not its cells any more, though the model's bytes are the same."""
+    cell = stored(status="pass", params={"model": "crnn.onnx"})
+    assert reusable(cell, dict(META, params={"model": "crnn.onnx"}), CASE, static_not_run=True)
+    like = {"model": "crnn.onnx", "like_case": "dynamic_quantize", "like_variant": "ort_dynamic_conv"}
+    assert not reusable(cell, dict(META, params=like), CASE, static_not_run=True)
