@@ -263,7 +263,8 @@ def _count_head(cell: Cell, ran: bool, int8: int, total: int) -> str:
         return f"{int8} of {total} quantized compute nodes ran in INT8"
     if cell.status in ("fail", "crashed"):  # the result column says why
         return f"no per-node evidence: {cell.status}"
-    return f"no per-node evidence: {cell.status.replace('_', ' ')}" + (f" ({_first(cell.reason)})" if cell.reason else "")
+    why = f" ({_first(cell.reason)})" if cell.reason else ""
+    return f"no per-node evidence: {cell.status.replace('_', ' ')}{why}"
 
 
 def _ops(names: Sequence[str], details: Mapping[str, Any]) -> Dict[str, int]:
