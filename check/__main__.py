@@ -44,7 +44,8 @@ DEFAULT_OUT = REPO / ".bundles-user"
 DEFAULT_RESULTS = REPO / "results" / "check"
 DEFAULT_REPORTS = REPO / "reports" / "check"
 EXIT_OK, EXIT_ENGINE_FAILED, EXIT_USAGE, EXIT_MODEL_UNUSABLE = 0, 1, 2, 4
-FAILING = ("fail", "crashed")
+FAILING = ("fail", "crashed")  # an engine failed the model
+UNFINISHED = ("harness_error",)  # our harness failed: the model was not fully checked
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,12 @@ class Outcome:
     unusable: str = ""  # the model's own failure: nothing could run
     notes: Tuple[str, ...] = ()  # said once before the engines run: assumed shapes, checker warning, ...
     reference_error: str = ""
-    cells: Tuple[str, ...] = field(default_factory=tuple)  # "<column>: <status>" once the engines ran
+    cells: Tuple[str, ...] = field(default_factory=tuple)  # "<column>: <status>" once the engines ran, as said
+    statuses: Tuple[str, ...] = field(default_factory=tuple)  # each cell's status, in the order of `cells`
 
     @property
     def checked(self) -> bool:
-        return not self.unusable and not self.reference_error
+        return not self.unusable and not self.reference_error and not any(s in UNFINISHED for s in self.statuses)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -110,7 +112,8 @@ def check(args: argparse.Namespace) -> int:
     if engines_run and usable:
         cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source,
                                localize=args.localize)
-        outcomes = [replace(o, cells=tuple(cells.get(o.bundle, ()))) for o in outcomes]
+        outcomes = [replace(o, cells=tuple(f"{column}: {status}" for column, status in cells.get(o.bundle, ())),
+                            statuses=tuple(status for _, status in cells.get(o.bundle, ()))) for o in outcomes]
     for o in outcomes:
         if o.unusable and engines_run:
             print("wrote " + ", ".join(str(p) for p in unusable_report(o, Path(args.reports))))
@@ -253,7 +256,7 @@ def beside(model: Path) -> Optional[Path]:
 
 
 def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path,
-                   source: str = "local", localize: bool = False) -> Dict[str, List[str]]:
+                   source: str = "local", localize: bool = False) -> Dict[str, List[Tuple[str, str]]]:
     """Run the bundles on each engine version, then write and print one per-node report per bundle; returns, per
     bundle, "<column>: <status>" for each cell."""
     from check.run import run_cells
@@ -266,10 +269,10 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
               flush=True)
     files = run_cells(runs, root, ids, results / label, ["--results-source", source])
     merged = load_results(files)
-    found: Dict[str, List[str]] = {}
+    found: Dict[str, List[Tuple[str, str]]] = {}
     for bundle in ids:
         cells = [c for c in merged.cells if c.bundle == bundle]
-        found[bundle] = [f"{c.engine}@{c.engine_version}{' [' + _variant(c) + ']' if c.variant else ''}: {c.status}"
+        found[bundle] = [(f"{c.engine}@{c.engine_version}{' [' + _variant(c) + ']' if c.variant else ''}", c.status)
                          for c in cells]
         report = node_report(cells, read_meta(root, bundle))
         if localize:
@@ -333,7 +336,7 @@ def summary(outcomes: Sequence[Outcome], ran: bool = True) -> int:
     print(f"\nsummary: {len(outcomes)} model{'s' if len(outcomes) != 1 else ''}")
     status = EXIT_OK
     for o in outcomes:
-        failed = [c for c in o.cells if c.rsplit(": ", 1)[-1] in FAILING]
+        failed = [s for s in o.statuses if s in FAILING]
         if o.unusable:
             line = f"unusable: {o.unusable}"
         else:
