@@ -9,6 +9,11 @@ DynamicQuantizeLinear, MatMulInteger and ConvInteger as unsupported in the Tenso
 can be composed from ONNX operators as a model local function (not what quantize_dynamic writes). No 11.x table
 or release note read here says anything about it, so 10.16 and 11.x carry no expectation.
 
+TensorRT for RTX has no operator table read here that names these operators. Its 1.7.1.116 parser, observed by this
+project (ahead of time, on an H100 machine, 2026-11-23), refuses every variant at parse with a bare "false" from
+`checkDynamicQuantizeLinear` (and `checkConvInteger`, `checkMatMulInteger` where they follow): a baseline, not a
+document. 1.4 to 1.6 refuse them the same way on our runs, with no committed observation yet: "new failure".
+
 Variants: the op alone; DynamicQuantizeLinear feeding MatMulInteger or ConvInteger; and what
 quantize_dynamic really emits for a small float MatMul and a small float Conv.
 """
@@ -23,6 +28,8 @@ ISSUE_3963 = "https://github.com/NVIDIA/TensorRT/issues/3963"
 # int8 weights, which is what quantize_dynamic emits for a Conv (1.12 in #12558, 1.14 in #15888).
 ORT_12558 = "https://github.com/microsoft/onnxruntime/issues/12558"
 ORT_15888 = "https://github.com/microsoft/onnxruntime/issues/15888"
+# Observed (a baseline): TensorRT-RTX 1.7.1.116's parser on this case, ahead of time on an H100 machine.
+OBSERVED_RTX_17 = "reports/observed/nvidia-h100/rtx-1.7.1.116.jsonl"
 
 CASE = Case(
     id="dynamic_quantize",
@@ -46,6 +53,15 @@ CASE = Case(
             "error",
             ISSUE_3963,
             short="no DynamicQuantizeLinear plugin",
+        ),
+        Signature(
+            "rtx_check_dynamic_quantize_linear",
+            # "ONNX parse failed: false [node x_QuantizeLinear (DynamicQuantizeLinear), checkDynamicQuantizeLinear]"
+            r"\(DynamicQuantizeLinear\), checkDynamicQuantizeLinear\]",
+            "error",
+            OBSERVED_RTX_17,
+            short="DynamicQuantizeLinear refused at parse",
+            basis="baseline",
         ),
         Signature(
             "ort_convinteger_not_implemented",
@@ -74,6 +90,12 @@ CASE = Case(
             note="10.15 operators.md: DynamicQuantizeLinear 'N' (\"TensorRT's IDynamicQuantize can be composed from "
             "ONNX operators in the form of a model local function\"), MatMulInteger and ConvInteger 'N'; 10.2 to "
             "10.14 lie between two tables that agree",
+        ),
+        Expectation(
+            "tensorrt-rtx", "==1.7.1.116", "fail", OBSERVED_RTX_17, stage="load",
+            signature="rtx_check_dynamic_quantize_linear", basis="baseline",
+            hardware="NVIDIA H100 (sm_90): ahead-of-time build for the default targets",
+            note="observed on every variant: the parser's checkDynamicQuantizeLinear says 'false' (no reason given)",
         ),
         Expectation(
             "onnxruntime", ">=1.12", "fail", ORT_15888, stage="load", signature="ort_convinteger_not_implemented",
