@@ -20,12 +20,12 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 
 import numpy as np
 
+from cases.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 from cases.user_model import CASE, COMPUTE_OPS, ELEMENTWISE_OPS, model_id
 from check import CheckError
 from check import inputs as generated
 from check.shapes import AssumedDim, InputShape, as_shape, check_fits, profile, resolve, show_dims
 from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
-from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
 # dims, input generation, checker warning, reference error, the model's file name only, compute/other target

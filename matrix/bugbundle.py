@@ -2,10 +2,12 @@
 
     bug-bundles/<engine>-<version>/<bundle id, "/" -> "__">/
         model.onnx inputs.npz expected.npz case.json   the reproducer bundle that ran (digest checked)
+        float.npz                                      a user bundle's float outputs, where it has them
         repro.py                                       matrix/repro.py, unchanged: Python 3.9+, numpy and the engine
         cell.json                                      what repro.py reads: the recorded cell, as data
-        suite/                                         the suite's own files repro.py runs, unchanged: steps.py
-                                                       (the error measure) and tensorrt/ (the worker) or stages.py
+        suite/                                         the suite's own files repro.py runs, unchanged: numerics.py
+                                                       (the judge of outputs, cases/numerics.py) and tensorrt/ (the
+                                                       worker) or stages.py
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
         log.txt                                        the cell's error and engine log
@@ -40,7 +42,9 @@ from matrix.safe import clean, md_cell, md_code, md_fence
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPO = Path(__file__).resolve().parent.parent
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
-OPTIONAL_FILES = ("float.npz",)  # a user bundle's float-model outputs (check --float-model), where it has them
+# A user bundle's float outputs (check --float-model, or the float twin derived from the model), where it has them:
+# the judge's fragile floor reads them, so a bug bundle without them could judge otherwise.
+OPTIONAL_FILES = ("float.npz",)
 STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
 REPRO_TIMEOUT_S = 600
 # environment.json: only these fields of the cell, so nothing private leaves the machine by accident.

@@ -12,12 +12,12 @@ import onnx
 import pytest
 
 from cases import get_case
+from cases import numerics as steps
 from check.__main__ import main
 from check.bundle import bundle_from_model
 from check.localize import localize_cell
 from engines import get_engine
 from engines.cells import judge_observation, measure
-from generators import steps
 from generators.bundle import verify_bundle
 from tests.check.models import deep_convnet, qdq_conv, quantize_for_tensorrt, quantize_static
 from tests.check.paths import report_file
@@ -58,7 +58,8 @@ def test_output_stats_are_onnxruntimes_sqnr_and_a_cosine():
 def test_a_deep_network_that_agrees_at_high_sqnr_passes_and_a_wrong_output_fails(deep, tmp_path, which, engine_name):
     bundle = bundle_from_model(deep[which], tmp_path / "b", float_model=deep[0])
     assert measure(bundle.meta) == {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99,
-                                    "within_output_steps": 1.0}
+                                    "within_output_steps": 1.0, "fragile_margin_db": 3.0,
+                                    "float_digest": bundle.meta["float_reference"]["digest"]}
     _, info, obs = _run(bundle, engine_name)
     cell = judge_observation(CASE, bundle, info, obs, {"source": "local"})
     (name, stats), = cell.output_stats["outputs"].items()
