@@ -123,6 +123,12 @@ def not_compared(meta: Mapping[str, Any]) -> str:
     return f"numerics not compared: {why}" if why else ""
 
 
+def output_step(meta: Mapping[str, Any], name: str) -> Optional[float]:
+    """The quantization step case.json gives an output (the scale of the DequantizeLinear that writes it), or None."""
+    step = ((meta.get("outputs") or {}).get(name) or {}).get("step")
+    return None if step is None else float(step)
+
+
 def within_one_output_step(meta: Mapping[str, Any], name: str, err: float) -> bool:
     """An output that a QuantizeLinear -> DequantizeLinear ends, every element within one step of that quantizer: as
     close as integer execution can come to the simulated reference (one rounding either way), however few steps the
@@ -195,8 +201,7 @@ def compare(meta: Mapping[str, Any], outputs: Mapping[str, Any], expected: Mappi
             problems.append(f"output {name!r}: shape {list(got.shape)} differs from the reference's "
                             f"{list(want.shape)}")
             continue
-        step = ((meta.get("outputs") or {}).get(name) or {}).get("step")
-        err = error_steps(want, got, comparison_step(want, step)[0])
+        err = error_steps(want, got, comparison_step(want, output_step(meta, name))[0])
         worst = err if worst is None else max(worst, err)
         entry = output_stats(want, got)
         twin = floats.get(name)
@@ -217,12 +222,18 @@ def compare(meta: Mapping[str, Any], outputs: Mapping[str, Any], expected: Mappi
     return Comparison(worst, tuple(problems), dict(how, outputs=per) if per else {})
 
 
-def fragile_words(stats: Mapping[str, Any]) -> str:
+def float_source(meta: Mapping[str, Any]) -> str:
+    """Where a bundle's float outputs come from, in words: the float twin derived from the quantized model (check's
+    own, case.json float_reference.derived), or the float model the user gave."""
+    return "the float twin" if (meta.get("float_reference") or {}).get("derived") else "the float model"
+
+
+def fragile_words(stats: Mapping[str, Any], floats: str = "the float model") -> str:
     """The sentence a cell that passes by the fragile floor says ("" for one that does not): which outputs, how far
-    from the reference, and the quantization loss that explains it."""
+    from the reference, and the quantization loss that explains it (`floats`: float_source)."""
     outputs = stats.get("outputs") or {}
     parts = [f"output {name!r} is {_words(o)} from the reference, within the quantization loss (the reference is "
-             f"{_words(o['loss'])} from the float model)" for name, o in outputs.items() if o.get("fragile")]
+             f"{_words(o['loss'])} from {floats})" for name, o in outputs.items() if o.get("fragile")]
     if not parts:
         return ""
     return "the quantized model is numerically fragile: " + "; ".join(parts)

@@ -137,8 +137,9 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     verdict, why = judge(expectation, status, is_fused)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
+    passed = not_compared(bundle) or numerics.fragile_words(stats, numerics.float_source(bundle.meta))
     reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
-        or (not_compared(bundle) or numerics.fragile_words(stats) if status == "pass" else "")
+        or (passed if status == "pass" else "")
     node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
     options, sources = _options(obs)
     return Cell(

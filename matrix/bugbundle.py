@@ -32,6 +32,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 from cases.cell import Cell
 from cases.engines import ENGINES, REPRO_ALWAYS
 from cases.engines import title as engine_title
+from cases.numerics import float_source
 from cases.outcome import FAILED, FAILED_STAGE, outcome
 from cases.portable import portable_path
 from cases.verdict import UNEXPECTED
@@ -379,7 +380,8 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
-        "network": network_words(cell.output_stats) if (cell.output_stats or {}).get("measure") == "network" else "",
+        "network": network_words(cell.output_stats, float_source(meta))
+        if (cell.output_stats or {}).get("measure") == "network" else "",
         **tool_commands(cell, meta),
     }
 

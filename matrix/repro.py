@@ -95,7 +95,8 @@ def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optio
     judge_ = numerics()
     floats = read_npz("float.npz") if os.path.isfile(os.path.join(HERE, "float.npz")) else {}
     found = judge_.compare(case, outputs, read_npz("expected.npz"), floats)
-    return found.worst_steps, found.mismatch, judge_.not_compared(case) or judge_.fragile_words(found.stats)
+    return found.worst_steps, found.mismatch, judge_.not_compared(case) or \
+        judge_.fragile_words(found.stats, judge_.float_source(case))
 
 
 def judge(obs: Observation, case: Dict[str, Any]) -> Dict[str, Any]:
