@@ -140,10 +140,11 @@ def within_one_output_step(meta: Mapping[str, Any], name: str, err: float) -> bo
 def fragile(stats: Mapping[str, Any], how: Mapping[str, Any]) -> bool:
     """An output below the network line that the quantized model itself explains: its reference is below the line
     against the float model ("loss"), the engine is no further from the reference than that (SQNR against the
-    reference at least the loss's), and no further from the float model than the reference is, within the margin.
+    reference at least the loss's, and above 0 dB: it carries the reference's signal), and no further from the float
+    model than the reference is, within the margin.
 
-    Never with NaN or inf. An output that is really wrong (zeros, scaled by two, its sign flipped) is 0 dB or less
-    from the reference and fails wherever the quantized model keeps any of the float model's signal (loss > 0 dB)."""
+    Never with NaN or inf. An output that is really wrong (zeros, scaled by two, its sign flipped, noise of its own
+    size) is 0 dB or less from the reference, and fails however lossy the quantization."""
     loss, against_float = stats.get("loss"), stats.get("float")
     if not isinstance(loss, Mapping) or not isinstance(against_float, Mapping):
         return False  # no float outputs: nothing says the quantization is to blame
@@ -153,7 +154,8 @@ def fragile(stats: Mapping[str, Any], how: Mapping[str, Any]) -> bool:
         return False  # the quantized model keeps to the line: its engine is held to it
     lost = float(loss["sqnr_db"])
     fidelity, to_float = _db(stats.get("sqnr_db")), _db(against_float.get("sqnr_db"))
-    return fidelity >= lost and to_float >= lost - float(how.get("fragile_margin_db", FRAGILE_MARGIN_DB))
+    return fidelity > 0.0 and fidelity >= lost and \
+        to_float >= lost - float(how.get("fragile_margin_db", FRAGILE_MARGIN_DB))
 
 
 def _db(sqnr: Optional[float]) -> float:

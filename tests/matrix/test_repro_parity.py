@@ -159,6 +159,8 @@ MEASURES = [
      (_noisy(SIGNAL, 6) + SIGNAL) / 2, {"y": SIGNAL}, None, (), "pass"),
     ("fragile-model-zeros", NETWORK, {"step": None, "step_kind": "max/127"}, _noisy(SIGNAL, 6),
      np.zeros_like(SIGNAL), {"y": SIGNAL}, None, (), "fail"),
+    ("signal-lost-in-quantization-zeros", NETWORK, {"step": None, "step_kind": "max/127"}, _noisy(SIGNAL, -1),
+     np.zeros_like(SIGNAL), {"y": SIGNAL}, None, (), "fail"),  # loss -1 dB: zeros are 0 dB, still no signal
 ]
 
 
