@@ -264,6 +264,22 @@ def test_on_a_fragile_model_a_really_wrong_output_still_fails(fragile, tmp_path,
         assert (cell.last_stage, cell.verdict) == ("run", "new failure") and "differs from the reference" in cell.error
     else:
         assert stats["fragile"] and f"SQNR {stats['loss']['sqnr_db']:.1f} dB" in cell.reason
+        assert_the_report_says_fragile(cell, bundle.meta, name)
+
+
+def assert_the_report_says_fragile(cell, meta, name: str) -> None:
+    """The node report's result column and its fidelity table say it, with the quantization loss (Markdown and HTML)."""
+    from matrix.nodes import node_report
+    from matrix.render import render_template
+
+    report = node_report([cell], meta)
+    loss = f"SQNR {meta['float_reference']['loss'][name]['sqnr_db']:.1f} dB"
+    md, html = (render_template(f"nodes.{kind}.j2", report, html=kind == "html") for kind in ("md", "html"))
+    assert "pass · new failure" not in md and f"**the quantized model is numerically fragile** (quantization loss " \
+        f"{name} {loss})" in md
+    assert f"| {name} | {loss}, cosine" in md and "against the float twin: **numerically fragile** |" in md
+    assert f"<strong>the quantized model is numerically fragile</strong> (quantization loss {name} {loss})" in html
+    assert "<h2>Quantization loss beside engine fidelity</h2>" in html
 
 
 @pytest.mark.slow
