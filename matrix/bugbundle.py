@@ -191,7 +191,7 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
     shipped = shipped_files(cell)
-    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source), indent=2) + "\n", "log.txt": log_text(cell),
+    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source), indent=2) + "\n", "log.txt": log_text(cell, meta),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
         texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, view(cell, meta, everything))
@@ -246,8 +246,9 @@ def environment(cell: Cell) -> Dict[str, Any]:
     return env
 
 
-def log_text(cell: Cell) -> str:
-    """The cell's outcome, error and engine log as plain text."""
+def log_text(cell: Cell, meta: Optional[Dict[str, Any]] = None) -> str:
+    """The cell's outcome, error and engine log as plain text (`meta`: the bundle's case.json, which names where its
+    float outputs come from)."""
     head = [
         f"cell: {cell.bundle} on {cell.engine} {cell.engine_version} [{cell.hardware}]",
         f"run: {cell.run.get('source', 'local')}, {cell.run.get('date', 'no date')}",
@@ -257,8 +258,9 @@ def log_text(cell: Cell) -> str:
         f"max error: {_steps(cell.max_error_steps)} steps (tolerance {_steps(cell.tolerance_steps)})",
     ]
     if (cell.output_stats or {}).get("measure") == "network":
-        head.append(f"outputs against the reference: {network_words(cell.output_stats)} (judged by SQNR >= "
-                    f"{cell.output_stats.get('min_sqnr_db')} dB and cosine >= {cell.output_stats.get('min_cosine')})")
+        said = network_words(cell.output_stats, float_source(meta or {}))
+        head.append(f"outputs against the reference: {said} (judged by SQNR >= {cell.output_stats.get('min_sqnr_db')} "
+                    f"dB and cosine >= {cell.output_stats.get('min_cosine')})")
     if cell.reason:
         head.append(f"reason: {cell.reason}")
     body = ["", "== error ==", cell.error or "(none)", "", "== engine log ==", cell.log or "(empty)"]
