@@ -6,6 +6,7 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
+from cases import numerics
 from cases.engines import variant_label
 
 SCHEMA = "qdq-matrix/cell/2"  # its JSON Schema: cases/cell.schema.json (cases.schema checks every line)
@@ -42,7 +43,7 @@ SOURCES = ("local", "observed")
 VERDICTS = ("as documented", "as observed before", "fixed", "regressed", "new failure", "undocumented", "not run",
             "not applicable", "harness error")
 PRECISIONS = ("int8", "int4", "fp8", "fp4", "float", "unknown")
-QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")
+QUANTIZED_PRECISIONS = numerics.QUANTIZED_PRECISIONS  # the judge ships alone in bug bundles: it holds the list
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ class Cell:
     tolerance_steps: Optional[float] = None
     # How the outputs were judged and, per output, against the reference: {"measure": "steps" | "network",
     # "min_sqnr_db", "min_cosine" (network) or "tolerance_steps", "outputs": {name: {"sqnr_db", "cosine", "max_abs",
-    # "peak", "non_finite"?, "float"?: the same against the float model's outputs}}}; {} where nothing was compared.
+    # "peak", "non_finite"?, "float"?: the same against the float model's outputs, "loss"?: the reference against
+    # them, "fragile"?}}} (cases.numerics, docs/numerics.md); {} where nothing was compared.
     output_stats: Dict[str, Any] = field(default_factory=dict)
     precision: Dict[str, Dict[str, str]] = field(default_factory=dict)  # node -> {precision, evidence}
     fused: Optional[bool] = None  # every target node ran in INT8

@@ -202,8 +202,8 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
 NAMES: Tuple[str, ...] = tuple(ENGINES)
 CPU_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.device == "cpu")
 LINT_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.lint)
-# What every bug bundle's repro.py needs, whatever the engine: itself and the suite's one error measure.
-REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/steps.py": "generators/steps.py"}
+# What every bug bundle's repro.py needs, whatever the engine: itself and the suite's one judge of outputs.
+REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/numerics.py": "cases/numerics.py"}
 
 
 def spec(name: str) -> EngineSpec:

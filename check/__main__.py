@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from cases.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 from check import CheckError
-from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 
 if TYPE_CHECKING:
     from check.shapes import InputShape

@@ -20,6 +20,7 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 
 import numpy as np
 
+from cases.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 from cases.user_model import CASE, COMPUTE_OPS, ELEMENTWISE_OPS, model_id
 from check import CheckError
 from check import inputs as generated
@@ -27,14 +28,14 @@ from check.forms import like_params
 from check.forms import record as quantization_record
 from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
 from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
-from generators.steps import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
 # dims, input generation, checker warning, reference error, the model's file name only, compute/other target
 # kinds, graph counts, the network measure, the float model; 4: a weight Constant and an elementwise op with a
 # quantized constant operand are no compute node; 5: the quantization form and the seed case it matches (params
-# like_case, like_<axis>), integer and QLinear ops as target nodes, the --shape dimensions a model kept).
-FORMAT_VERSION = "user-5"
+# like_case, like_<axis>), integer and QLinear ops as target nodes, the --shape dimensions a model kept; 6: the float
+# twin's outputs where no float model is given).
+FORMAT_VERSION = "user-6"
 DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
 QUANTIZE = "QuantizeLinear"
@@ -126,6 +127,11 @@ def bundle_from_model(
             float_outputs = float_reference(floats, made.arrays, expected)
             np.savez(staging / FLOAT_FILE, **float_outputs)
             meta["float_reference"] = float_record(floats, float_outputs, expected)
+        elif not failed:  # no float model given: the quantized model's float twin (check.twin) stands in for it
+            float_outputs, meta["float_twin"] = twin_reference(staging / "model.onnx", made.arrays, expected)
+            if float_outputs:
+                np.savez(staging / FLOAT_FILE, **float_outputs)
+                meta["float_reference"] = float_record(None, float_outputs, expected, model_path.name)
         meta["lint"] = lint_record(onnx, staging / "model.onnx")
         meta["meta_digest"] = meta_digest(meta)  # last: it covers every other field, the lint included
         np.savez(staging / "inputs.npz", **made.arrays)
@@ -591,13 +597,43 @@ def float_reference(path: Path, inputs: Mapping[str, np.ndarray],
     return mapped
 
 
-def float_record(path: Path, outputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> Dict[str, Any]:
-    """case.json's `float_reference`: the float model, its outputs' digest, and the quantization loss per output (the
-    simulated Q/DQ reference against the float model)."""
+def float_record(path: Optional[Path], outputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                 twin_of: str = "") -> Dict[str, Any]:
+    """case.json's `float_reference`: the float model (`path`, or the float twin of the model named `twin_of`), its
+    outputs' digest, and the quantization loss per output (the simulated Q/DQ reference against the float model)."""
     from generators.bundle import digest
 
-    return {"model": path.name, "path": str(path.resolve()), "digest": digest(b"", {}, outputs),
-            "loss": {n: output_stats(outputs[n], expected[n]) for n in expected}}
+    said: Dict[str, Any] = {"model": path.name, "path": str(path.resolve())} if path is not None else \
+        {"model": f"the float twin of {twin_of}", "derived": True}
+    return dict(said, digest=digest(b"", {}, outputs),
+                loss={n: output_stats(outputs[n], expected[n]) for n in expected})
+
+
+def twin_reference(model: Path, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]
+                   ) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+    """The float twin's outputs (check.twin: the model with its Q/DQ pairs removed and its quantized constants folded)
+    from the reference's runner, and case.json's `float_twin`: what was removed, folded and kept, or why there are no
+    outputs ({} then). A model without Q/DQ has no twin."""
+    from check.twin import float_twin
+
+    onnx = _onnx()
+    try:
+        twin, done = float_twin(onnx.load(str(model)))
+    except Exception as e:  # a graph the derivation was not written for: the bundle goes on without a twin
+        return {}, {"error": f"the float twin could not be derived: {type(e).__name__}: {_first(e)}"}
+    if not done["pairs"] and not done["folded"]:
+        return {}, dict(done, error="no QuantizeLinear -> DequantizeLinear pair and no quantized constant to undo")
+    with tempfile.TemporaryDirectory(prefix="qdq-twin-") as tmp:
+        path = Path(tmp) / "twin.onnx"
+        large = twin.ByteSize() > 1_800_000_000  # protobuf's 2 GB limit: the weights go beside it
+        onnx.save_model(twin, str(path), save_as_external_data=large, location="twin.data")
+        got, _, failed = reference_outputs(path, inputs)
+    if failed:
+        return {}, dict(done, error=failed.replace("cannot run it", "cannot run the float twin"))
+    wrong = [n for n in expected if n not in got or got[n].shape != expected[n].shape]
+    if wrong:
+        return {}, dict(done, error=f"the float twin's output {wrong[0]!r} is not the model's")
+    return {n: got[n] for n in expected}, dict(done, error="")
 
 
 def _cached(target: Path, key: str) -> Optional[Bundle]:

@@ -25,8 +25,8 @@ import numpy as np
 from cases.cell import Cell
 from cases.engines import CPU_ENGINES
 from cases.engines import ENGINES as SPECS
+from cases.numerics import output_stats
 from generators.bundle import Bundle
-from generators.steps import output_stats
 
 ENGINES = CPU_ENGINES
 # A bug bundle's data_loader.py feeds its inputs.npz (matrix/templates/data_loader.py.j2).

@@ -8,14 +8,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from cases import numerics
 from cases.base import Case
-from cases.cell import QUANTIZED_PRECISIONS, Cell
+from cases.cell import Cell
 from cases.common import ENVIRONMENT_SIGNATURES
 from cases.portable import scrub
 from cases.verdict import cell_context, expectation_record, judge, match_signatures
 from engines.base import Engine, EngineInfo, Observation
 from engines.reasons import error_line, failure_evidence
-from generators import steps
 from generators.bundle import Bundle
 
 LOG_LIMIT = 20_000  # characters of engine log kept per cell
@@ -25,54 +25,31 @@ def error_steps(got: np.ndarray, expected: np.ndarray, step: Optional[float]) ->
     """Worst absolute difference, in quantization steps (integer outputs: in integer units)."""
     if got.shape != expected.shape:
         raise ValueError(f"shape {list(got.shape)} differs from the reference's {list(expected.shape)}")
-    return steps.error_steps(expected, got, steps.comparison_step(expected, step)[0])
-
-
-# The network measure's floor: a quantized output within one step of its own quantizer everywhere passes.
-WITHIN_OUTPUT_STEPS = 1.0
+    return numerics.error_steps(expected, got, numerics.comparison_step(expected, step)[0])
 
 
 def measure(meta: Mapping[str, Any]) -> Dict[str, Any]:
-    """How a bundle's outputs are judged: {"measure": "steps"} (the catalogue's single-op reproducers), or the network
-    measure a user bundle asks for in case.json's `judge` ({"measure": "network", "min_sqnr_db", "min_cosine"})."""
-    judge = dict(meta.get("judge") or {})
-    if judge.get("measure") != "network":
-        return {"measure": "steps", "tolerance_steps": float(meta.get("tolerance_steps", 1.0))}
-    return {"measure": "network", "min_sqnr_db": float(judge.get("min_sqnr_db", steps.DEFAULT_MIN_SQNR_DB)),
-            "min_cosine": float(judge.get("min_cosine", steps.DEFAULT_MIN_COSINE)),
-            "within_output_steps": WITHIN_OUTPUT_STEPS}
+    """How a bundle's outputs are judged (cases.numerics.measure, from its case.json)."""
+    return numerics.measure(meta)
 
 
-def compare(bundle: Bundle, outputs: Dict[str, np.ndarray], expected: Optional[Dict[str, np.ndarray]] = None,
-            stats: Optional[Dict[str, Any]] = None) -> Tuple[Optional[float], str, Dict[str, str]]:
+def judge_outputs(bundle: Bundle, outputs: Mapping[str, Any],
+                  expected: Optional[Dict[str, np.ndarray]] = None) -> numerics.Comparison:
+    """An engine's outputs against the bundle's reference, by cases.numerics (the judge a bug bundle's repro.py
+    carries): the bundle's measure, its floors, and its float outputs where it has them. `expected`: the bundle's
+    reference outputs where the caller has read them already."""
+    if not_compared(bundle):
+        return numerics.Comparison(None)
+    reference = bundle.expected() if expected is None else expected
+    return numerics.compare(bundle.meta, outputs, reference, bundle.float_outputs())
+
+
+def compare(bundle: Bundle, outputs: Dict[str, np.ndarray],
+            expected: Optional[Dict[str, np.ndarray]] = None) -> Tuple[Optional[float], str, Dict[str, str]]:
     """(worst error in steps, mismatch message or "", output dtypes) against the bundle's reference, judged by the
-    bundle's measure: steps, or signal-to-noise and cosine for a whole network. `expected` and `stats` (output_stats'
-    per output) where the caller has them already: judge_observation reads the reference and measures it once."""
-    how = measure(bundle.meta)
-    worst: Optional[float] = None
-    problems: List[str] = []
-    dtypes = {name: str(arr.dtype) for name, arr in outputs.items()}
-    if not_compared(bundle):  # no reference outputs: nothing to fail against
-        return None, "", dtypes
-    for name, want in (bundle.expected() if expected is None else expected).items():
-        if name not in outputs:
-            problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
-            continue
-        try:
-            err = error_steps(np.asarray(outputs[name]), want, bundle.output_step(name))
-        except ValueError as exc:
-            problems.append(f"output {name!r}: {exc}")
-            continue
-        worst = err if worst is None else max(worst, err)
-        if how["measure"] == "network":
-            said = (stats or {}).get(name) or steps.output_stats(want, np.asarray(outputs[name]))
-            why = steps.below(said, how["min_sqnr_db"], how["min_cosine"])
-            if why and not within_one_output_step(bundle, name, err):
-                problems.append(f"output {name!r} differs from the reference: {why}")
-        elif err > how["tolerance_steps"]:
-            problems.append(f"output {name!r} differs from the reference by {err:.3g} steps "
-                            f"(tolerance {how['tolerance_steps']:g})")
-    return worst, "; ".join(problems), dtypes
+    bundle's measure: steps, or signal-to-noise and cosine for a whole network."""
+    found = judge_outputs(bundle, outputs, expected)
+    return found.worst_steps, found.mismatch, {name: str(np.asarray(arr).dtype) for name, arr in outputs.items()}
 
 
 def judged_alike(stored: Cell, meta: Mapping[str, Any]) -> bool:
@@ -87,51 +64,17 @@ def judged_alike(stored: Cell, meta: Mapping[str, Any]) -> bool:
     return all(said.get(k) == v for k, v in how.items())
 
 
-def within_one_output_step(bundle: Bundle, name: str, err: float) -> bool:
-    """An output that a QuantizeLinear -> DequantizeLinear ends, every element within one step of that quantizer: as
-    close as integer execution can come to the simulated reference (one rounding either way), however few steps the
-    output's values span (a near-uniform Softmax quantized to 1/127 has an SQNR near 20 dB at one step)."""
-    said = bundle.meta["outputs"].get(name, {})
-    return said.get("step_kind") == "quantization" and err <= WITHIN_OUTPUT_STEPS
-
-
 def not_compared(bundle: Bundle) -> str:
     """"numerics not compared: <why>" for a bundle whose reference could not run (case.json reference_error)."""
-    why = str(bundle.meta.get("reference_error") or "")
-    return f"numerics not compared: {why}" if why else ""
+    return numerics.not_compared(bundle.meta)
 
 
 def output_stats(bundle: Bundle, outputs: Dict[str, np.ndarray],
                  expected: Optional[Dict[str, np.ndarray]] = None) -> Dict[str, Any]:
     """The cell's `output_stats`: the measure and, per output, cosine, SQNR (dB), max abs error and peak against the
-    reference (`expected`: the bundle's, where the caller has read it); with the float model's outputs in the bundle,
-    the same against them under "float"."""
-    if not_compared(bundle):  # no reference outputs to measure against
-        return {}
-    floats = bundle.float_outputs()
-    per: Dict[str, Any] = {}
-    for name, expected in (bundle.expected() if expected is None else expected).items():
-        got = outputs.get(name)
-        if got is None or np.asarray(got).shape != expected.shape:
-            continue
-        entry = steps.output_stats(expected, np.asarray(got))
-        if name in floats and floats[name].shape == expected.shape:
-            entry["float"] = steps.output_stats(floats[name], np.asarray(got))
-        per[name] = entry
-    return dict(measure(bundle.meta), outputs=per) if per else {}
-
-
-def fused(precision: Dict[str, Dict[str, Any]], targets: List[str]) -> Optional[bool]:
-    """True when every target node ran quantized (INT8, INT4 weights, FP8), False when one ran in float,
-    None when unknown."""
-    found = [precision.get(t, {}).get("precision", "unknown") for t in targets]
-    if not found:
-        return None
-    if "float" in found:
-        return False
-    if all(p in QUANTIZED_PRECISIONS for p in found):
-        return True
-    return None
+    reference; with the float model's outputs in the bundle, the same against them under "float", the quantization
+    loss under "loss" and, where the fragile floor passed it, "fragile"."""
+    return judge_outputs(bundle, outputs, expected).stats
 
 
 def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, str]) -> Cell:
@@ -168,9 +111,9 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     elif obs.options.get("not_applicable"):  # the version removed the API the documented path needs
         status = "not_applicable"
     elif stage == "run" and not error:
-        reference = bundle.expected() if not not_compared(bundle) else {}
-        stats = output_stats(bundle, obs.outputs, reference)
-        worst, mismatch, dtypes = compare(bundle, obs.outputs, reference, stats.get("outputs"))
+        found = judge_outputs(bundle, obs.outputs)
+        worst, mismatch, stats = found.worst_steps, found.mismatch, found.stats
+        dtypes = {name: str(np.asarray(arr).dtype) for name, arr in obs.outputs.items()}
         status = "fail" if mismatch else "pass"
         error = mismatch
         stage = "run" if mismatch or not_compared(bundle) else "compare"
@@ -188,14 +131,15 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         return replace(not_run_cell(case, bundle, idle, run), last_stage=stage, error=error[:4000],
                        log=log[-LOG_LIMIT:], options=options, tactic_sources=sources,
                        timings={k: round(v, 4) for k, v in obs.timings.items()})
-    is_fused = fused(obs.precision, targets) if status in ("pass", "built") else None
+    is_fused = numerics.fused(obs.precision, targets) if status in ("pass", "built") else None
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
     verdict, why = judge(expectation, status, is_fused)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
+    passed = not_compared(bundle) or numerics.fragile_words(stats, numerics.float_source(bundle.meta))
     reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
-        or (not_compared(bundle) if status == "pass" else "")
+        or (passed if status == "pass" else "")
     node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
     options, sources = _options(obs)
     return Cell(

@@ -8,8 +8,8 @@ A bundle is a folder `<root>/<case id>/<param slug>/` holding:
   case.json      bundle, case, seed, params, rng_seed, digest, generator_version, opset, ir_version,
                  target_nodes, inputs/outputs (dtype, shape, step), tolerance_steps, trt,
                  intentionally_invalid, checker, reference, cross_check
-  float.npz      (user bundles made with --float-model only) the float model's outputs for the same inputs;
-                 case.json's `float_reference` names the model and holds their digest
+  float.npz      (user bundles only) the float model's outputs for the same inputs: --float-model's, else the
+                 float twin's (check/twin.py); case.json's `float_reference` names it and holds their digest
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
+
+from cases import numerics
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / ".bundles"
 FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
@@ -69,7 +71,8 @@ class Bundle:
             return {k: f[k] for k in f.files}
 
     def output_step(self, name: str) -> Optional[float]:
-        return self.meta["outputs"].get(name, {}).get("step")
+        """The quantization step case.json gives an output, as the judge reads it (cases.numerics.output_step)."""
+        return numerics.output_step(self.meta, name)
 
     def target_ops(self) -> Dict[str, str]:
         """Each target node's ONNX op type (TensorRT's attribution picks the layer that performs that op); {} where

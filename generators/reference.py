@@ -21,8 +21,8 @@ import numpy as np
 
 from cases.common import ORT_12088
 from cases.engines import ENGINES
+from cases.numerics import error_steps
 from generators.onnx_util import dequantize
-from generators.steps import error_steps
 from generators.reproducer import Reproducer
 
 # The first opset whose DequantizeLinear onnx.reference implements itself.

@@ -2,10 +2,12 @@
 
     bug-bundles/<engine>-<version>/<bundle id, "/" -> "__">/
         model.onnx inputs.npz expected.npz case.json   the reproducer bundle that ran (digest checked)
+        float.npz                                      a user bundle's float outputs, where it has them
         repro.py                                       matrix/repro.py, unchanged: Python 3.9+, numpy and the engine
         cell.json                                      what repro.py reads: the recorded cell, as data
-        suite/                                         the suite's own files repro.py runs, unchanged: steps.py
-                                                       (the error measure) and tensorrt/ (the worker) or stages.py
+        suite/                                         the suite's own files repro.py runs, unchanged: numerics.py
+                                                       (the judge of outputs, cases/numerics.py) and tensorrt/ (the
+                                                       worker) or stages.py
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
         log.txt                                        the cell's error and engine log
@@ -30,6 +32,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 from cases.cell import Cell
 from cases.engines import ENGINES, REPRO_ALWAYS
 from cases.engines import title as engine_title
+from cases.numerics import float_source
 from cases.outcome import FAILED, FAILED_STAGE, outcome
 from cases.portable import portable_path
 from cases.verdict import UNEXPECTED, signature_words
@@ -40,7 +43,9 @@ from matrix.safe import clean, md_cell, md_code, md_fence
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPO = Path(__file__).resolve().parent.parent
 SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
-OPTIONAL_FILES = ("float.npz",)  # a user bundle's float-model outputs (check --float-model), where it has them
+# A user bundle's float outputs (check --float-model, or the float twin derived from the model), where it has them:
+# the judge's fragile floor reads them, so a bug bundle without them could judge otherwise.
+OPTIONAL_FILES = ("float.npz",)
 STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
 REPRO_TIMEOUT_S = 600
 # environment.json: only these fields of the cell, so nothing private leaves the machine by accident.
@@ -186,7 +191,7 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
     shipped = shipped_files(cell)
-    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source), indent=2) + "\n", "log.txt": log_text(cell),
+    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source), indent=2) + "\n", "log.txt": log_text(cell, meta),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
         texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, view(cell, meta, everything))
@@ -241,8 +246,9 @@ def environment(cell: Cell) -> Dict[str, Any]:
     return env
 
 
-def log_text(cell: Cell) -> str:
-    """The cell's outcome, error and engine log as plain text."""
+def log_text(cell: Cell, meta: Optional[Dict[str, Any]] = None) -> str:
+    """The cell's outcome, error and engine log as plain text (`meta`: the bundle's case.json, which names where its
+    float outputs come from)."""
     head = [
         f"cell: {cell.bundle} on {cell.engine} {cell.engine_version} [{cell.hardware}]",
         f"run: {cell.run.get('source', 'local')}, {cell.run.get('date', 'no date')}",
@@ -252,8 +258,9 @@ def log_text(cell: Cell) -> str:
         f"max error: {_steps(cell.max_error_steps)} steps (tolerance {_steps(cell.tolerance_steps)})",
     ]
     if (cell.output_stats or {}).get("measure") == "network":
-        head.append(f"outputs against the reference: {network_words(cell.output_stats)} (judged by SQNR >= "
-                    f"{cell.output_stats.get('min_sqnr_db')} dB and cosine >= {cell.output_stats.get('min_cosine')})")
+        said = network_words(cell.output_stats, float_source(meta or {}))
+        head.append(f"outputs against the reference: {said} (judged by SQNR >= {cell.output_stats.get('min_sqnr_db')} "
+                    f"dB and cosine >= {cell.output_stats.get('min_cosine')})")
     if cell.reason:
         head.append(f"reason: {cell.reason}")
     body = ["", "== error ==", cell.error or "(none)", "", "== engine log ==", cell.log or "(empty)"]
@@ -377,7 +384,8 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
-        "network": network_words(cell.output_stats) if (cell.output_stats or {}).get("measure") == "network" else "",
+        "network": network_words(cell.output_stats, float_source(meta))
+        if (cell.output_stats or {}).get("measure") == "network" else "",
         **tool_commands(cell, meta),
     }
 

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from cases.cell import QUANTIZED_PRECISIONS, Cell
 from cases.engines import variant_label
+from cases.numerics import FRAGILE_MARGIN_DB, float_source
 from cases.outcome import outcome
 from cases.user_model import COMPUTE_OPS
 from matrix.merge import version_key
@@ -94,6 +95,8 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "targets": len(targets), "compute": compute, "other": len(targets) - compute, "graph": graph,
         "float_model": form == "float", "form": form, "forms": forms_view(meta), "shape_notes": shape_notes(meta),
         "judge": dict(meta.get("judge") or {}), "float_reference": _loss(meta.get("float_reference")),
+        "float_twin": dict(meta.get("float_twin") or {}), "float_name": float_source(meta),
+        "fidelity": fidelity(cells, meta), "fragile_margin_db": FRAGILE_MARGIN_DB,
         "columns": [{k: v for k, v in col.items() if k != "nodes"} for col in columns],
         "nodes": nodes, "node_groups": node_groups(nodes, columns), "listed": len(nodes) <= LISTED_NODES,
         "evidence_listed": len(nodes) <= LISTED_NODES and len(nodes) * len(columns) <= LISTED_EVIDENCE,
@@ -181,6 +184,26 @@ def _loss(record: Any) -> Dict[str, Any]:
     return dict(record) if isinstance(record, Mapping) else {}
 
 
+def fidelity(cells: Sequence[Cell], meta: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Per output of a network-measured bundle: the quantization loss (the reference against the float outputs) beside
+    each column's fidelity (its engine against the reference, and against the float outputs), and whether the fragile
+    floor passed it; [] for a bundle judged in steps or with no output measured."""
+    measured = [c.output_stats for c in cells]
+    if not any((s or {}).get("measure") == "network" and (s or {}).get("outputs") for s in measured):
+        return []
+    names = list(meta.get("outputs") or dict.fromkeys(n for s in measured for n in (s or {}).get("outputs") or {}))
+    loss = ((meta.get("float_reference") or {}).get("loss")) or {}
+    rows = []
+    for name in names:
+        said = [((s or {}).get("outputs") or {}).get(name) for s in measured]
+        lost = loss.get(name) or next((o["loss"] for o in said if o and isinstance(o.get("loss"), Mapping)), None)
+        rows.append({"output": name, "loss": _stat_words(lost, max_abs=False) if lost else "",
+                     "cells": [{"reference": _stat_words(o, max_abs=False),
+                                "float": _stat_words(o["float"], cosine=False, max_abs=False) if o.get("float") else "",
+                                "fragile": bool(o.get("fragile"))} if o else None for o in said]})
+    return rows
+
+
 def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Mapping[str, Any]) -> Dict[str, Any]:
     ran = any(p.get("precision") in (*QUANTIZED_PRECISIONS, "float") for p in cell.precision.values())  # evidence
     nodes = {}
@@ -196,17 +219,20 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
                  if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown")]
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]]
     said = outcome(cell)
+    fragile = fragile_outputs(cell)
     column = {
         "engine": cell.engine, "version": cell.engine_version, "hardware": cell.setting,
         "column": [cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant)],
         "heading": f"{cell.engine}@{cell.engine_version}", "status": cell.status, "verdict": cell.verdict,
-        "failed_stage": said.failed_stage, "error": _first(cell.error) or _first(cell.reason),
+        # a fragile pass's reason is the fidelity table's numbers, which the report gives per output
+        "failed_stage": said.failed_stage, "error": _first(cell.error) or ("" if fragile else _first(cell.reason)),
         "signature": cell.signature, "signature_short": signature_short(cell),
         "int8": int8, "total": len(compute), "others": others, "ran": ran,
         "summary": _summary(cell, ran, int8, len(compute), others, meta),
         "failing_node": cell.failing_node if said.failed else "", "says": cell.engine_reason if said.failed else "",
         "reason": _first(cell.reason), "max_error_steps": cell.max_error_steps,
         "numerics": numerics(cell, meta), "output_stats": dict(cell.output_stats), "fallbacks": fallbacks,
+        "fragile": fragile,
         "fallback_ops": _ops([f["node"] for f in fallbacks], details),
         "unknown": unknown, "unknown_ops": _ops(unknown, details), "time": build_time(cell),
         "source": cell.run.get("source", ""), "date": cell.run.get("date", ""), "nodes": nodes,
@@ -321,12 +347,19 @@ def _fallback(name: str, node: Mapping[str, str], detail: Mapping[str, Any]) -> 
             "layer": node["layer"], "text": f"{pairs}: not fused; float fallback ({node['precision']}) in {where}"}
 
 
+def fragile_outputs(cell: Cell) -> List[Dict[str, Any]]:
+    """The outputs that passed by the fragile floor (cases.numerics.fragile), each with its quantization loss."""
+    outputs = (cell.output_stats or {}).get("outputs") or {}
+    return [{"output": name, "loss_db": o["loss"]["sqnr_db"], "sqnr_db": o["sqnr_db"]}
+            for name, o in outputs.items() if o.get("fragile")]
+
+
 def numerics(cell: Cell, meta: Mapping[str, Any]) -> str:
     """The output error as the bundle is judged: SQNR, cosine and max abs error for a whole network, else quantization
     steps where the outputs are quantized, else abs/rel error."""
     stats = cell.output_stats or {}
     if stats.get("measure") == "network" and stats.get("outputs"):
-        return network_words(stats)
+        return network_words(stats, float_source(meta))
     if cell.max_error_steps is None:
         return ""
     err, tol = cell.max_error_steps, cell.tolerance_steps
@@ -345,25 +378,26 @@ def numerics(cell: Cell, meta: Mapping[str, Any]) -> str:
     return f"{err:.3g} steps{tolerance} (each output's step is in case.json)"
 
 
-def network_words(stats: Mapping[str, Any]) -> str:
+def network_words(stats: Mapping[str, Any], floats: str = "the float model") -> str:
     """The worst output by SQNR, in words: "SQNR 31.2 dB, cosine 0.9996, max abs 0.012" (the report's header says the
-    line once); with the float model, the same against it."""
+    line once); with float outputs, the same against them (`floats` names where they come from)."""
     outputs = stats.get("outputs") or {}
     name = min(outputs, key=lambda n: _sqnr_rank(outputs[n]))
     o = outputs[name]
     which = f"{name}: " if len(outputs) > 1 else ""
     said = f"{which}{_stat_words(o)}"
     if isinstance(o.get("float"), Mapping):
-        said += f"; against the float model {_stat_words(o['float'])}"
+        said += f"; against {floats} {_stat_words(o['float'])}"
     return said
 
 
-def _stat_words(o: Mapping[str, Any]) -> str:
+def _stat_words(o: Mapping[str, Any], cosine: bool = True, max_abs: bool = True) -> str:
     if o.get("non_finite"):
         return f"{o['non_finite']} values NaN or inf"
     sqnr = "SQNR exact" if o.get("sqnr_db") is None else f"SQNR {o['sqnr_db']:.1f} dB"
-    cosine = f", cosine {o['cosine']:.4f}" if o.get("cosine") is not None else ""
-    return f"{sqnr}{cosine}, max abs {float(o.get('max_abs') or 0):.3g}"
+    angle = f", cosine {o['cosine']:.4f}" if cosine and o.get("cosine") is not None else ""
+    peak = f", max abs {float(o.get('max_abs') or 0):.3g}" if max_abs else ""
+    return f"{sqnr}{angle}{peak}"
 
 
 def _sqnr_rank(o: Mapping[str, Any]) -> float:

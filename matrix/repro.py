@@ -6,14 +6,16 @@
     python repro.py --json out.json  # also write what was observed, the recorded cell and the verdict
 
 A bug bundle (`python -m matrix bugs`) holds this file unchanged, next to the reproducer that ran (model.onnx,
-inputs.npz, expected.npz, case.json), cell.json (what the suite recorded, and how its adapter ran the engine) and
-suite/, the suite's own files copied unchanged: steps.py (its error measure, generators/steps.py) and either
-tensorrt/ (TensorRT and TensorRT-RTX: the worker, engines/tensorrt/*.py, run in its own process as the adapter
-runs it) or stages.py (ONNX Runtime or OpenVINO: the adapter's stages, engines/<engine>/stages.py). A model with dynamic
-inputs builds with the optimization profile the cell recorded (cell.json request.profile). The outputs
-are judged as engines/cells.py judges them. The last line is "REPRODUCED: ..." (exit status 0) when the recorded
-status and stage (the documented signature and INT8 fusion where the cell has them) happen here, else
-"DID NOT REPRODUCE: ..." (exit status 1); either way it sets the max error against the recorded one.
+inputs.npz, expected.npz, case.json, and float.npz where a user bundle has the float model's outputs), cell.json
+(what the suite recorded, and how its adapter ran the engine) and suite/, the suite's own files copied unchanged:
+numerics.py (its one judge of outputs, cases/numerics.py) and either tensorrt/ (TensorRT and TensorRT-RTX: the
+worker, engines/tensorrt/*.py, run in its own process as the adapter runs it) or stages.py (ONNX Runtime or
+OpenVINO: the adapter's stages, engines/<engine>/stages.py). A model with dynamic inputs builds with the optimization
+profile the cell recorded (cell.json request.profile). The outputs are judged by the judge the suite's cells are
+judged with (steps, or SQNR and cosine with its floors; which INT8, INT4, FP8 or FP4 evidence is fused). The last
+line is "REPRODUCED: ..." (exit status 0) when the recorded status and stage (the documented signature and INT8
+fusion where the cell has them) happen here, else "DID NOT REPRODUCE: ..." (exit status 1); either way it sets the
+max error against the recorded one.
 
 Python 3.9+, numpy and the engine (tensorrt, tensorrt_rtx, onnxruntime or openvino); nothing from the repository.
 """
@@ -80,69 +82,44 @@ def suite_module(relative: str, name: str) -> types.ModuleType:
     return module
 
 
-# ---- judging: engines/cells.py's rules, with the suite's error measure ----
+# ---- judging: the suite's own judge of outputs (suite/numerics.py, cases/numerics.py) ----
 
-def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optional[float], str]:
-    """(worst error in steps, mismatch message or "") against expected.npz, as engines.cells.compare: in steps, or
-    by SQNR and cosine where case.json judges the whole network."""
-    steps = suite_module("steps.py", "qdq_suite_steps")
-    tolerance = float(case.get("tolerance_steps", 1.0))
-    how = case.get("judge") or {}
-    worst: Optional[float] = None
-    problems = []
-    for name, expected in read_npz("expected.npz").items():
-        if name not in outputs:
-            problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
-            continue
-        got = np.asarray(outputs[name])
-        if got.shape != expected.shape:
-            problems.append(f"output {name!r}: shape {list(got.shape)} differs from the reference's "
-                            f"{list(expected.shape)}")
-            continue
-        step = (case.get("outputs") or {}).get(name, {}).get("step")
-        err = steps.error_steps(expected, got, steps.comparison_step(expected, step)[0])
-        worst = err if worst is None else max(worst, err)
-        if how.get("measure") == "network":
-            why = steps.below(steps.output_stats(expected, got), float(how["min_sqnr_db"]), float(how["min_cosine"]))
-            if why:
-                problems.append(f"output {name!r} differs from the reference: {why}")
-        elif err > tolerance:
-            problems.append(f"output {name!r} differs from the reference by {err:.3g} steps (tolerance {tolerance:g})")
-    return worst, "; ".join(problems)
+def numerics() -> types.ModuleType:
+    """The judge the suite's cells are judged with, as this bundle carries it."""
+    return suite_module("numerics.py", "qdq_suite_numerics")
 
 
-def fused(precision: Dict[str, Dict[str, Any]], targets: List[str]) -> Optional[bool]:
-    """Every target node quantized (True), one in float (False), or unknown (None): engines.cells.fused."""
-    found = [precision.get(t, {}).get("precision", "unknown") for t in targets]
-    if not found:
-        return None
-    if "float" in found:
-        return False
-    if all(p in ("int8", "int4", "fp8") for p in found):
-        return True
-    return None
+def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optional[float], str, str]:
+    """(worst error in steps, mismatch message or "", what a pass has to say or "": numerics not compared, or
+    numerically fragile) against expected.npz and, where the bundle has it, float.npz, as engines.cells judges."""
+    judge_ = numerics()
+    floats = read_npz("float.npz") if os.path.isfile(os.path.join(HERE, "float.npz")) else {}
+    found = judge_.compare(case, outputs, read_npz("expected.npz"), floats)
+    return found.worst_steps, found.mismatch, judge_.not_compared(case) or \
+        judge_.fragile_words(found.stats, judge_.float_source(case))
 
 
 def judge(obs: Observation, case: Dict[str, Any]) -> Dict[str, Any]:
     """Status, stage, error and max error of an observation, by engines.cells.judge_observation's rules."""
-    stage, error, worst = obs.stage, obs.error, None
+    stage, error, worst, note = obs.stage, obs.error, None, ""
     if obs.crashed:
         status = "crashed"
     elif obs.options.get("not_applicable"):
         status = "not_applicable"
     elif stage == "run" and not error:
-        worst, mismatch = compare(obs.outputs, case)
+        worst, mismatch, note = compare(obs.outputs, case)
         status, error = ("fail" if mismatch else "pass"), mismatch
-        stage = "run" if mismatch else "compare"
+        stage = "run" if mismatch or case.get("reference_error") else "compare"
     elif stage == "build" and not error and obs.not_run_here:
         status = "built"
     else:
         status = "fail"
     targets = list(case.get("target_nodes") or [])
-    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "")
+    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
+        or (note if status == "pass" else "")
     return {
         "status": status, "stage": stage, "error": error or obs.crashed, "log": obs.log, "max_error_steps": worst,
-        "fused": fused(obs.precision, targets) if status in ("pass", "built") and obs.precision else None,
+        "fused": numerics().fused(obs.precision, targets) if status in ("pass", "built") else None,
         "reason": reason,
         "version": obs.version, "notes": obs.notes, "traceback": obs.traceback,
     }
@@ -289,7 +266,8 @@ def describe(found: Dict[str, Any], tolerance: float) -> str:
     if status == "pass":
         worst = found.get("max_error_steps")
         shown = "n/a" if worst is None else f"{worst:.3g}"
-        return f"pass (max error {shown} steps, tolerance {tolerance:g})"
+        note = first_line(found.get("reason") or "")
+        return f"pass (max error {shown} steps, tolerance {tolerance:g})" + (f": {note}" if note else "")
     if status == "fail":
         return f"fail at {found.get('failed_stage') or '?'}: {error}"
     if status == "built":

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from cases import numerics
 from cases.cell import Cell
 from cases.engines import NAMES, family
-from engines import cells
 from engines.results import read_results
 from engines.tensorrt import layers as tlayers
 from engines.tensorrt import target_ops, unpack_listing
@@ -52,7 +52,7 @@ def rederive(cell: Cell, ops: Dict[str, str]) -> Tuple[Dict[str, Any], Optional[
         if dtype:
             entry["network_dtype"] = dtype
             entry["evidence"] += f"; network definition types its output {dtype}"
-    return new, cells.fused(new, list(new)) if cell.status in ("pass", "built") else cell.fused
+    return new, numerics.fused(new, list(new)) if cell.status in ("pass", "built") else cell.fused
 
 
 def _ops(bundle_id: str, root: Path) -> Dict[str, str]:

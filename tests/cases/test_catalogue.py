@@ -23,10 +23,10 @@ from packaging.specifiers import SpecifierSet
 from cases import CASE_MODULES, all_cases, bundle_id, get_case
 from cases.base import Case, Expectation, Signature, repository_path, upstream
 from cases.isa import isa
+from cases.numerics import error_steps
 from generators import write
 from generators.bundle import Bundle, verify_bundle
 from generators.onnx_util import IR_VERSION_FOR_OPSET
-from generators.steps import error_steps
 
 REPO = Path(__file__).resolve().parents[2]
 PER_CASE = Path(__file__).resolve().parent / "per_case"

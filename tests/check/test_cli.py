@@ -40,8 +40,8 @@ def test_check_runs_onnxruntime_and_openvino_and_writes_the_nodereport_file(quan
         assert col["numerics"].startswith("SQNR ") and col["output_stats"]["measure"] == "network"
     openvino = next(c for c in report["columns"] if c["engine"] == "openvino")
     assert openvino["int8"] >= 2  # both convolutions run as i8/u8 kernels on any x86-64 CPU
-    # engines, lint, nodes grouped, every node (behind a click)
-    assert report_file(tmp_path / "rep", "convnet_int8", ".html").read_text().count("<table>") == 4
+    # engines, quantization loss beside engine fidelity, lint, nodes grouped, every node (behind a click)
+    assert report_file(tmp_path / "rep", "convnet_int8", ".html").read_text().count("<table>") == 5
     lint = report["predictions"]
     assert lint["findings"] and lint["ran"] == [] and lint["not_run"] == len(lint["rows"]), \
         "no TensorRT ran here: every prediction is 'predicted, not run here'"

@@ -58,7 +58,8 @@ def test_a_not_run_cell_stands_only_where_the_engine_decides_it_from_the_bundle_
 
 NETWORK = {"digest": "d" * 16, "judge": {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99}}
 MEASURED = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99, "within_output_steps": 1.0,
-            "outputs": {"y": {"sqnr_db": 40.0, "cosine": 0.9999}}}
+            "fragile_margin_db": 3.0, "outputs": {"y": {"sqnr_db": 40.0, "cosine": 0.9999}}}
+FLOATS = dict(NETWORK, float_reference={"digest": "f" * 64})
 
 
 @pytest.mark.parametrize("cell, stands", [
@@ -68,8 +69,11 @@ MEASURED = {"measure": "network", "min_sqnr_db": 20.0, "min_cosine": 0.99, "with
     (stored(status="pass", last_stage="compare", output_stats=dict(MEASURED, min_sqnr_db=30.0)), False),
     (stored(status="pass", last_stage="compare", output_stats={k: v for k, v in MEASURED.items()
                                                                 if k != "within_output_steps"}), False),  # older rule
+    (stored(status="pass", last_stage="compare", output_stats={k: v for k, v in MEASURED.items()
+                                                                if k != "fragile_margin_db"}), False),  # no fragile
     (stored(status="pass", last_stage="compare", max_error_steps=0.5), False),  # by steps, before cells said so
-], ids=["built", "failed-at-load", "same-measure", "other-threshold", "before-the-one-step-rule", "steps-era"])
+], ids=["built", "failed-at-load", "same-measure", "other-threshold", "before-the-one-step-rule",
+        "before-the-fragile-rule", "steps-era"])
 def test_a_user_models_cell_is_judged_again_only_where_its_outputs_were_measured_otherwise(cell, stands):
     """python -m check again with nothing changed reuses its TensorRT-RTX plan cell (it used to build it again)."""
     assert reusable(cell, NETWORK, CASE, static_not_run=True) is stands
@@ -82,3 +86,13 @@ def test_a_cell_made_for_other_parameters_is_run_again():
     assert reusable(cell, dict(META, params={"model": "crnn.onnx"}), CASE, static_not_run=True)
     like = {"model": "crnn.onnx", "like_case": "dynamic_quantize", "like_variant": "ort_dynamic_conv"}
     assert not reusable(cell, dict(META, params=like), CASE, static_not_run=True)
+
+
+def test_a_cell_judged_with_other_float_outputs_is_judged_again():
+    """The fragile floor reads the float outputs: a cell measured without them, or with others, does not stand."""
+    same = stored(status="pass", last_stage="compare", output_stats=dict(MEASURED, float_digest="f" * 64))
+    assert reusable(same, FLOATS, CASE, static_not_run=True)
+    assert not reusable(stored(status="pass", last_stage="compare", output_stats=MEASURED), FLOATS, CASE,
+                        static_not_run=True)
+    assert not reusable(replace(same, output_stats=dict(MEASURED, float_digest="e" * 64)), FLOATS, CASE,
+                        static_not_run=True)

@@ -156,7 +156,7 @@ def test_tensorrt_bundle_holds_every_file(trt_bundle):
     assert names == {"model.onnx", "inputs.npz", "expected.npz", "case.json", "cell.json", "repro.py", "commands.md",
                      "data_loader.py", "environment.json", "log.txt", "ISSUE.md", "suite"}
     assert {str(p.relative_to(trt_bundle)) for p in (trt_bundle / "suite").rglob("*.py")} == \
-        {"suite/steps.py"} | {f"suite/tensorrt/{n}" for n in TRT_FILES}
+        {"suite/numerics.py"} | {f"suite/tensorrt/{n}" for n in TRT_FILES}
     with zipfile.ZipFile(str(trt_bundle) + ".zip") as z:
         assert {f"{trt_bundle.name}/repro.py", f"{trt_bundle.name}/suite/tensorrt/worker.py"} <= set(z.namelist())
 
@@ -164,7 +164,7 @@ def test_tensorrt_bundle_holds_every_file(trt_bundle):
 def test_repro_and_the_suite_files_are_the_repositorys_own_unchanged(trt_bundle):
     """No template: repro.py is matrix/repro.py and suite/ holds the worker and the error measure as they are."""
     assert (trt_bundle / "repro.py").read_bytes() == (REPO / "matrix" / "repro.py").read_bytes()
-    assert (trt_bundle / "suite" / "steps.py").read_bytes() == (REPO / "generators" / "steps.py").read_bytes()
+    assert (trt_bundle / "suite" / "numerics.py").read_bytes() == (REPO / "cases" / "numerics.py").read_bytes()
     for name in TRT_FILES:
         assert (trt_bundle / "suite" / "tensorrt" / name).read_bytes() == \
             (REPO / "engines" / "tensorrt" / name).read_bytes()

@@ -19,10 +19,10 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
+from cases import numerics
 from cases.cell import Cell
 from cases.engines import ENGINES as SPECS
 from cases.engines import REPRO_ALWAYS
-from generators import steps
 from generators.write import write_all
 from matrix.bugbundle import make
 from matrix.merge import load_results
@@ -100,24 +100,25 @@ def test_a_bug_bundle_needs_nothing_from_the_repository(suite_cells, tmp_path):
 
 
 def test_repro_counts_error_the_way_the_suite_does(tmp_path):
-    """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: generators/steps.py, which
+    """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: cases/numerics.py, which
     the bundle ships (the old template counted an all-zero output in steps of 1.0 and any NaN as infinite)."""
     from matrix import repro
 
-    assert set(REPRO_ALWAYS) == {"repro.py", "suite/steps.py"} and REPRO_ALWAYS["suite/steps.py"] == \
-        "generators/steps.py"
+    assert set(REPRO_ALWAYS) == {"repro.py", "suite/numerics.py"} and REPRO_ALWAYS["suite/numerics.py"] == \
+        "cases/numerics.py"
     (tmp_path / "suite").mkdir()
-    shutil.copyfile(REPO / "generators" / "steps.py", tmp_path / "suite" / "steps.py")
+    shutil.copyfile(REPO / "cases" / "numerics.py", tmp_path / "suite" / "numerics.py")
     zeros = np.zeros((2, 3), np.float32)
     nan = np.array([np.nan, 1.0], np.float32)
     np.savez(tmp_path / "expected.npz", z=zeros, n=nan)
     old_here, old_suite = repro.HERE, repro.SUITE
     repro.HERE, repro.SUITE = str(tmp_path), str(tmp_path / "suite")
     try:
-        worst, mismatch = repro.compare({"z": zeros + np.float32(0.5 / 127), "n": nan.copy()}, {"tolerance_steps": 1})
+        worst, mismatch, _ = repro.compare({"z": zeros + np.float32(0.5 / 127), "n": nan.copy()},
+                                           {"tolerance_steps": 1})
     finally:
         repro.HERE, repro.SUITE = old_here, old_suite
-    expected = steps.error_steps(zeros, zeros + np.float32(0.5 / 127), steps.comparison_step(zeros, None)[0])
+    expected = numerics.error_steps(zeros, zeros + np.float32(0.5 / 127), numerics.comparison_step(zeros, None)[0])
     assert worst == pytest.approx(expected) == pytest.approx(0.5, rel=1e-5) and mismatch == ""
 
 

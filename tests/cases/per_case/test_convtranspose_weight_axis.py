@@ -7,9 +7,9 @@ import pytest
 
 from cases import slug
 from cases.convtranspose_weight_axis import CASE
+from cases.numerics import error_steps
 from generators.qdq_parts import conv_transpose
 from generators.reference import expected_outputs
-from generators.steps import error_steps
 from generators.write import build
 from tests.cases.per_case.helpers import assert_symmetric_int8_for_tensorrt, attrs, initializers
 

@@ -1,0 +1,193 @@
+"""The float twin of a Q/DQ model: the quantized model with its quantization taken out, so that a user bundle measures
+its quantization loss (the simulated Q/DQ reference against a float model) without `--float-model`.
+
+Every QuantizeLinear -> DequantizeLinear pair becomes an Identity of the QuantizeLinear's input (the DequantizeLinear's
+output keeps its name, so graph outputs and consumers stay as they are), or a Relu where the pair's range starts at 0:
+a quantizer folds a Relu into such a pair and removes it (onnxruntime's does), and only its clipping remembers it.
+Every DequantizeLinear of a constant is
+folded into a float initializer, scale * (q - zero point), per tensor, per axis or per block, as the operator defines
+it. What cannot be undone is kept and said with its reason: a pair whose two scales differ (a requantization), a
+DequantizeLinear of a graph input or of another operator's output, one whose constants cannot be read. The float
+originals of the weights are not in a quantized model, so the twin keeps the weights' quantized values: its loss is
+the activations' quantization (`--float-model` measures both). Nodes inside subgraphs are left as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+
+QUANTIZE = "QuantizeLinear"
+DEQUANTIZE = "DequantizeLinear"
+LOWEST = {"int4": -8, "uint4": 0}  # ml_dtypes' 4-bit integers, which numpy's iinfo does not know; floats have none
+
+
+def float_twin(model: Any) -> Tuple[Any, Dict[str, Any]]:
+    """(the twin, what was done: {"pairs": Q/DQ pairs removed, "relu": how many of them became a Relu, "folded":
+    constants folded, "kept": [{node, op, why}]}) for an onnx ModelProto with its weights loaded; the model itself is
+    not changed."""
+    from onnx import ModelProto, helper, numpy_helper
+
+    twin = ModelProto()
+    twin.CopyFrom(model)
+    graph = twin.graph
+    constants: Dict[str, Any] = {i.name: i for i in graph.initializer}
+    constants.update({n.output[0]: _attribute_tensor(n) for n in graph.node if n.op_type == "Constant" and n.output
+                      and _attribute_tensor(n) is not None})
+    producer = {o: n for n in graph.node for o in n.output}
+    arrays: Dict[str, np.ndarray] = {}  # constants read once, folded ones added as they are made
+
+    def array(name: str) -> np.ndarray:
+        if name not in arrays:
+            arrays[name] = numpy_helper.to_array(constants[name])
+        return arrays[name]
+
+    nodes, folded, kept, pairs, relus = [], [], [], 0, 0
+    for node in graph.node:
+        if node.op_type != DEQUANTIZE or not node.input:
+            nodes.append(node)
+            continue
+        source = producer.get(node.input[0])
+        if source is not None and source.op_type == QUANTIZE:
+            why = _pair_differs(source, node, lambda name: name in constants or name in arrays, array)
+            if why:
+                kept.append({"node": node.name, "op": DEQUANTIZE, "why": why})
+                nodes.append(node)
+                continue
+            floor = _starts_at_zero(source, array)
+            nodes.append(helper.make_node("Relu" if floor else "Identity", [source.input[0]], [node.output[0]],
+                                          name=node.name))
+            pairs += 1
+            relus += floor
+            continue
+        if node.input[0] in constants or node.input[0] in arrays:
+            try:
+                value = dequantize(node, [array(i) if i else None for i in node.input])
+            except Exception as e:  # a type or layout numpy cannot read here
+                kept.append({"node": node.name, "op": DEQUANTIZE, "why": f"its constant cannot be folded: {_first(e)}"})
+                nodes.append(node)
+                continue
+            arrays[node.output[0]] = value
+            folded.append(node.output[0])
+            continue
+        kept.append({"node": node.name, "op": DEQUANTIZE, "why": "it dequantizes a graph input or another node's "
+                     "output, not a QuantizeLinear or a constant"})
+        nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    graph.initializer.extend(numpy_helper.from_array(arrays[name], name) for name in folded)
+    _drop_unused(graph)
+    kept += [{"node": n.name, "op": QUANTIZE, "why": "its output is read by more than a DequantizeLinear (a graph "
+              "output or another operator)"} for n in graph.node if n.op_type == QUANTIZE]
+    return twin, {"pairs": pairs, "relu": relus, "folded": len(folded), "kept": kept}
+
+
+def dequantize(node: Any, inputs: List[Optional[np.ndarray]]) -> np.ndarray:
+    """A DequantizeLinear of constants as the operator defines it: (x - zero point) * scale, the scale per tensor, per
+    `axis` or per `block_size` elements along it; the result in the scale's type (or `output_dtype`)."""
+    from onnx import helper
+
+    x, scale = inputs[0], inputs[1]
+    zero = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if x is None or scale is None:
+        raise ValueError("no input or scale")
+    axis = int(attrs.get("axis", 1)) % max(x.ndim, 1)
+    block = int(attrs.get("block_size", 0))
+    out_dtype = helper.tensor_dtype_to_np_dtype(int(attrs["output_dtype"])) if attrs.get("output_dtype") else \
+        scale.dtype
+    zero_point = np.zeros((), x.dtype) if zero is None else _spread(zero, x.shape, axis, block)
+    if np.dtype(x.dtype).kind in "iu":  # integers: exact differences, as the operator computes them
+        centred = (x.astype(np.int64) - np.asarray(zero_point).astype(np.int64)).astype(np.float32)
+    else:  # INT4, FP8, FP4 (ml_dtypes types): every value is exact in float32
+        centred = x.astype(np.float32) - np.asarray(zero_point).astype(np.float32)
+    return (centred * _spread(scale.astype(np.float32), x.shape, axis, block)).astype(out_dtype)
+
+
+def _spread(values: np.ndarray, shape: Tuple[int, ...], axis: int, block: int) -> Any:
+    """A scale or zero point broadcast to the quantized tensor's shape: one value, one per `axis` index, or one per
+    block of `block` elements along it."""
+    if values.size == 1:
+        return values.reshape(())
+    if block:
+        return np.repeat(values, block, axis=axis).take(range(shape[axis]), axis=axis)
+    if values.ndim != 1 or values.size != shape[axis]:
+        raise ValueError(f"{values.size} scales for axis {axis} of a tensor of shape {list(shape)}")
+    return values.reshape([-1 if d == axis else 1 for d in range(len(shape))])
+
+
+def _starts_at_zero(q: Any, array: Callable[[str], np.ndarray]) -> bool:
+    """Whether a QuantizeLinear's range starts at 0 (its zero point is its type's lowest value: uint8 0, int8 -128):
+    it clips every negative value, as the Relu or Clip a quantizer folds into it did (onnxruntime's quantizer removes a
+    Relu before a Q/DQ whose range starts at 0). Without a zero point the type is uint8 (or `output_dtype`)."""
+    from onnx import helper
+
+    if len(q.input) > 2 and q.input[2]:
+        zero = array(q.input[2])
+        dtype = np.dtype(zero.dtype)
+    else:
+        said = next((helper.get_attribute_value(a) for a in q.attribute if a.name == "output_dtype"), 0)
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(said))) if said else np.dtype(np.uint8)
+        zero = np.zeros((), dtype)
+    lowest = LOWEST.get(dtype.name, np.iinfo(dtype).min if dtype.kind in "iu" else None)
+    return lowest is not None and bool(np.all(np.asarray(zero).astype(np.int64) == lowest))
+
+
+def _pair_differs(q: Any, dq: Any, constant: Callable[[str], bool], array: Callable[[str], np.ndarray]) -> str:
+    """"" when a QuantizeLinear and the DequantizeLinear after it use one scale and zero point (by name or by value),
+    else why the pair is kept."""
+    for i, what in ((1, "scale"), (2, "zero point")):
+        a = q.input[i] if len(q.input) > i else ""
+        b = dq.input[i] if len(dq.input) > i else ""
+        if a == b:
+            continue
+        if not (constant(a) and constant(b)):
+            return f"its {what} is not its QuantizeLinear's ({a or 'none'} and {b or 'none'}), a requantization"
+        x, y = array(a), array(b)
+        if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y):
+            return f"its {what} differs from its QuantizeLinear's, a requantization"
+    return ""
+
+
+def _attribute_tensor(node: Any) -> Any:
+    return next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
+
+
+def _drop_unused(graph: Any) -> None:
+    """Remove the nodes and initializers nothing reads any more: QuantizeLinear nodes whose DequantizeLinear went, the
+    integer weights, scales and zero points that were folded; a graph output is always read."""
+    while True:
+        read: Set[str] = {o.name for o in graph.output}
+        for n in graph.node:
+            read.update(n.input)
+            read.update(_subgraph_names(n))
+        dead = [n for n in graph.node if n.op_type in (QUANTIZE, "Constant") and not any(o in read for o in n.output)]
+        for n in dead:
+            graph.node.remove(n)
+        if not dead:
+            break
+    unused = [i for i in graph.initializer if i.name not in read]
+    for i in unused:
+        graph.initializer.remove(i)
+    produced = {o for n in graph.node for o in n.output} | {i.name for i in graph.input} | \
+        {i.name for i in graph.initializer}
+    stale = [v for v in graph.value_info if v.name not in produced]
+    for v in stale:
+        graph.value_info.remove(v)
+
+
+def _subgraph_names(node: Any) -> Set[str]:
+    """Every name a node's subgraphs read (an If or Loop body may read an outer initializer)."""
+    found: Set[str] = set()
+    for a in node.attribute:
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            for n in g.node:
+                found.update(n.input)
+                found.update(_subgraph_names(n))
+    return found
+
+
+def _first(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:200] if text else type(e).__name__

@@ -1,0 +1,121 @@
+"""The float twin (check.twin): a quantized model with its quantization taken out stands in for the float model it came
+from, its quantized constants folded exactly as onnx's reference DequantizeLinear computes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from cases.numerics import output_stats
+from check.bundle import reference_outputs
+from check.twin import dequantize, float_twin
+from tests.check.models import deep_convnet, quantize_for_tensorrt, quantize_fragile, quantize_static
+
+RNG = np.random.default_rng(5)
+INPUTS = {"x": np.random.default_rng(0).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)}
+
+
+def _tensor(name: str, dtype: int, values: np.ndarray) -> onnx.TensorProto:
+    return helper.make_tensor(name, dtype, list(values.shape), values.reshape(-1).tolist())
+
+
+# name, opset, quantized values (ONNX type, numpy values), scale, zero point, attributes
+FOLDS = [
+    ("int8-per-tensor", 19, (TensorProto.INT8, RNG.integers(-128, 128, (4, 6))), np.float32(0.02), np.int8(3), {}),
+    ("uint8-per-axis-0", 19, (TensorProto.UINT8, RNG.integers(0, 256, (4, 6))),
+     RNG.uniform(0.01, 0.1, 4).astype(np.float32), RNG.integers(0, 256, 4).astype(np.uint8), {"axis": 0}),
+    ("int8-per-axis-1", 19, (TensorProto.INT8, RNG.integers(-128, 128, (4, 6))),
+     RNG.uniform(0.01, 0.1, 6).astype(np.float32), np.zeros(6, np.int8), {"axis": 1}),
+    ("int32-bias", 19, (TensorProto.INT32, RNG.integers(-(2 ** 30), 2 ** 30, 6)), np.float32(1e-4), None, {}),
+    ("int4-blocked", 21, (TensorProto.INT4, RNG.integers(-8, 8, (4, 6))),
+     RNG.uniform(0.01, 0.1, (4, 2)).astype(np.float32), None, {"axis": 1, "block_size": 4}),
+    ("fp8-e4m3-per-tensor", 19, (TensorProto.FLOAT8E4M3FN, RNG.uniform(-4, 4, (4, 6))), np.float32(0.5), None, {}),
+    ("fp4-e2m1-per-axis", 23, (TensorProto.FLOAT4E2M1, RNG.choice([0.5, 1.0, -1.5, 3.0, -6.0], (4, 6))),
+     RNG.uniform(0.1, 1.0, 4).astype(np.float32), None, {"axis": 0}),
+    ("int8-float16-scale", 19, (TensorProto.INT8, RNG.integers(-128, 128, (4, 6))), np.float16(0.03), np.int8(0),
+     {}),
+]
+
+
+@pytest.mark.parametrize("name, opset, quantized, scale, zero, attrs", FOLDS, ids=[f[0] for f in FOLDS])
+def test_a_folded_constant_is_what_onnxs_reference_dequantizelinear_computes(name, opset, quantized, scale, zero,
+                                                                            attrs):
+    from onnx.reference import ReferenceEvaluator
+
+    inits = [_tensor("w", quantized[0], np.asarray(quantized[1])), numpy_helper.from_array(np.asarray(scale), "s")]
+    inputs = ["w", "s"]
+    if zero is not None:
+        inits.append(numpy_helper.from_array(np.asarray(zero), "z"))
+        inputs.append("z")
+    node = helper.make_node("DequantizeLinear", inputs, ["y"], name="dq", **attrs)
+    out_type = helper.np_dtype_to_tensor_dtype(np.asarray(scale).dtype)
+    graph = helper.make_graph([node], "fold", [], [helper.make_tensor_value_info("y", out_type, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    want = ReferenceEvaluator(model).run(None, {})[0]
+    got = dequantize(node, [numpy_helper.to_array(t) for t in inits])
+    assert got.dtype == want.dtype and np.array_equal(got, want), name
+    twin, done = float_twin(model)
+    assert done == {"pairs": 0, "relu": 0, "folded": 1, "kept": []}
+    assert [n.op_type for n in twin.graph.node] == [] and [i.name for i in twin.graph.initializer] == ["y"]
+    assert np.array_equal(numpy_helper.to_array(twin.graph.initializer[0]), want)
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory) -> Dict[str, Path]:
+    folder = tmp_path_factory.mktemp("twin")
+    floats = deep_convnet(folder / "float.onnx", layers=6)
+    return {"float": floats, "tensorrt-settings": quantize_for_tensorrt(floats, folder / "trt.onnx"),
+            "ort-defaults": quantize_static(floats, folder / "ort.onnx"),
+            "fragile": quantize_fragile(floats, folder / "fragile.onnx")}
+
+
+@pytest.mark.parametrize("which, relu", [("tensorrt-settings", False), ("ort-defaults", True), ("fragile", False)])
+def test_the_twin_stands_in_for_the_float_model(quantized, tmp_path, which, relu):
+    """Its quantization loss leaves out the weights' rounding only: at most the float model's, and within 1 dB of it
+    where the activations' quantization dominates (the fragile model). onnxruntime's defaults fold each Relu into an
+    int8 Q/DQ whose range starts at 0, and the twin gives it back (an Identity there would lose the Relu: 30 dB off)."""
+    model = onnx.load(str(quantized[which]))
+    twin, done = float_twin(model)
+    ops = {n.op_type for n in twin.graph.node}
+    assert not ops & {"QuantizeLinear", "DequantizeLinear"} and done["kept"] == []
+    assert done["pairs"] > 6 and done["folded"] >= 6 and (done["relu"] > 0) is relu
+    onnx.save(twin, str(tmp_path / "twin.onnx"))
+    reference, floats, twins = (reference_outputs(p, INPUTS)[0] for p in (quantized[which], quantized["float"],
+                                                                           tmp_path / "twin.onnx"))
+    (name,) = reference
+    loss, twin_loss = output_stats(floats[name], reference[name]), output_stats(twins[name], reference[name])
+    assert twin_loss["sqnr_db"] >= loss["sqnr_db"] - 0.5, (loss, twin_loss)
+    if which == "fragile":
+        assert loss["sqnr_db"] < 12 and abs(loss["sqnr_db"] - twin_loss["sqnr_db"]) < 1.0, (loss, twin_loss)
+    assert output_stats(floats[name], twins[name])["sqnr_db"] > 25, "the twin is the float model, weights quantized"
+
+
+def _graph(nodes: List[onnx.NodeProto], inits: List[onnx.TensorProto], x_type: int = TensorProto.FLOAT
+           ) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "kept", [helper.make_tensor_value_info("x", x_type, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_what_cannot_be_undone_is_kept_with_its_reason():
+    scales = [numpy_helper.from_array(np.float32(v), n) for n, v in (("s1", 0.1), ("s2", 0.2), ("s3", 0.1))]
+    zero = numpy_helper.from_array(np.int8(0), "z")
+    requantized = _graph([helper.make_node("QuantizeLinear", ["x", "s1", "z"], ["q"], name="q"),
+                          helper.make_node("DequantizeLinear", ["q", "s2", "z"], ["y"], name="dq")], [*scales, zero])
+    twin, done = float_twin(requantized)
+    assert done["pairs"] == 0 and [k["node"] for k in done["kept"]] == ["dq", "q"]
+    assert "differs from its QuantizeLinear's, a requantization" in done["kept"][0]["why"]
+    same_value = _graph([helper.make_node("QuantizeLinear", ["x", "s1", "z"], ["q"], name="q"),
+                         helper.make_node("DequantizeLinear", ["q", "s3", "z"], ["y"], name="dq")], [*scales, zero])
+    assert float_twin(same_value)[1]["pairs"] == 1, "two scale tensors of one value are one scale"
+    integer_input = _graph([helper.make_node("DequantizeLinear", ["x", "s1", "z"], ["y"], name="dq")],
+                           [*scales, zero], TensorProto.INT8)
+    twin, done = float_twin(integer_input)
+    assert [n.op_type for n in twin.graph.node] == ["DequantizeLinear"]
+    assert done["kept"] == [{"node": "dq", "op": "DequantizeLinear", "why": "it dequantizes a graph input or another "
+                             "node's output, not a QuantizeLinear or a constant"}]
