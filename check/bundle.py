@@ -66,7 +66,7 @@ def bundle_from_model(
     do not fit). An onnx.checker failure is a warning and a reference that cannot run is recorded
     (case.json `checker_warning`, `reference_error`): the engines still decide. `taken`: bundle slugs already
     used in this run, so that two models never share one. Outputs are judged by the network measure (SQNR and
-    cosine against the reference, generators.steps); with a float model, the same inputs also run through it,
+    cosine against the reference, cases.numerics); with a float model, the same inputs also run through it,
     so a report separates quantization loss from engine fidelity. `fit_shapes` (one of several models): a shape
     fixes only the dimensions this model leaves open (check.shapes.fit), and the bundle says what it kept.
     """

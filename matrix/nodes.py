@@ -136,7 +136,9 @@ def forms_view(meta: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if case is not None:
             entry.update(case=case.id, seed=case.seed, title=case.title, sources=list(case.links),
                          like=", ".join(f"{k}={v}" for k, v in (f.get("like") or {}).items()),
-                         rtx=any(e.engine == "tensorrt-rtx" for e in case.expectations))
+                         rtx=any(e.engine == "tensorrt-rtx" and e.basis == "documented" for e in case.expectations),
+                         rtx_baseline=", ".join(e.versions.lstrip("=") or "every version" for e in case.expectations
+                                                if e.engine == "tensorrt-rtx" and e.basis == "baseline"))
         found.append(entry)
     return found
 

@@ -58,7 +58,9 @@ def test_quantize_dynamic_is_named_with_seed_002_and_the_fix(made):
     said, = report["forms"]
     assert (said["seed"], said["case"], said["like"]) == ("002", "dynamic_quantize", "variant=ort_dynamic_conv")
     assert not said["rtx"], "seed 002 documents nothing for TensorRT-RTX: its report says so, never 'as documented'"
+    assert said["rtx_baseline"] == "1.7.1.116", "its committed TensorRT-RTX cells are a baseline, said as one"
     md = render_template("nodes.md.j2", report, html=False)
+    assert "earlier run of the reproducer on TensorRT-RTX 1.7.1.116 (a baseline" in md
     assert "Seed 002 (`dynamic_quantize`" in md and "Fix: onnxruntime.quantization.quantize_static(..., " \
         "quant_format=QuantFormat.QDQ)" in md
     assert FLOAT_WORDS not in md and "no Q/DQ" not in md
@@ -73,8 +75,11 @@ def test_a_dynamic_models_cells_are_judged_by_seed_002_where_it_speaks(made):
     assert _cell(bundle, "tensorrt", "8.6.0", "pass").verdict == "fixed", "a TensorRT that parsed it would be news"
     ort = _cell(bundle, "onnxruntime", "1.31.1", "pass")
     assert (ort.verdict, ort.expectation["source"]) == ("fixed", ORT_15888), "seed 002's uint8 x int8 ConvInteger"
-    # Where seed 002 says nothing (TensorRT-RTX, TensorRT 10.16 on), nothing is invented.
-    assert _cell(bundle, "tensorrt-rtx", "1.7.1.116", "fail", error=parse).verdict == "new failure"
+    # TensorRT-RTX 1.7.1.116: seed 002's own committed cells are a baseline, said as one, never "as documented".
+    rtx = _cell(bundle, "tensorrt-rtx", "1.7.1.116", "fail", error=parse)
+    assert (rtx.verdict, rtx.expectation["basis"]) == ("as observed before", "baseline")
+    # Where seed 002 says nothing (TensorRT-RTX 1.6, TensorRT 10.16 on), nothing is invented.
+    assert _cell(bundle, "tensorrt-rtx", "1.6.1.120", "fail", error=parse).verdict == "new failure"
     assert _cell(bundle, "tensorrt", "10.16.1.11", "fail", error=parse).verdict == "new failure"
     other = _cell(made["qdq"], "tensorrt", "8.6.0", "fail", error=parse)
     assert other.verdict == "new failure" and not other.expectation, "a Q/DQ model names no case: no expectation"
