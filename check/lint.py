@@ -893,7 +893,7 @@ def _manifest() -> Any:
     from matrix import observed
 
     try:
-        return observed.load()
+        return observed.load(observed.OBSERVED)
     except observed.ManifestError:
         return observed.Manifest(observed.OBSERVED)
 

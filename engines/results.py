@@ -374,10 +374,22 @@ class ResultsWriter:
         return len(data)
 
     def write_line(self, line: str) -> None:
+        """One whole line, appended at once; where the disk takes only part of it, the part is cut off again."""
+        data = (line + "\n").encode("utf-8")
+        fd = self._file.fileno()  # opened to append: every write lands at the end
         try:
-            self._file.write(line + "\n")
-            self._file.flush()
+            start = os.fstat(fd).st_size
         except OSError as e:
+            raise ResultsUnwritable(self.path.parent, e) from None
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        except OSError as e:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
             raise ResultsUnwritable(self.path.parent, e) from None
         if self._clean:
             from cases.schema import problems

@@ -348,6 +348,9 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
         meanwhile()
         statuses = [r.wait() for r in runs]
         summaries = [_summary(plan) for plan in plans]
+    for r, status, summary in zip(runs, statuses, summaries):
+        if status not in (0, 1) and not (summary and summary.get("stopped")):  # a stop says why in the last line
+            r.say_tail()
     broken = [s for s in statuses if s not in (0, 1)]
     written = sum(sum(c["written"].values()) for s in summaries if s for c in s["columns"])
     unknown = next((s["stopped"] for s in summaries if s and s.get("stopped")), "")
@@ -410,11 +413,13 @@ class _Pytest:
     def wait(self) -> int:
         status = self.proc.wait()
         self._reader.join()
-        if status not in (0, 1):
-            self.out(f"engines.run: {self.tag}pytest exited with status {status}; its last lines:")
-            for line in self.tail:
-                self.out("  | " + line)
         return status
+
+    def say_tail(self) -> None:
+        """Its exit status and last lines, for a run that broke."""
+        self.out(f"engines.run: {self.tag}pytest exited with status {self.proc.returncode}; its last lines:")
+        for line in self.tail:
+            self.out("  | " + line)
 
 
 def idle_probe(column: Column) -> Optional[EngineInfo]:

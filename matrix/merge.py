@@ -44,7 +44,7 @@ class Problem:
     file: str
     line: int
     message: str
-    level: str = "error"  # error: file refused (or one cell, below); warning: part of a file dropped; note: nothing lost
+    level: str = "error"  # error: file (or one cell) refused; warning: part of a file dropped; note: nothing lost
     duplicate: Optional[Duplicate] = None  # a note about a duplicate cell: the record, for a report to group
     whole_file: bool = True  # an error that refuses its line's cell only: the file's other cells stand
 

@@ -37,13 +37,14 @@ def keep(environ: MutableMapping[str, str] = os.environ) -> Optional[int]:
     """Die with the parent named in $QDQ_PARENT_PID (taken out of environ, so that this process's own children are
     never told a parent that is not theirs); returns the pid watched, None where no parent was named.
 
-    A named pid that is not this process's parent is one that a process in between (one that keeps no lifeline)
-    passed on: then the real parent is watched. A named pid that is gone means the parent died before this started."""
+    A named pid that is an ancestor further up is one that a process in between (one that keeps no lifeline) passed
+    on: then the real parent is watched. A named pid that is no ancestor at all means the parent died before this
+    process got here (it was handed to init or a subreaper)."""
     named = environ.pop(PARENT_ENV, "")
     if not named.isdigit():
         return None
     parent = os.getppid()
-    if int(named) != parent and not _alive(int(named)):
+    if int(named) != parent and not _ancestor(int(named)):
         _die()
     watch(parent)
     return parent
@@ -73,6 +74,22 @@ def _parent_death_signal() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):  # no libc to ask: the watching thread alone
         pass
+
+
+def _ancestor(pid: int) -> bool:
+    """Whether pid is this process's parent, grandparent or further up (Linux: /proc; elsewhere: whether it lives)."""
+    current = os.getppid()
+    for _ in range(256):
+        if current == pid:
+            return True
+        if current <= 1:
+            return False
+        try:
+            with open(f"/proc/{current}/stat", "rb") as f:
+                current = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return _alive(pid)
+    return False
 
 
 def _alive(pid: int) -> bool:

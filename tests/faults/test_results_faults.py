@@ -70,6 +70,7 @@ def test_second_run_reuses_every_cell(tmp_path: Path) -> None:
     assert sorted(c["bundle"] for c in _cells(results)) == sorted(f"grouped_conv/{n}" for n in NAMES)
     third = _run(bundles, results, "--fresh")
     assert f"cells: 0 reused from earlier runs, run now: {len(NAMES)} pass" in third.stdout, third.stdout
+    assert sorted(c["bundle"] for c in _cells(results)) == sorted(f"grouped_conv/{n}" for n in NAMES)  # replaced
 
 
 def test_changed_bundle_is_run_again(tmp_path: Path) -> None:
@@ -199,3 +200,36 @@ def test_truncated_results_file_keeps_its_complete_cells(tmp_path: Path) -> None
     merged = load_results([path])
     assert [c.bundle for c in merged.cells] == ["grouped_conv/a"] and not merged.errors
     assert any("cut off" in p.message for p in merged.problems)
+
+
+def _ort_run(bundles: Path, results: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engines.run", "--engine", "onnxruntime", "-n", "1", "--bundles",
+                           str(bundles), "--results", str(results), *extra], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.slow
+def test_fresh_replaces_the_files_cells_and_every_count_agrees(tmp_path: Path) -> None:
+    """engines.run's decision, the session summary and its last line count the same cells as the file holds; a
+    --fresh run replaces the cells it runs again instead of adding copies (the report then has no duplicates)."""
+    from generators.write import write_all
+
+    bundles, results = tmp_path / "bundles", tmp_path / "results" / "ort.jsonl"
+    params = {"cpg": [3], "weights": ["per_channel"], "activation": ["int8"], "output_qdq": [True],
+              "epilogue": ["none", "relu"]}
+    write_all(["grouped_conv"], params, root=bundles)
+    first = _ort_run(bundles, results)
+    assert first.returncode == 0, first.stdout + first.stderr
+    write_all(["grouped_conv"], dict(params, epilogue=["swish"]), root=bundles)  # one bundle more
+    second = _ort_run(bundles, results)
+    assert ": 2 reused, 1 to run" in second.stdout, second.stdout
+    assert "cells: 2 reused from earlier runs, run now: 1 " in second.stdout and "(3 cells in all)" in second.stdout
+    assert "engines.run: 2 cells reused, 1 run (" in second.stdout
+    assert len(_cells(results)) == 3
+    for _ in range(2):
+        fresh = _ort_run(bundles, results, "--fresh")
+        assert fresh.returncode == 0 and ": 0 reused, 3 to run" in fresh.stdout, fresh.stdout + fresh.stderr
+        assert "engines.run: 0 cells reused, 3 run (" in fresh.stdout
+        assert len(_cells(results)) == len({c["bundle"] for c in _cells(results)}) == 3  # replaced, not appended
+    merged = load_results([results])
+    assert len(merged.cells) == 3 and not [p for p in merged.problems if p.duplicate]
