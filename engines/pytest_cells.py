@@ -14,8 +14,10 @@ N s", and one when such a cell ends, so a user sees which model and which engine
 
 Runs resume: a results file is appended to, never truncated, and a cell it already holds for the
 same bundle digest, engine, engine version, hardware, variant and engine options is reused instead of run
-again where engines.reuse says it stands (`--fresh` runs everything). One run at a time holds a results file (an
-OS file lock); a second run on it waits `--results-wait` seconds, then stops with a message naming the holder.
+again where engines.reuse says it stands (`--fresh` runs everything; a cell run again replaces its earlier one when
+the run ends). One run at a time holds a results file (an OS file lock); a second run on it waits `--results-wait`
+seconds, then stops with a message naming the holder. A results folder the disk refuses is one line, never a
+traceback: a usage error at the start, exit 3 once cells ran (the run stops at the first cell it cannot keep).
 
 One run can hold several columns (`--cells-plan PLAN.json`, written by `python -m engines.run`): every column is
 an engine version with its options over its bundles, with a results file of its own, and the xdist workers are

@@ -313,11 +313,13 @@ def _stands(cell: Optional[Cell], meta: Dict[str, Any], static_not_run: bool) ->
 
 @dataclass(frozen=True)
 class Launched:
-    """What the pytest runs did: the worst exit status, the cells their controllers recorded, and why a run stopped
+    """What the pytest runs did: the worst exit status, the cells their controllers recorded and the stored cells
+    they counted as standing (those engines.run found, and any a controller found itself), and why a run stopped
     early or left no summary ("" where each said what it wrote)."""
 
     status: int
     written: int
+    reused: int
     unknown: str = ""
 
 
@@ -353,10 +355,12 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
             r.say_tail()
     broken = [s for s in statuses if s not in (0, 1)]
     written = sum(sum(c["written"].values()) for s in summaries if s for c in s["columns"])
+    reused = sum(sum(c["reused"] for c in s["columns"]) if s else sum(c.reused for c in columns)
+                 for s, columns in zip(summaries, groups.values()))
     unknown = next((s["stopped"] for s in summaries if s and s.get("stopped")), "")
     if not unknown and not all(summaries):
         unknown = "a pytest run stopped before it said what it recorded"
-    return Launched(broken[0] if broken else max(statuses), written, unknown)
+    return Launched(broken[0] if broken else max(statuses), written, reused, unknown)
 
 
 def _summary(plan: Path) -> Optional[Dict[str, Any]]:
@@ -365,6 +369,7 @@ def _summary(plan: Path) -> Optional[Dict[str, Any]]:
         data = json.loads(summary_path(plan).read_text(encoding="utf-8"))
         for column in data["columns"]:
             column["written"] = {str(k): int(v) for k, v in column["written"].items()}
+            column["reused"] = int(column["reused"])
         return data
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -491,10 +496,12 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
     done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
-    planned = sum(len(d.run) for d in here)
-    ran = f"{done.written} run" + (f" of {planned} to run" if done.written != planned else "") + (
-        f" ({done.unknown})" if done.unknown else "")
-    out(f"engines.run: {reused} cells reused, {ran} ({time.perf_counter() - start:.1f} s, pytest exit {done.status})")
+    reused += done.reused - sum(d.reused for d in here)  # the launched columns' own count, whoever decided it
+    missing = sum(len(d.run) + d.reused for d in here) - done.written - done.reused
+    lost = f", {missing} not recorded" if missing > 0 else ""
+    why = f" ({done.unknown})" if done.unknown and (missing > 0 or done.status not in (0, 1)) else ""
+    out(f"engines.run: {reused} cells reused, {done.written} run{lost}{why} ({time.perf_counter() - start:.1f} s, "
+        f"pytest exit {done.status})")
     return done.status
 
 

@@ -21,8 +21,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def report(args: argparse.Namespace) -> int:
     """Merge every results file and write matrix.md, matrix.html, matrix.json, junit.xml and the per-node reports,
-    all rendered in a staging folder first and then swapped in; exit 1 when a results file was refused. Nothing is
-    rendered where the inputs have not moved since the reports in --out were (matrix/inputs.py), unless --force."""
+    all rendered in a staging folder first and then swapped in; exit 1 when a results file or a cell was refused, 3
+    when --out cannot be written. Nothing is rendered where the inputs have not moved since the reports in --out
+    were (matrix/inputs.py), unless --force."""
     from matrix import inputs
 
     key = inputs.digest(_results_paths(args.results), report_bundles(args.bundles))
