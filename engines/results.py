@@ -12,9 +12,9 @@ cut-off last line (a killed writer's) is dropped and refuses nothing. A cell who
 not what the session header above it says ran is refused by its line (`ResultsFile.foreign`): no reader gets it,
 the file's other cells stand. Reading imports no engine and not numpy.
 
-A run replaces what it runs again: when it closes, the earlier cells of the bundles it wrote in the same column are
-dropped from the file (written to a new file, then renamed over it), so `--fresh` and a re-run leave one cell per
-bundle. A folder that cannot be written is `ResultsUnwritable`, one line naming the folder and the errno.
+A run replaces what it runs again: when it closes, the file keeps one cell per bundle and column, the last (written
+to a new file, then renamed over it), so `--fresh`, a re-run and a killed run's copies leave one cell per bundle.
+A folder that cannot be written is `ResultsUnwritable`, one line naming the folder and the errno.
 """
 
 from __future__ import annotations
@@ -260,7 +260,6 @@ class ResultsWriter:
         self.path = path
         self._clean = False  # every line of the file passed its schema (then close() remembers it checked)
         self._owner = owner_path(path)
-        self._rewritten: set = set()  # (bundle, column) of every cell this run wrote: earlier ones are replaced
         self.resume_offset = 0
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -403,7 +402,6 @@ class ResultsWriter:
             self._header = None
         self.write_line(cell.to_json())
         self.counts[cell.status] = self.counts.get(cell.status, 0) + 1
-        self._rewritten.add(_place(cell))
 
     def close(self) -> None:
         if self._file.closed:
@@ -429,28 +427,33 @@ class ResultsWriter:
         self._file.close()  # closing the file releases the lock
 
     def _without_earlier(self) -> Optional[bytes]:
-        """The file without the earlier cells of the places this run wrote again (same bundle, same column), and
-        without the session headers that leaves with no cell; None where nothing is replaced."""
-        if not self._rewritten or not self.resume_offset:
+        """The file with one cell per place (same bundle, same column): the last, which is this run's where it wrote
+        one, else the later of a killed run's two; the session headers left with no cell are dropped. None where
+        nothing is replaced."""
+        if not self.resume_offset:
             return None
         data = self.path.read_bytes()
-        earlier, ours = data[: self.resume_offset], data[self.resume_offset:]
+        lines = data.splitlines(keepends=True)
+        records = [_record(line) for line in lines]
+        last: Dict[Tuple[str, ...], int] = {}
+        for i, record in enumerate(records):
+            if record is not None and record.get("schema") != SESSION_SCHEMA:
+                last[_place_of(record)] = i
         kept: List[bytes] = []
-        header: Optional[bytes] = None  # an earlier session's header, written once one of its cells is kept
+        header: Optional[bytes] = None  # a session's header, written once one of its cells is kept
         dropped = 0
-        for line in earlier.splitlines(keepends=True):
-            record = _record(line)
+        for i, (line, record) in enumerate(zip(lines, records)):
             if record is not None and record.get("schema") == SESSION_SCHEMA:
                 header = line
                 continue
-            if record is not None and _place_of(record) in self._rewritten:
+            if record is not None and last[_place_of(record)] != i:
                 dropped += 1
                 continue
             if header is not None:
                 kept.append(header)
                 header = None
             kept.append(line)
-        return b"".join(kept) + ours if dropped else None
+        return b"".join(kept) if dropped else None
 
     def _swap_in(self, data: bytes) -> None:
         """A new file beside this one, synced, then renamed over it: a kill at any point leaves one whole file, and
@@ -468,13 +471,8 @@ class ResultsWriter:
             raise
 
 
-def _place(cell: Cell) -> Tuple[str, ...]:
-    """A cell's bundle and column in one results file: what a later cell of the same place replaces."""
-    return (cell.bundle, cell.engine, cell.engine_version, cell.hardware, json.dumps(cell.variant, sort_keys=True),
-            cell.run.get("cell_options", ""))
-
-
 def _place_of(record: Dict[str, Any]) -> Tuple[str, ...]:
+    """A cell's bundle and column in one results file: what a later cell of the same place replaces."""
     run = record.get("run") if isinstance(record.get("run"), dict) else {}
     return (str(record.get("bundle", "")), str(record.get("engine", "")), str(record.get("engine_version", "")),
             str(record.get("hardware", "")), json.dumps(record.get("variant") or {}, sort_keys=True),

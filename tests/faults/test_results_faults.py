@@ -233,3 +233,54 @@ def test_fresh_replaces_the_files_cells_and_every_count_agrees(tmp_path: Path) -
         assert len(_cells(results)) == len({c["bundle"] for c in _cells(results)}) == 3  # replaced, not appended
     merged = load_results([results])
     assert len(merged.cells) == 3 and not [p for p in merged.problems if p.duplicate]
+
+
+def test_a_killed_runs_second_copies_go_when_the_next_run_ends(tmp_path: Path) -> None:
+    """A --fresh run killed midway leaves two cells of some bundles in one column; the next run on the file, even
+    one that writes nothing, keeps the later of each, and the session headers of the cells kept."""
+    from cases.cell import Cell
+    from engines.base import EngineInfo
+    from engines.results import ResultsWriter
+
+    info = EngineInfo(name="onnxruntime", version="0", hardware="hw", available=True)
+    path = tmp_path / "out.jsonl"
+    first = ResultsWriter(path, info, {"date": "2026-11-24T00:00:00Z"})
+    for name in ("a", "b"):
+        first.write(Cell(bundle=f"grouped_conv/{name}", case="grouped_conv", params={}, digest="d",
+                         engine="onnxruntime", engine_version="0", hardware="hw", status="fail", verdict="new failure"))
+    first.close()
+    header, a, _ = path.read_text().splitlines()
+    again = json.loads(a)
+    again["status"] = "pass"
+    with path.open("a") as f:  # the killed --fresh run: its header and a new cell of a, then nothing
+        f.write(header + "\n" + json.dumps(again, sort_keys=True) + "\n")
+    resumed = ResultsWriter(path, info, {"date": "2026-11-24T00:00:02Z"})
+    resumed.close()
+    assert {c["bundle"]: c["status"] for c in _cells(path)} == {"grouped_conv/a": "pass", "grouped_conv/b": "fail"}
+    assert len(_cells(path)) == 2 and path.read_text().count('"kind": "session"') == 2
+
+
+@pytest.mark.slow
+def test_a_run_waiting_for_the_lock_writes_to_the_file_the_first_run_replaced(tmp_path: Path) -> None:
+    """The first run (--fresh) replaces the file when it ends (a new file renamed over it) while a second waits for
+    the lock on the old one: the second opens the new file, and no cell lands in the one renamed away."""
+    bundles, results, hold = _bundles(tmp_path), tmp_path / "out.jsonl", tmp_path / "hold"
+    assert _run(bundles, results).returncode == 0
+    hold.write_text("the first run waits after its first cell while this file exists\n")
+    first = subprocess.Popen(_cmd(bundles, results, "--fresh"), cwd=REPO, env={**_env(0.0), "QDQ_FAKE_HOLD": str(hold)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_cells(results, len(NAMES) + 1, first)
+        (bundles / "grouped_conv" / "b00" / "expected.npz").unlink()  # the second run has one cell to write
+        waiting = subprocess.Popen(_cmd(bundles, results, "--results-wait", "120"), cwd=REPO, env=_env(0.0),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        hold.unlink()
+        out, err = waiting.communicate(timeout=180)
+        assert waiting.returncode in (0, 1), out + err
+    finally:
+        hold.unlink(missing_ok=True)
+        first.wait(timeout=120)
+    cells = {c["bundle"]: c["status"] for c in _cells(results)}
+    assert len(_cells(results)) == len(NAMES) == len(cells)  # one each: the first run's, then the second's b00
+    assert cells["grouped_conv/b00"] == "not_run" and f"cells: {len(NAMES) - 1} reused" in out
