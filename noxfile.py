@@ -165,7 +165,17 @@ def _sync_key(env: Path, groups: tuple, pins: tuple) -> str:
 
 
 def _env() -> dict[str, str]:
-    return {"PYTHONPATH": str(HERE)}
+    """What every command a session runs gets: the repository on its path, and this process as the parent that a
+    cell run dies with (engines/tensorrt/lifeline.py: a killed nox leaves no run behind)."""
+    return {"PYTHONPATH": str(HERE), _lifeline().PARENT_ENV: str(os.getpid())}
+
+
+def _lifeline():
+    """engines/tensorrt/lifeline.py (standard library only), read from here: nox's interpreter has no numpy."""
+    loaded = importlib.util.spec_from_file_location("qdq_lifeline", HERE / "engines" / "tensorrt" / "lifeline.py")
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def _workers(engine: str = "") -> str:

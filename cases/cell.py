@@ -102,7 +102,7 @@ class Cell:
     listing: Dict[str, str] = field(default_factory=dict)
     timings: Dict[str, float] = field(default_factory=dict)  # seconds per stage
     log: str = ""  # the engine's log, trimmed
-    run: Dict[str, str] = field(default_factory=dict)  # date, host, command, source (local/observed)
+    run: Dict[str, str] = field(default_factory=dict)  # date, command, source (local/observed)
     schema: str = SCHEMA
 
     def __post_init__(self) -> None:

@@ -110,7 +110,7 @@ RTX_TARGETS = ("default", "SM75", "SM80", "SM86", "SM89", "SM120", "SM121")
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 # The worker and the stages a bug bundle's repro.py runs, by family, copied unchanged (bundle path: repository path).
 TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.py", "layers.py", "gpu.py",
-             "plugins.py", "timing.py")
+             "plugins.py", "timing.py", "lifeline.py")
 TRT_REPRO = {f"suite/tensorrt/{name}": f"engines/tensorrt/{name}" for name in TRT_FILES}
 TRT_SETTINGS = {"workspace_mb": 1024}  # the builder's workspace pool: 1 GiB
 

@@ -314,6 +314,7 @@ def _variant(cell) -> str:
 
 def unusable_report(outcome: Outcome, reports: Path) -> List[Path]:
     """The report of a model that could not be used: what was given and why, as JSON and Markdown."""
+    from cases.portable import scrub
     from cases.user_model import model_id, model_slug
 
     try:
@@ -322,9 +323,9 @@ def unusable_report(outcome: Outcome, reports: Path) -> List[Path]:
         stem = model_slug(outcome.model)
     reports.mkdir(parents=True, exist_ok=True)
     name = Path(outcome.model).name
-    record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "status": "unusable",
-              "reason": outcome.unusable}
-    md = f"# {name}: not checked\n\nThis model could not be used, so no engine ran it:\n\n    {outcome.unusable}\n"
+    reason = scrub(outcome.unusable)  # a model's or --inputs' path as given: never this machine's own
+    record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "status": "unusable", "reason": reason}
+    md = f"# {name}: not checked\n\nThis model could not be used, so no engine ran it:\n\n    {reason}\n"
     paths = [reports / f"{stem}.json", reports / f"{stem}.md"]
     paths[0].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     paths[1].write_text(md, encoding="utf-8")

@@ -713,20 +713,32 @@ def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
 
 def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
     """Every TensorRT and TensorRT-RTX cell record under reports/observed in its default setting (the cells of option
-    or target sweeps skipped), read by engines.results: a file it refuses gives none."""
+    or target sweeps skipped), read by engines.results: a file it refuses gives none, and so does a file that root's
+    MANIFEST.json does not list at the digest it has (matrix.observed: only a listed file is an observation)."""
     if root is None or not Path(root).is_dir():
+        return []
+    from matrix import observed
+
+    try:
+        listed = {rel: e.sha256 for rel, e in observed.load(Path(root)).entries.items()}
+    except observed.ManifestError:
         return []
     paths = sorted(Path(root).glob("*/trt-*.jsonl")) + sorted(Path(root).glob("*/rtx-*.jsonl"))
     return [dict(c, _file=shown) for path in paths for shown in [_shown(path)]
-            for c in _engine_records(path, os.stat(path).st_mtime_ns) if not c.get("variant")]
+            for c in _engine_records(path, os.stat(path).st_mtime_ns, listed.get(path.relative_to(root).as_posix()))
+            if not c.get("variant")]
 
 
 @functools.lru_cache(maxsize=None)
-def _engine_records(path: Path, mtime: int) -> Tuple[Dict[str, Any], ...]:
-    """The TensorRT-family cells of one results file as records, () where engines.results refuses it (read once per
-    file version: the lint runs once per model)."""
+def _engine_records(path: Path, mtime: int, listed: Optional[str]) -> Tuple[Dict[str, Any], ...]:
+    """The TensorRT-family cells of one results file as records; () where engines.results refuses it or its bytes
+    are not the sha256 the manifest lists (None: not listed). Read once per file version: the lint runs per model."""
+    from matrix.observed import sha256
+
     found = read_results(path)
-    return () if found.refused else tuple(asdict(c.cell) for c in found.cells if c.cell.engine in ENGINES)
+    if found.refused or sha256(found.data) != listed:
+        return ()
+    return tuple(asdict(c.cell) for c in found.cells if c.cell.engine in ENGINES)
 
 
 def _shown(path: Path) -> str:
@@ -887,10 +899,24 @@ def engine_cells(paths: Sequence[Path]) -> Dict[str, List[Dict[str, Any]]]:
         found = read_results(path)
         if found.refused:
             raise LintInputError(f"{path} is not a results file this suite reads ({found.why_refused})")
+        changed = _manifest().refusal(Path(path), found.data)
+        if changed:
+            raise LintInputError(f"{path}: {changed}")
         for c in found.cells:
             if c.cell.engine in ENGINES:
                 cells.setdefault(c.cell.bundle, []).append(asdict(c.cell))
     return cells
+
+
+def _manifest() -> Any:
+    """reports/observed/MANIFEST.json (one with no entries where it cannot be read: nothing is then refused here; the
+    merge says why)."""
+    from matrix import observed
+
+    try:
+        return observed.load(observed.OBSERVED)
+    except observed.ManifestError:
+        return observed.Manifest(observed.OBSERVED)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from engines import get_engine
 from engines.base import EngineInfo
 from engines.cells import not_run_cell
 from engines.results import (
-    NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
+    NotAResultsFile, ResultsBusy, ResultsUnwritable, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
 )
 from generators.bundle import Bundle, bundle_ids, bundles_root
 
@@ -53,7 +53,7 @@ def idle_info(engine: str, version: str) -> EngineInfo:
 
 def run_record(engine: str, argv: Sequence[str]) -> Dict[str, str]:
     return {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "host": platform.node(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": portable_command(["python", "-m", "engines.idle", *argv]), "source": "local",
         "python": platform.python_version(), "cell_options": json.dumps(spec(engine).defaults(), sort_keys=True),
     }
@@ -112,7 +112,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             counts = write_column(info, bundles, run, wait=args.results_wait)
             print(f"{args.engine} {info.version} [{info.hardware}]: {len(bundles)} cells {info.unavailable_status} "
                   f"({info.reason}); {counts['written']} written, {counts['unchanged']} unchanged -> {counts['path']}")
-    except (Refused, ResultsBusy, NotAResultsFile, OSError, ValueError, KeyError) as e:
+    except (Refused, ResultsBusy, NotAResultsFile, ResultsUnwritable, OSError, ValueError, KeyError) as e:
         print(f"engines.idle: {e}", file=sys.stderr)
         return 2
     print(f"engines.idle: {len(args.version)} columns in {time.perf_counter() - start:.1f} s")

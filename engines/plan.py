@@ -29,6 +29,7 @@ class Column:
     plugins_only: bool = False
     label: str = ""  # its test ids' prefix ("" in a run of one column)
     command: str = ""  # how to run it again, as its cells record it ("" for pytest's own command line)
+    reused: int = 0  # stored cells of it that engines.run found standing (not among `bundles`): counted, never run
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -46,6 +47,12 @@ def write_plan(columns: List[Column], path: Path) -> Path:
     path.write_text(json.dumps({"schema": PLAN_SCHEMA, "columns": [c.to_dict() for c in columns]}, indent=1),
                     encoding="utf-8")
     return path
+
+
+def summary_path(plan: Path) -> Path:
+    """Where the pytest controller of a plan writes what each column recorded (engines.pytest_cells), for engines.run
+    to count: {"columns": [{"results", "reused", "written": {status: n}}], "stopped": why, or ""}."""
+    return Path(plan).with_name(Path(plan).stem + "-summary.json")
 
 
 def read_plan(path: Path) -> List[Column]:

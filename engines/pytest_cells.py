@@ -18,8 +18,10 @@ N s", and one when such a cell ends, so a user sees which model and which engine
 
 Runs resume: a results file is appended to, never truncated, and a cell it already holds for the
 same bundle digest, engine, engine version, hardware, variant and engine options is reused instead of run
-again where engines.reuse says it stands (`--fresh` runs everything). One run at a time holds a results file (an
-OS file lock); a second run on it waits `--results-wait` seconds, then stops with a message naming the holder.
+again where engines.reuse says it stands (`--fresh` runs everything; a cell run again replaces its earlier one when
+the run ends). One run at a time holds a results file (an OS file lock); a second run on it waits `--results-wait`
+seconds, then stops with a message naming the holder. A results folder the disk refuses is one line, never a
+traceback: a usage error at the start, exit 3 once cells ran (the run stops at the first cell it cannot keep).
 
 One run can hold several columns (`--cells-plan PLAN.json`, written by `python -m engines.run`): every column is
 an engine version with its options over its bundles, with a results file of its own, and the xdist workers are
@@ -49,11 +51,14 @@ from cases.portable import portable_command
 from cases.verdict import HARNESS_ERROR, rejudge
 from engines.base import EngineInfo
 from engines.environment import identity, installation
-from engines.plan import PROGRESS_PREFIX, Column, read_plan  # noqa: F401  (PROGRESS_PREFIX: check)
+from engines.plan import PROGRESS_PREFIX, Column, read_plan, summary_path  # noqa: F401  (PROGRESS_PREFIX: check)
 from engines.results import (  # noqa: F401  (same_not_run: the cell test imports it from here)
-    NotAResultsFile, ResultsBusy, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
+    NotAResultsFile, ResultsBusy, ResultsUnwritable, ResultsWriter, default_path, info_key, same_not_run,
+    stored_cells,
 )
+from engines.tensorrt import lifeline
 
+EXIT_UNWRITABLE = int(pytest.ExitCode.INTERNAL_ERROR)  # a results file the disk refused: a broken run, not judged
 CELL_KEY = "qdq_cell"
 REUSED_KEY = "qdq_reused"
 # A cell test that raised without handing back a cell: {"kind": "timeout" | "harness", "error", "traceback"}, set where
@@ -176,9 +181,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if config.getoption("--bundles"):
         os.environ["QDQ_BUNDLES"] = str(Path(config.getoption("--bundles")).resolve())
+    lifeline.keep()  # a worker dies with the controller, the controller with the engines.run that started it
     if hasattr(config, "workerinput"):
         config._qdq_columns = [ColumnRun.from_json(c) for c in json.loads(config.workerinput["qdq_columns"])]
         return
+    os.environ[lifeline.PARENT_ENV] = str(os.getpid())  # what the xdist workers started from here are told
     plan = config.getoption("--cells-plan")
     try:
         columns = read_plan(Path(plan)) if plan else [cli_column(config)]
@@ -197,6 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise
     config._qdq_columns = runs
     config._qdq_writers = writers
+    config._qdq_stopped = ""  # why the run stopped early (a results file the disk refused), "" while it goes on
     interval = heartbeat_interval(config)
     labels = {r.column.label: engine_label(r.info) for r in runs}
     config._qdq_heartbeat = Heartbeat(lambda nodeid: labels.get(split_id(nodeid)[0], ""), interval) \
@@ -218,8 +226,9 @@ def _open_column(config: pytest.Config, column: Column) -> Tuple[ColumnRun, Resu
     try:
         writer = ResultsWriter(Path(column.results) if column.results else default_path(info), info, run,
                                wait=config.getoption("--results-wait"))
-    except (ResultsBusy, NotAResultsFile) as e:
+    except (ResultsBusy, NotAResultsFile, ResultsUnwritable) as e:
         raise pytest.UsageError(str(e)) from None
+    writer.reused = column.reused  # the stored cells engines.run found standing, which this run is not given
     if writer.notice:
         sys.stderr.write(f"qdq-matrix: {writer.notice}\n")
     reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
@@ -347,7 +356,6 @@ def run_record(config: pytest.Config, info: EngineInfo, column: Column) -> Dict[
         source = "stand-in"
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "host": platform.node(),
         "command": argv,
         "source": source,
         "python": platform.python_version(),
@@ -425,12 +433,22 @@ class _ControllerHooks:
             if REUSED_KEY in props:  # already in the file
                 writer.reused += 1
                 return
-            writer.write(Cell.from_dict(json.loads(props[CELL_KEY])))
+            self._write(writer, Cell.from_dict(json.loads(props[CELL_KEY])))
             return
         lost = report.failed and report.when in ("call", "???")
         if lost and CELL_KEY not in props and "[" in report.nodeid:
             run: ColumnRun = config._qdq_columns[column]
-            writer.write(lost_cell(report, props.get(FAILURE_KEY), run.info, run.run))
+            self._write(writer, lost_cell(report, props.get(FAILURE_KEY), run.info, run.run))
+
+    def _write(self, writer: ResultsWriter, cell: Cell) -> None:
+        """Record a cell; where the disk refuses it, stop the run with one line (no cell runs that cannot be kept)."""
+        if self._config._qdq_stopped:
+            return
+        try:
+            writer.write(cell)
+        except ResultsUnwritable as e:
+            self._config._qdq_stopped = str(e)
+            pytest.exit(f"qdq-matrix: {e}: the run stopped; no later cell is recorded", returncode=EXIT_UNWRITABLE)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -447,8 +465,13 @@ class _ControllerHooks:
             lines += [writer.notice, f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> "
                                      f"{writer.path} ({done + writer.reused} cells in all)"]
             ran, reused = ran + done, reused + writer.reused
+        _write_summary(session.config, writers)
         errors = len(_reporter(session).stats.get("error", [])) if _reporter(session) else 0
-        if errors:  # collection or set-up broke: failing cells are exit 1, a broken run must not look like one
+        if session.config._qdq_stopped:
+            session.exitstatus = EXIT_UNWRITABLE
+            lines.append(f"qdq-matrix: {session.config._qdq_stopped}: the run stopped after {ran} cells "
+                         f"(exit {EXIT_UNWRITABLE})")
+        elif errors:  # collection or set-up broke: failing cells are exit 1, a broken run must not look like one
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             lines.append(f"qdq-matrix: {errors} errors outside the cells (collection or set-up): the run is broken, "
                          f"not judged (exit {int(session.exitstatus)})")
@@ -465,6 +488,20 @@ class _ControllerHooks:
 
 def _reporter(session: pytest.Session) -> Any:
     return session.config.pluginmanager.get_plugin("terminalreporter")
+
+
+def _write_summary(config: pytest.Config, writers: List[ResultsWriter]) -> None:
+    """What each column recorded, as data, beside the plan engines.run wrote (engines.plan.summary_path): its counts
+    are then what was written, whatever pytest's exit status."""
+    plan = config.getoption("--cells-plan")
+    if not plan:
+        return
+    columns = [{"results": str(w.path), "reused": w.reused, "written": dict(w.counts)} for w in writers]
+    try:
+        summary_path(Path(plan)).write_text(json.dumps({"columns": columns, "stopped": config._qdq_stopped}),
+                                            encoding="utf-8")
+    except OSError:  # engines.run then says it does not know what ran
+        pass
 
 
 def lost_cell(report: pytest.TestReport, failure: Optional[str], info: EngineInfo, run: Dict[str, str]) -> Cell:

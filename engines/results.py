@@ -8,23 +8,33 @@ anything is appended. A stored cell stands for a new run of it when its reuse ke
 This module is the one reader of results files too (`read_results`): the merge, the lint, rederive, the resume
 and the tools read through it, under one tolerance policy, cases/schema.py's: every complete line must be a
 session header or a cell that its JSON Schema and the Cell record accept, or the whole file is refused; a
-cut-off last line (a killed writer's) is dropped and refuses nothing. Reading imports no engine and not numpy.
+cut-off last line (a killed writer's) is dropped and refuses nothing. A cell whose engine, version or hardware is
+not what the session header above it says ran is refused by its line (`ResultsFile.foreign`): no reader gets it,
+the file's other cells stand. Reading imports no engine and not numpy.
+
+A run replaces what it runs again: when it closes, the file keeps one cell per bundle and column, the last (written
+to a new file, then renamed over it), so `--fresh`, a re-run and a killed run's copies leave one cell per bundle.
+A folder that cannot be written is `ResultsUnwritable`, one line naming the folder and the errno.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gzip
+import hashlib
 import json
 import os
 import platform
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from cases.cell import SESSION_SCHEMA, Cell
+from cases.portable import portable_path
 
 if TYPE_CHECKING:
     from engines.base import EngineInfo
@@ -55,6 +65,7 @@ class ResultsFile:
     bad: Tuple[Tuple[int, str], ...] = ()  # (line, why): any one refuses the whole file
     cut_off: Optional[Tuple[int, str]] = None  # a last line without its newline: dropped, refuses nothing
     unreadable: str = ""  # why the file could not be read at all
+    foreign: Tuple[Tuple[int, str], ...] = ()  # (line, why): cells unlike their session header, refused one by one
 
     @property
     def refused(self) -> bool:
@@ -85,15 +96,43 @@ def read_results(path: Union[str, Path], upto: Optional[int] = None) -> ResultsF
     bad: List[Tuple[int, str]] = list(checked.bad)
     headers: List[Dict[str, Any]] = []
     cells: List[StoredCell] = []
+    foreign: List[Tuple[int, str]] = []
+    header_line = 0
     for number, record in checked.records:
         if record["schema"] == SESSION_SCHEMA:
             headers.append(record)
+            header_line = number
             continue
         try:
-            cells.append(StoredCell(number, Cell.from_dict(record), headers[-1] if headers else {}))
+            cell = Cell.from_dict(record)
         except (ValueError, TypeError) as e:
             bad.append((number, str(e)))
-    return ResultsFile(path, data, tuple(headers), tuple(cells), tuple(sorted(bad)), checked.cut_off)
+            continue
+        header = headers[-1] if headers else {}
+        unlike = unlike_header(cell, header, header_line)
+        if unlike:
+            foreign.append((number, unlike))
+        else:
+            cells.append(StoredCell(number, cell, header))
+    return ResultsFile(path, data, tuple(headers), tuple(cells), tuple(sorted(bad)), checked.cut_off,
+                       foreign=tuple(foreign))
+
+
+HEADER_FIELDS = ("engine", "engine_version", "hardware")  # what a session header says ran, and every cell under it
+
+
+def unlike_header(cell: Cell, header: Dict[str, Any], header_line: int) -> str:
+    """Why a cell cannot be one of the session it sits in: its engine, version or hardware is not the header's
+    ("" where they agree, or where the file has no header to say)."""
+    if not header:
+        return ""
+    differ = [k for k in HEADER_FIELDS if k in header and str(header[k]) != str(getattr(cell, k))]
+    if not differ:
+        return ""
+    said = ", ".join(f"{k} {getattr(cell, k)!r}" for k in differ)
+    told = ", ".join(f"{k} {header[k]!r}" for k in differ)
+    return (f"a cell of {said}, but the session header on line {header_line} says {told}: a cell is refused unless "
+            "it is what its run's header says ran (remove the line, or run the column again with --fresh)")
 
 
 def reuse_key(cell: Cell) -> ReuseKey:
@@ -146,6 +185,69 @@ class NotAResultsFile(Exception):
     """--results names a file that is not a results file: it is left untouched."""
 
 
+class ResultsUnwritable(Exception):
+    """The results folder cannot be written (read-only, full, not permitted): one line naming it and the errno."""
+
+    def __init__(self, folder: Path, error: OSError) -> None:
+        self.folder, self.error = Path(folder), error
+        super().__init__(disk_error(self.folder, error))
+
+
+def disk_error(folder: Path, error: OSError) -> str:
+    """"cannot write in results/: EROFS (Read-only file system)": a folder and what the OS said, in one line."""
+    code = errno.errorcode.get(error.errno or 0, f"errno {error.errno}")
+    where = portable_path(os.path.abspath(folder))
+    return f"cannot write in {where}/: {code} ({error.strerror or error})"
+
+
+def check_writable(folder: Path) -> None:
+    """ResultsUnwritable unless a file can be made, written and synced in folder (made where missing): a read-only
+    or full disk is said before a run starts, not as a cell's error."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".qdq-writable-", dir=folder)
+        try:
+            os.write(fd, b"\n" * 4096)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as e:
+        raise ResultsUnwritable(folder, e) from None
+
+
+def machine_key() -> str:
+    """This machine, as an owner file names it: a digest of its host name, never the name."""
+    return hashlib.sha256(platform.node().encode("utf-8")).hexdigest()[:16]
+
+
+def owner_path(results: Path) -> Path:
+    """Where the run that holds a results file says who it is."""
+    return results.with_name(results.name + ".owner")
+
+
+def clean_stale_owners(folder: Path) -> List[Path]:
+    """Remove every <results>.owner in folder whose results file no run holds (a killed run's); the removed ones.
+    The lock decides, not the pid: a held file's owner stays, whatever machine holds it."""
+    removed = []
+    for owner in sorted(Path(folder).glob("*.owner")):
+        results = owner.with_name(owner.name[: -len(".owner")])
+        try:
+            with open(results, "rb") as f:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # released as the file closes
+        except FileNotFoundError:
+            pass
+        except (BlockingIOError, OSError):
+            continue  # held: a live run's owner
+        try:
+            owner.unlink()
+            removed.append(owner)
+        except OSError:
+            pass
+    return removed
+
+
 class ResultsWriter:
     """Appends one JSON object per line and flushes it; one writer per file, the OS lock says so.
 
@@ -157,13 +259,19 @@ class ResultsWriter:
     def __init__(self, path: Path, info: EngineInfo, run: Dict[str, str], wait: float = 0.0) -> None:
         self.path = path
         self._clean = False  # every line of the file passed its schema (then close() remembers it checked)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] = open(path, "a+", encoding="utf-8")
-        self._owner = path.with_name(path.name + ".owner")
-        self._lock(wait, run)
-        self._refuse_foreign()
-        self.resume_offset = self._drop_cut_off_line()
-        self.notice = self._set_aside_if_refused()
+        self._owner = owner_path(path)
+        self.resume_offset = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: IO[str] = open(path, "a+", encoding="utf-8")
+            self._lock(wait, run)
+            self._refuse_foreign()
+            self.resume_offset = self._drop_cut_off_line()
+            self.notice = self._set_aside_if_refused()
+        except OSError as e:
+            if getattr(self, "_file", None) is not None:
+                self._file.close()
+            raise ResultsUnwritable(path.parent, e) from None
         header = {
             "schema": SESSION_SCHEMA, "kind": "session", "engine": info.name, "engine_version": info.version,
             "hardware": info.hardware, "hardware_detail": info.hardware_detail, "versions": info.versions,
@@ -180,7 +288,6 @@ class ResultsWriter:
         while True:
             try:
                 fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = self._holder()
@@ -190,15 +297,29 @@ class ResultsWriter:
                         "pass --results-wait SECONDS, or choose another --results file"
                     ) from None
                 time.sleep(0.2)
-        owner = {"pid": os.getpid(), "host": platform.node(), "date": run.get("date", ""),
+                continue
+            if self._same_file():
+                break
+            # the run before replaced the file (close() renames a new one over it) while this one waited on the old
+            self._file.close()
+            self._file = open(self.path, "a+", encoding="utf-8")
+        owner = {"pid": os.getpid(), "machine": machine_key(), "date": run.get("date", ""),
                  "command": run.get("command", "")}
         self._owner.write_text(json.dumps(owner), encoding="utf-8")
+
+    def _same_file(self) -> bool:
+        try:
+            here, there = os.fstat(self._file.fileno()), os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
     def _holder(self) -> str:
         try:
             o = json.loads(self._owner.read_text(encoding="utf-8"))
-            return f"pid {o['pid']} on {o['host']}, started {o['date']}: {o['command']}"
-        except (OSError, ValueError, KeyError, TypeError):
+            where = "this machine" if o.get("machine") == machine_key() else "another machine"
+            return f"pid {o['pid']} on {where}, started {o['date']}: {o['command']}"
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return "holder unknown"
 
     def _refuse_foreign(self) -> None:
@@ -252,14 +373,30 @@ class ResultsWriter:
         return len(data)
 
     def write_line(self, line: str) -> None:
-        self._file.write(line + "\n")
-        self._file.flush()
+        """One whole line, appended at once; where the disk takes only part of it, the part is cut off again."""
+        data = (line + "\n").encode("utf-8")
+        fd = self._file.fileno()  # opened to append: every write lands at the end
+        try:
+            start = os.fstat(fd).st_size
+        except OSError as e:
+            raise ResultsUnwritable(self.path.parent, e) from None
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        except OSError as e:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
+            raise ResultsUnwritable(self.path.parent, e) from None
         if self._clean:
             from cases.schema import problems
 
             self._clean = not problems(json.loads(line))
 
     def write(self, cell: Cell) -> None:
+        """Append one cell (after this run's session header); ResultsUnwritable where the disk refuses it."""
         if self._header is not None:
             self.write_line(self._header)
             self._header = None
@@ -269,14 +406,84 @@ class ResultsWriter:
     def close(self) -> None:
         if self._file.closed:
             return
+        try:
+            replaced = self._without_earlier()
+        except OSError:
+            replaced = None
         if self._clean:  # while the lock still holds: the next run (and engines.run) need not check it again
             from cases.schema import remember_checked
 
-            remember_checked(self.path, self.path.read_bytes().decode("utf-8", errors="replace"))
+            text = replaced if replaced is not None else self.path.read_bytes()
+            remember_checked(self.path, text.decode("utf-8", errors="replace"))
         try:
             self._owner.unlink()
         except OSError:
             pass
+        if replaced is not None:
+            try:
+                self._swap_in(replaced)
+            except OSError:  # a disk that takes no more: the earlier cells stay, and the merge keeps the newest
+                pass
         self._file.close()  # closing the file releases the lock
+
+    def _without_earlier(self) -> Optional[bytes]:
+        """The file with one cell per place (same bundle, same column): the last, which is this run's where it wrote
+        one, else the later of a killed run's two; the session headers left with no cell are dropped. None where
+        nothing is replaced."""
+        if not self.resume_offset:
+            return None
+        data = self.path.read_bytes()
+        lines = data.splitlines(keepends=True)
+        records = [_record(line) for line in lines]
+        last: Dict[Tuple[str, ...], int] = {}
+        for i, record in enumerate(records):
+            if record is not None and record.get("schema") != SESSION_SCHEMA:
+                last[_place_of(record)] = i
+        kept: List[bytes] = []
+        header: Optional[bytes] = None  # a session's header, written once one of its cells is kept
+        dropped = 0
+        for i, (line, record) in enumerate(zip(lines, records)):
+            if record is not None and record.get("schema") == SESSION_SCHEMA:
+                header = line
+                continue
+            if record is not None and last[_place_of(record)] != i:
+                dropped += 1
+                continue
+            if header is not None:
+                kept.append(header)
+                header = None
+            kept.append(line)
+        return b"".join(kept) if dropped else None
+
+    def _swap_in(self, data: bytes) -> None:
+        """A new file beside this one, synced, then renamed over it: a kill at any point leaves one whole file, and
+        a run waiting for the lock on the old one opens the new one (_lock)."""
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".replacing", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def _place_of(record: Dict[str, Any]) -> Tuple[str, ...]:
+    """A cell's bundle and column in one results file: what a later cell of the same place replaces."""
+    run = record.get("run") if isinstance(record.get("run"), dict) else {}
+    return (str(record.get("bundle", "")), str(record.get("engine", "")), str(record.get("engine_version", "")),
+            str(record.get("hardware", "")), json.dumps(record.get("variant") or {}, sort_keys=True),
+            str(run.get("cell_options", "")))
+
+
+def _record(line: bytes) -> Optional[Dict[str, Any]]:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 

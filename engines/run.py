@@ -17,8 +17,13 @@ An in-process engine (ONNX Runtime, OpenVINO) runs under the interpreter that ha
 column's python=; each such interpreter gets a pytest of its own, side by side with the others. A column with work
 that no interpreter at hand can run is a usage error.
 
+Before anything starts, each results folder must take a file (a read-only or full disk is one line naming the
+folder and the errno, exit 3), and the owner files of runs that were killed are removed. The counts at the end are
+what the pytest controllers recorded (engines.plan.summary_path), never what was planned. Every process started here
+dies with this one (engines.tensorrt.lifeline), and this one with the nox session that started it.
+
 Exit status: pytest's where it ran (0, or 1 for failing cells; the worst where several ran); 0 when every cell was
-reused; 2 a usage error; 5 no bundle to run at all.
+reused; 2 a usage error; 3 a results folder that cannot be written; 5 no bundle to run at all.
 """
 
 from __future__ import annotations
@@ -40,14 +45,16 @@ from cases.cell import Cell
 from cases.engines import ENGINES, spec, variant_label
 from cases.portable import portable_command
 from engines.base import EngineInfo
-from engines.plan import PROGRESS_PREFIX, Column, write_plan
-from engines.results import REPO, stored_cells
+from engines.plan import PROGRESS_PREFIX, Column, summary_path, write_plan
+from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells
 from engines.reuse import reusable
+from engines.tensorrt import lifeline
 from generators.bundle import bundle_ids, bundles_root
 
 RESERVED = ("engine", "version", "python", "only", "results")
 PYTEST = ["-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-rN", "--no-header"]
 RUNNER = "python -m engines.run"
+EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
 
 
 class UsageError(Exception):
@@ -304,23 +311,37 @@ def _stands(cell: Optional[Cell], meta: Dict[str, Any], static_not_run: bool) ->
 # ---- running the rest -----------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Launched:
+    """What the pytest runs did: the worst exit status, the cells their controllers recorded and the stored cells
+    they counted as standing (those engines.run found, and any a controller found itself), and why a run stopped
+    early or left no summary ("" where each said what it wrote)."""
+
+    status: int
+    written: int
+    reused: int
+    unknown: str = ""
+
+
 def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Sequence[str],
-           fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None) -> int:
+           fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None) -> Launched:
     """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
     workers run under each column's own; another for an in-process engine installed there), side by side: the run
-    with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do.
-    Returns the worst exit status."""
+    with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do."""
     groups: Dict[str, List[Column]] = {}
     for d in decisions:
         if d.run:
-            groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run))
+            groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run, reused=d.reused))
     biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = lifeline.child_env(dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
     with tempfile.TemporaryDirectory(prefix="qdq-plan-") as tmp:
         runs = []
+        plans = []
         for i, (python, columns) in enumerate(groups.items()):
             cells = sum(len(c.bundles) for c in columns)
             plan = write_plan(columns, Path(tmp) / f"plan-{i}.json")
+            plans.append(plan)
             command = [python, *PYTEST, "--cells-plan", str(plan), "--bundles", str(bundles.resolve()),
                        "-n", str(max(1, min(workers if python == biggest else 1, cells))),
                        *(["--fresh"] if fresh else []), *extra]
@@ -328,8 +349,30 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
             runs.append(_Pytest(command, env, out, tag))
         meanwhile()
         statuses = [r.wait() for r in runs]
+        summaries = [_summary(plan) for plan in plans]
+    for r, status, summary in zip(runs, statuses, summaries):
+        if status not in (0, 1) and not (summary and summary.get("stopped")):  # a stop says why in the last line
+            r.say_tail()
     broken = [s for s in statuses if s not in (0, 1)]
-    return broken[0] if broken else max(statuses)
+    written = sum(sum(c["written"].values()) for s in summaries if s for c in s["columns"])
+    reused = sum(sum(c["reused"] for c in s["columns"]) if s else sum(c.reused for c in columns)
+                 for s, columns in zip(summaries, groups.values()))
+    unknown = next((s["stopped"] for s in summaries if s and s.get("stopped")), "")
+    if not unknown and not all(summaries):
+        unknown = "a pytest run stopped before it said what it recorded"
+    return Launched(broken[0] if broken else max(statuses), written, reused, unknown)
+
+
+def _summary(plan: Path) -> Optional[Dict[str, Any]]:
+    """What a pytest controller says it recorded (engines.pytest_cells), None where it said nothing."""
+    try:
+        data = json.loads(summary_path(plan).read_text(encoding="utf-8"))
+        for column in data["columns"]:
+            column["written"] = {str(k): int(v) for k, v in column["written"].items()}
+            column["reused"] = int(column["reused"])
+        return data
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _tag(columns: Sequence[Column]) -> str:
@@ -375,11 +418,13 @@ class _Pytest:
     def wait(self) -> int:
         status = self.proc.wait()
         self._reader.join()
-        if status not in (0, 1):
-            self.out(f"engines.run: {self.tag}pytest exited with status {status}; its last lines:")
-            for line in self.tail:
-                self.out("  | " + line)
         return status
+
+    def say_tail(self) -> None:
+        """Its exit status and last lines, for a run that broke."""
+        self.out(f"engines.run: {self.tag}pytest exited with status {self.proc.returncode}; its last lines:")
+        for line in self.tail:
+            self.out("  | " + line)
 
 
 def idle_probe(column: Column) -> Optional[EngineInfo]:
@@ -423,6 +468,7 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
     metas = bundle_metas(bundles)
     if not metas:
         raise UsageError(f"no bundles under {bundles}: run `python -m generators write` first")
+    writable(columns, results or REPO / "results", out)
     store = Store(results or REPO / "results")
     idle = {i: info for i, c in enumerate(columns) for info in [idle_probe(c)] if info is not None}
     written: List[int] = []
@@ -449,10 +495,26 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         write_all_idle()
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
-    status = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
-    out(f"engines.run: {reused} cells reused, {sum(len(d.run) for d in here)} run "
-        f"({time.perf_counter() - start:.1f} s, pytest exit {status})")
-    return status
+    done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
+    reused += done.reused - sum(d.reused for d in here)  # the launched columns' own count, whoever decided it
+    missing = sum(len(d.run) + d.reused for d in here) - done.written - done.reused
+    lost = f", {missing} not recorded" if missing > 0 else ""
+    why = f" ({done.unknown})" if done.unknown and (missing > 0 or done.status not in (0, 1)) else ""
+    out(f"engines.run: {reused} cells reused, {done.written} run{lost}{why} ({time.perf_counter() - start:.1f} s, "
+        f"pytest exit {done.status})")
+    return done.status
+
+
+def writable(columns: Sequence[Column], folder: Path, out: Callable[[str], None]) -> None:
+    """Each results folder the columns write takes a file (ResultsUnwritable where not); a killed run's owner files
+    there are removed, and said."""
+    folders = {Path(c.results).resolve().parent if c.results else REPO / "results" for c in columns} | {folder}
+    for f in sorted(folders):
+        check_writable(f)
+        stale = clean_stale_owners(f)
+        if stale:
+            out(f"engines.run: removed {len(stale)} owner files of runs that were killed "
+                f"({', '.join(p.name for p in stale[:3])}{', ...' if len(stale) > 3 else ''})")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -496,7 +558,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except UsageError as e:
         print(f"engines.run: {e}", file=sys.stderr)
         return 2
+    except ResultsUnwritable as e:
+        print(f"engines.run: {e}", file=sys.stderr)
+        return EXIT_UNWRITABLE
 
 
 if __name__ == "__main__":
+    lifeline.keep()  # nox, or whoever named itself in $QDQ_PARENT_PID: this run ends with it
     sys.exit(main())

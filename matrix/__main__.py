@@ -35,8 +35,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def report(args: argparse.Namespace) -> int:
     """Merge every results file and write matrix.md, matrix.html, matrix.json, junit.xml and the per-node reports,
-    all rendered in a staging folder first and then swapped in; exit 1 when a results file was refused. Nothing is
-    rendered where the inputs have not moved since the reports in --out were (matrix/inputs.py), unless --force."""
+    all rendered in a staging folder first and then swapped in; exit 1 when a results file or a cell was refused, 3
+    when --out cannot be written. Nothing is rendered where the inputs have not moved since the reports in --out
+    were (matrix/inputs.py), unless --force."""
     from matrix import inputs
 
     key = inputs.digest(_results_paths(args.results), report_bundles(args.bundles))
@@ -50,7 +51,10 @@ def report(args: argparse.Namespace) -> int:
     result = _load(args.results, catalogue_bundles(args.bundles))
     if result is None:
         return 2
-    paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
+    try:
+        paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
+    except OSError as e:
+        return _unwritable("report", Path(args.out), e)
     from matrix.causes import root_causes
 
     from matrix.words import many
@@ -67,13 +71,32 @@ def report(args: argparse.Namespace) -> int:
     print("\n".join(summary))
     for p in paths:
         print(f"wrote {p}")
-    refused = sorted({p.file for p in result.errors})
-    status = 1 if refused else 0
-    inputs.remember(Path(args.out), key, paths, status, summary)
+    refused = sorted({p.file for p in result.errors if p.whole_file})
+    cells = [p for p in result.errors if not p.whole_file]
+    status = 1 if result.errors else 0
+    try:
+        inputs.remember(Path(args.out), key, paths, status, summary)
+    except OSError as e:
+        return _unwritable("report", Path(args.out), e)
     if refused:
         print(f"matrix report: {many(len(refused), 'results file')} refused, their cells are not in the reports: "
               f"{', '.join(refused)}", file=sys.stderr)
+    if cells:
+        print(f"matrix report: {len(cells)} cells refused (unlike their file's session header), not in the reports: "
+              f"{', '.join(f'{p.file}:{p.line}' for p in cells[:5])}{', ...' if len(cells) > 5 else ''}",
+              file=sys.stderr)
     return status
+
+
+EXIT_UNWRITABLE = 3  # an output folder that cannot be written (read-only, full): nothing half-written is left
+
+
+def _unwritable(command: str, folder: Path, error: OSError) -> int:
+    """One line naming the folder and the errno, and the exit status that says so."""
+    from engines.results import disk_error
+
+    print(f"matrix {command}: {disk_error(folder, error)}", file=sys.stderr)
+    return EXIT_UNWRITABLE
 
 
 def _results_paths(given: Optional[List[str]]) -> List[Path]:
@@ -138,7 +161,10 @@ def diff_cmd(args: argparse.Namespace) -> int:
     text = found.markdown()
     print(text)
     if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+        try:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
+        except OSError as e:
+            return _unwritable("diff", Path(args.out).parent, e)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as f:
@@ -178,8 +204,11 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
-    made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip,
-                    user_bundles=Path(args.user_bundles))
+    try:
+        made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip,
+                        user_bundles=Path(args.user_bundles))
+    except OSError as e:
+        return _unwritable("bugs", Path(args.out), e)
     for m in made:
         what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.hardware}]"
         if m.refused and not m.needs_model:

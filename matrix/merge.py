@@ -44,8 +44,9 @@ class Problem:
     file: str
     line: int
     message: str
-    level: str = "error"  # error: file refused; warning: part of a file dropped; note: nothing lost
+    level: str = "error"  # error: file (or one cell) refused; warning: part of a file dropped; note: nothing lost
     duplicate: Optional[Duplicate] = None  # a note about a duplicate cell: the record, for a report to group
+    whole_file: bool = True  # an error that refuses its line's cell only: the file's other cells stand
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -279,12 +280,16 @@ def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Pa
 
 def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Problem]]:
     """The cells of one file, read by engines.results under its one policy: any bad complete line refuses the file,
-    a cut-off last line is dropped. Its cells are observed where the manifest lists the file with this content, else
-    local, whatever their lines say."""
+    a cut-off last line is dropped, a cell unlike its session header is refused by its line. Its cells are observed
+    where the manifest lists the file with this content, else local, whatever their lines say; a file the manifest
+    lists at another digest is refused whole (changed after it was observed)."""
     name = _show(path)
     found = read_results(path)
     if found.unreadable:
         return [], [Problem(name, 0, f"{found.unreadable}; file refused")]
+    changed = manifest.refusal(path, found.data)
+    if changed:
+        return [], [Problem(name, 0, f"{changed}; file refused")]
     bad = [Problem(name, number, message) for number, message in found.bad]
     why_local = manifest.observed(path, found.data)
     claims = {str(h.get("source") or "") for h in found.headers}
@@ -299,7 +304,8 @@ def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Prob
             bad.append(Problem(name, stored.line, str(e)))
     if bad:
         return [], _refused(name, sorted(bad, key=lambda p: p.line))
-    tail = [Problem(name, found.cut_off[0], f"last line is cut off ({found.cut_off[1]}); kept the {len(cells)} "
+    tail = [Problem(name, number, f"{message}; cell refused", whole_file=False) for number, message in found.foreign]
+    tail += [Problem(name, found.cut_off[0], f"last line is cut off ({found.cut_off[1]}); kept the {len(cells)} "
                     "complete cells before it (was the run interrupted?)", "warning")] if found.cut_off else []
     if why_local and cells and ("observed" in claims or manifest.relative(path)):
         tail.append(Problem(name, 0, f"its cells are local runs, not observations: {why_local}; only "
@@ -341,9 +347,10 @@ def catalogue_bundles(root: Optional[PathLike] = None) -> List[str]:
 
 def _with_run(cell: Cell, shown: str, source: str) -> Cell:
     """The cell with run.source set (by the manifest, never by the file) and run.file (its file as _show names it);
-    its recorded command and texts scrubbed of machine paths once more, whoever wrote the file (a hand-edited file is
-    published without them too)."""
+    its recorded command and texts scrubbed of machine paths once more and any host name dropped, whoever wrote the
+    file (a hand-edited file is published without them too)."""
     run = dict(cell.run, source=source, date=str(cell.run.get("date") or ""), file=shown)
+    run.pop("host", None)  # a machine's name is never published (cells written before they stopped recording it)
     if run.get("command"):
         run["command"] = portable_text(run["command"])
     texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation", "engine_reason",

@@ -2,7 +2,9 @@
 
 reports/observed/MANIFEST.json lists every file under reports/observed/ with its sha256, the machine it ran on
 and the command that made it, as a wheel's RECORD lists its files. A results file is observed only where the
-manifest lists it with the digest it has now; every other file is a local run, whatever its lines say. Adding
+manifest lists it with the digest it has now; a file outside the folder, or in it and not listed, is a local run,
+whatever its lines say. A listed file whose digest is not the listed one was changed after it was observed: it gives
+no cell to any answer (grid, upgrade answer, diff, lint, bug bundles) and is listed as refused (`refusal`). Adding
 to the manifest is the one way to add observations:
 
     nox -s observe -- reports/observed/nvidia-h100/trt-8.6.0.jsonl --machine "NVIDIA H100 80GB HBM3 ..." \
@@ -19,7 +21,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 OBSERVED = REPO / "reports" / "observed"
@@ -46,11 +48,23 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Migration:
+    """A committed rewrite of observed files (no cell's outcome changed): when, by what command, what it changed
+    and which files it re-digested; the manifest keeps every one, oldest first."""
+
+    date: str
+    command: str
+    change: str
+    files: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Manifest:
     """The entries of one manifest, by path; root is the folder their paths are relative to."""
 
     root: Path
     entries: Dict[str, Entry] = field(default_factory=dict)
+    migrations: Tuple[Migration, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -75,6 +89,18 @@ class Manifest:
             return f"its sha256 is not the one {show(self.path)} lists (edited since it was observed?)"
         return ""
 
+    def refusal(self, path: Path, data: bytes) -> str:
+        """Why a file gives no cell to any answer: the manifest lists it, at another digest ("" for every other
+        file, observed or local); the message says how to put it right."""
+        rel = self.relative(path)
+        entry = self.entries.get(rel) if rel is not None else None
+        if entry is None or entry.sha256 == sha256(data):
+            return ""
+        shown = show(path)
+        return (f"its sha256 {sha256(data)[:12]}... is not the {entry.sha256[:12]}... that {show(self.path)} lists: "
+                f"it was changed after it was observed, so no answer uses it; restore it with `git checkout -- "
+                f"{shown}`, or re-observe it (run it again where it was observed, then `nox -s observe -- {shown}`)")
+
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -93,16 +119,19 @@ def load(root: Path = OBSERVED) -> Manifest:
         for e in entries:
             if not all(isinstance(v, str) for v in asdict(e).values()):
                 raise ValueError(f"entry {e.path!r}: every field is text")
+        migrations = tuple(Migration(**dict(m, files=tuple(m.get("files") or ()))) for m in data.get("migrations", []))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ManifestError(f"{show(path)}: not a readable observations manifest ({e}); no file counts as "
                             "observed until it is repaired (git checkout it)") from e
-    return Manifest(Path(root), {e.path: e for e in entries})
+    return Manifest(Path(root), {e.path: e for e in entries}, migrations)
 
 
 def save(manifest: Manifest) -> Path:
     """Write the manifest, sorted by path, through a temporary file and a rename."""
-    data = {"schema": MANIFEST_SCHEMA, "about": ABOUT,
-            "files": [asdict(manifest.entries[k]) for k in sorted(manifest.entries)]}
+    data: Dict[str, Any] = {"schema": MANIFEST_SCHEMA, "about": ABOUT,
+                            "files": [asdict(manifest.entries[k]) for k in sorted(manifest.entries)]}
+    if manifest.migrations:
+        data["migrations"] = [dict(asdict(m), files=list(m.files)) for m in manifest.migrations]
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=".MANIFEST.", dir=manifest.root)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -136,6 +165,16 @@ def add(manifest: Manifest, files: Sequence[Path], machine: str = "", command: s
         keep = old is not None and old.sha256 == digest and old.machine == what and old.command == how
         entries[rel] = old if keep else Entry(rel, digest, what, how, day)
     return replace(manifest, entries=entries)
+
+
+def migrated(manifest: Manifest, files: Sequence[Path], command: str, change: str,
+             today: Optional[str] = None) -> Manifest:
+    """The manifest with these files re-digested (machine and command kept) and the migration that changed them
+    recorded: a committed rewrite says what it did where the observations are listed."""
+    day = today or _dt.date.today().isoformat()
+    moved = add(manifest, files, today=day)
+    record = Migration(day, command, change, tuple(sorted(manifest.relative(Path(f)) or show(f) for f in files)))
+    return replace(moved, migrations=manifest.migrations + (record,))
 
 
 def session_commands(path: Path) -> str:

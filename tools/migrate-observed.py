@@ -19,9 +19,12 @@
    column variant from its tactics; and the per-node evidence that the four tensorrt-only files wrote as sentences
    only (old engines/tensorrt/inspect.py: "layer 'X' Type: weights Int8, input Int8 (...), output ...") gets the
    fields every later cell has: layer, layer_type, inputs, outputs, weights, tactic.
+4. No machine names: session headers and cells' `run` no longer carry `host` (the name of the machine that ran
+   them; nothing keys on it, and a cell names its hardware by its GPU or CPU label).
 
-Prints what changes per file; --write rewrites in place (unchanged lines kept byte for byte). Running it again
-changes nothing (a test checks that). Afterwards the manifest is re-digested: `python -m matrix observe FILES`.
+Prints what changes per file; --write rewrites in place (unchanged lines kept byte for byte), re-digests the
+changed files in reports/observed/MANIFEST.json (their machine and command kept) and records the migration there
+(`migrations`: date, command, change, files). Running it again changes nothing (a test checks that).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from cases.portable import portable_path, portable_text  # noqa: E402
 from engines.reasons import error_line, failure_evidence  # noqa: E402
 from engines.tensorrt.layers import dtype  # noqa: E402
 from generators.bundle import meta_digest  # noqa: E402
+from matrix import observed  # noqa: E402
 
 CELL_1 = "qdq-matrix/cell/1"
 CELLS = (CELL_1, CELL_SCHEMA)
@@ -55,6 +59,9 @@ _OLD_TACTICS_SUFFIX = ", tensorrt-only tactics"  # the hardware label of tensorr
 OBSERVED = REPO / "reports" / "observed"
 # Folders that were checkouts of this repository when the commands ran (docs/findings.md and git history say so).
 CHECKOUTS = ("/work/main/", "/tmp/fresh0/")
+MACHINE_NAMES = ("host",)  # step 4: fields that name the machine, dropped from headers and cells' run
+CHANGE = ("step 4: session headers and cells' run no longer record the machine's host name (run.host dropped); no "
+          "outcome, verdict or evidence changed")
 TACTICS_NOTE = ("tactic sources recorded by tools/migrate-observed.py from the cells of this session that built "
                 "(TensorRT's own tactics, stub cuDNN): this cell stopped before a builder config existed")
 
@@ -90,10 +97,14 @@ def migrate_record(record: Dict[str, Any], here: str, tensorrt_only: Optional[Li
     if out.get("schema") == "qdq-matrix/session/1":
         if out.get("command"):
             out["command"] = command(out["command"], here)
+        for key in MACHINE_NAMES:
+            out.pop(key, None)
         return out
     run = out.get("run") or {}
     if run.get("command"):
         run["command"] = command(run["command"], here)
+    for key in MACHINE_NAMES:
+        run.pop(key, None)
     if out.get("schema") == CELL_1:
         return cell_2(tensorrt_only_cell(out, tensorrt_only), header or {})
     return out
@@ -120,7 +131,7 @@ def cell_2(out: Dict[str, Any], header: Dict[str, Any]) -> Dict[str, Any]:
     if not out.get("hardware_detail") and header.get("hardware_detail"):
         out["hardware_detail"] = dict(header["hardware_detail"])
     run = out.setdefault("run", {})
-    for key in ("date", "host", "command"):
+    for key in ("date", "command"):
         if not run.get(key) and header.get(key):
             run[key] = str(header[key])
     if out.get("engine") == "tensorrt" and not out.get("variant"):
@@ -211,18 +222,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--root", type=Path, default=OBSERVED, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     total = 0
+    changed: List[Path] = []
     for path in sorted(p for p in args.root.rglob("*") if p.is_file() and p.name != "MANIFEST.json"):
         new, n = migrate_file(path)
         if not n:
             continue
         total += n
-        print(f"{path.relative_to(REPO)}: {n} changed")
+        changed.append(path)
+        print(f"{show(path)}: {n} changed")
         if args.write:
             tmp = path.with_name(path.name + ".migrating")
             tmp.write_bytes(new)
             tmp.replace(path)
     print(f"{total} changes" + ("" if args.write or not total else " (dry run: --write to apply)"))
+    if args.write and changed:
+        manifest = observed.load(args.root)
+        saved = observed.save(observed.migrated(manifest, changed, "python tools/migrate-observed.py --write", CHANGE))
+        print(f"{show(saved)}: {len(changed)} files re-digested, the migration recorded")
     return 0
+
+
+def show(path: Path) -> str:
+    return observed.show(path)
 
 
 if __name__ == "__main__":

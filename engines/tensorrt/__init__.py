@@ -27,7 +27,7 @@ import numpy as np
 
 from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, plugins_needed
-from engines.tensorrt import gpu
+from engines.tensorrt import gpu, lifeline
 from engines.tensorrt.inspect import log_text, version_matches
 from engines.tensorrt.plugins import python_plugins
 from generators.bundle import Bundle
@@ -163,7 +163,7 @@ class Adapter:
     def _ask_probe(self) -> Dict[str, Any]:
         out = subprocess.run(
             [self.python, str(WORKER), "--module", self.module, "--probe"], capture_output=True, text=True,
-            timeout=self.timeout,
+            timeout=self.timeout, env=lifeline.child_env(),
         )
         if out.returncode != 0:
             raise ValueError(f"exit status {out.returncode}: {_tail(out.stderr)}")
@@ -245,11 +245,12 @@ class Adapter:
         return path
 
     def _run_worker(self, request: Path, tmp: Path) -> tuple:
-        """(return code, stderr, crash description); the worker runs in its own session so a hang is killed whole."""
+        """(return code, stderr, crash description); the worker runs in its own session so a hang is killed whole,
+        and dies with this process (engines.tensorrt.lifeline)."""
         with open(tmp / "stderr.txt", "w+") as err, open(tmp / "stdout.txt", "w+") as out:
             proc = subprocess.Popen(
                 [self.python, str(WORKER), "--module", self.module, str(request)], stdout=out, stderr=err,
-                cwd=str(tmp), start_new_session=True, env=self._worker_env(),
+                cwd=str(tmp), start_new_session=True, env=lifeline.child_env(self._worker_env()),
             )
             try:
                 rc = proc.wait(timeout=self.timeout)
@@ -396,7 +397,11 @@ def _serving(python: str, module: str, env: Optional[Dict[str, str]]) -> "_Serve
 
 
 class _Server:
-    """A worker in serve mode: one request path per stdin line, one RESULT_MARK line back."""
+    """A worker in serve mode: one request path per stdin line, one RESULT_MARK line back.
+
+    It runs in a session of its own, so that a hang is killed whole (os.killpg: the worker and anything it started)
+    and a signal to this process's group (Ctrl-C, pytest-timeout, a kill of the group) never lands in the middle of
+    a cell; it dies with this process all the same (engines.tensorrt.lifeline), a build under way included."""
 
     def __init__(self, python: str, module: str = "tensorrt", env: Optional[Dict[str, str]] = None) -> None:
         # A file, not a pipe: whatever the worker wrote is there once it has exited, even after a signal.
@@ -404,7 +409,7 @@ class _Server:
         self._read_to = 0  # stderr before this offset belongs to earlier requests
         self.proc = subprocess.Popen(
             [python, str(WORKER), "--module", module, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr, start_new_session=True, env=env,
+            stderr=self._stderr, start_new_session=True, env=lifeline.child_env(env),
         )
         self._buffer = b""
 

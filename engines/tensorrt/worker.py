@@ -64,6 +64,7 @@ _siblings()
 tinspect = importlib.import_module("qdq_trt.inspect")
 gpu = importlib.import_module("qdq_trt.gpu")
 capabilities = importlib.import_module("qdq_trt.capabilities")
+lifeline = importlib.import_module("qdq_trt.lifeline")
 
 
 class Result:
@@ -339,6 +340,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    lifeline.keep()  # dies with the adapter's process, even mid-build: it runs in a session of its own
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -24,7 +24,7 @@ from tests.engines.trt_stand_in import H200, libcuda_loads as _libcuda_loads
 from generators.bundle import Bundle
 
 ENGINE_DIR = WORKER.parent
-IN_TRT_ENV = ("worker.py", "gpu.py", "inspect.py", "plugins.py")
+IN_TRT_ENV = ("worker.py", "gpu.py", "inspect.py", "plugins.py", "lifeline.py")
 NO_GPU_HERE = not any(os.path.exists(p) for p in gpu.DEVICE_FILES)
 
 

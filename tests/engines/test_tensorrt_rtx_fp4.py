@@ -100,7 +100,11 @@ def test_the_lint_predicts_the_sm89_refusal_and_float_from_observed_cells_and_a_
     observed = tmp_path / "no-gpu"
     observed.mkdir()
     record = dict(asdict(default), run=dict(default.run, source="observed"))
-    (observed / f"rtx-{default.engine_version}.jsonl").write_text(json.dumps(record) + "\n")
+    cells = observed / f"rtx-{default.engine_version}.jsonl"
+    cells.write_text(json.dumps(record) + "\n")
+    from matrix import observed as manifest  # only a file its manifest lists at its digest is an observation
+
+    manifest.save(manifest.add(manifest.Manifest(tmp_path), [cells], "this machine", "pytest"))
     model = write.build(get_case(W4A16[0]), W4A16[1]).model
     found = [f for f in lint_model(model, observed=tmp_path) if f.rule == "fp4_weight_only"]
     sm89 = next(f for f in found if f.setting == "target=SM89")

@@ -70,6 +70,7 @@ def test_second_run_reuses_every_cell(tmp_path: Path) -> None:
     assert sorted(c["bundle"] for c in _cells(results)) == sorted(f"grouped_conv/{n}" for n in NAMES)
     third = _run(bundles, results, "--fresh")
     assert f"cells: 0 reused from earlier runs, run now: {len(NAMES)} pass" in third.stdout, third.stdout
+    assert sorted(c["bundle"] for c in _cells(results)) == sorted(f"grouped_conv/{n}" for n in NAMES)  # replaced
 
 
 def test_changed_bundle_is_run_again(tmp_path: Path) -> None:
@@ -200,3 +201,87 @@ def test_truncated_results_file_keeps_its_complete_cells(tmp_path: Path) -> None
     merged = load_results([path])
     assert [c.bundle for c in merged.cells] == ["grouped_conv/a"] and not merged.errors
     assert any("cut off" in p.message for p in merged.problems)
+
+
+def _ort_run(bundles: Path, results: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engines.run", "--engine", "onnxruntime", "-n", "1", "--bundles",
+                           str(bundles), "--results", str(results), *extra], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.slow
+def test_fresh_replaces_the_files_cells_and_every_count_agrees(tmp_path: Path) -> None:
+    """engines.run's decision, the session summary and its last line count the same cells as the file holds; a
+    --fresh run replaces the cells it runs again instead of adding copies (the report then has no duplicates)."""
+    from generators.write import write_all
+
+    bundles, results = tmp_path / "bundles", tmp_path / "results" / "ort.jsonl"
+    params = {"cpg": [3], "weights": ["per_channel"], "activation": ["int8"], "output_qdq": [True],
+              "epilogue": ["none", "relu"]}
+    write_all(["grouped_conv"], params, root=bundles)
+    first = _ort_run(bundles, results)
+    assert first.returncode == 0, first.stdout + first.stderr
+    write_all(["grouped_conv"], dict(params, epilogue=["swish"]), root=bundles)  # one bundle more
+    second = _ort_run(bundles, results)
+    assert ": 2 reused, 1 to run" in second.stdout, second.stdout
+    assert "cells: 2 reused from earlier runs, run now: 1 " in second.stdout and "(3 cells in all)" in second.stdout
+    assert "engines.run: 2 cells reused, 1 run (" in second.stdout
+    assert len(_cells(results)) == 3
+    for _ in range(2):
+        fresh = _ort_run(bundles, results, "--fresh")
+        assert fresh.returncode == 0 and ": 0 reused, 3 to run" in fresh.stdout, fresh.stdout + fresh.stderr
+        assert "engines.run: 0 cells reused, 3 run (" in fresh.stdout
+        assert len(_cells(results)) == len({c["bundle"] for c in _cells(results)}) == 3  # replaced, not appended
+    merged = load_results([results])
+    assert len(merged.cells) == 3 and not [p for p in merged.problems if p.duplicate]
+
+
+def test_a_killed_runs_second_copies_go_when_the_next_run_ends(tmp_path: Path) -> None:
+    """A --fresh run killed midway leaves two cells of some bundles in one column; the next run on the file, even
+    one that writes nothing, keeps the later of each, and the session headers of the cells kept."""
+    from cases.cell import Cell
+    from engines.base import EngineInfo
+    from engines.results import ResultsWriter
+
+    info = EngineInfo(name="onnxruntime", version="0", hardware="hw", available=True)
+    path = tmp_path / "out.jsonl"
+    first = ResultsWriter(path, info, {"date": "2026-11-24T00:00:00Z"})
+    for name in ("a", "b"):
+        first.write(Cell(bundle=f"grouped_conv/{name}", case="grouped_conv", params={}, digest="d",
+                         engine="onnxruntime", engine_version="0", hardware="hw", status="fail", verdict="new failure"))
+    first.close()
+    header, a, _ = path.read_text().splitlines()
+    again = json.loads(a)
+    again["status"] = "pass"
+    with path.open("a") as f:  # the killed --fresh run: its header and a new cell of a, then nothing
+        f.write(header + "\n" + json.dumps(again, sort_keys=True) + "\n")
+    resumed = ResultsWriter(path, info, {"date": "2026-11-24T00:00:02Z"})
+    resumed.close()
+    assert {c["bundle"]: c["status"] for c in _cells(path)} == {"grouped_conv/a": "pass", "grouped_conv/b": "fail"}
+    assert len(_cells(path)) == 2 and path.read_text().count('"kind": "session"') == 2
+
+
+@pytest.mark.slow
+def test_a_run_waiting_for_the_lock_writes_to_the_file_the_first_run_replaced(tmp_path: Path) -> None:
+    """The first run (--fresh) replaces the file when it ends (a new file renamed over it) while a second waits for
+    the lock on the old one: the second opens the new file, and no cell lands in the one renamed away."""
+    bundles, results, hold = _bundles(tmp_path), tmp_path / "out.jsonl", tmp_path / "hold"
+    assert _run(bundles, results).returncode == 0
+    hold.write_text("the first run waits after its first cell while this file exists\n")
+    first = subprocess.Popen(_cmd(bundles, results, "--fresh"), cwd=REPO, env={**_env(0.0), "QDQ_FAKE_HOLD": str(hold)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_cells(results, len(NAMES) + 1, first)
+        (bundles / "grouped_conv" / "b00" / "expected.npz").unlink()  # the second run has one cell to write
+        waiting = subprocess.Popen(_cmd(bundles, results, "--results-wait", "120"), cwd=REPO, env=_env(0.0),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        hold.unlink()
+        out, err = waiting.communicate(timeout=180)
+        assert waiting.returncode in (0, 1), out + err
+    finally:
+        hold.unlink(missing_ok=True)
+        first.wait(timeout=120)
+    cells = {c["bundle"]: c["status"] for c in _cells(results)}
+    assert len(_cells(results)) == len(NAMES) == len(cells)  # one each: the first run's, then the second's b00
+    assert cells["grouped_conv/b00"] == "not_run" and f"cells: {len(NAMES) - 1} reused" in out

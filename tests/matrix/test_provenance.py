@@ -22,12 +22,15 @@ H200_860 = OBSERVED / "nvidia-h200" / "trt-8.6.0.jsonl"
 
 
 def forged(path: Path, change: Callable[[Dict], None]) -> Path:
-    """A copy of the committed H200 8.6.0 file, every line claiming 'observed', each cell changed by `change`."""
+    """A copy of the committed H200 8.6.0 file, every line claiming 'observed', each cell changed by `change` and
+    each session header made to say the same engine version (a cell unlike its header is refused by its line)."""
     lines = []
     for line in H200_860.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if record["schema"] == "qdq-matrix/session/1":
-            record.update(source="observed")
+            probe = {"engine_version": record["engine_version"], "run": {}}
+            change(probe)
+            record.update(source="observed", engine_version=probe["engine_version"])
         else:
             record["run"]["source"] = "observed"
             change(record)
@@ -110,8 +113,10 @@ def test_a_file_under_reports_observed_counts_only_at_its_listed_digest(tmp_path
     assert [c.source for c in load_results([path], manifest=listed).columns] == ["observed"]
     path.write_text(path.read_text().replace("10.3.0", "10.4.0"))  # edited after it was listed
     result = load_results([path], manifest=listed)
-    assert [c.source for c in result.columns] == ["local"]
-    assert any("sha256 is not the one" in p.message for p in result.problems)
+    assert not result.columns and not result.cells  # refused whole: no answer uses it
+    [why] = result.errors
+    assert "changed after it was observed" in why.message and "file refused" in why.message
+    assert "git checkout -- " in why.message and "nox -s observe -- " in why.message
     assert "trt.jsonl: its sha256 is not the listed one" in observed.verify(listed)[0]
 
 
