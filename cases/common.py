@@ -34,6 +34,13 @@ RTX_CPU_ONLY_AOT = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inf
 RTX_QUANTIZED_TYPES = ("https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/"
                        "work-quantized-types.html")
 RTX_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/getting-started/support-matrix.html"
+# A plan that built is not an engine that runs: NVIDIA/TensorRT-RTX#35's three-conv FP8 Q/DQ network built ahead of
+# time and deserialized on 1.5.0.114, then died at its first FP8 kernel (integer divide by zero). The reports say it
+# once wherever they show a built cell (the grid's key, the per-node report), in these words.
+RTX_ISSUE_35 = "https://github.com/NVIDIA/TensorRT-RTX/issues/35"
+BUILT_IS_NOT_RUNNING = ("Built is not running: no TensorRT-RTX plan has run here (its runtime refuses our sm_90 GPUs), "
+                        "and a plan that builds and loads can still fail when it runs (NVIDIA/TensorRT-RTX#35: an FP8 "
+                        "network built and loaded on 1.5.0.114, then crashed at inference)")
 
 # A build that fails only because this version needs a GPU to build it: the machine's limit, not the engine's
 # verdict. TensorRT-RTX 1.4.0.76 with no GPU fails 29 of the catalogue's 176 builds in generateForCurrent
