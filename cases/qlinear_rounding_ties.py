@@ -23,9 +23,9 @@ What our columns do (2026-11-27, an Intel Xeon with AMX; no source names these v
 1.31.1 at their default ORT_ENABLE_ALL miss the reference by one step on all three, as #32132 says of 1.29.0.
 OpenVINO 2024.6.0 and 2026.4.1 miss the Conv and the AveragePool by one step and match the Add
 (microsoft/onnxruntime#25045 says OpenVINO's own quantization rounds halves away from zero; not a source for these
-cells). TensorRT-RTX builds the Add, the AveragePool and (1.7 only) the Conv; 1.4 to 1.6 refuse the INT8 Conv with
-their cuDNN dtype check, and 1.7 builds it in float for SM75: those plans are not run here, so their rounding is the
-GPU's to show.
+cells). TensorRT-RTX 1.5 to 1.7 build the Add and the AveragePool; 1.4 to 1.6 refuse the INT8 Conv with their
+cuDNN dtype check, and 1.7 builds it, in float for SM75 and in INT8 from SM80 on (1.4.0.76 needs a GPU for the
+others). Those plans are not run here: their rounding is the GPU's to show.
 """
 
 from __future__ import annotations
