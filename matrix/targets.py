@@ -2,9 +2,10 @@
 
 TensorRT-RTX builds ahead of time for one chosen compute capability (a cell's variant `target=SM86`), so one
 machine sweeps architectures. This view says, per engine version, which reproducers build for some targets and
-not for others, in sentences: "built, FP8 for SM89 and SM120; fails at build for SM75, SM80 and SM86". Beside it,
-what the catalogue's sources document per architecture (an expectation's `when` on a TensorRT-RTX target or a GPU
-architecture), run here or not: "fails at build for SM87 (Jetson Orin ...); passes for SM110 (Jetson Thor ...)".
+not for others, in sentences: "built, FP8 for SM89 and SM120; fails at build for SM75, SM80 and SM86". Before it,
+where a report has such cells, what the catalogue's sources document per architecture (an expectation's `when` on a
+TensorRT-RTX target or a GPU architecture), run here or not: "fails at build for SM87 (Jetson Orin, ...); passes for
+SM110 (Jetson Thor, ...)".
 """
 
 from __future__ import annotations
