@@ -16,8 +16,9 @@ a zero point: "Arguments do not have the same element type (arg0 element type: i
 TensorRT-RTX 1.4 to 1.7, every target, refuse the 1-D forms without a zero point in the parser: "The number of scales
 is not equal to the number of output channels. Number of output channels = 8, number of scales = 2", and the forms
 with zero points as any non-zero zero point; 1.5 to 1.7 build the 2-D control without one (1.4 fails it at
-build). ONNX Runtime 1.31.1 runs all six exactly, as the thread says of the CPU EP; 1.16.3 reads IR 9 at most. TensorRT 8.x: opset 21 is past its parser's
-tables (8.6: opset 17), which do not say that a later opset fails, so there is no 8.x expectation, as for seed 013.
+build). ONNX Runtime 1.31.1 runs all six exactly, as the thread says of the CPU EP; 1.16.3 reads IR 9 at most.
+TensorRT 8.x: opset 21 is past its parser's tables (8.6: opset 17), which do not say that a later opset fails, so
+there is no 8.x expectation, as for seed 013.
 
 The sweep: the thread's three shapes, each with the thread's zero points or without any (symmetric, as TensorRT takes
 them). x is an int8 graph input, y = DequantizeLinear(x) the float32 output, exact: an engine is off by 0 or by whole
