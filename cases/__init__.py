@@ -42,6 +42,13 @@ CASE_MODULES = (
     # What checking real-architecture models found (YOLO SiLU, BERT GELU constants): 024 onwards.
     "cases.silu_qdq",
     "cases.scalar_quantized_constant",
+    # The cross-check engines' own Q/DQ numerics and ONNX frontends (ONNX Runtime, OpenVINO threads): 026 onwards.
+    "cases.dq_blocked_rank1",
+    "cases.qlinear_rounding_ties",
+    "cases.resize_linear_qdq_drop",
+    "cases.fp16_quantize_rounding",
+    "cases.dq_blocked_axis",
+    "cases.float_qdq_types",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )

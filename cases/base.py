@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
 
 from cases.engines import ENGINES as _SPECS
+from cases.engines import GPU_ARCHITECTURES
 
 ENGINES = tuple(_SPECS)
 STAGES = ("load", "build", "run", "compare")
@@ -95,8 +96,9 @@ class Expectation:
     where: Mapping[str, Tuple[ParamValue, ...]] = field(default_factory=dict)  # param filter
     hardware: Optional[str] = None  # hardware the source observed it on, where it says
     note: str = ""
-    # Cell filter: the CPU's INT8 level ("isa": ("avx2", "avx512")) and the engine's column options
-    # ("x64quantprecision": ("0",)); an option the cell does not set counts at its default.
+    # Cell filter: the CPU's INT8 level ("isa": ("avx2", "avx512")), a GPU engine's GPU architecture ("gpu": ("SM87",),
+    # cases.engines.GPU_ARCHITECTURES) and the engine's column options ("x64quantprecision": ("0",)); an option the
+    # cell does not set counts at its default.
     when: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     basis: str = "documented"  # BASES: an upstream source, or this project's own earlier run (with its hardware)
 
@@ -116,10 +118,14 @@ class Expectation:
             raise ValueError(f"expectation {self.engine} {self.versions or 'any'}: a baseline names the hardware its "
                              f"observation {self.source} ran on (hardware=...)")
         SpecifierSet(self.versions)  # raises InvalidSpecifier on a bad range
-        allowed = {"isa"} | {o.name for o in _SPECS[self.engine].options}
+        gpu = {"gpu"} if _SPECS[self.engine].device == "nvidia-gpu" else set()
+        allowed = {"isa"} | gpu | {o.name for o in _SPECS[self.engine].options}
         unknown = [k for k in self.when if k not in allowed]
         if unknown:
             raise ValueError(f"expectation filters on {unknown}; {self.engine} cells know {sorted(allowed)}")
+        bad = [g for g in self.when.get("gpu", ()) if g not in GPU_ARCHITECTURES]
+        if bad:
+            raise ValueError(f"expectation filters on GPU architectures {bad}, not among {GPU_ARCHITECTURES}")
 
     def applies(self, engine: str, version: str, params: Params, context: Optional[Mapping[str, str]] = None) -> bool:
         from packaging.specifiers import SpecifierSet

@@ -107,6 +107,10 @@ class EngineSpec:
 
 ORT_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")
 RTX_TARGETS = ("default", "SM75", "SM80", "SM86", "SM89", "SM120", "SM121")
+# The GPU architectures a TensorRT expectation can name (`Expectation.when={"gpu": ...}`), spelt as TensorRT-RTX's
+# targets are; a GPU cell's is its compute capability (hardware_detail, "8.7" -> "SM87"). Jetson Orin is SM87 and
+# Jetson Thor SM110.
+GPU_ARCHITECTURES = ("SM75", "SM80", "SM86", "SM87", "SM89", "SM90", "SM100", "SM110", "SM120", "SM121")
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 # The worker and the stages a bug bundle's repro.py runs, by family, copied unchanged (bundle path: repository path).
 TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.py", "layers.py", "gpu.py",

@@ -4,8 +4,11 @@
 build fails in Myelin with "Could not infer output types for operation: ...: dequantize: Dequantized input0-(f32[...])
 | input0 reshape out_transpose_out reshape out slice_U28 out-(i8[]), ... scale weightsHalf-0.35498H:(f16[])" and "No
 matching rules found for input operand types"; the byte-identical model builds on Thor (SM 11.0) with the same
-version. So the version alone does not decide the outcome, and a TensorRT cell has no GPU filter: no expectation,
-a signature only. ONNX DequantizeLinear-19 allows a float16 x_scale ("'x_scale' determines the output type");
+version. So the version alone does not decide the outcome: the expectations name the GPU architecture (`when={"gpu":
+...}`, a GPU cell's compute capability), a failure at build for SM87 and a build for SM110, for #4832's pattern (the
+thread's failing node; its model is a whole ModelOpt network), and the report's "Across GPU architectures" says them
+beside TensorRT-RTX's per-target builds. No other GPU is documented: an H100 or H200 cell (SM90) has no expectation.
+ONNX DequantizeLinear-19 allows a float16 x_scale ("'x_scale' determines the output type");
 QuantizeLinear-19 takes a scale of the input's type, so a float16 scale means float16 activations.
 
 No TensorRT-RTX document speaks of float16 scales. What the RTX versions do is for the cells to say: 1.4 to 1.6
@@ -20,7 +23,7 @@ scalar float16 scale whose output a Cast makes float32. Targets: the Conv or Mat
 
 from __future__ import annotations
 
-from cases.base import Case, Params, Signature
+from cases.base import Case, Expectation, Params, Signature
 from cases.common import DEQUANTIZE_LINEAR
 
 ISSUE_4832 = "https://github.com/NVIDIA/TensorRT/issues/4832"
@@ -33,6 +36,9 @@ MYELIN_DEQUANTIZE_TYPES = Signature(
     source=ISSUE_4832,
     short="Myelin cannot type a dequantize",
 )
+
+
+CHAIN = {"graph": ("dq_cast_after_reshape_slice",), "weights": ("none",)}
 
 
 def _weights_fit_graph(params: Params) -> bool:
@@ -51,7 +57,20 @@ CASE = Case(
     },
     target_nodes=("node_of_y", "node_of_x_dq"),
     signatures=(MYELIN_DEQUANTIZE_TYPES,),
-    expectations=(),
+    expectations=(
+        Expectation(
+            "tensorrt", "==10.16.*", "fail", ISSUE_4832, stage="build", signature=MYELIN_DEQUANTIZE_TYPES.name,
+            where=CHAIN, when={"gpu": ("SM87",)}, hardware="Jetson Orin, L4T R39.2",
+            note="10.16.2.10, trtexec --stronglyTyped: every tactic skipped, 'Could not infer output types for "
+            "operation: ... dequantize ... No matching rules found for input operand types' (the thread's model)",
+        ),
+        Expectation(
+            "tensorrt", "==10.16.*", "pass", ISSUE_4832, where=CHAIN, when={"gpu": ("SM110",)},
+            hardware="Jetson Thor, L4T R39.2",
+            note="the byte-identical model builds in 123 s with the same 10.16.2.10; the thread says nothing of its "
+            "outputs",
+        ),
+    ),
     builder="generators.fp16_scale_qdq:build",
     arch_dependent=True,
     valid=_weights_fit_graph,

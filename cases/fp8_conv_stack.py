@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from cases.base import Case, Expectation
 from cases.common import OPERATORS_MD_8_6
+from cases.common import RTX_ISSUE_35 as ISSUE_RTX_35
 
-ISSUE_RTX_35 = "https://github.com/NVIDIA/TensorRT-RTX/issues/35"
 ISSUE_4817 = "https://github.com/NVIDIA/TensorRT/issues/4817"
 
 CASE = Case(

@@ -123,10 +123,13 @@ def match_signatures(case: Case, engine: str, text: str, kind: str) -> List[str]
 
 
 def cell_context(hardware_detail: Mapping[str, str], variant: Mapping[str, str]) -> Dict[str, str]:
-    """What an expectation's `when` filter is matched against: the CPU's INT8 level and the column options."""
+    """What an expectation's `when` filter is matched against: the CPU's INT8 level, the GPU's architecture ("SM87"
+    for compute capability 8.7) and the column options."""
     context = dict(variant)
     if hardware_detail.get("isa_level"):
         context["isa"] = hardware_detail["isa_level"]
+    if hardware_detail.get("compute_capability"):
+        context["gpu"] = "SM" + str(hardware_detail["compute_capability"]).replace(".", "")
     return context
 
 

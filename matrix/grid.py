@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.cell import VERDICTS, Cell
+from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.outcome import outcome
 from cases.verdict import UNEXPECTED
 from matrix.cellfiles import column_file
@@ -70,6 +71,12 @@ def legend() -> List[Dict[str, str]]:
     out = [{"code": code, "css": css, "meaning": meaning} for code, css, meaning in STATES]
     out += [{"code": mark, "css": "mark", "meaning": f"verdict: {verdict}"} for verdict, mark in MARKS.items() if mark]
     return out
+
+
+def built_note() -> Dict[str, str]:
+    """What a built cell (`A`, `a`, `b`) is not, said once under the key: its words and their source."""
+    return {"codes": "".join(code for code, _, meaning in STATES if meaning.startswith("built")),
+            "text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
 
 
 def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Collapsed]:
@@ -162,6 +169,7 @@ def grid_view(result: MergeResult) -> Dict[str, Any]:
         "verdicts": [{"index": v, "name": VERDICTS[v]} for v in present],
         "all_verdicts": [{"index": i, "name": v} for i, v in enumerate(VERDICTS)],
         "legend": legend(),
+        "built_note": built_note(),
         "width": len(columns) + 1,
         "symbols": {symbols[key]: list(key) for key in palette},
         "symbol_width": width,

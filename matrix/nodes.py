@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from cases.cell import QUANTIZED_PRECISIONS, Cell
+from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.engines import variant_label
 from cases.numerics import FRAGILE_MARGIN_DB, float_source
 from cases.outcome import outcome
@@ -102,6 +103,9 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "evidence_listed": len(nodes) <= LISTED_NODES and len(nodes) * len(columns) <= LISTED_EVIDENCE,
         "predictions": predictions_view(meta.get("lint"), cells), "advice": advice(meta.get("lint")),
         "localize": [],  # check --localize fills it (check.localize: it runs engines, which matrix never does)
+        # Said once under the engine table where a column only built (TensorRT-RTX ahead of time), never per cell.
+        "built_note": {"text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
+        if any(c.status == "built" for c in cells) else {},
     }
 
 

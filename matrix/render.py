@@ -12,6 +12,7 @@ from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from cases import all_cases
 from cases.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
 from matrix.causes import cause_key, root_causes
@@ -23,7 +24,7 @@ from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code, md_link_text
 from matrix.upgrade import DIFFS, upgrade_view
 from matrix.words import clip, many
-from matrix.targets import target_view
+from matrix.targets import documented_view, target_view
 
 # 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
 REPORT_SCHEMA = "qdq-matrix/report/3"
@@ -99,6 +100,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "upgrade": upgrade_view(result.cells),
         "targets": target_view(result.cells),
+        "documented_targets": documented_view(all_cases()),
         "grid": grid_view(result),
         "plots": plots_view(result, idle=collapsed_columns(result)),
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],

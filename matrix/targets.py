@@ -2,7 +2,10 @@
 
 TensorRT-RTX builds ahead of time for one chosen compute capability (a cell's variant `target=SM86`), so one
 machine sweeps architectures. This view says, per engine version, which reproducers build for some targets and
-not for others, in sentences: "built, FP8 for SM89 and SM120; fails at build for SM75, SM80 and SM86".
+not for others, in sentences: "built, FP8 for SM89 and SM120; fails at build for SM75, SM80 and SM86". Before it,
+where a report has such cells, what the catalogue's sources document per architecture (an expectation's `when` on a
+TensorRT-RTX target or a GPU architecture), run here or not: "fails at build for SM87 (Jetson Orin, ...); passes for
+SM110 (Jetson Thor, ...)".
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Sequence, Tuple
 
+from cases.base import Case, Expectation
 from cases.cell import Cell
+from cases.engines import title
 from cases.outcome import outcome as cell_outcome
 from matrix.merge import version_key
 from matrix.words import say_list
@@ -75,3 +80,43 @@ def _params(group: Sequence[Cell]) -> str:
             if shown not in values.setdefault(k, []):
                 values[k].append(shown)
     return ", ".join(f"{k}={'|'.join(v)}" for k, v in values.items())
+
+
+ARCHITECTURE_KEYS = ("target", "gpu")  # `when` keys that name a GPU architecture: TensorRT-RTX's target, a GPU's
+
+
+def documented_view(cases: Sequence[Case]) -> List[Dict[str, Any]]:
+    """One row per case, engine, version range and parameter filter whose expectations name GPU architectures: what
+    each architecture is documented to do, with the sources. An expectation for the default target set alone (a set,
+    not an architecture) is left out."""
+    groups: Dict[Tuple[str, str, str, str], List[Tuple[str, Expectation]]] = {}
+    for case in cases:
+        for e in case.expectations:
+            key = next((k for k in ARCHITECTURE_KEYS if k in e.when), "")
+            arches = [a for a in e.when.get(key, ()) if a != "default"]
+            if not arches:
+                continue
+            row = (case.id, e.engine, e.versions, _where(e))
+            groups.setdefault(row, []).extend((a, e) for a in arches)
+    out = []
+    for (case_id, engine, versions, where), said in groups.items():
+        by_outcome: Dict[Tuple[str, str], List[str]] = {}
+        for arch, e in sorted(said, key=lambda ae: _target_key(ae[0])):
+            by_outcome.setdefault((_expected(e), e.hardware or ""), []).append(arch)
+        text = "; ".join(f"{words} for {say_list(arches)}" + (f" ({hardware})" if hardware else "")
+                         for (words, hardware), arches in by_outcome.items())
+        out.append({"case": case_id, "engine": title(engine), "versions": versions,
+                    "params": where, "text": text, "sources": sorted({e.source for _, e in said})})
+    return out
+
+
+def _expected(e: Expectation) -> str:
+    """What an expectation says a cell does, in the words of the observed rows."""
+    if e.outcome == "fail":
+        return f"fails at {e.stage}" if e.stage else "fails"
+    return {"pass": "passes", "int8": "INT8", "not_int8": "not INT8"}.get(e.outcome, e.outcome)
+
+
+def _where(e: Expectation) -> str:
+    """An expectation's parameter filter as the rows write parameters ("op=matmul|gemm"), "every reproducer" if none."""
+    return ", ".join(f"{k}={'|'.join(str(v) for v in vals)}" for k, vals in e.where.items()) or "every reproducer"

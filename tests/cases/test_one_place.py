@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, List, Tuple
 
-from cases.engines import ENGINES, NAMES, pin_groups
+from cases.engines import ENGINES, GPU_ARCHITECTURES, NAMES, pin_groups
 
 REPO = Path(__file__).resolve().parents[2]
 DESCRIPTORS = REPO / "cases" / "engines.py"
@@ -151,7 +151,8 @@ def probe_contexts(case, engine: str) -> Iterator[dict]:
     from cases.isa import ISA_LEVELS
 
     keys = sorted({k for e in case.expectations if e.engine == engine for k in e.when})
-    choices = [ISA_LEVELS if k == "isa" else ENGINES[engine].option(k).choices for k in keys]
+    choices = [ISA_LEVELS if k == "isa" else GPU_ARCHITECTURES if k == "gpu" else ENGINES[engine].option(k).choices
+               for k in keys]
     for combo in itertools.product(*choices):
         yield dict(zip(keys, combo))
 

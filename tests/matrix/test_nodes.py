@@ -234,3 +234,17 @@ def test_an_engine_wide_signature_reaches_the_report_and_the_bug_bundle():
     cell = Cell(bundle="concat_requant/x", case="concat_requant", **base)
     assert signature_short(cell) and signature_source(cell)
     assert signature_short(Cell(bundle="gone/x", case="no_such_case", **base)) == ""
+
+
+def test_a_built_column_says_once_that_built_is_not_running(tmp_path):
+    """A TensorRT-RTX plan that only built reads as such, once under the table, with TensorRT-RTX#35; a report whose
+    every column ran says nothing of it."""
+    from matrix.nodes import write_node_reports
+
+    built = _cell("tensorrt-rtx", "1.7.1.116", {"conv0": ("int8", TRT)}, status="built")
+    ran = _cell("onnxruntime", "1.31.1", {"conv0": ("int8", ORT)})
+    for cells, says in (([built, ran], 1), ([ran], 0)):
+        md, html, _ = write_node_reports(node_report(cells, {"target_nodes": ["conv0"]}), tmp_path, f"n{says}")
+        for page in (md.read_text(), html.read_text()):
+            assert page.count("Built is not running") == says
+            assert ("https://github.com/NVIDIA/TensorRT-RTX/issues/35" in page) is bool(says)

@@ -337,3 +337,13 @@ def test_counts_read_in_the_number_they_take(tmp_path, make_cell):
         text = (tmp_path / name).read_text(encoding="utf-8")
         assert "1 problem reading results" in text and "1 problems" not in text, name
         assert "1 cell," in text and "1 column" in text and "1 cells" not in text, name
+
+
+def test_the_grid_key_says_once_that_a_built_cell_is_not_running(reports):
+    """`A`, `a`, `b` are plans built ahead of time: the key says once (not per cell) that built is not running, with
+    the thread where a built and loaded plan crashed at inference."""
+    html = (reports[0] / "matrix.html").read_text()
+    grid = (reports[0] / "cells" / "grid.md").read_text()
+    for page in (html, grid):
+        assert page.count("Built is not running") == 1
+        assert "https://github.com/NVIDIA/TensorRT-RTX/issues/35" in page

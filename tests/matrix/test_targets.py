@@ -49,3 +49,25 @@ def test_the_reports_state_the_architecture_differences(make_cell, tmp_path):
     assert "## Across GPU architectures" in md and md.index("## Across GPU architectures") < md.index("## Grid")
     assert "| fp8_qdq | op=gemm\\|matmul | 2 | fails at build for SM75 and SM86; built, FP8 for SM89 and SM120 |" in md
     assert 'id="targets"' in html and "built, FP8 for SM89 and SM120" in html
+
+
+def test_the_documented_architectures_say_4832s_orin_and_thor_beside_the_rtx_targets(make_cell, tmp_path):
+    """NVIDIA/TensorRT#4832's architecture axis (one version, SM87 fails, SM110 builds) is said as the catalogue
+    documents it, whatever ran here; so is each TensorRT-RTX support-matrix row, never the default target set."""
+    from cases import all_cases
+    from matrix.targets import documented_view
+
+    rows = {(r["case"], r["engine"]): r for r in documented_view(all_cases())}
+    orin = rows["fp16_scale_qdq", "TensorRT"]
+    assert orin["versions"] == "==10.16.*" and orin["params"] == "graph=dq_cast_after_reshape_slice, weights=none"
+    assert orin["text"] == ("fails at build for SM87 (Jetson Orin, L4T R39.2); passes for SM110 (Jetson Thor, "
+                            "L4T R39.2)")
+    assert orin["sources"] == ["https://github.com/NVIDIA/TensorRT/issues/4832"]
+    assert rows["fp8_qdq", "TensorRT for RTX"]["text"] == \
+        "fails at build for SM75, SM80 and SM86; passes for SM89, SM120 and SM121"
+    assert ("fp8_conv_stack", "TensorRT for RTX") not in rows  # its crash is documented for the default set only
+    write_reports(build(_cells(make_cell)), tmp_path, generated="2026-01-01")
+    md, html = (tmp_path / "matrix.md").read_text(), (tmp_path / "matrix.html").read_text()
+    for page in (md, html):
+        assert page.index("Documented by architecture") < page.index("fails at build for SM87 (Jetson Orin")
+        assert "https://github.com/NVIDIA/TensorRT/issues/4832" in page

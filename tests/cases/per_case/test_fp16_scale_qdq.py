@@ -31,6 +31,19 @@ def test_fp16_scales_are_float16_and_type_their_dq_outputs(params):
         assert (init["w_scale"].ndim == 1) is per_channel and ("axis" in attrs(dq)) is per_channel
 
 
-def test_no_tensorrt_expectation_where_no_source_says():
-    """#4832 fails on SM 8.7 and builds on SM 11.0 with the same version (a signature, no expectation)."""
-    assert CASE.expectations == ()
+def test_4832_is_documented_by_gpu_architecture_and_nothing_else_is():
+    """#4832 fails on SM 8.7 and builds on SM 11.0 with the same version: the expectation follows the cell's GPU, and
+    an H100's cell (SM90), a CPU engine or another graph has none."""
+    from cases.verdict import cell_context
+
+    chain = {"graph": "dq_cast_after_reshape_slice", "weights": "none"}
+    orin, thor, h100 = ({"compute_capability": cc} for cc in ("8.7", "11.0", "9.0"))
+    found = {name: CASE.expectation_for("tensorrt", "10.16.2.10", chain, cell_context(detail, {}))
+             for name, detail in (("orin", orin), ("thor", thor), ("h100", h100))}
+    assert (found["orin"].outcome, found["orin"].stage, found["orin"].signature) == \
+        ("fail", "build", "myelin_dequantize_output_type")
+    assert found["thor"].outcome == "pass" and found["h100"] is None
+    assert CASE.expectation_for("tensorrt", "10.16.1.11", {"graph": "conv", "weights": "per_tensor"},
+                                cell_context(orin, {})) is None
+    assert CASE.expectation_for("tensorrt", "8.6.0", chain, cell_context(orin, {})) is None
+    assert {e.engine for e in CASE.expectations} == {"tensorrt"}
