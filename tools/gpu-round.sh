@@ -5,7 +5,8 @@
 #
 #   tools/gpu-round.sh unpack PARTS_DIR           # payload parts -> WORK/payload, launchers in WORK/payload/bin
 #   tools/gpu-round.sh sweep VERSION [RUNS...]    # wall time against workers, with and without the timing cache
-#   tools/gpu-round.sh observe LABEL [VERSIONS]   # the catalogue on each version side by side, timing cache on
+#   tools/gpu-round.sh observe LABEL [VERSIONS]   # the catalogue on each version side by side, timing cache on;
+#                                                  # one version per GPU on a host with several (GPUS=N: the first N)
 #   TACTICS=tensorrt-only tools/gpu-round.sh observe LABEL [VERSIONS]
 #   tools/gpu-round.sh check LABEL                # user-model bundles (.bundles-user) on the two newest 8.x pins
 #   tools/gpu-round.sh bench VERSION MODEL [N]    # `check` on one user bundle against the bare engine
@@ -84,12 +85,20 @@ observe)
   suffix=""; [[ ${TACTICS:-default} == tensorrt-only ]] && suffix=-tensorrt-only
   mkdir -p "$obs/$label"
   only=(); [[ -n ${ONLY_CASES:-} ]] && for c in $ONLY_CASES; do only+=(--only-case "$c"); done
+  # One version per GPU where the host has several (GPUS=N uses the first N; GPUS=1 puts every version on GPU 0).
+  gpus=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')}; ((gpus > 0)) || gpus=1
+  start=$(date +%s%N); i=0
   for v in "${versions[@]}"; do
-    ( QDQ_TRT_TACTICS=${TACTICS:-default} QDQ_TIMING_CACHE_DIR=$obs/timing-cache \
+    gpu=$((i % gpus)); i=$((i + 1))
+    ( CUDA_VISIBLE_DEVICES=$gpu QDQ_TRT_TACTICS=${TACTICS:-default} QDQ_TIMING_CACHE_DIR=${CACHE_DIR:-$obs/timing-cache} \
         cells "$v" "$obs/$label/trt-$v$suffix.jsonl" "${WORKERS:-4}" "${only[@]}" >"$obs/$label/log-$v$suffix.txt" 2>&1
-      say "observe $label $v$suffix: exit $?" ) &
+      say "observe $label $v$suffix on GPU $gpu: exit $?" ) &
   done
   wait
+  wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  printf '%s\t%s\t%s\t%s\t%d.%03d\n' "$label" "${versions[*]}" "$gpus" "${WORKERS:-4}" $((wall_ms / 1000)) \
+    $((wall_ms % 1000)) >>"$obs/observe-wall.tsv"
+  say "observe $label: ${#versions[@]} versions on $gpus GPU(s), $((wall_ms / 1000)) s"
   tail -qn 1 "$obs/$label"/log-*"$suffix".txt
   ;;
 check)
