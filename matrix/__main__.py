@@ -175,7 +175,7 @@ def diff_cmd(args: argparse.Namespace) -> int:
 def bugs_cmd(args: argparse.Namespace) -> int:
     """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
     the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
-    from matrix.bugbundle import make_all, model_cells, select, wanted
+    from matrix.bugbundle import earlier, make_all, model_cells, select, wanted
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):
@@ -220,6 +220,12 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     waiting = sum(1 for m in made if m.needs_model)
     print(f"{len(made) - refused - waiting} bug bundles written to {args.out}" + (f", {refused} refused" if refused
           else "") + (f", {waiting} need the model" if waiting else ""))
+    older = earlier(Path(args.out), made)
+    if older:
+        from matrix.words import many
+
+        print(f"  {many(len(older), 'other bug bundle')} in {args.out} from an earlier run, not written now (first: "
+              f"{older[0].relative_to(args.out)}); remove them or write to an empty --out")
     return 1 if refused else 0
 
 
