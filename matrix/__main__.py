@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from cases.cli import ArgumentParser
 from matrix.merge import MergeResult, catalogue_bundles, load_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -297,7 +298,7 @@ def _summary(result: MergeResult):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m matrix", description=__doc__)
+    parser = ArgumentParser(prog="python -m matrix", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="merge results files and write the matrix reports")
     rep.add_argument("--results", action="append", metavar="PATH",
