@@ -180,7 +180,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):
-        print("matrix bugs: --cell needs --engine and --version (and --hardware where several match)",
+        print("matrix bugs: --cell needs --engine and --version (and --hardware, --variant where several match)",
               file=sys.stderr)
         return 2
     result = _load(args.results, ())
@@ -188,7 +188,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
         return 2
     if args.cell:
         try:
-            cells = [select(result.cells, args.cell, args.engine, args.version, args.hardware)]
+            cells = [select(result.cells, args.cell, args.engine, args.version, args.hardware, args.variant)]
         except ValueError as e:
             print(f"matrix bugs: {e}", file=sys.stderr)
             return 2
@@ -331,6 +331,9 @@ def _parser() -> argparse.ArgumentParser:
     bug.add_argument("--engine", help="the cell's engine (with --cell)")
     bug.add_argument("--version", help="the cell's engine version (with --cell)")
     bug.add_argument("--hardware", default=None, help="the cell's hardware label, where several match")
+    bug.add_argument("--variant", default=None, metavar="K=V",
+                     help="the cell's column options as the report names them (target=SM89, x64quantprecision=1; "
+                          "'default' for the engine's own), where several match")
     bug.add_argument("--zip", action="store_true", help="also write <folder>.zip next to each bug bundle")
     bug.add_argument("--model", action="append", metavar="MODEL",
                      help="only the failing cells of this user model: its .onnx file, bundle id or name (repeatable)")

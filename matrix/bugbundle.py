@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.cell import Cell
-from cases.engines import ENGINES, REPRO_ALWAYS
+from cases.engines import ENGINES, REPRO_ALWAYS, variant_label
 from cases.engines import title as engine_title
 from cases.numerics import float_source
 from cases.outcome import FAILED, FAILED_STAGE, outcome
@@ -80,18 +80,23 @@ def wanted(cell: Cell) -> bool:
     return cell.status in FAILED or cell.verdict in UNEXPECTED
 
 
-def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None) -> Cell:
-    """The one cell named on the command line; ValueError says what matched instead."""
+def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None,
+           variant: Optional[str] = None) -> Cell:
+    """The one cell named on the command line (`variant`: its column options as the report says them,
+    "x64quantprecision=1", "target=SM89", or "default"); ValueError says what matched instead."""
     same = [c for c in cells if c.bundle == bundle and c.engine == engine and c.engine_version == version]
     if hardware is not None:
         same = [c for c in same if c.hardware == hardware]
+    if variant is not None:
+        same = [c for c in same if variant_label(c.variant) == ("" if variant == "default" else variant)]
     if len(same) == 1:
         return same[0]
+    named = "".join(f" [{v}]" for v in (hardware, variant) if v is not None)
     if not same:
-        raise ValueError(f"no cell {bundle} on {engine} {version}" + (f" [{hardware}]" if hardware else ""))
-    choices = "; ".join(f"{c.hardware} ({c.run.get('source', 'local')})" for c in same)
-    raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}: {choices}; name one with --hardware"
-                     + (" (they differ in source: keep one results file)" if hardware else ""))
+        raise ValueError(f"no cell {bundle} on {engine} {version}{named}")
+    choices = "; ".join(f"{c.setting} ({c.run.get('source', 'local')})" for c in same)
+    raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}: {choices}; name one with --hardware "
+                     "and --variant" + (" (they differ in source: keep one results file)" if named else ""))
 
 
 def failed_stage(cell: Cell) -> str:

@@ -99,3 +99,16 @@ def test_an_earlier_runs_bug_bundles_are_counted_apart(bundles, tmp_path, capsys
     assert main(["bugs", "--results", str(results), "--bundles", str(bundles), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "2 bug bundles written" in text and "1 other bug bundle in" in text and len(written(out)) == 3
+
+
+def test_one_cell_of_columns_that_differ_only_in_their_variant_is_named_by_it(bundles, tmp_path, capsys):
+    results = tmp_path / "cells.jsonl"
+    results.write_text("".join(c.to_json() + "\n" for c in colliding_columns()), encoding="utf-8")
+    out = tmp_path / "out"
+    common = ["bugs", "--results", str(results), "--bundles", str(bundles), "--out", str(out), "--cell", BUNDLE,
+              "--engine", "tensorrt-rtx", "--version", "1.7.1.116"]
+    assert main([*common, "--hardware", RTX]) == 2
+    assert "5 cells match" in capsys.readouterr().err and not out.exists()
+    assert main([*common, "--hardware", RTX, "--variant", "target=SM89"]) == 0
+    [folder] = written(out)
+    assert "**Settings**: target=SM89," in (folder / "ISSUE.md").read_text(encoding="utf-8")
