@@ -177,6 +177,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
     the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
     from matrix.bugbundle import earlier, make_all, model_cells, select, wanted
+    from matrix.words import many
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):
@@ -211,7 +212,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     except OSError as e:
         return _unwritable("bugs", Path(args.out), e)
     for m in made:
-        what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.hardware}]"
+        what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.setting}]"
         if m.refused and not m.needs_model:
             print(f"matrix bugs: refused {what}: {m.refused}", file=sys.stderr)
         elif not m.refused:
@@ -219,12 +220,10 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     _say_needs_model([m for m in made if m.needs_model], Path(args.user_bundles))
     refused = sum(1 for m in made if m.refused and not m.needs_model)
     waiting = sum(1 for m in made if m.needs_model)
-    print(f"{len(made) - refused - waiting} bug bundles written to {args.out}" + (f", {refused} refused" if refused
-          else "") + (f", {waiting} need the model" if waiting else ""))
+    print(f"{many(len(made) - refused - waiting, 'bug bundle')} written to {args.out}" + (f", {refused} refused"
+          if refused else "") + (f", {waiting} need the model" if waiting else ""))
     older = earlier(Path(args.out), made)
     if older:
-        from matrix.words import many
-
         print(f"  {many(len(older), 'other bug bundle')} in {args.out} from an earlier run, not written now (first: "
               f"{older[0].relative_to(args.out)}); remove them or write to an empty --out")
     return 1 if refused else 0

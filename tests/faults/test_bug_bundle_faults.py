@@ -60,7 +60,7 @@ def test_every_column_gets_its_own_bug_bundle_and_the_count_is_what_is_on_disk(b
     out = tmp_path / "bug-bundles"
     assert len({folder_for(c, out) for c in cells}) == len(cells) == 10
     assert main(["bugs", "--results", str(results), "--bundles", str(bundles), "--out", str(out), "--zip"]) == 0
-    said = int(re.search(r"^(\d+) bug bundles written", capsys.readouterr().out, re.M).group(1))
+    said = int(re.search(r"^(\d+) bug bundles? written", capsys.readouterr().out, re.M).group(1))
     assert said == len(written(out)) == len(list(out.glob("*/*.zip"))) == len(cells)
     for cell in cells:  # each folder names its column, and its ISSUE.md says that column's settings
         folder = folder_for(cell, out)
