@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from cases import all_cases
 from cases.base import Case, ParamValue
+from cases.cli import ArgumentParser
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "catalogue.md"
 WRITE_COMMAND = "python -m cases.catalogue --markdown --out docs/catalogue.md"
@@ -136,7 +137,7 @@ def _check(page: Path, text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cases.catalogue", description=__doc__.splitlines()[0],
+    parser = ArgumentParser(prog="python -m cases.catalogue", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.splitlines()[2:]))
     parser.add_argument("--markdown", action="store_true", help="the Markdown page (default: one line per case)")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from cases.cli import ArgumentParser
 from cases.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 from check import CheckError
 
@@ -424,7 +425,7 @@ def seed_int(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     doc = __doc__.split("\n\n")
-    parser = argparse.ArgumentParser(prog="python -m check", description=doc[0].splitlines()[0],
+    parser = ArgumentParser(prog="python -m check", description=doc[0].splitlines()[0],
                                      epilog="\n\n".join(doc[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*", help="ONNX model files or folders of them")
     parser.add_argument("--inputs", default=None,

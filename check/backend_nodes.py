@@ -13,7 +13,6 @@ it; a test whose types no such opset allows (float8, int4, int16, blocked) is li
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import sys
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from cases.cli import ArgumentParser
 
 OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
        "ConvInteger", "MatMulInteger")
@@ -130,7 +131,7 @@ def write(out: Path, ops: Sequence[str] = OPS) -> List[NodeTest]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m check.backend_nodes", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m check.backend_nodes", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="bundle root (pass it to the cells as --bundles)")
     parser.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable)")
     args = parser.parse_args(argv)

@@ -17,7 +17,6 @@ TensorRT did:
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from cases.cli import ArgumentParser
 from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, OPERATORS_MD
 from cases.outcome import outcome
 from engines.results import read_results
@@ -855,7 +855,7 @@ def comparison_markdown(rows: Sequence[Comparison]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m check.lint", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m check.lint", description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     parser.add_argument("--observed", type=Path, default=OBSERVED,

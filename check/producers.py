@@ -18,7 +18,6 @@ writes it (opset 19/21, float16 scales), since that is what its users bring.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from cases.cli import ArgumentParser
 
 IR_VERSION = 8
 CALIBRATION_SAMPLES = 8
@@ -368,7 +369,7 @@ def produce_modelopt(out: Path, only: Sequence[str] = ()) -> List[Produced]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m check.producers", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m check.producers", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the .onnx files and manifest.json")
     parser.add_argument("--only", nargs="*", default=(), help="keep models whose name contains one of these")
     parser.add_argument("--producer", choices=("onnxruntime", "modelopt"), default="onnxruntime",

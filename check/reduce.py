@@ -17,7 +17,6 @@ Signatures: a catalogue signature name or the failed stage and the error's first
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -27,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from cases.cli import ArgumentParser
 from cases.outcome import FAILED_STAGE
 
 Oracle = Callable[[Path], str]
@@ -333,7 +333,7 @@ def bug_bundle(reduced: Path, engine: str, out: Path, seed: int = 0, **options: 
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m check.reduce", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m check.reduce", description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
     parser.add_argument("--engine", required=True, help="onnxruntime, openvino, tensorrt-rtx or tensorrt")
     parser.add_argument("--trt-python", help="an interpreter with TensorRT or TensorRT-RTX (default: this one)")

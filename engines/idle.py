@@ -11,7 +11,6 @@ can run here is refused: its cells come from `pytest tests/cells`, never from th
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import platform
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from cases import get_case
+from cases.cli import ArgumentParser
 from cases.engines import ENGINES, spec
 from cases.portable import portable_command
 from engines import get_engine
@@ -91,7 +91,7 @@ def catalogue_bundles(root: Path) -> List[Bundle]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m engines.idle", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m engines.idle", description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", required=True, choices=[n for n, s in ENGINES.items() if s.device != "cpu"])
     parser.add_argument("--version", action="append", required=True, help="engine version (repeatable)")
     parser.add_argument("--bundles", type=Path, default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")

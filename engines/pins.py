@@ -11,12 +11,12 @@ Standard library only, and it imports no engine (nor numpy): it runs on the bare
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from cases.engines import PinGroup, engine_of, pin_groups
+from cases.cli import ArgumentParser
 
 FIELDS = ("cuda", "python", "index", "requirements")
 
@@ -53,7 +53,7 @@ def summary() -> List[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engines.pins", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m engines.pins", description=__doc__.split("\n\n")[0])
     parser.add_argument("groups", nargs="*", help=f"pin groups: {', '.join(pin_groups())}")
     parser.add_argument("--field", choices=FIELDS, help="print 'VERSION VALUE' lines of one field")
     parser.add_argument("--github", action="store_true", help="a GitHub Actions matrix line for $GITHUB_OUTPUT")

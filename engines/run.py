@@ -42,6 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from cases import get_case
 from cases.cell import Cell
+from cases.cli import ArgumentParser
 from cases.engines import ENGINES, spec, variant_label
 from cases.portable import portable_command
 from engines.base import EngineInfo
@@ -518,7 +519,7 @@ def writable(columns: Sequence[Column], folder: Path, out: Callable[[str], None]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=RUNNER, description=__doc__.split("\n\n")[0], allow_abbrev=False,
+    parser = ArgumentParser(prog=RUNNER, description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                      epilog="Anything after -- (or any flag not listed here) goes to pytest.")
     parser.add_argument("--engine", default=None, help=f"engine: {', '.join(ENGINES)}, or module:Class")
     parser.add_argument("--engine-version", default=None, help="the version the engine must be")

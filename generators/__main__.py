@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases, bundle_id, get_case
+from cases.cli import ArgumentParser
 from generators import write
 from generators.bundle import bundles_root
 
@@ -31,7 +32,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m generators", description=__doc__)
+    parser = ArgumentParser(prog="python -m generators", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (("list", "print bundle ids"), ("write", "build and write bundles")):
         p = sub.add_parser(name, help=text)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from cases.cli import ArgumentParser
 from matrix.merge import MergeResult, catalogue_bundles, load_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -175,11 +176,12 @@ def diff_cmd(args: argparse.Namespace) -> int:
 def bugs_cmd(args: argparse.Namespace) -> int:
     """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
     the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
-    from matrix.bugbundle import make_all, model_cells, select, wanted
+    from matrix.bugbundle import earlier, make_all, model_cells, select, wanted
+    from matrix.words import many
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):
-        print("matrix bugs: --cell needs --engine and --version (and --hardware where several match)",
+        print("matrix bugs: --cell needs --engine and --version (and --hardware, --variant where several match)",
               file=sys.stderr)
         return 2
     result = _load(args.results, ())
@@ -187,7 +189,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
         return 2
     if args.cell:
         try:
-            cells = [select(result.cells, args.cell, args.engine, args.version, args.hardware)]
+            cells = [select(result.cells, args.cell, args.engine, args.version, args.hardware, args.variant)]
         except ValueError as e:
             print(f"matrix bugs: {e}", file=sys.stderr)
             return 2
@@ -210,7 +212,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     except OSError as e:
         return _unwritable("bugs", Path(args.out), e)
     for m in made:
-        what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.hardware}]"
+        what = f"{m.cell.bundle} on {m.cell.engine} {m.cell.engine_version} [{m.cell.setting}]"
         if m.refused and not m.needs_model:
             print(f"matrix bugs: refused {what}: {m.refused}", file=sys.stderr)
         elif not m.refused:
@@ -218,8 +220,12 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     _say_needs_model([m for m in made if m.needs_model], Path(args.user_bundles))
     refused = sum(1 for m in made if m.refused and not m.needs_model)
     waiting = sum(1 for m in made if m.needs_model)
-    print(f"{len(made) - refused - waiting} bug bundles written to {args.out}" + (f", {refused} refused" if refused
-          else "") + (f", {waiting} need the model" if waiting else ""))
+    print(f"{many(len(made) - refused - waiting, 'bug bundle')} written to {args.out}" + (f", {refused} refused"
+          if refused else "") + (f", {waiting} need the model" if waiting else ""))
+    older = earlier(Path(args.out), made)
+    if older:
+        print(f"  {many(len(older), 'other bug bundle')} in {args.out} from an earlier run, not written now (first: "
+              f"{older[0].relative_to(args.out)}); remove them or write to an empty --out")
     return 1 if refused else 0
 
 
@@ -291,7 +297,7 @@ def _summary(result: MergeResult):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m matrix", description=__doc__)
+    parser = ArgumentParser(prog="python -m matrix", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="merge results files and write the matrix reports")
     rep.add_argument("--results", action="append", metavar="PATH",
@@ -324,6 +330,9 @@ def _parser() -> argparse.ArgumentParser:
     bug.add_argument("--engine", help="the cell's engine (with --cell)")
     bug.add_argument("--version", help="the cell's engine version (with --cell)")
     bug.add_argument("--hardware", default=None, help="the cell's hardware label, where several match")
+    bug.add_argument("--variant", default=None, metavar="K=V",
+                     help="the cell's column options as the report names them (target=SM89, x64quantprecision=1; "
+                          "'default' for the engine's own), where several match")
     bug.add_argument("--zip", action="store_true", help="also write <folder>.zip next to each bug bundle")
     bug.add_argument("--model", action="append", metavar="MODEL",
                      help="only the failing cells of this user model: its .onnx file, bundle id or name (repeatable)")

@@ -1,6 +1,6 @@
 """Bug bundles: one folder per cell with the model, its data, a standalone repro.py and an ISSUE.md to file upstream.
 
-    bug-bundles/<engine>-<version>/<bundle id, "/" -> "__">/
+    bug-bundles/<column: engine, version, hardware, option variant, source; a digest>/<bundle id, "/" -> "__">/
         model.onnx inputs.npz expected.npz case.json   the reproducer bundle that ran (digest checked)
         float.npz                                      a user bundle's float outputs, where it has them
         repro.py                                       matrix/repro.py, unchanged: Python 3.9+, numpy and the engine
@@ -24,19 +24,19 @@ import math
 import re
 import shlex
 import shutil
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.cell import Cell
-from cases.engines import ENGINES, REPRO_ALWAYS
+from cases.engines import ENGINES, REPRO_ALWAYS, variant_label
 from cases.engines import title as engine_title
 from cases.numerics import float_source
 from cases.outcome import FAILED, FAILED_STAGE, outcome
 from cases.portable import portable_path
 from cases.verdict import UNEXPECTED, signature_words
-from matrix.merge import version_key
+from matrix.cellfiles import safe_name
+from matrix.merge import Column, column_key, version_key
 from matrix.nodes import network_words
 from matrix.safe import clean, md_cell, md_code, md_fence
 
@@ -80,18 +80,23 @@ def wanted(cell: Cell) -> bool:
     return cell.status in FAILED or cell.verdict in UNEXPECTED
 
 
-def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None) -> Cell:
-    """The one cell named on the command line; ValueError says what matched instead."""
+def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None,
+           variant: Optional[str] = None) -> Cell:
+    """The one cell named on the command line (`variant`: its column options as the report says them,
+    "x64quantprecision=1", "target=SM89", or "default"); ValueError says what matched instead."""
     same = [c for c in cells if c.bundle == bundle and c.engine == engine and c.engine_version == version]
     if hardware is not None:
         same = [c for c in same if c.hardware == hardware]
+    if variant is not None:
+        same = [c for c in same if variant_label(c.variant) == ("" if variant == "default" else variant)]
     if len(same) == 1:
         return same[0]
+    named = "".join(f" [{v}]" for v in (hardware, variant) if v is not None)
     if not same:
-        raise ValueError(f"no cell {bundle} on {engine} {version}" + (f" [{hardware}]" if hardware else ""))
-    choices = "; ".join(f"{c.hardware} ({c.run.get('source', 'local')})" for c in same)
-    raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}: {choices}; name one with --hardware"
-                     + (" (they differ in source: keep one results file)" if hardware else ""))
+        raise ValueError(f"no cell {bundle} on {engine} {version}{named}")
+    choices = "; ".join(f"{c.setting} ({c.run.get('source', 'local')})" for c in same)
+    raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}: {choices}; name one with --hardware "
+                     "and --variant" + (" (they differ in source: keep one results file)" if named else ""))
 
 
 def failed_stage(cell: Cell) -> str:
@@ -99,12 +104,16 @@ def failed_stage(cell: Cell) -> str:
     return outcome(cell).failed_stage
 
 
-def folder_for(cell: Cell, out: Path, with_hardware: bool = False) -> Path:
-    """<out>/<engine>-<version>[-<hardware>]/<bundle id with "/" -> "__">, each a plain name inside out."""
-    column = f"{cell.engine}-{cell.engine_version}"
-    if with_hardware:
-        column += "-" + re.sub(r"[^A-Za-z0-9.]+", "-", cell.hardware).strip("-").lower()
-    return out / folder_name(column) / folder_name(cell.bundle.replace("/", "__"))
+def folder_for(cell: Cell, out: Path) -> Path:
+    """<out>/<the cell's column>/<bundle id with "/" -> "__">, each a plain name inside out (column_folder)."""
+    return out / column_folder(cell) / folder_name(cell.bundle.replace("/", "__"))
+
+
+def column_folder(cell: Cell) -> str:
+    """The cell's whole column as one folder name: engine, version, hardware, option variant (ONNX Runtime's
+    x64quantprecision, TensorRT's tactics, TensorRT-RTX's target) and source, readable, with a digest of them so that
+    two columns never share a folder (matrix.cellfiles names the column's file alike)."""
+    return safe_name(Column(*column_key(cell)).id, limit=160)
 
 
 def folder_name(text: str) -> str:
@@ -168,26 +177,39 @@ def model_cells(cells: Iterable[Cell], names: Sequence[str]) -> List[Cell]:
 
 def make_all(cells: Sequence[Cell], everything: Sequence[Cell], bundles: Path, out: Path,
              archive: bool = False, user_bundles: Optional[Path] = None) -> List[Made]:
-    """A bug bundle for each cell; `everything` (all merged cells) answers the cross-version questions. A user
-    model's bundle comes from user_bundles (python -m check's folder) where given."""
-    made = []
-    folders = Counter(folder_for(c, out) for c in cells)
+    """A bug bundle for each cell, one folder each; `everything` (all merged cells) answers the cross-version
+    questions. A user model's bundle comes from user_bundles (python -m check's folder) where given. A second cell of
+    one column and bundle (two results files of one column, unmerged) is refused: it would overwrite the first."""
+    made: List[Made] = []
+    written: Dict[Path, Cell] = {}
     for cell in cells:
         root = user_bundles if user_bundles is not None and is_user_model(cell) else bundles
+        target = folder_for(cell, Path(out))
+        if target in written:
+            made.append(Made(cell, refused=f"{show(target)} holds this run's bug bundle of the same reproducer and "
+                                           f"column ({written[target].column}); one cell per column (merge first)"))
+            continue
         try:
-            path = make(cell, everything, root, out, with_hardware=folders[folder_for(cell, out)] > 1)
+            path = make(cell, everything, root, out)
         except Refused as e:
             made.append(Made(cell, refused=str(e), needs_model=isinstance(e, NeedsModel)))
             continue
+        written[target] = cell
         made.append(Made(cell, path, _zip(path) if archive else None))
     return made
 
 
-def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path, with_hardware: bool = False) -> Path:
+def earlier(out: Path, made: Sequence[Made]) -> List[Path]:
+    """Bug bundles in out that this run did not write (an earlier run's, of cells that are gone or now pass)."""
+    mine = {m.path.resolve() for m in made if m.path is not None}
+    return sorted(p.parent for p in Path(out).glob("*/*/ISSUE.md") if p.parent.resolve() not in mine)
+
+
+def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path) -> Path:
     """Write one bug bundle folder and return it."""
     source = source_bundle(cell, bundles)
     meta = json.loads((source / "case.json").read_text())
-    target = folder_for(cell, Path(out), with_hardware)
+    target = folder_for(cell, Path(out))
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
     shipped = shipped_files(cell)
@@ -381,6 +403,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "baseline": (cell.expectation or {}).get("basis") == "baseline",
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
         "trt": trt, "tactic_sources": cell.tactic_sources, "tensorrt_only": tensorrt_only(cell),
+        "settings": settings(cell),
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
@@ -388,6 +411,24 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         if (cell.output_stats or {}).get("measure") == "network" else "",
         **tool_commands(cell, meta),
     }
+
+
+def settings(cell: Cell) -> str:
+    """ISSUE.md's settings line: the column's options (its variant over the descriptor's defaults: the target, the
+    tactics, x64quantprecision that make it this column), then the settings every cell of the engine has."""
+    spec = ENGINES.get(cell.engine)
+    if spec is None:
+        return ""
+    column = ", ".join(f"{o.name}={spec.value(cell.variant, o.name)}" for o in spec.options if o.column)
+    opts = _engine_options(cell)
+    more = ""
+    if cell.engine == "onnxruntime":
+        more = f"providers {', '.join(opts['providers'])}"
+    elif cell.engine == "openvino":
+        more = f"device {opts['device']}, config {json.dumps(opts['config'], sort_keys=True)}"
+    elif spec.device == "aot":
+        more = "an ahead-of-time build"
+    return "; ".join(p for p in (column, more) if p)
 
 
 def tensorrt_only(cell: Cell) -> bool:

@@ -21,7 +21,7 @@ from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.models import models_view
 from matrix.plots import plots_view
-from matrix.safe import clean, md_cell, md_code, md_link_text
+from matrix.safe import clean, md_cell, md_code
 from matrix.upgrade import DIFFS, upgrade_view
 from matrix.words import clip, many
 from matrix.targets import documented_view, target_view
@@ -87,7 +87,6 @@ def template_environment(html: bool) -> Any:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=finalize,
     )
     env.filters["md"] = md_escape
-    env.filters["mdlink"] = md_link_text
     env.filters["mdcode"] = md_code
     env.filters["many"] = many
     return env

@@ -1,4 +1,4 @@
-"""Text from results files made safe for reports: XML-legal characters, no raw HTML in Markdown.
+"""Text from results files made safe for reports: XML-legal characters, no raw HTML and no link in Markdown.
 
 Error texts and engine logs carry terminal colours and raw control characters (TensorRT 8.6's
 inspector JSON has some), and ids come from results files anyone can edit. XML 1.0 forbids most
@@ -15,7 +15,9 @@ from typing import Any
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 # Everything XML 1.0 does not allow (tab, newline and carriage return are allowed), plus DEL and C1 controls.
 ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u00a0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "\r": " ", "\n": " "}
+# "[" and "]": every Markdown link and image needs them ([text](url), [text][ref], ![alt](src), a "[ref]: url" line), so
+# a node named "[click](javascript:alert(3))" stays text; the one other link form, <scheme:...>, is the "<" below.
+MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]", "\r": " ", "\n": " "}
 # Markdown passes HTML through only where "<" opens a tag, a comment or a declaration, and "&" an entity; every other
 # "<", ">" and "&" is plain text (CommonMark, raw HTML and entity references), so ">=8.0,<10.0" stays as it is.
 MD_SPECIAL = re.compile("[" + re.escape("".join(MD_ESCAPES)) + "]|<(?=[A-Za-z/!?])|&(?=#?\\w+;)")
@@ -35,14 +37,9 @@ def _visible(match: re.Match) -> str:
 
 
 def md_cell(value: Any) -> str:
-    """Text safe in a Markdown table cell or line: no raw HTML, no cell break, no code span, one line; a "<" or "&"
-    that cannot start HTML stays as it is."""
+    """Text safe in a Markdown table cell or line, and inside a link's [...]: no raw HTML, no link, no cell break, no
+    code span, one line; a "<" or "&" that cannot start HTML stays as it is."""
     return MD_SPECIAL.sub(lambda m: MD_ESCAPES.get(m.group()) or _MD_HTML[m.group()], clean(str(value)))
-
-
-def md_link_text(value: Any) -> str:
-    """md_cell text that also stays inside a link's [...]: its own brackets escaped."""
-    return md_cell(value).replace("[", "\\[").replace("]", "\\]")
 
 
 def md_code(value: Any) -> str:

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cases import get_case  # noqa: E402
+from cases.cli import ArgumentParser  # noqa: E402
 from cases.engines import CPU_ENGINES, ENGINES  # noqa: E402
 from engines import get_engine  # noqa: E402
 from engines.cells import run_cell  # noqa: E402
@@ -252,9 +253,7 @@ def user_model_check(engine_name: str = "onnxruntime", name: str = "backbone_300
 
 def _cli(argv: Sequence[str]) -> int:
     """--user-model [ENGINE], --check [--batch N] [ENGINE ...], or the bundle and cell tables."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python tools/benchmark.py", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python tools/benchmark.py", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="python -m check on ~300- and ~900-node models")
     mode.add_argument("--user-model", action="store_true", help="check against the bare engine, one model")

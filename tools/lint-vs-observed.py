@@ -21,7 +21,6 @@ prediction missed.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from cases.cli import ArgumentParser  # noqa: E402
 from cases.engines import LINT_ENGINES  # noqa: E402
 from cases.engines import title as engine_title  # noqa: E402
 from check.lint import Finding, LintInputError, basis_words, engine_cells, lint_model, lint_path  # noqa: E402
@@ -252,7 +252,7 @@ def page(targets: Sequence[Target], cells: Sequence[Path], engine: str, command:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python tools/lint-vs-observed.py", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python tools/lint-vs-observed.py", description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=sorted(LINT_ENGINES), default="tensorrt")
     parser.add_argument("--cells", type=Path, nargs="+", required=True, help="results JSONL files")
     parser.add_argument("--models", type=Path, help="producer models folder (default: built here, temporarily)")

@@ -10,12 +10,12 @@ used as it is: warm it first (any `nox -s matrix`) to measure what a second clon
 (schema checks, $QDQ_CACHE_DIR) starts empty in <clone>-cache. Each run's log and its
 reports/matrix.json are kept beside the clone (<clone>-<run>.log, <clone>-<run>-matrix.json: compare two with
 tools/compare-matrix.py). Prints a Markdown table (wall clock, peak RSS, seconds per nox session, the cell counts the
-runs printed) and writes it as JSON with --json. Standard library only: it never imports the project.
+runs printed) and writes it as JSON with --json. Standard library only: of the project it imports only the argument
+parser (cases/cli.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import os
@@ -31,6 +31,10 @@ from typing import Dict, List, Optional, Sequence
 
 KIB = 1 << 10  # getrusage's ru_maxrss is in KiB
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from cases.cli import ArgumentParser  # noqa: E402 (standard library only, as this tool)
+
 CHANGE = ("generators/concat_requant.py", "SPATIAL = 6", "SPATIAL = 5")
 STAMP = re.compile(r"^nox > \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,]\d+)\] (.*)$")
 COUNTED = ("cells:", "engines.run:", "report:", "engines.idle:")  # the lines that say what a run did
@@ -127,7 +131,7 @@ def table(runs: Sequence[Run], rev: str) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/matrix-benchmark.py", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="tools/matrix-benchmark.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rev", default="HEAD", help="the commit to clone (default HEAD)")
     parser.add_argument("--clone", type=Path, default=None,
                         help="where to clone (a new folder; default a temporary one)")

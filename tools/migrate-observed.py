@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO))
 import re  # noqa: E402
 
 from cases.cell import SCHEMA as CELL_SCHEMA  # noqa: E402
+from cases.cli import ArgumentParser  # noqa: E402
 from cases.portable import portable_path, portable_text  # noqa: E402
 from engines.reasons import error_line, failure_evidence  # noqa: E402
 from engines.tensorrt.layers import dtype  # noqa: E402
@@ -217,7 +218,7 @@ def migrate_file(path: Path) -> Tuple[bytes, int]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/migrate-observed.py", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="tools/migrate-observed.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="rewrite the files in place")
     parser.add_argument("--root", type=Path, default=OBSERVED, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

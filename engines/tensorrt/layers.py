@@ -86,6 +86,11 @@ class Layer:
         inner = [n.strip() for p in parts if p.startswith("PWN(") for n in re.split(r"[(),]", p) if n.strip()]
         return parts + [n for n in inner if n != "PWN"]
 
+    def names(self, node: str) -> bool:
+        """The node is a whole part of this layer's name: a component, or " + "-separated parts that together are its
+        name (a node whose own name holds " + ")."""
+        return node in self.components or f" + {node} + " in f" + {self.name} + "
+
     @property
     def helper(self) -> bool:
         kind = self.type.lower()
@@ -139,9 +144,34 @@ def _inspector_weights(item: Mapping[str, Any]) -> List[str]:
     return []
 
 
+ONNX_LAYER = "[ONNX Layer: "
+_SEPARATORS = "\x1e\x1f"  # between entries: none (TensorRT-RTX), \x1f or \x1e (8.6, 10.x)
+
+
 def onnx_layers(metadata: str) -> List[str]:
-    """Node names in "[ONNX Layer: a][ONNX Layer: b]" (TensorRT's layer metadata from the ONNX parser)."""
-    return [m.strip() for m in re.findall(r"\[ONNX Layer: ([^\]]*)\]", metadata or "")]
+    """Node names in "[ONNX Layer: a][ONNX Layer: b]" (TensorRT's layer metadata from the ONNX parser), each name as
+    it is: an entry ends at the "]" followed by the end or the next entry, so a name may hold "[", "]" or a newline."""
+    text, names = metadata or "", []
+    at = text.find(ONNX_LAYER)
+    while at >= 0:
+        start = at + len(ONNX_LAYER)
+        end = _entry_end(text, start)
+        names.append(text[start:end])
+        at = text.find(ONNX_LAYER, end)
+    return names
+
+
+def _entry_end(text: str, start: int) -> int:
+    """The "]" that closes the entry begun at start: the first one followed by the end or by the next entry."""
+    end = text.find("]", start)
+    while end >= 0:
+        after = end + 1
+        while after < len(text) and text[after] in _SEPARATORS:
+            after += 1
+        if after == len(text) or text.startswith(ONNX_LAYER, after):
+            return end
+        end = text.find("]", end + 1)
+    return len(text)
 
 
 # ---- TensorRT-RTX's build log ------------------------------------------------------------------------
@@ -154,18 +184,35 @@ def layers_message(messages: Iterable[str]) -> str:
 def from_build_log(message: str) -> List[Layer]:
     """Layers from the "Layers:" message a DETAILED build logs at VERBOSE (TensorRT-RTX 1.4 to 1.7)."""
     layers = []
-    for line in message.splitlines():
-        if not line.startswith("Name: "):
-            continue
-        fields = _fields(line)
+    for record in _records(message):
+        head, _, rest = record.partition(_TYPE)
+        body, _, metadata = rest.partition(_METADATA)  # the last field: the node names, which may hold anything
+        fields = _fields(f"LayerType: {body}")
         constants = [_log_tensor(t) for t in _items(fields.get("Constants", ""))]
         layers.append(Layer(
-            name=fields.get("Name", ""), type=fields.get("LayerType", ""),
+            name=head[len(_NAME):], type=fields.get("LayerType", ""),
             inputs=[_log_tensor(t) for t in _items(fields.get("Inputs", ""))],
             weights=_largest(constants), outputs=[_log_tensor(t) for t in _items(fields.get("Outputs", ""))],
-            tactic=fields.get("TacticName", ""), metadata=onnx_layers(fields.get("Metadata", "")),
+            tactic=fields.get("TacticName", ""), metadata=onnx_layers(metadata),
         ))
     return layers
+
+
+_NAME, _TYPE, _METADATA = "Name: ", ", LayerType: ", ", Metadata: "
+_SECTION = re.compile(r"\n\n(?=[A-Z][A-Za-z/ ]*:\n)")  # "I/O Tensors:" (1.5 on), "Bindings:" (1.4), "Engine Metadata:"
+
+
+def _records(message: str) -> List[str]:
+    """One text per layer: a line that starts "Name: " begins one; any other line of the "Layers:" section goes on
+    the line before it (a node name with a line break in it, inside the layer's name and its metadata)."""
+    section = _SECTION.split(message, maxsplit=1)[0]
+    records: List[str] = []
+    for line in section.split("\n")[1:]:
+        if line.startswith(_NAME) or not records:
+            records.append(line)
+        else:
+            records[-1] += "\n" + line
+    return [r for r in records if r.startswith(_NAME) and _TYPE in r]
 
 
 _KEY = re.compile(r"([A-Za-z/]+): ")
@@ -241,7 +288,7 @@ def _attribute(layers: List[Layer], node: str, op: str, with_metadata: bool) -> 
     # (8.6 writes metadata for most layers but not for its Q/DQ reformats; 8.5 writes none).
     candidates, via = [lay for lay in layers if node in lay.metadata], "metadata"
     if not candidates:
-        candidates, via = [lay for lay in layers if node in lay.components], "name component"
+        candidates, via = [lay for lay in layers if lay.names(node)], "name component"
     if not candidates:
         how = "[ONNX Layer: ...] metadata or a name component" if with_metadata else "name component"
         return _unknown(f"no engine layer lists {node} (its {how}): fused away or removed", [])
@@ -260,7 +307,7 @@ def _attribute(layers: List[Layer], node: str, op: str, with_metadata: bool) -> 
 def _computing_layer(candidates: List[Layer], node: str, op: str) -> Optional[Layer]:
     """The candidate that performs the node's operation; None where none can be told apart."""
     if op in _QDQ:  # a Q or DQ is computed by a reformat or scale (8.x) or a generated kernel (RTX)
-        named = [lay for lay in candidates if node in lay.components]
+        named = [lay for lay in candidates if lay.names(node)]
         return (named or candidates)[0]
     if op == "Concat":  # TensorRT concatenates by copying each input into the output: those copies are the Concat
         copies = [lay for lay in candidates if lay.name.endswith(" copy") or "concat" in lay.type.lower()]
@@ -275,7 +322,7 @@ def _computing_layer(candidates: List[Layer], node: str, op: str) -> Optional[La
         if not typed:  # absorbed into a generated kernel: that kernel computes it (the engine's own mapping says so)
             generated = [lay for lay in work if _generated(lay)]
             return generated[0] if len(generated) == 1 else None
-        named = [lay for lay in typed if node in lay.components or lay.name.startswith(node + "_myl")]
+        named = [lay for lay in typed if lay.names(node) or lay.name.startswith(node + "_myl")]
         return (named or typed)[0]
     if not op:  # op unknown: a compute-type layer first, else the only non-helper
         typed = [lay for lay in work if any(k in lay.type.lower() for ks in _COMPUTE.values() for k in ks)]

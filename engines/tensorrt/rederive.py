@@ -12,7 +12,6 @@ left alone: it needs a run on its engine.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases import numerics
 from cases.cell import Cell
+from cases.cli import ArgumentParser
 from cases.engines import NAMES, family
 from engines.results import read_results
 from engines.tensorrt import layers as tlayers
@@ -102,7 +102,7 @@ def process(path: Path, root: Path, write: bool) -> Dict[str, int]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engines.tensorrt.rederive", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m engines.tensorrt.rederive", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, help="results files (JSONL)")
     parser.add_argument("--bundles", type=Path, default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     parser.add_argument("--write", action="store_true", help="rewrite the files in place")

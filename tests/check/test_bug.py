@@ -46,9 +46,9 @@ def test_a_failing_check_cell_gets_a_bug_bundle(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(matrix_cli, "REPO", tmp_path)  # bug-bundles/ beside the test's files, not the repository's
     assert check(["--bug", "int32_bias", *args]) == 0
     printed = capsys.readouterr().out
-    [issue] = (tmp_path / "bug-bundles").glob("tensorrt-rtx-*/user_model__int32_bias*/ISSUE.md")
+    [issue] = (tmp_path / "bug-bundles").glob("tensorrt-rtx_*/user_model__int32_bias*/ISSUE.md")
     for name in ("model.onnx", "inputs.npz", "expected.npz", "repro.py", "cell.json"):
         assert (issue.parent / name).is_file(), name
-    assert "1 bug bundles written" in printed and "(fail, new failure)" in printed
+    assert "1 bug bundle written" in printed and "(fail, new failure)" in printed
     assert check(["--bug", "no_such_model", *args]) == 2
     assert "user models with cells: user_model/int32_bias-" in capsys.readouterr().err

@@ -81,6 +81,25 @@ def test_85_inspector_reads_through_name_components():
     assert found["node_of_xq"]["layer_type"] == "Reformat" and found["node_of_xq"]["precision"] == "int8"
 
 
+@pytest.mark.parametrize("name", ["conv[0]", "conv]1", "x]y[z", "two\nlines", "n\n[7]", "a + b", "[ONNX Layer: c]",
+                                  "[click](javascript:alert(3))"])
+def test_a_node_name_is_matched_as_a_name_whatever_it_holds(name):
+    """The engine writes a node's name as it is into its layer's name and metadata (measured on 1.7.1.116 with these
+    names: tests/faults/test_node_name_faults.py); brackets, a line break or " + " in it change nothing."""
+    key = "1.7.1.116 grouped_conv/cpg=1+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
+    message = BUILDS[key]["layers_message"].replace("node_of_conv", name)
+    layers = L.from_build_log(message)
+    assert len(layers) == 3 and layers[1].metadata == [name, "node_of_x_dq", "node_of_w_dq"]
+    entry = L.attribute(layers, {name: "Conv"})[name]
+    assert (entry["layer"], entry["precision"], entry["via"]) == (f"{name}_myl0_1", "int8", "metadata")
+    meta = f"[ONNX Layer: {name}]\x1f[ONNX Layer: relu]"  # 8.6's separator between entries
+    assert L.onnx_layers(meta) == [name, "relu"] and L.onnx_layers(meta.replace("\x1f", "\x1e")) == [name, "relu"]
+    inspector = INSPECTOR_85["conv_dense.onnx"]["engine inspector JSON (get_engine_information, DETAILED)"]
+    renamed = json.loads(json.dumps(inspector).replace("node_of_c", json.dumps(name)[1:-1]))
+    found = L.attribute(L.from_inspector(renamed), {name: "Conv"})[name]  # 8.5: no metadata, a fused layer's name
+    assert (found["layer"], found["precision"], found["via"]) == (f"wq + {name}", "int8", "name component")
+
+
 def test_a_helper_layer_is_never_the_evidence_for_a_compute_node():
     """TensorRT 8.6 gives a parser-inserted reshape the metadata of the MatMul it feeds (issue 19, H100): the shape
     of that listing, with a float convolution so that the helper's Int8 would be the wrong answer."""

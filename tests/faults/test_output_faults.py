@@ -16,7 +16,7 @@ import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import List, Set
+from typing import List, Set, Tuple
 
 import pytest
 
@@ -34,6 +34,7 @@ BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+
 PARAMS = {"cpg": [3], "weights": ["per_channel"], "activation": ["int8"], "output_qdq": [True], "epilogue": ["none"]}
 # Markup for every reader, terminal colours, control characters XML 1.0 forbids, a lone surrogate.
 PAYLOAD = ('<script>alert("x")</script><img src=x onerror=alert(1)> </td></tr><!-- | `tick` ``` ]]> &amp; '
+           '[click](javascript:alert(3)) ![img](javascript:alert(4)) '
            '"""; import os; os.system("echo pwned") #\x1b[31mred\x1b[0m\x00\x07\x0b\x1f\x7f\ud800 end')
 MARKUP = re.compile(r"<\s*/?\s*(script|img|td|tr|!--)", re.I)
 SECRETS = {"AWS_SECRET_ACCESS_KEY": "canaryAWS0ae1f", "GITHUB_TOKEN": "ghp_canary0ae1f", "QDQ_SECRET": "canaryQDQ0ae1f"}
@@ -97,10 +98,18 @@ def markdown_outside_code(text: str) -> str:
                          ".zip). -->", "")
 
 
+def live_links(markdown: str) -> List[Tuple[str, str]]:
+    """(text, destination) of every inline link or image a Markdown reader renders: outside code, not escaped."""
+    prose = re.sub(r"\\.", "\x00", markdown_outside_code(markdown))  # a backslash escape is a plain character
+    return re.findall(r"\[([^\[\]]*)\]\(([^()\s]*(?:\([^()\s]*\))?[^()\s]*)\)", prose)
+
+
 def assert_markdown_has_no_raw_markup(text: str) -> None:
     prose = markdown_outside_code(text)
     assert not MARKUP.search(prose), MARKUP.search(prose).group()
     assert "\x1b" not in text and "\x00" not in text
+    injected = [link for link in live_links(text) if "javascript:" in link[1]]
+    assert injected == [], injected  # a results text written as a link stays text
 
 
 def files_under(root: Path) -> Set[Path]:
@@ -189,7 +198,7 @@ def test_a_traversing_column_stays_inside_the_output_folder(bundles, tmp_path, f
     fields = dict(bundle=BUNDLE, digest=digest, engine="onnxruntime", engine_version="1.31.1")
     bad = cell(**dict(fields, **{field: value}))
     try:
-        folder = make(bad, [bad], bundles, out, with_hardware=True)
+        folder = make(bad, [bad], bundles, out)
     except Refused:  # an engine with no repro.py: refused before anything is written
         folder = None
     assert folder is None or out.resolve() in folder.resolve().parents

@@ -23,7 +23,7 @@ from engines.cells import judge_observation, run_cell
 from generators.bundle import load_bundle
 from generators.write import write_all
 from matrix.__main__ import main
-from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, VERSION_FIELDS
+from matrix.bugbundle import DETAIL_FIELDS, ENVIRONMENT_FIELDS, RUN_FIELDS, VERSION_FIELDS, column_folder
 from matrix.merge import load_results
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +93,8 @@ def test_repro_reproduces_a_real_cell(engine, bundles, cpu_cells, tmp_path):
                 "--engine", engine, "--version", cell.engine_version)
     assert code == 0
     folder = only_folder(out)
-    assert folder == out / f"{engine}-{cell.engine_version}" / BUNDLE.replace("/", "__")
+    assert folder == out / column_folder(cell) / BUNDLE.replace("/", "__")
+    assert folder.parent.name.startswith(f"{engine}_{cell.engine_version}_cpu_")
     done = run_repro(folder)
     assert done.returncode == 0, done.stdout + done.stderr
     # the suite's own cell on this machine, whatever error this CPU's kernels make, by the suite's own measure
@@ -138,7 +139,8 @@ def test_default_run_bundles_failing_and_unexpected_cells_only(bundles, cpu_cell
     assert bugs("--results", str(results), "--results", str(OBSERVED), "--bundles", str(bundles),
                 "--out", str(out)) == 0
     made = sorted(str(p.parent.relative_to(out)) for p in out.glob("*/*/ISSUE.md"))
-    assert made == [f"tensorrt-{v}/{BUNDLE.replace('/', '__')}" for v in ("8.5.3.1", "8.6.0")]
+    assert made == [f"{column_folder(c)}/{BUNDLE.replace('/', '__')}" for c in load_results([OBSERVED]).cells]
+    assert [m.split("_NVIDIA")[0] for m in made] == ["tensorrt_8.5.3.1", "tensorrt_8.6.0"]
 
 
 @pytest.fixture
@@ -308,7 +310,7 @@ def test_a_tensorrt_rtx_cell_gets_the_worker_with_its_module_and_target(bundles,
     assert cell["recorded"]["status"] == "built" and cell["recorded"]["fused"] is True
     assert {p.name for p in (folder / "suite" / "tensorrt").iterdir()} == set(TRT_FILES)
     issue = (folder / "ISSUE.md").read_text()
-    assert 'pip install "tensorrt-rtx==1.5.0.114" numpy' in issue and "ahead-of-time target SM86" in issue
+    assert 'pip install "tensorrt-rtx==1.5.0.114" numpy' in issue and "**Settings**: target=SM86, plugin_link=none; an ahead-of-time build" in issue
 
 
 def test_the_bundle_ships_every_file_the_worker_loads():

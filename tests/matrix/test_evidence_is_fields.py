@@ -19,7 +19,6 @@ ALLOWED = {
     ("safe", "<module>"): "control characters and terminal escapes, removed from any text before it is published",
     ("safe", "_visible"): "control characters made visible",
     ("safe", "_longest_run"): "the longest run of one character (a backtick) in a text, to fence it",
-    ("bugbundle", "folder_for"): "a hardware label as a folder name",
     ("cellfiles", "<module>"): "a column label as a file name",
     ("bugbundle", "folder_name"): "text from a results file as a folder name",
     ("bugbundle", "tool_commands"): "which input names trtexec takes unquoted",

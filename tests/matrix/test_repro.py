@@ -71,7 +71,7 @@ def test_each_bug_bundle_agrees_with_the_suites_cell(suite_cells):
     ran = [c for c in suite_cells["cells"] if c.status in ("pass", "fail", "crashed")]
     assert {c.engine for c in ran} == set(ENGINES) and len(ran) >= 20
     out = suite_cells["root"] / "bug-bundles"
-    folders = [make(c, ran, suite_cells["bundles"], out, with_hardware=True) for c in ran]
+    folders = [make(c, ran, suite_cells["bundles"], out) for c in ran]
     with ThreadPoolExecutor(max_workers=4) as pool:
         seen = list(pool.map(run_bundle, folders))
     for cell, found in zip(ran, seen):

@@ -85,7 +85,7 @@ def both(case: Case, bundle: Bundle, outputs: Dict[str, np.ndarray], root: Path,
     """The suite's cell for outputs, and what the bug bundle made from that cell judges of the same outputs."""
     obs = Observation(stage="run", outputs=dict(outputs), precision=dict(precision or {}))
     cell = judge_observation(case, bundle, INFO, obs, dict(RUN))
-    folder = make(cell, [cell], bundle.path.parent.parent, root / "bugs", with_hardware=True)
+    folder = make(cell, [cell], bundle.path.parent.parent, root / "bugs")
     repro = repro_module(folder)
     mine = repro.Observation()
     mine.stage, mine.outputs, mine.precision = "run", dict(outputs), dict(precision or {})
