@@ -475,8 +475,9 @@ def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray]
     reason it could not run the model (then no outputs: the engines still run, their numerics are not compared)."""
     try:
         import onnxruntime as ort
-    except ImportError as e:
-        raise CheckError(f"the reference outputs need onnxruntime ({e}); install the 'generate' group") from e
+    except ImportError as e:  # a GPU box's bare controller: the engines still decide, numerics are not compared
+        return {}, {"engine": "onnxruntime", "version": ""}, (
+            f"no reference here: it needs onnxruntime ({e}); install the 'generate' group")
     reference = {"engine": "onnxruntime", "version": ort.__version__, "providers": ["CPUExecutionProvider"],
                  "graph_optimization_level": "ORT_DISABLE_ALL"}
     options = ort.SessionOptions()

@@ -236,3 +236,16 @@ def test_an_elementwise_op_with_a_quantized_constant_is_not_a_compute_node():
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], initializer=inits)
     details = target_details(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
     assert (details["conv"]["kind"], details["add_anchor"]["kind"]) == ("compute", "other")
+
+
+def test_without_onnxruntime_the_reference_is_not_run_and_says_why(monkeypatch, tmp_path):
+    """A GPU box's bare controller (no onnxruntime) still makes bundles, as check.reduce does there: no reference
+    outputs and the reason, never a crash and never made-up numbers."""
+    import sys
+
+    from check.bundle import reference_outputs
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    outputs, reference, why = reference_outputs(tmp_path / "model.onnx", {})
+    assert outputs == {} and reference["engine"] == "onnxruntime"
+    assert why.startswith("no reference here: it needs onnxruntime") and "'generate' group" in why
