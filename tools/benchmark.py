@@ -232,7 +232,7 @@ def measured(cmd: Sequence[str]) -> Tuple[subprocess.CompletedProcess, float, in
     done, seconds = timed(lambda: subprocess.run([sys.executable, "-c", probe, *cmd], cwd=REPO, capture_output=True,
                                                  text=True, env={**os.environ, "PYTHONPATH": str(REPO)}))
     peak = re.findall(r"peak-rss-kib (\d+)", done.stderr)
-    return done, seconds, int(peak[-1]) // 1024 if peak else 0
+    return done, seconds, int(peak[-1]) >> 10 if peak else 0  # KiB to MiB
 
 
 def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODES) -> int:
