@@ -237,8 +237,8 @@ def measured(cmd: Sequence[str]) -> Tuple[subprocess.CompletedProcess, float, in
 
 def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODES) -> int:
     """`python -m check` on chains of quantized 1x1 Convs (check.chain) of each size, one engine: a cold run (new
-    bundle, results and report folders), then the same command again. Wall clock, the cell's own time and the peak RSS
-    of the largest process."""
+    bundle, results and report folders), then the same command again. Wall clock; on a shared machine beside it the CPU
+    seconds of the cold command's processes, the cell's own time and the peak RSS of the largest process."""
     from check.chain import write_chain
 
     rows, load = [], os.getloadavg()[0]
@@ -252,11 +252,13 @@ def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODE
             work = root / f"work-{nodes}"
             cmd = [sys.executable, "-m", "check", str(model), "--engine", engine, "--out", str(work / "b"),
                    "--results", str(work / "r"), "--reports", str(work / "rep")]
+            cpu = children_cpu()
             cold, cold_s, cold_rss = measured(cmd)
+            cpu = children_cpu() - cpu
             again, again_s, again_rss = measured(cmd)
             result = next((line.strip() for line in cold.stdout.splitlines() if line.startswith("  ") and
                            str(model) in line), f"exit {cold.returncode}")
-            row = (nodes, cold_s, again_s, cell_seconds(work / "r", engine), max(cold_rss, again_rss),
+            row = (nodes, cold_s, again_s, cpu, cell_seconds(work / "r", engine), max(cold_rss, again_rss),
                    result.split(": ", 1)[-1][:80])
             print(f"{nodes} nodes: {cold_s:.1f} s, again {again_s:.1f} s", file=sys.stderr, flush=True)
             rows.append(row)
@@ -265,10 +267,10 @@ def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODE
           f"Conv 1x1, repeated; opset 13) on {cpu_name() or machine}, {os.cpu_count()} cores, load average {load:.1f} "
           f"before and {os.getloadavg()[0]:.1f} after: a cold run (new bundle, results and report folders), then the "
           "same command again (whole commands, interpreters included):\n")
-    print("| nodes | cold (s) | again (s) | the cell, cold (s) | peak RSS (MiB) | result |")
-    print("| ---: | ---: | ---: | ---: | ---: | --- |")
-    for nodes, cold_s, again_s, cell, rss, result in rows:
-        print(f"| {nodes} | {cold_s:.1f} | {again_s:.1f} | {cell:.2f} | {rss} | {result} |")
+    print("| nodes | cold (s) | again (s) | CPU, cold (s) | the cell, cold (s) | peak RSS (MiB) | result |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for nodes, cold_s, again_s, cpu, cell, rss, result in rows:
+        print(f"| {nodes} | {cold_s:.1f} | {again_s:.1f} | {cpu:.1f} | {cell:.2f} | {rss} | {result} |")
     return 0
 
 
