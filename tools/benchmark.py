@@ -179,11 +179,12 @@ def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, f
     return seconds, cpu, cell_seconds(root / "r", engine), result[:100]
 
 
-def cell_seconds(results: Path, engine: str) -> float:
-    """The harness's own time for the cell (timings.cell in the results file), 0 where there is none."""
+def cell_seconds(results: Path, engine: str, timing: str = "cell") -> float:
+    """The harness's own time for the cell (timings.cell in the results file; or another of its timings, such as the
+    engine's own build), 0 where there is none."""
     for path in results.rglob(f"{engine}-*.jsonl"):
         for stored in read_results(path).cells:
-            return float(stored.cell.timings.get("cell", 0.0))
+            return float(stored.cell.timings.get(timing, 0.0))
     return 0.0
 
 
@@ -238,7 +239,8 @@ def measured(cmd: Sequence[str]) -> Tuple[subprocess.CompletedProcess, float, in
 def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODES) -> int:
     """`python -m check` on chains of quantized 1x1 Convs (check.chain) of each size, one engine: a cold run (new
     bundle, results and report folders), then the same command again. Wall clock; on a shared machine beside it the CPU
-    seconds of the cold command's processes, the cell's own time and the peak RSS of the largest process."""
+    seconds of the cold command's processes, the cell's own time and its engine's build (ONNX Runtime: the session),
+    and the peak RSS of the largest process."""
     from check.chain import write_chain
 
     rows, load = [], os.getloadavg()[0]
@@ -258,7 +260,8 @@ def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODE
             again, again_s, again_rss = measured(cmd)
             result = next((line.strip() for line in cold.stdout.splitlines() if line.startswith("  ") and
                            str(model) in line), f"exit {cold.returncode}")
-            row = (nodes, cold_s, again_s, cpu, cell_seconds(work / "r", engine), max(cold_rss, again_rss),
+            build = cell_seconds(work / "r", engine, "build") or cell_seconds(work / "r", engine, "load")
+            row = (nodes, cold_s, again_s, cpu, cell_seconds(work / "r", engine), build, max(cold_rss, again_rss),
                    result.split(": ", 1)[-1][:80])
             print(f"{nodes} nodes: {cold_s:.1f} s, again {again_s:.1f} s", file=sys.stderr, flush=True)
             rows.append(row)
@@ -267,10 +270,11 @@ def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODE
           f"Conv 1x1, repeated; opset 13) on {cpu_name() or machine}, {os.cpu_count()} cores, load average {load:.1f} "
           f"before and {os.getloadavg()[0]:.1f} after: a cold run (new bundle, results and report folders), then the "
           "same command again (whole commands, interpreters included):\n")
-    print("| nodes | cold (s) | again (s) | CPU, cold (s) | the cell, cold (s) | peak RSS (MiB) | result |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for nodes, cold_s, again_s, cpu, cell, rss, result in rows:
-        print(f"| {nodes} | {cold_s:.1f} | {again_s:.1f} | {cpu:.1f} | {cell:.2f} | {rss} | {result} |")
+    print("| nodes | cold (s) | again (s) | CPU, cold (s) | the cell, cold (s) | its engine build (s) | peak RSS (MiB) | "
+          "result |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for nodes, cold_s, again_s, cpu, cell, build, rss, result in rows:
+        print(f"| {nodes} | {cold_s:.1f} | {again_s:.1f} | {cpu:.1f} | {cell:.2f} | {build:.2f} | {rss} | {result} |")
     return 0
 
 
