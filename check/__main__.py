@@ -13,12 +13,16 @@ others go on. A dynamic dimension without --shape takes a default (batch 1, any 
 and in the bundle. Integer inputs that index a table are drawn inside it; masks are ones. In a folder,
 <model>.npz beside <model>.onnx holds that model's inputs (--inputs names one file for one model only).
 
+A model is sized from its declared shapes before anything is allocated: inputs at the shape they run at (and any one
+tensor computed from them) over --max-input-bytes (2 GiB), or weights over --max-model-bytes (4 GiB), make it unusable,
+its size in the reason; the others go on.
+
 With several models, a --shape fixes only the dimensions each leaves open; a model that declares them keeps its
 own, and says so.
 
 Exit status: 0 every model checked and no engine failed one; 1 an engine failed a model (a failing or
-crashed cell); 4 a model could not be checked (unreadable, unsafe external data, inputs that do not fit, or
-its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad flag or
+crashed cell); 4 a model could not be checked (unreadable, unsafe external data, over the size budget, inputs that do
+not fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad flag or
 number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
 the one model given or has another rank than an open input of one of several).
 """
@@ -191,11 +195,17 @@ def lint_only(models: Sequence[str]) -> int:
 
 def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[str, InputShape]) -> List[Outcome]:
     """One bundle per model, each on its own: a model that cannot be used is an outcome, never the end of the run.
-    With several models, a --shape fixes only the dimensions each model leaves open (check.shapes.fit)."""
+    A model is sized from its declared shapes before anything is allocated: inputs at the shape they run at (and any one
+tensor computed from them) over --max-input-bytes (2 GiB), or weights over --max-model-bytes (4 GiB), make it unusable,
+its size in the reason; the others go on.
+
+With several models, a --shape fixes only the dimensions each model leaves open (check.shapes.fit)."""
+    from check.budget import Budget
     from check.bundle import bundle_from_model
 
     several = len(models) > 1
     check_shapes(models, shapes, several)
+    budget = Budget.from_env(args.max_input_bytes, args.max_model_bytes)
     outcomes: List[Outcome] = []
     taken: List[str] = []
     for model in models:
@@ -205,7 +215,12 @@ def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[st
             bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
                                        tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
                                        float_model=args.float_model, min_sqnr_db=args.min_sqnr,
-                                       min_cosine=args.min_cosine, fit_shapes=several)
+                                       min_cosine=args.min_cosine, fit_shapes=several, budget=budget)
+        except MemoryError as e:  # over what this machine has, though within the budget: this model alone
+            said = f": {_first_line(e)}" if str(e) else ""
+            outcomes.append(Outcome(model=str(model), unusable=f"out of memory while preparing it (MemoryError{said}); "
+                                    f"lower {_budget_flags()} to refuse such a model before it allocates"))
+            continue
         except CheckError as e:
             said = str(e)
             outcomes.append(Outcome(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
@@ -214,6 +229,26 @@ def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[st
         taken.append(bundle.id.split("/", 1)[1])
         outcomes.append(replace(outcome_of(Path(args.out), bundle.id), model=str(model)))
     return outcomes
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0]
+
+
+def _budget_flags() -> str:
+    from check.budget import INPUT_FLAG, MODEL_FLAG
+
+    return f"{INPUT_FLAG} or {MODEL_FLAG}"
+
+
+def size(text: str) -> int:
+    """argparse type: a size in bytes ("2GiB", "500MB", "1e9"; check.budget.parse_size)."""
+    from check.budget import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def check_shapes(models: Sequence[Path], shapes: Mapping[str, InputShape], several: bool) -> None:
@@ -443,6 +478,12 @@ def _parser() -> argparse.ArgumentParser:
                              f"(default {DEFAULT_MIN_SQNR_DB:g}; docs/numerics.md says where it comes from)")
     parser.add_argument("--min-cosine", type=cosine, default=DEFAULT_MIN_COSINE, metavar="C",
                         help=f"... and cosine similarity at or above this, in (0, 1] (default {DEFAULT_MIN_COSINE:g})")
+    parser.add_argument("--max-input-bytes", type=size, metavar="SIZE",
+                        help="refuse a model whose inputs at the shape they run at, or any one tensor computed from "
+                             "them, need more (default $QDQ_MAX_INPUT_BYTES, else 2GiB; check/budget.py)")
+    parser.add_argument("--max-model-bytes", type=size, metavar="SIZE",
+                        help="refuse a model whose weights (initializers and constants, external data too) need more "
+                             "(default $QDQ_MAX_MODEL_BYTES, else 4GiB)")
     parser.add_argument("--float-model", metavar="F.onnx",
                         help="the float model the quantized one came from: its outputs for the same inputs are the "
                              "second comparison (quantization loss apart from engine fidelity)")

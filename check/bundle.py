@@ -23,7 +23,9 @@ import numpy as np
 from cases.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 from cases.user_model import CASE, COMPUTE_OPS, ELEMENTWISE_OPS, model_id
 from check import CheckError
+from check import budget as sizes
 from check import inputs as generated
+from check.budget import Budget
 from check.forms import like_params
 from check.forms import record as quantization_record
 from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
@@ -59,6 +61,7 @@ def bundle_from_model(
     min_sqnr_db: float = DEFAULT_MIN_SQNR_DB,
     min_cosine: float = DEFAULT_MIN_COSINE,
     fit_shapes: bool = False,
+    budget: Optional[Budget] = None,
 ) -> Bundle:
     """Read a user's model, make or load its inputs, compute the reference, write the bundle.
 
@@ -68,13 +71,17 @@ def bundle_from_model(
     used in this run, so that two models never share one. Outputs are judged by the network measure (SQNR and
     cosine against the reference, cases.numerics); with a float model, the same inputs also run through it,
     so a report separates quantization loss from engine fidelity. `fit_shapes` (one of several models): a shape
-    fixes only the dimensions this model leaves open (check.shapes.fit), and the bundle says what it kept.
+    fixes only the dimensions this model leaves open (check.shapes.fit), and the bundle says what it kept. `budget`
+    (check.budget, default: the environment's or the defaults): a model whose weights, inputs or largest computed
+    tensor are over it is refused before any of them is read or allocated.
     """
     onnx = _onnx()
     model_path = Path(model_path)
     if not model_path.is_file():
         raise CheckError(f"{model_path}: no such model file")
     model = _load(onnx, model_path)
+    budget = budget or Budget.from_env()
+    sizes.check_weights(model, budget)  # from the tensors' dims: nothing read, external data neither
     slug = _free(name or model_id(model_path), taken)
     target = Path(out_root) / CASE.id / slug
     renamed = name_nodes(model)
@@ -91,6 +98,7 @@ def bundle_from_model(
     if fit_shapes:
         given, kept = fit({n: dims for n, (_, dims) in declared.items()}, given)
     given = {k: v for k, v in given.items() if k in declared}
+    _within(model, declared, inputs_npz, given, budget)
     made = _inputs(model, declared, inputs_npz, given, seed)
     not_applied = [k.to_json() for k in kept]
     judge = {"measure": "network", "min_sqnr_db": float(min_sqnr_db), "min_cosine": float(min_cosine)}
@@ -412,6 +420,20 @@ def _inputs(model: Any, declared: Declared, npz: Optional[PathLike], given: Mapp
     arrays = {n: generated.generate(rng, dtype, shapes[n].opt, rules[n]) for n, (dtype, _) in declared.items()}
     generation = {n: {"rule": r.kind, "why": r.why, "known": r.known} for n, r in rules.items()}
     return MadeInputs(arrays, profile(dims, shapes), tuple(assumed), generation)
+
+
+def _within(model: Any, declared: Declared, npz: Optional[PathLike], given: Mapping[str, InputShape],
+            budget: Budget) -> None:
+    """CheckError where the inputs (generated at their opt shape, or an .npz file's arrays as its headers declare them)
+    or the largest tensor computed from them would be over the budget: counted before any is allocated."""
+    if npz is not None:
+        found = [s for s in sizes.npz_inputs(Path(npz)) if s.name in declared]
+        sizes.check_inputs(found, budget, f"the inputs in {Path(npz).name}")
+        shapes = {s.name: InputShape.fixed(s.shape) for s in found}
+    else:
+        shapes, _ = resolve({name: dims for name, (_, dims) in declared.items()}, given)
+        sizes.check_inputs(sizes.inputs_at(declared, shapes), budget)
+    sizes.check_computed(model, shapes, budget)
 
 
 def _ask_for_inputs(error: str, made: MadeInputs) -> str:

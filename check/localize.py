@@ -106,6 +106,7 @@ def mark_activations(model_path: Path, out: Path) -> Tuple[List[Tuple[str, str, 
     stored = {i.name for i in graph.initializer} | {o for n in graph.node if n.op_type == "Constant" for o in n.output}
     producer = {o: n for n in graph.node for o in n.output}
     outputs = {o.name for o in graph.output}
+    types = _stored_types(graph)
     marked = []
     for n in graph.node:
         if n.op_type != "QuantizeLinear" or not n.input or n.input[0] in stored or n.output[0] in outputs:
@@ -114,23 +115,25 @@ def mark_activations(model_path: Path, out: Path) -> Tuple[List[Tuple[str, str, 
         marked.append((n.output[0], source.name if source is not None else n.input[0],
                        source.op_type if source is not None else "graph input"))
         zero = n.input[2] if len(n.input) > 2 else ""
-        elem = _elem_type(graph, zero)
+        elem = types.get(zero, onnx.TensorProto.UINT8)  # ONNX: no zero point means uint8
         graph.output.append(onnx.helper.make_tensor_value_info(n.output[0], elem, None))
     onnx.save(model, str(out))
     return marked, out
 
 
-def _elem_type(graph: Any, zero_point: str) -> int:
-    """A QuantizeLinear output's element type: its zero point's, else uint8 (ONNX's default without a zero point)."""
+def _stored_types(graph: Any) -> Dict[str, int]:
+    """The element type of every initializer and Constant output, by name (a QuantizeLinear output's type is its zero
+    point's); the first of a name wins, an initializer before a Constant."""
     from onnx import TensorProto
 
+    types: Dict[str, int] = {}
     for t in graph.initializer:
-        if t.name == zero_point:
-            return t.data_type
+        types.setdefault(t.name, t.data_type)
     for n in graph.node:
-        if n.op_type == "Constant" and zero_point in n.output:
-            return next((a.t.data_type for a in n.attribute if a.name == "value"), TensorProto.UINT8)
-    return TensorProto.UINT8  # ONNX: no zero point means uint8
+        if n.op_type == "Constant":
+            for o in n.output:
+                types.setdefault(o, next((a.t.data_type for a in n.attribute if a.name == "value"), TensorProto.UINT8))
+    return types
 
 
 def _reference(model: Path, inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:

@@ -156,25 +156,40 @@ def _attribute_tensor(node: Any) -> Any:
 
 def _drop_unused(graph: Any) -> None:
     """Remove the nodes and initializers nothing reads any more: QuantizeLinear nodes whose DequantizeLinear went, the
-    integer weights, scales and zero points that were folded; a graph output is always read."""
-    while True:
-        read: Set[str] = {o.name for o in graph.output}
-        for n in graph.node:
-            read.update(n.input)
-            read.update(_subgraph_names(n))
-        dead = [n for n in graph.node if n.op_type in (QUANTIZE, "Constant") and not any(o in read for o in n.output)]
-        for n in dead:
-            graph.node.remove(n)
-        if not dead:
-            break
-    unused = [i for i in graph.initializer if i.name not in read]
-    for i in unused:
-        graph.initializer.remove(i)
+    integer weights, scales and zero points that were folded; a graph output is always read. One pass with a count of
+    readers per name: a node that goes gives its inputs one reader less."""
+    readers: Dict[str, int] = {}
+    for name in [o.name for o in graph.output] + [i for n in graph.node for i in [*n.input, *_subgraph_names(n)]]:
+        readers[name] = readers.get(name, 0) + 1
+    producers = {o: k for k, n in enumerate(graph.node) for o in n.output}
+    droppable = (QUANTIZE, "Constant")
+    dead: Set[int] = set()
+    todo = [k for k, n in enumerate(graph.node) if n.op_type in droppable]
+    while todo:
+        k = todo.pop()
+        n = graph.node[k]
+        if k in dead or any(readers.get(o, 0) for o in n.output):
+            continue
+        dead.add(k)
+        for i in [*n.input, *_subgraph_names(n)]:
+            readers[i] -= 1
+            if not readers[i] and i in producers and graph.node[producers[i]].op_type in droppable:
+                todo.append(producers[i])
+    if dead:
+        kept = [n for k, n in enumerate(graph.node) if k not in dead]
+        del graph.node[:]
+        graph.node.extend(kept)
+    read = {name for name, count in readers.items() if count}
+    if any(i.name not in read for i in graph.initializer):
+        kept_init = [i for i in graph.initializer if i.name in read]
+        del graph.initializer[:]
+        graph.initializer.extend(kept_init)
     produced = {o for n in graph.node for o in n.output} | {i.name for i in graph.input} | \
         {i.name for i in graph.initializer}
-    stale = [v for v in graph.value_info if v.name not in produced]
-    for v in stale:
-        graph.value_info.remove(v)
+    if any(v.name not in produced for v in graph.value_info):
+        kept_info = [v for v in graph.value_info if v.name in produced]
+        del graph.value_info[:]
+        graph.value_info.extend(kept_info)
 
 
 def _subgraph_names(node: Any) -> Set[str]:

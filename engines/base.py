@@ -85,11 +85,12 @@ def no_custom_ops(engine: str, bundle: Bundle) -> str:
 def target_outputs(bundle: Bundle) -> Dict[str, str]:
     """Each target node's first output tensor: engines that rename a node often keep its output's name."""
     targets = list(bundle.meta.get("target_nodes") or [])
+    wanted = set(targets)
     try:
         import onnx
 
         graph = onnx.load(str(bundle.model_path), load_external_data=False).graph
-        found = {n.name: n.output[0] for n in graph.node if n.name in targets and n.output}
+        found = {n.name: n.output[0] for n in graph.node if n.name in wanted and n.output}
     except Exception:  # no onnx here, or an unreadable model: fall back on the suite's naming
         found = {}
     return {t: found.get(t, t[len("node_of_"):] if t.startswith("node_of_") else t) for t in targets}

@@ -172,11 +172,10 @@ def advice(lint: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     found: Dict[str, Dict[str, Any]] = {}
     for f in (lint or {}).get("findings") or []:
         if f.get("rule") in MODEL_RULES:
-            entry = found.setdefault(f["rule"], {"title": MODEL_RULES[f["rule"]], "nodes": [], "detail": f.get(
+            entry = found.setdefault(f["rule"], {"title": MODEL_RULES[f["rule"]], "nodes": {}, "detail": f.get(
                 "detail", ""), "fix": f.get("fix", ""), "source": f.get("source", "")})
-            if f["node"] not in entry["nodes"]:
-                entry["nodes"].append(f["node"])
-    return list(found.values())
+            entry["nodes"][f["node"]] = True  # each node once, in the order first found
+    return [dict(entry, nodes=list(entry["nodes"])) for entry in found.values()]
 
 
 def kind_of(detail: Mapping[str, Any]) -> str:
@@ -220,7 +219,8 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
         nodes[t]["shown"] = _outcome(nodes[t])
     compute = [t for t in targets if kind_of(details.get(t, {})) == "compute"]
     int8 = sum(nodes[t]["precision"] == "int8" for t in compute)
-    others = _others([t for t in targets if t not in compute], nodes) if ran else {}
+    computing = set(compute)
+    others = _others([t for t in targets if t not in computing], nodes) if ran else {}
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
                  if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown")]
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]]

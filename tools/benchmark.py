@@ -3,6 +3,7 @@
     python tools/benchmark.py            # or: nox -s benchmark
     python tools/benchmark.py --check [--batch 1] [ENGINE ...]   # python -m check on ~300- and ~900-node models
     python tools/benchmark.py --user-model [ENGINE]              # check against the bare engine, one model
+    python tools/benchmark.py --scale [--nodes 2000,4000,10000,20000] [ENGINE]   # python -m check on chains of nodes
 
 Prints Markdown tables; docs/benchmark.md keeps the figures. Timings, not tests: nothing here fails on a
 slow machine. Everything runs on the same machine in one run.
@@ -179,11 +180,12 @@ def check_command(model: Path, engine: str, root: Path) -> Tuple[float, float, f
     return seconds, cpu, cell_seconds(root / "r", engine), result[:100]
 
 
-def cell_seconds(results: Path, engine: str) -> float:
-    """The harness's own time for the cell (timings.cell in the results file), 0 where there is none."""
+def cell_seconds(results: Path, engine: str, timing: str = "cell") -> float:
+    """The harness's own time for the cell (timings.cell in the results file; or another of its timings, such as the
+    engine's own build), 0 where there is none."""
     for path in results.rglob(f"{engine}-*.jsonl"):
         for stored in read_results(path).cells:
-            return float(stored.cell.timings.get("cell", 0.0))
+            return float(stored.cell.timings.get(timing, 0.0))
     return 0.0
 
 
@@ -220,6 +222,74 @@ def check_timings(engines: Sequence[str] = CHECK_ENGINES, batch: Optional[int] =
     return 0
 
 
+SCALE_NODES = (2000, 4000, 10000, 20000)
+
+
+def measured(cmd: Sequence[str]) -> Tuple[subprocess.CompletedProcess, float, int]:
+    """(the finished command, its wall seconds, the peak RSS in MiB of its largest process), the command run under a
+    small Python parent of its own so that the peak is this command's alone (RUSAGE_CHILDREN keeps the largest)."""
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+             "sys.stderr.write('\\npeak-rss-kib %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+             "sys.exit(done.returncode)")
+    done, seconds = timed(lambda: subprocess.run([sys.executable, "-c", probe, *cmd], cwd=REPO, capture_output=True,
+                                                 text=True, env={**os.environ, "PYTHONPATH": str(REPO)}))
+    peak = re.findall(r"peak-rss-kib (\d+)", done.stderr)
+    return done, seconds, int(peak[-1]) >> 10 if peak else 0  # KiB to MiB
+
+
+def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODES) -> int:
+    """`python -m check` on chains of quantized 1x1 Convs (check.chain) of each size, one engine: a cold run (new
+    bundle, results and report folders), then the same command again. Wall clock; on a shared machine beside it the CPU
+    seconds of the cold command's processes, the cell's own time and its engine's build (ONNX Runtime: the session),
+    and the peak RSS of the largest process."""
+    from check.chain import write_chain
+
+    rows, load = [], os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        warm = write_chain(root / "warm-up.onnx", 8)  # the interpreters' first imports, for every size alike
+        measured([sys.executable, "-m", "check", str(warm), "--engine", engine, "--out", str(root / "warm"),
+                  "--results", str(root / "warm"), "--reports", str(root / "warm")])
+        for nodes in sizes:
+            model = write_chain(root / f"chain-{nodes}.onnx", nodes)
+            work = root / f"work-{nodes}"
+            cmd = [sys.executable, "-m", "check", str(model), "--engine", engine, "--out", str(work / "b"),
+                   "--results", str(work / "r"), "--reports", str(work / "rep")]
+            cpu = children_cpu()
+            cold, cold_s, cold_rss = measured(cmd)
+            cpu = children_cpu() - cpu
+            again, again_s, again_rss = measured(cmd)
+            result = next((line.strip() for line in cold.stdout.splitlines() if line.startswith("  ") and
+                           str(model) in line), f"exit {cold.returncode}")
+            build = cell_seconds(work / "r", engine, "build") or cell_seconds(work / "r", engine, "load")
+            row = (nodes, cold_s, again_s, cpu, cell_seconds(work / "r", engine), build, max(cold_rss, again_rss),
+                   result.split(": ", 1)[-1][:80])
+            print(f"{nodes} nodes: {cold_s:.1f} s, again {again_s:.1f} s", file=sys.stderr, flush=True)
+            rows.append(row)
+    machine = platform.processor() or platform.machine()
+    print(f"\n`python -m check chain.onnx --engine {engine}` (check.chain: Q -> DQ, DQ(int8 per-channel weights) -> "
+          f"Conv 1x1, repeated; opset 13) on {cpu_name() or machine}, {os.cpu_count()} cores, load average {load:.1f} "
+          f"before and {os.getloadavg()[0]:.1f} after: a cold run (new bundle, results and report folders), then the "
+          "same command again (whole commands, interpreters included):\n")
+    print("| nodes | cold (s) | again (s) | CPU, cold (s) | the cell, cold (s) | its engine build (s) | peak RSS (MiB) | "
+          "result |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for nodes, cold_s, again_s, cpu, cell, build, rss, result in rows:
+        print(f"| {nodes} | {cold_s:.1f} | {again_s:.1f} | {cpu:.1f} | {cell:.2f} | {build:.2f} | {rss} | {result} |")
+    return 0
+
+
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo, "" where there is none."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
 def user_model_check(engine_name: str = "onnxruntime", name: str = "backbone_300") -> int:
     """A check.archs model at batch 1: `python -m check` on one engine against the bare engine."""
     from check.bundle import bundle_from_model
@@ -252,18 +322,32 @@ def user_model_check(engine_name: str = "onnxruntime", name: str = "backbone_300
 
 
 def _cli(argv: Sequence[str]) -> int:
-    """--user-model [ENGINE], --check [--batch N] [ENGINE ...], or the bundle and cell tables."""
+    """--user-model [ENGINE], --check [--batch N] [ENGINE ...], --scale [--nodes N,...] [ENGINE], or the bundle and
+    cell tables."""
     parser = ArgumentParser(prog="python tools/benchmark.py", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="python -m check on ~300- and ~900-node models")
     mode.add_argument("--user-model", action="store_true", help="check against the bare engine, one model")
+    mode.add_argument("--scale", action="store_true", help="python -m check on chains of 2,000 to 20,000 nodes")
     parser.add_argument("--batch", type=int, help="--check: fix the batch dimension (default: left dynamic)")
-    parser.add_argument("engines", nargs="*", metavar="ENGINE", help=f"--check: of {', '.join(CHECK_ENGINES)}; "
+    parser.add_argument("--nodes", help=f"--scale: the sizes, comma-separated (default "
+                        f"{','.join(map(str, SCALE_NODES))})")
+    parser.add_argument("engines", nargs="*", metavar="ENGINE", help=f"--check, --scale: of {', '.join(CHECK_ENGINES)}; "
                         "--user-model: onnxruntime or openvino")
     args = parser.parse_args(argv)
     unknown = [e for e in args.engines if e not in CHECK_ENGINES]
     if unknown:
         parser.error(f"unknown engine {', '.join(unknown)}: one of {', '.join(CHECK_ENGINES)}")
+    if args.nodes and not args.scale:
+        parser.error("--nodes goes with --scale")
+    if args.scale:
+        if len(args.engines) > 1:
+            parser.error("--scale takes one engine")
+        try:
+            sizes = [int(n) for n in args.nodes.split(",")] if args.nodes else list(SCALE_NODES)
+        except ValueError:
+            parser.error(f"--nodes {args.nodes}: whole numbers, comma-separated")
+        return scale_timings(*(args.engines[:1] or ["onnxruntime"]), sizes=sizes)
     if args.user_model:
         return user_model_check(*(args.engines[:1] or ["onnxruntime"]))
     if args.check:

@@ -129,13 +129,11 @@ def precision_evidence(model: Path, optimized: Path, profile: Path, targets: Seq
     """node -> {precision, evidence} from the optimized graph, backed by the profile's kernel input types."""
     kernels = read_profile(profile)
     graphs = _load_graphs(model, optimized)
-    result = {}
-    for target in targets:
-        if graphs is None:
-            result[target] = _from_profile_only(target, kernels)
-        else:
-            result[target] = _from_graph(target, graphs[0], graphs[1], kernels)
-    return result
+    if graphs is None:
+        named = _kernels_named(kernels)
+        return {target: _from_profile_only(target, kernels, named.get(target)) for target in targets}
+    index = _Trace(*graphs)
+    return {target: _from_graph(target, index, kernels) for target in targets}
 
 
 def read_profile(path: Path) -> Dict[str, Dict[str, Any]]:
@@ -166,26 +164,58 @@ def _load_graphs(model: Path, optimized: Path) -> Optional[tuple]:
         return None
 
 
-def _traced_nodes(target: str, original: Any, optimized: Any) -> List[Any]:
-    """Nodes of the optimized graph that came from the target: by name, by output, then by weight."""
-    node = next((n for n in original.node if n.name == target), None)
-    if node is None:
+class _Trace:
+    """The original and optimized graphs, indexed once, so that tracing every target costs one pass over each."""
+
+    def __init__(self, original: Any, optimized: Any) -> None:
+        self.original = {}  # name -> the first node of that name
+        for n in original.node:
+            self.original.setdefault(n.name, n)
+        self.producers = {o: n for n in original.node for o in n.output}
+        self.initializers = {i.name: i for i in original.initializer}
+        self.candidates = [n for n in optimized.node if n.op_type not in PLUMBING]  # graph order
+        self.by_name: Dict[str, List[int]] = {}  # a target -> candidates named after it ("<target>", "<target>_...")
+        self.by_output: Dict[str, List[int]] = {}
+        self.by_input: Dict[str, List[int]] = {}
+        for k, n in enumerate(self.candidates):
+            for prefix in _prefixes(n.name, n.name in self.original):
+                self.by_name.setdefault(prefix, []).append(k)
+            for o in dict.fromkeys(n.output):
+                self.by_output.setdefault(o, []).append(k)
+            for i in dict.fromkeys(n.input):
+                self.by_input.setdefault(i, []).append(k)
+        self.dq_outputs = {o for n in optimized.node if n.op_type == "DequantizeLinear" for o in n.output}
+
+    def traced(self, target: str) -> List[Any]:
+        """Nodes of the optimized graph that came from the target: by name, by output, then by weight."""
+        node = self.original.get(target)
+        if node is None:
+            return []
+        weights = set()
+        for name in node.input:
+            source = self.producers.get(name)
+            data = source.input[0] if source is not None and source.op_type == "DequantizeLinear" else name
+            if data in self.initializers and _size(self.initializers[data]) > 1:
+                weights.add(data)
+        for found in (self.by_name.get(target, []), self._any(self.by_output, {target, *node.output}),
+                      self._any(self.by_input, weights)):
+            if found:
+                return [self.candidates[k] for k in found]
         return []
-    others = {n.name for n in original.node} - {target}
-    outputs = {target, *node.output}
-    producers = {o: n for n in original.node for o in n.output}
-    initializers = {i.name: i for i in original.initializer}
-    weights = set()
-    for name in node.input:
-        source = producers.get(name)
-        data = source.input[0] if source is not None and source.op_type == "DequantizeLinear" else name
-        if data in initializers and _size(initializers[data]) > 1:
-            weights.add(data)
-    candidates = [n for n in optimized.node if n.op_type not in PLUMBING]
-    by_name = [n for n in candidates if n.name == target or (n.name.startswith(target + "_") and n.name not in others)]
-    by_output = [n for n in candidates if outputs & set(n.output)]
-    by_weight = [n for n in candidates if weights & set(n.input)]
-    return by_name or by_output or by_weight
+
+    @staticmethod
+    def _any(index: Dict[str, List[int]], names: Any) -> List[int]:
+        """The candidates (in graph order) that have any of the names."""
+        return sorted({k for name in names for k in index.get(name, [])})
+
+
+def _prefixes(name: str, original: bool) -> List[str]:
+    """The target names a node of this name traces to: itself, and where it is no node of the original graph, every
+    "<target>" of "<target>_<suffix>" (ORT names a fused or transformed node after its origin)."""
+    found = [name]
+    if not original:
+        found += [name[:i] for i, c in enumerate(name) if c == "_"]
+    return found
 
 
 def _size(tensor: Any) -> int:
@@ -195,23 +225,22 @@ def _size(tensor: Any) -> int:
     return size
 
 
-def _from_graph(target: str, original: Any, optimized: Any, kernels: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
-    if not any(n.name == target for n in original.node):
+def _from_graph(target: str, index: _Trace, kernels: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
+    if target not in index.original:
         return {"precision": "unknown", "evidence": f"{target} is not a node of the model"}
-    traced = _traced_nodes(target, original, optimized)
+    traced = index.traced(target)
     if not traced:
         return {"precision": "unknown", "evidence": f"optimized graph: no node traces back to {target}"}
     integer = [n for n in traced if is_integer_kernel(n.op_type)]
     kernel = (integer or traced)[0]
     where = f"{kernel.op_type} '{kernel.name}'"
     if integer:
-        same = kernel.name == target and kernel.op_type == _op_of(original, target)
+        same = kernel.name == target and kernel.op_type == index.original[target].op_type
         evidence = f"optimized graph: {target} runs as integer kernel {where}" if same else \
             f"optimized graph: {target} fused into {where}"
         precision = "int8"
     else:
-        dq = {o for n in optimized.node if n.op_type == "DequantizeLinear" for o in n.output}
-        fed = " with DequantizeLinear inputs" if dq & set(kernel.input) else ""
+        fed = " with DequantizeLinear inputs" if index.dq_outputs & set(kernel.input) else ""
         evidence = f"optimized graph: {target} stays a float {where}{fed}"
         precision = "float"
     profiled = kernels.get(kernel.name) or {}
@@ -229,21 +258,25 @@ def _dtype(name: str) -> str:
     return _DTYPES.get(name, name or "?")
 
 
-def _op_of(graph: Any, name: str) -> str:
-    return next((n.op_type for n in graph.node if n.name == name), "")
+def _kernels_named(kernels: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
+    """Each name a profiled kernel is named after ("<name>" or "<name>_<suffix>") -> the first such kernel."""
+    first: Dict[str, str] = {}
+    for k in kernels:
+        for prefix in _prefixes(k, False):
+            first.setdefault(prefix, k)
+    return first
 
 
-def _from_profile_only(target: str, kernels: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
-    """Without an optimized graph (not saved, or onnx missing): the profile's kernels named after the target."""
-    names = [k for k in kernels if k == target or k.startswith(target + "_")]
-    if not names:
+def _from_profile_only(target: str, kernels: Dict[str, Dict[str, Any]], name: Optional[str]) -> Dict[str, str]:
+    """Without an optimized graph (not saved, or onnx missing): the first profiled kernel named after the target."""
+    if name is None:
         return {"precision": "unknown", "evidence": f"no optimized graph, and no profiled kernel named after {target}"}
-    kernel = kernels[names[0]]
+    kernel = kernels[name]
     types = kernel["types"]
     integer = is_integer_kernel(kernel["op"]) or bool(types and types[0] in QUANT_TYPES)
     note = _profile_note(kernel).lstrip("; ")
-    return {"precision": "int8" if integer else "float", "evidence": f"no optimized graph; {note} ('{names[0]}')",
-            "layer": names[0], "layer_type": kernel["op"], "inputs": [_dtype(t) for t in types], "weights": [],
+    return {"precision": "int8" if integer else "float", "evidence": f"no optimized graph; {note} ('{name}')",
+            "layer": name, "layer_type": kernel["op"], "inputs": [_dtype(t) for t in types], "weights": [],
             "outputs": [], "tactic": kernel.get("provider", ""), "via": "ORT profile"}
 
 

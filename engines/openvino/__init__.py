@@ -153,13 +153,16 @@ def precision_evidence(
         layers = runtime_layers(compiled)
     except Exception as exc:
         return {t: {"precision": "unknown", "evidence": f"runtime model unreadable: {exc}"} for t in targets}
-    return {t: layer_precision(t, layers, (outputs or {}).get(t, "")) for t in targets}
+    index = LayerIndex(layers)
+    return {t: layer_precision(t, layers, (outputs or {}).get(t, ""), index) for t in targets}
 
 
-def layer_precision(target: str, layers: List[Dict[str, Any]], output: str = "") -> Dict[str, str]:
+def layer_precision(target: str, layers: List[Dict[str, Any]], output: str = "",
+                    index: Optional["LayerIndex"] = None) -> Dict[str, str]:
     """The runtime layer that executes target: by node name ("<target>", "<target>/..."), else by the
     node's output tensor (OpenVINO renames a node that writes a graph output after that output)."""
-    layer = _find_layer(target, layers) or (_find_layer(output, layers) if output else None)
+    index = index or LayerIndex(layers)
+    layer = index.find(target) or (index.find(output) if output else None)
     if layer is None:
         return {"precision": "unknown", "evidence": f"no runtime layer lists {target} in originalLayersNames"}
     runtime = layer["precision"].lower()
@@ -186,9 +189,21 @@ def _dtype(name: str) -> str:
     return _DTYPES.get(name.lower(), name.lower() or "?")
 
 
-def _find_layer(target: str, layers: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    work = [layer for layer in layers if layer["type"] not in PLUMBING]
-    exact = [layer for layer in work if target in layer["original"]]
-    prefixed = [layer for layer in work if any(n.startswith(target + "/") for n in layer["original"])]
-    found = exact or prefixed
-    return found[0] if found else None
+class LayerIndex:
+    """The runtime layers that do work, by the ONNX node names in their originalLayersNames, built in one pass."""
+
+    def __init__(self, layers: List[Dict[str, Any]]) -> None:
+        self.exact: Dict[str, Dict[str, Any]] = {}  # a node name -> the first layer that lists it
+        self.prefixed: Dict[str, Dict[str, Any]] = {}  # "<target>" -> the first layer that lists "<target>/..."
+        for layer in layers:
+            if layer["type"] in PLUMBING:
+                continue
+            for name in layer["original"]:
+                self.exact.setdefault(name, layer)
+                for i, c in enumerate(name):
+                    if c == "/":
+                        self.prefixed.setdefault(name[:i], layer)
+
+    def find(self, target: str) -> Optional[Dict[str, Any]]:
+        """The first layer that lists the target, else the first that lists a node inside it ("<target>/...")."""
+        return self.exact.get(target) or self.prefixed.get(target)

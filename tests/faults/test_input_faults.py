@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
 from check.__main__ import main
 from tests.check.models import qdq_conv
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _out(root: Path) -> list:
@@ -89,3 +95,76 @@ def test_models_of_one_name_or_one_slug_never_overwrite_each_other(tmp_path, cap
     assert main([str(a), "--prepare-only", *_out(tmp_path)]) == 0
     again = sorted(p.name for p in (tmp_path / "b" / "user_model").iterdir() if not p.name.startswith("."))
     assert again == bundles, "the same model keeps its id across runs"
+
+
+def _bomb(path: Path, side: int = 20000) -> Path:
+    """One Conv whose input declares 1x3x<side>x<side> float32: 4.5 GiB of input at 20000, a few bytes of weights."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], "bomb",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, side, side])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, side, side])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def _limited(gib: int) -> None:
+    """In the child, before it runs: an address space of `gib` GiB, so an allocation past it fails at once."""
+    resource.setrlimit(resource.RLIMIT_AS, (gib << 30, gib << 30))
+
+
+def test_a_memory_bomb_beside_a_good_model_is_refused_by_its_size_and_the_good_model_is_checked(tmp_path):
+    """A model whose input alone needs 4.5 GiB is refused before any input, reference or engine is made, under an
+    address space of 6 GiB that its generated input would overrun (numpy draws it in float64 first); the model beside
+    it is checked and reported, and the run says exit status 4."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    _bomb(folder / "bomb.onnx")
+    qdq_conv(folder / "good.onnx")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
+    env.pop("QDQ_MAX_INPUT_BYTES", None)
+    done = subprocess.run([sys.executable, "-m", "check", str(folder), *_out(tmp_path)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600, preexec_fn=lambda: _limited(6))
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said
+    reason = "inputs need 4.47 GiB (x: 1x3x20000x20000 float32), over the 2 GiB budget (--max-input-bytes"
+    assert reason in done.stdout, said
+    assert "MemoryError" not in said
+    reports = {json.loads(p.read_text())["model"]: json.loads(p.read_text()) for p in (tmp_path / "rep").glob("*.json")}
+    assert reports["bomb.onnx"]["status"] == "unusable" and reason in reports["bomb.onnx"]["reason"]
+    (column,) = reports["good.onnx"]["columns"]
+    assert column["status"] == "pass", column
+    assert not list((tmp_path / "b").rglob("bomb*")), "no bundle, so no engine worker ever sees the bomb"
+
+
+@pytest.mark.parametrize("flags, reason", [
+    (["--max-model-bytes", "100"], "weights need 121 bytes (w_q: 4x3x3x3 int8, s_x: scalar float32, s_w: scalar "
+                                   "float32 and 2 more), over the 100 bytes budget (--max-model-bytes"),
+    (["--max-input-bytes", "1000"], "the tensor c: 1x4x8x8 float32 computed from these inputs needs 1 KiB, over the "
+                                    "1000 bytes budget (--max-input-bytes"),
+    (["--max-input-bytes", "700"], "inputs need 768 bytes (x: 1x3x8x8 float32), over the 700 bytes budget"),
+    (["--max-input-bytes", "1000", "--shape", "x:1x3x8x8,2x3x8x8,4x3x8x8"],
+     "inputs need 1.5 KiB (x: 2x3x8x8 float32)"),
+])
+def test_the_budgets_are_settable_and_the_reason_says_the_size(flags, reason, tmp_path, capsys):
+    """Weights, inputs at the opt shape (--shape's opt counts) and the largest computed tensor each have their line."""
+    model = qdq_conv(tmp_path / "conv.onnx", dynamic_batch="--shape" in flags)
+    assert main([str(model), *flags, *_out(tmp_path)]) == 4
+    printed = capsys.readouterr().out
+    assert reason in printed, printed
+    assert not (tmp_path / "r").exists(), "no engine ran"
+
+
+def test_an_inputs_file_is_sized_from_its_headers_and_the_environment_sets_the_budget(tmp_path, capsys, monkeypatch):
+    model = qdq_conv(tmp_path / "conv.onnx")
+    np.savez_compressed(tmp_path / "conv.npz", x=np.zeros((1, 3, 8, 8), np.float32))
+    monkeypatch.setenv("QDQ_MAX_INPUT_BYTES", "0.5KiB")
+    assert main([str(model), *_out(tmp_path)]) == 4
+    printed = capsys.readouterr().out
+    assert "the inputs in conv.npz need 768 bytes (x: 1x3x8x8 float32), over the 512 bytes budget" in printed, printed
+    monkeypatch.setenv("QDQ_MAX_INPUT_BYTES", "lots")
+    assert main([str(model), *_out(tmp_path)]) == 2, "a budget that is not a size is a usage error"
+    assert "$QDQ_MAX_INPUT_BYTES: 'lots' is not a size" in capsys.readouterr().err
