@@ -93,7 +93,7 @@ def test_a_run_never_resumes_a_file_the_schema_refuses(make_cell, tmp_path):
     good = make_cell(engine="onnxruntime", engine_version="1.31.1", hardware="cpu: x (avx2)")
     bad = json.loads(good.to_json())
     bad["precision"] = {"n": "int8"}
-    header = {"schema": "qdq-matrix/session/1", "kind": "session", "engine": "onnxruntime"}
+    header = {"schema": "qdq-matrix/session/2", "kind": "session", "engine": "onnxruntime"}
     text = "".join(json.dumps(r) + "\n" for r in (header, json.loads(good.to_json()), bad))
     path.write_text(text)
     writer = ResultsWriter(path, info(), {"date": "2026-11-24T00:00:00Z", "command": "pytest"})
