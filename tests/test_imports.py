@@ -19,8 +19,9 @@ The rules:
     of the adapters in cases/engines.py);
   - an engine's own package: onnxruntime, openvino, tensorrt, tensorrt_rtx (the descriptors' `module`).
   Allowed: the engine-neutral module of engines/ that matrix imports today, engines.results (the one cell reader),
-  and the engines package it runs, which reads cases.engines and imports no engine. A function-level import inside another package (generators' ONNX Runtime cross-check, run only
-  when a bundle is written) is that package's business, not the importer's.
+  and the engines package it runs, which reads cases.engines and imports no engine. A function-level import inside
+  another package (generators' ONNX Runtime cross-check, run only when a bundle is written) is that package's
+  business, not the importer's.
 - tools/ imports nothing from tests/, at any depth (a tool that needs a test's model takes it from check/).
 """
 

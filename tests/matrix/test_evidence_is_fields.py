@@ -199,11 +199,12 @@ def label_reads(path: Path) -> Set[Tuple[str, str]]:
 def test_no_report_reads_a_fact_back_out_of_a_hardware_label():
     """GPU, compute capability, CPU and INT8 level are hardware_detail's fields; the label is only shown or compared."""
     uses = set().union(*(label_reads(p) for p in MATRIX.glob("*.py")))
-    assert uses - set(LABEL_AS_NAME) == set(), "a fact read back out of a hardware label: render it from hardware_detail"
+    assert uses - set(LABEL_AS_NAME) == set(), "a fact read back out of a hardware label: render it from its detail"
 
 
 def test_the_label_scan_sees_a_label_parsed(tmp_path):
-    (tmp_path / "plots.py").write_text("import re\n\ndef short(col):\n    return re.sub('NVIDIA ', '', col.hardware)\n\n\n"
+    (tmp_path / "plots.py").write_text("import re\n\ndef short(col):\n"
+                                       "    return re.sub('NVIDIA ', '', col.hardware)\n\n\n"
                                        "def cpu(c):\n    return c.hardware.startswith('cpu: ')\n")
     assert label_reads(tmp_path / "plots.py") == {("plots", "short"), ("plots", "cpu")}
 
