@@ -147,3 +147,13 @@ def test_a_tensorrt_column_on_a_gpu_machine_is_not_probed_to_decide_it_is_not_id
     monkeypatch.setattr(gpu, "detect", lambda *a, **k: gpu.GpuInfo(present=False, reason="no GPU"))
     with pytest.raises(pytest.fail.Exception):  # no GPU: the probe says why, with nothing started (the adapter's)
         runner.idle_probe(Column(engine="tensorrt", version="8.6.0"))
+
+
+def test_the_cell_runner_is_product_code_and_tests_hold_tests_only():
+    """What engines.run starts is engines/runner.py with its plugin: no path under tests/ produces a cell."""
+    from engines.plan import RUNNER, pytest_args
+
+    repo = Path(runner.__file__).resolve().parents[1]
+    assert RUNNER.is_file() and RUNNER.parent == repo / "engines"
+    assert not any("tests" in Path(a).parts for a in pytest_args(Path("p.json")))
+    assert not (repo / "tests" / "cells").exists()
