@@ -227,23 +227,28 @@ def bundles(session: nox.Session) -> None:
 def ort(session: nox.Session, version: str) -> None:
     """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
     _sync_with_engine(session, "cells", *ENGINE_PINS[f"ort({version})"])
-    _run_cells(session, "onnxruntime", "--engine-version", version, *_ort_columns(session))
+    _run_cells(session, "onnxruntime", "--engine-version", version, *_column_args(_ort_columns(session)))
 
 
-def _ort_columns(session: nox.Session) -> List[str]:
+def _ort_columns(session: nox.Session) -> List[Dict[str, object]]:
     """microsoft/onnxruntime#12088: the documented fix for u8s8 saturation is a column of its own where it can change
-    an outcome (x86-64 without VNNI; with VNNI ORT leaves the graph as it is)."""
-    return [] if _cpu_has_vnni(session) else ["--column", "", "--column", "x64quantprecision=1"]
+    an outcome (x86-64 without VNNI; with VNNI ORT leaves the graph as it is): the default column and that one."""
+    return [{}] if _cpu_has_vnni(session) else [{}, {"options": {"x64quantprecision": "1"}}]
+
+
+def _column_args(columns: List[Dict[str, object]]) -> List[str]:
+    """Columns for engines.run: each a JSON object of its fields (engines.plan.Column), never words to split."""
+    return [a for c in columns for a in ("--column", json.dumps(c, sort_keys=True))]
 
 
 def _cpu_has_vnni(session: nox.Session) -> bool:
     """Whether this CPU's INT8 level (engines.hardware, from cpuid) has VNNI or AMX; asked once per nox run."""
     if "vnni" not in _ASKED:
-        out = session.run("python", "-c", "from engines.hardware import isa; i = isa(); print(i.level, i.vnni)",
-                          env=_env(), silent=True) or ""
-        level, vnni = (out.strip().splitlines() or ["unknown False"])[-1].split()
+        code = "import json; from engines.hardware import isa; i = isa(); print(json.dumps([i.level, i.vnni]))"
+        out = session.run("python", "-c", code, env=_env(), silent=True) or ""
+        level, vnni = json.loads((out.strip().splitlines() or ['["unknown", false]'])[-1])
         session.log(f"CPU INT8 level: {level}")
-        _ASKED["vnni"] = vnni == "True"
+        _ASKED["vnni"] = bool(vnni)
     return _ASKED["vnni"]
 
 
@@ -271,7 +276,7 @@ def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str)
         session.run("python", "-m", "engines.idle", "--engine", "tensorrt", "--version", version, "--because",
                     f"tensorrt=={version} could not be installed from NVIDIA's index {index}", env=_env())
         session.skip(f"tensorrt=={version} not installable here (NVIDIA's index {index})")
-    _run_cells(session, "tensorrt", f"--version={version}={Path(session.bin) / 'python'}")
+    _run_cells(session, "tensorrt", "--engine-version", version, f"--trt-python={Path(session.bin) / 'python'}")
 
 
 def _trt_requirement(version: str) -> str:
@@ -298,16 +303,17 @@ def trt10(session: nox.Session, version: str) -> None:
 def rtx(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
     _sync_with_engine(session, "cells", *ENGINE_PINS[f"rtx({version})"])
-    _run_cells(session, "tensorrt-rtx", f"--version={version}={Path(session.bin) / 'python'}", *_rtx_columns())
+    _run_cells(session, "tensorrt-rtx", "--engine-version", version, f"--trt-python={Path(session.bin) / 'python'}",
+               *_column_args(_rtx_columns()))
 
 
-def _rtx_columns() -> List[str]:
+def _rtx_columns() -> List[Dict[str, object]]:
     """A TensorRT for RTX version's columns, all in one pytest run: its default build; the plugin reproducers again
     with a libtensorrt_rtx.so link (1.7's parser aborts on a Python IPluginV3 node unless it resolves, and the wheel
     ships only .so.1); and every target architecture for the cases whose outcome depends on it."""
-    columns = ["", "plugin_link=libtensorrt_rtx.so only=plugins"]
-    columns += [f"target={t} only={','.join(ARCH_CASES)}" for t in RTX_TARGETS]
-    return [a for c in columns for a in ("--column", c)]
+    columns: List[Dict[str, object]] = [{}, {"options": {"plugin_link": "libtensorrt_rtx.so"}, "plugins_only": True}]
+    columns += [{"options": {"target": t}, "only_cases": list(ARCH_CASES)} for t in RTX_TARGETS]
+    return columns
 
 
 def _session_envs(session: nox.Session, envs: Dict[str, tuple], locks: contextlib.ExitStack) -> Dict[str, Path]:
@@ -463,16 +469,18 @@ def matrix(session: nox.Session) -> None:
         for version in TRT_NVIDIA:
             session.notify(f"trt10({version})")
     else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass, no pytest
-        idle = [f"engine=tensorrt version={v}" for v in TRT_PYPI + TRT_NVIDIA]
+        idle = [{"engine": "tensorrt", "version": v} for v in TRT_PYPI + TRT_NVIDIA]
     with contextlib.ExitStack() as locks:  # rtx with or without a GPU: the build is real
         py = _session_envs(session, ENGINE_PINS, locks)
-        columns = idle + [f"engine=tensorrt-rtx version={v} python={py[f'rtx({v})']} {c}".strip()
-                          for v in RTX_VERSIONS for c in _rtx_columns()[1::2]]
-        columns += [f"engine=onnxruntime version={v} python={py[f'ort({v})']} {c}".strip() for v in ORT_VERSIONS
-                    for c in _ort_columns(session)[1::2] or [""]]
-        columns += [f"engine=openvino version={v} python={py[f'openvino({v})']}" for v in OPENVINO_VERSIONS]
-        session.run("python", "-m", "engines.run", *(a for c in columns for a in ("--column", c)),
-                    "-n", _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
+
+        def engine(name: str, version: str, session_name: str) -> Dict[str, object]:
+            return {"engine": name, "version": version, "python": str(py[f"{session_name}({version})"])}
+
+        columns = idle + [{**engine("tensorrt-rtx", v, "rtx"), **c} for v in RTX_VERSIONS for c in _rtx_columns()]
+        columns += [{**engine("onnxruntime", v, "ort"), **c} for v in ORT_VERSIONS for c in _ort_columns(session)]
+        columns += [engine("openvino", v, "openvino") for v in OPENVINO_VERSIONS]
+        session.run("python", "-m", "engines.run", *_column_args(columns), "-n", _workers("tensorrt-rtx"),
+                    CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
     if _trt_pythons_from_env():
         session.notify("trt_existing")
     if gpu or _trt_pythons_from_env() or not _reports_current():

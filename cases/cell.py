@@ -9,11 +9,15 @@ from typing import Any, Dict, List, Optional
 from cases import numerics
 from cases.engines import variant_label
 
-SCHEMA = "qdq-matrix/cell/2"  # its JSON Schema: cases/cell.schema.json (cases.schema checks every line)
-# cell/2 (issue 28): `stage` became `last_stage` (what it always was), and the evidence that reports read became
-# fields: failing_node, engine_reason, error_line, tactic_sources. tools/migrate-observed.py rewrote the committed
-# cell/1 files once; nothing reads cell/1 any more.
-SESSION_SCHEMA = "qdq-matrix/session/1"  # a results file's header line: cases/session.schema.json
+SCHEMA = "qdq-matrix/cell/3"  # its JSON Schema: cases/cell.schema.json (cases.schema checks every line)
+CELL_FAMILY = "qdq-matrix/cell/"
+# cell/2: `stage` became `last_stage` (what it always was), and the evidence that reports read became fields:
+# failing_node, engine_reason, error_line, tactic_sources. cell/3: the column's options are a JSON object
+# (`run.cell_options`, a string of JSON before), and the symptom that reports group failures by is a field
+# (`symptom`), no longer masked out of the error text by a report. tools/migrate-observed.py rewrote the committed
+# files at each step; nothing reads an older cell, and a local results file of one is run again.
+SESSION_SCHEMA = "qdq-matrix/session/2"  # a results file's header line: cases/session.schema.json
+SESSION_FAMILY = "qdq-matrix/session/"  # session/2: cell_options a JSON object, as in the cells
 # status: what happened
 #   pass     - every stage ran and the outputs match the reference within tolerance
 #   fail     - a stage failed (load/build/run) or the outputs do not match (compare)
@@ -73,6 +77,11 @@ class Cell:
     # The error's first line with the engine's own source lines and addresses masked ("pass.cpp:1357" ->
     # "pass.cpp"): what two versions' failures are compared by.
     error_line: str = ""
+    # What the failure (or the not-run) reads as from every build, version, target and folder: the parser's errors
+    # (operator, message, check), else the error's or the reason's first line, with source lines, addresses, folders,
+    # build targets and numbers masked (engines.reasons.symptom_of, when the cell is recorded); "" for a cell that
+    # worked. The reports group root causes by it and by the signature, never by the text again.
+    symptom: str = ""
     signature: str = ""  # the documented error signature it matched, if any
     warnings: List[str] = field(default_factory=list)  # matched warning signature names
     output_dtypes: Dict[str, str] = field(default_factory=dict)
@@ -102,7 +111,9 @@ class Cell:
     listing: Dict[str, str] = field(default_factory=dict)
     timings: Dict[str, float] = field(default_factory=dict)  # seconds per stage
     log: str = ""  # the engine's log, trimmed
-    run: Dict[str, str] = field(default_factory=dict)  # date, command, source (local/observed)
+    # How it ran: date, command, source (local/observed), python, workers, and cell_options, the column's engine
+    # options as a JSON object (every option of the engine's descriptor, resolved)
+    run: Dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
 
     def __post_init__(self) -> None:
@@ -123,6 +134,10 @@ class Cell:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=_jsonable)
+
+    def to_record(self) -> Dict[str, Any]:
+        """The cell as the JSON object its results line holds (numpy values made plain numbers)."""
+        return json.loads(self.to_json())
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Cell":

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from cases.cell import CELL_FAMILY, SESSION_FAMILY, SESSION_SCHEMA
 from cases.cell import SCHEMA as CELL_SCHEMA
-from cases.cell import SESSION_SCHEMA
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_FILES = {CELL_SCHEMA: HERE / "cell.schema.json", SESSION_SCHEMA: HERE / "session.schema.json"}
@@ -29,9 +29,10 @@ def problems(record: Any) -> List[str]:
     if not isinstance(record, dict):
         return [f"a results line is a JSON object, not {type(record).__name__}"]
     kind = record.get("schema")
-    if isinstance(kind, str) and kind.startswith("qdq-matrix/cell/") and kind != CELL_SCHEMA:
-        return [f"a {kind} cell: this suite reads {CELL_SCHEMA} only (tools/migrate-observed.py rewrote the committed "
-                "observations once; a local results file of an older version is run again)"]
+    for family, current in ((CELL_FAMILY, CELL_SCHEMA), (SESSION_FAMILY, SESSION_SCHEMA)):
+        if isinstance(kind, str) and kind.startswith(family) and kind != current:
+            return [f"a {kind} line: this suite reads {current} only (tools/migrate-observed.py rewrote the committed "
+                    "observations at each step; a local results file of an older version is run again)"]
     if kind not in SCHEMA_FILES:
         return [f"not a qdq-matrix record: schema is {_short(repr(kind))}, expected {CELL_SCHEMA!r} or "
                 f"{SESSION_SCHEMA!r}"]

@@ -8,7 +8,7 @@ where it runs the model, else the test's own expected outputs. Each model is pin
 opsets 13, 11 and 10 that passes onnx's full check, and IR 8, so TensorRT 8.x and ONNX Runtime 1.16 read
 it; a test whose types no such opset allows (float8, int4, int16, blocked) is listed as left out.
 
-    python -m check.backend_nodes --out DIR     then    pytest tests/cells --bundles DIR ...
+    python -m check.backend_nodes --out DIR     then    python -m engines.run --bundles DIR ...
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def output_stats(bundle: Bundle, outputs: Dict[str, np.ndarray],
     return judge_outputs(bundle, outputs, expected).stats
 
 
-def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, str]) -> Cell:
+def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, Any]) -> Cell:
     """The honest cell for an engine that is not here, or cannot run here."""
     verdict, why = judge(None, info.unavailable_status, None)
     return Cell(
@@ -89,7 +89,7 @@ def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, st
     )
 
 
-def corrupt_cell(bundle_id: str, why: str, info: EngineInfo, run: Dict[str, str]) -> Cell:
+def corrupt_cell(bundle_id: str, why: str, info: EngineInfo, run: Dict[str, Any]) -> Cell:
     """The not-run cell of a bundle whose files do not match their digest: never a verdict on a wrong model."""
     case_id, why = bundle_id.split("/", 1)[0], scrub(why)
     return Cell(
@@ -101,7 +101,7 @@ def corrupt_cell(bundle_id: str, why: str, info: EngineInfo, run: Dict[str, str]
     )
 
 
-def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observation, run: Dict[str, str]) -> Cell:
+def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observation, run: Dict[str, Any]) -> Cell:
     """Compare, match signatures, decide precision and verdict for one observation."""
     params = dict(bundle.meta["params"])
     targets = list(bundle.meta.get("target_nodes", []))
@@ -175,7 +175,7 @@ def environment_limit(info: EngineInfo, status: str, text: str) -> str:
     return ""
 
 
-def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: Dict[str, str]) -> Cell:
+def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: Dict[str, Any]) -> Cell:
     """Run one bundle on one engine and judge it; an engine that is not here gives a not-run cell."""
     if not info.available:
         return not_run_cell(case, bundle, info, run)

@@ -6,7 +6,7 @@ A GPU engine on a machine without a GPU has nothing to run, so starting pytest o
 write "not run" is waste: this asks the engine's own adapter why it cannot run (its probe, the same
 answer the pytest cells would get), then writes the cells through the same results files, lock and
 resume rules (an unchanged not-run cell already in the file is not written again). An engine that
-can run here is refused: its cells come from `pytest tests/cells`, never from this.
+can run here is refused: its cells come from the cell runner (`python -m engines.run`), never from this.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from cases import get_case
 from cases.cli import ArgumentParser
@@ -47,19 +47,19 @@ def idle_info(engine: str, version: str) -> EngineInfo:
         getattr(adapter, "close", lambda: None)()
     if info.available:
         raise Refused(f"{engine} {info.version} can run here ({info.hardware}): run its cells with "
-                      f"`pytest tests/cells --engine {engine}`")
+                      f"`python -m engines.run --engine {engine}`")
     return info
 
 
-def run_record(engine: str, argv: Sequence[str]) -> Dict[str, str]:
+def run_record(engine: str, argv: Sequence[str]) -> Dict[str, Any]:
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": portable_command(["python", "-m", "engines.idle", *argv]), "source": "local",
-        "python": platform.python_version(), "cell_options": json.dumps(spec(engine).defaults(), sort_keys=True),
+        "python": platform.python_version(), "cell_options": dict(sorted(spec(engine).defaults().items())),
     }
 
 
-def write_column(info: EngineInfo, bundles: List[Bundle], run: Dict[str, str], path: Optional[Path] = None,
+def write_column(info: EngineInfo, bundles: List[Bundle], run: Dict[str, Any], path: Optional[Path] = None,
                  wait: float = 0.0) -> Dict[str, int]:
     """Every bundle as a not-run cell of this column; returns counts of cells written and left as they were."""
     writer = ResultsWriter(path or default_path(info), info, run, wait=wait)

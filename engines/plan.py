@@ -1,17 +1,25 @@
-"""A run's columns, as data: what `python -m engines.run` hands `pytest tests/cells --cells-plan` (no pytest here).
+"""A run's columns, as data: what `python -m engines.run` hands the cell runner (engines/runner.py, executed by
+pytest with the engines.pytest_cells plugin) in a plan file; no pytest here.
 
-A column is one engine version with its options over some bundles, written to one results file.
+A column is one engine version with its options over some bundles, written to one results file. It crosses every
+hop as fields: the command line's JSON column specs, the plan file, the xdist workers' input, the results file's
+session header and each cell's `run.cell_options`; a test id only names a cell for people, and the plugin finds a
+cell's column and bundle in the table `cell_refs` builds from the plan, never by splitting the id.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 PLAN_SCHEMA = "qdq-matrix/plan/1"
 PROGRESS_PREFIX = "[cells] "  # a running cell's heartbeat lines start with it (engines.run shows them as they come)
+RUNNER = Path(__file__).resolve().with_name("runner.py")  # the module of cell tests that pytest executes
+PLUGIN = "engines.pytest_cells"
+COLUMN_MARK = "|"  # between a column's label and a bundle id in a test id, for people reading pytest's output
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,7 @@ class Column:
     only_cases: Tuple[str, ...] = ()
     plugins_only: bool = False
     label: str = ""  # its test ids' prefix ("" in a run of one column)
-    command: str = ""  # how to run it again, as its cells record it ("" for pytest's own command line)
+    command: str = ""  # how to run it again, as its cells record it
     reused: int = 0  # stored cells of it that engines.run found standing (not among `bundles`): counted, never run
 
     def to_dict(self) -> Dict[str, Any]:
@@ -39,11 +47,56 @@ class Column:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for k in ("bundles", "only_cases"):
             known[k] = tuple(known.get(k) or ())
+        known["options"] = {str(k): str(v) for k, v in (known.get("options") or {}).items()}
         return cls(**known)
+
+    def select(self, present: Sequence[str], needs_plugin: Callable[[str], bool]) -> List[str]:
+        """The bundles this column runs, of those present: the ones it names (else every one), less what its filters
+        leave out (plugins only; only some cases)."""
+        have = set(present)
+        chosen = [i for i in self.bundles if i in have] if self.bundles else list(present)
+        if self.plugins_only:
+            chosen = [i for i in chosen if needs_plugin(i)]
+        if self.only_cases:
+            chosen = [i for i in chosen if i.split("/", 1)[0] in self.only_cases]
+        return chosen
+
+
+@dataclass(frozen=True)
+class CellRef:
+    """One cell test of a run: the index of its column in the plan and its bundle."""
+
+    column: int
+    bundle: str
+
+
+def cell_refs(columns: Sequence[Column], present: Sequence[str],
+              needs_plugin: Callable[[str], bool]) -> Dict[str, CellRef]:
+    """Every cell test of a run by its test id ("<column label>|<bundle>", or the bundle alone in a run of one
+    column), in order; ValueError where two columns would give one id (a plan of several columns labels each)."""
+    refs: Dict[str, CellRef] = {}
+    for index, column in enumerate(columns):
+        for bundle in column.select(present, needs_plugin):
+            name = f"{column.label}{COLUMN_MARK}{bundle}" if column.label else bundle
+            if name in refs:
+                raise ValueError(f"two columns of the plan give the test id {name!r}: a plan of several columns "
+                                 "gives each a label of its own")
+            refs[name] = CellRef(index, bundle)
+    return refs
+
+
+def pytest_args(plan: Path) -> List[str]:
+    """The arguments after `python` that run a plan's cells: pytest with the cell plugin over the cell runner."""
+    return ["-m", "pytest", "-p", PLUGIN, str(RUNNER), "-p", "no:cacheprovider", "--cells-plan", str(plan)]
+
+
+def pytest_command(plan: Path, python: str = sys.executable) -> List[str]:
+    """The whole command that runs a plan's cells under an interpreter (this one unless named)."""
+    return [python, *pytest_args(plan)]
 
 
 def write_plan(columns: List[Column], path: Path) -> Path:
-    """The plan file that `pytest tests/cells --cells-plan PATH` runs."""
+    """The plan file that the cell runner runs (pytest_args)."""
     path.write_text(json.dumps({"schema": PLAN_SCHEMA, "columns": [c.to_dict() for c in columns]}, indent=1),
                     encoding="utf-8")
     return path

@@ -1,16 +1,17 @@
-"""pytest plugin: one test per cell, one JSONL results file per session, written by the controller only.
+"""pytest plugin of the cell runner (engines/runner.py): one test per cell, one JSONL results file per column,
+written by the controller only. engines.run writes the plan and starts it; the columns come from the plan alone
+(engines.run is the one command line for columns; this plugin has none of its own):
 
-    pytest tests/cells --engine onnxruntime -n 2
-    pytest tests/cells --engine tensorrt --trt-python bin/python-trt-8.6.0 --results out.jsonl
+    python -m engines.run --engine onnxruntime -n 2                   # which starts, per interpreter:
+    python -m pytest -p engines.pytest_cells engines/runner.py --cells-plan PLAN.json -n 2
 
-A worker builds the cell and hands it to the controller in the report's user_properties; the
-controller appends it to the results file and flushes, so a crash loses nothing already run. A
-test without a cell is recorded by who failed. The engine: its worker process died (a segfault
-takes a pytest-xdist worker down, and xdist starts a new one) or the cell ran past --timeout; the
-cell is "crashed" and the run goes on. The suite: its own code raised (the runner, an adapter,
-the judging); the cell is "harness_error", with the exception and its traceback, and says nothing
-about the engine. (A TensorRT-family worker subprocess that dies is the adapter's to record: its
-cell comes back "crashed", with the signal or exit status.)
+A worker builds the cell and hands it to the controller in the report's user_properties, as a JSON object; the
+controller appends it to the column's results file and flushes, so a crash loses nothing already run. A test without
+a cell is recorded by who failed. The engine: its worker process died (a segfault takes a pytest-xdist worker down,
+and xdist starts a new one) or the cell ran past --timeout; the cell is "crashed" and the run goes on. The suite: its
+own code raised (the runner, an adapter, the judging); the cell is "harness_error", with the exception and its
+traceback, and says nothing about the engine. (A TensorRT-family worker subprocess that dies is the adapter's to
+record: its cell comes back "crashed", with the signal or exit status.)
 
 Long cells are not silent: every --heartbeat seconds (default 15, or $QDQ_HEARTBEAT_S; 0 turns it off) the
 controller writes a line per cell still running to stderr, "[cells] <bundle> on <engine version>: running for
@@ -23,9 +24,10 @@ the run ends). One run at a time holds a results file (an OS file lock); a secon
 seconds, then stops with a message naming the holder. A results folder the disk refuses is one line, never a
 traceback: a usage error at the start, exit 3 once cells ran (the run stops at the first cell it cannot keep).
 
-One run can hold several columns (`--cells-plan PLAN.json`, written by `python -m engines.run`): every column is
-an engine version with its options over its bundles, with a results file of its own, and the xdist workers are
-started once for all of them. A test id is then `<column>|<bundle>`; a run of one column keeps `<bundle>`.
+Every column of the plan is an engine version with its options over its bundles, with a results file of its own,
+and the xdist workers are started once for all of them. A test id is `<column label>|<bundle>` (`<bundle>` in a run
+of one column), for people; the controller finds a test's column and bundle in the table the plan gives
+(engines.plan.cell_refs), and a test that is in no column of the plan stops the run.
 """
 
 from __future__ import annotations
@@ -51,10 +53,9 @@ from cases.portable import portable_command
 from cases.verdict import HARNESS_ERROR, rejudge
 from engines.base import EngineInfo
 from engines.environment import identity, installation
-from engines.plan import PROGRESS_PREFIX, Column, read_plan, summary_path  # noqa: F401  (PROGRESS_PREFIX: check)
-from engines.results import (  # noqa: F401  (same_not_run: the cell test imports it from here)
-    NotAResultsFile, ResultsBusy, ResultsUnwritable, ResultsWriter, default_path, info_key, same_not_run,
-    stored_cells,
+from engines.plan import PROGRESS_PREFIX, CellRef, Column, cell_refs, read_plan, summary_path
+from engines.results import (
+    NotAResultsFile, ResultsBusy, ResultsUnwritable, ResultsWriter, default_path, info_key, stored_cells,
 )
 from engines.tensorrt import lifeline
 
@@ -64,59 +65,24 @@ REUSED_KEY = "qdq_reused"
 # A cell test that raised without handing back a cell: {"kind": "timeout" | "harness", "error", "traceback"}, set where
 # the exception is (the worker), so that the controller never reads the failure back out of a report's text.
 FAILURE_KEY = "qdq_failure"
-COLUMN_MARK = "|"  # between a column's label and a bundle id in a test id
 HEARTBEAT_S = 15.0
 HEARTBEAT_ENV = "QDQ_HEARTBEAT_S"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("qdq-matrix cells")
-    group.addoption("--engine", help=f"engine to run the reproducers on: {', '.join(ENGINES)}, or module:Class")
-    group.addoption("--engine-version", default=None, help="version label for an engine that is not here")
-    group.addoption("--trt-python", default=None,
-                    help="interpreter that already has TensorRT or TensorRT-RTX (existing-interpreter mode)")
-    group.addoption("--trt-isolate", action="store_true",
-                    help="one TensorRT process per cell (slower; no shared state)")
-    seen = set()
-    for engine in ENGINES.values():  # each engine's own options, from its descriptor
-        for o in engine.options:
-            if o.flag in seen:
-                continue
-            seen.add(o.flag)
-            env = f", or ${o.env}" if o.env else ""  # a default the environment sets (the GPU scripts do)
-            group.addoption(o.flag, default=None, choices=o.choices or None,
-                            help=f"{engine.title}: {o.help} (default {o.default}{env})")
-    group.addoption("--no-timing-cache", action="store_const", const="off", dest="trt_timing_cache",
-                    help="TensorRT: build without the shared timing cache (same as --trt-timing-cache off)")
-    group.addoption("--results", default=None,
-                    help="JSONL results file (default results/<engine>-<version>-<hardware>[-<variant>].jsonl)")
+    group.addoption("--cells-plan", default=None, metavar="PLAN.json",
+                    help="the columns to run, as `python -m engines.run` writes them (engines.plan)")
     group.addoption("--results-source", default="local", choices=SOURCES,
                     help="what the cells say they are; a claim only: a cell is observed where "
                          "reports/observed/MANIFEST.json lists its file with its digest (nox -s observe)")
     group.addoption("--bundles", default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     group.addoption("--fresh", action="store_true", help="run every cell again, even those the results file holds")
-    group.addoption("--plugin-bundles-only", action="store_true",
-                    help="only the bundles whose model needs a plugin (case.json trt.plugins)")
-    group.addoption("--only-case", action="append", default=[], metavar="CASE",
-                    help="only the bundles of this case (repeatable)")
     group.addoption("--results-wait", type=float, default=0.0,
                     help="seconds to wait for another run that holds the results file (default: stop at once)")
     group.addoption("--heartbeat", type=_seconds, default=None, metavar="SECONDS",
                     help=f"a line per running cell every SECONDS (default {HEARTBEAT_S:g}, or ${HEARTBEAT_ENV}; "
                          "0: off)")
-    group.addoption("--cells-plan", default=None, metavar="PLAN.json",
-                    help="the columns to run, as `python -m engines.run` writes them (instead of --engine)")
-
-
-def cli_column(config: pytest.Config) -> Column:
-    """The one column that --engine and its options name."""
-    name = config.getoption("--engine")
-    return Column(
-        engine=name, options=engine_options(config, name), version=config.getoption("--engine-version") or "",
-        python=config.getoption("--trt-python") or "", isolate=bool(config.getoption("--trt-isolate")),
-        results=config.getoption("--results") or "", only_cases=tuple(config.getoption("--only-case")),
-        plugins_only=bool(config.getoption("--plugin-bundles-only")),
-    )
 
 
 @dataclass(frozen=True)
@@ -128,21 +94,33 @@ class ColumnRun:
     run: Dict[str, str]
     reuse: Dict[str, Any]  # {"path", "upto"} of its results file, or {} with --fresh
 
-    def to_json(self) -> str:
-        return json.dumps({"column": self.column.to_dict(), "info": self.info.__dict__, "run": self.run,
-                           "reuse": self.reuse})
+    def to_dict(self) -> Dict[str, Any]:
+        return {"column": self.column.to_dict(), "info": dict(self.info.__dict__), "run": dict(self.run),
+                "reuse": dict(self.reuse)}
 
     @classmethod
-    def from_json(cls, text: str) -> "ColumnRun":
-        data = json.loads(text)
+    def from_dict(cls, data: Dict[str, Any]) -> "ColumnRun":
         return cls(Column.from_dict(data["column"]), EngineInfo(**data["info"]), data["run"], data["reuse"])
 
 
-def split_id(nodeid: str) -> Tuple[str, str]:
-    """(column label, bundle id) of a cell test's node id; the label is "" in a run of one column."""
-    inner = nodeid.split("[", 1)[1][:-1] if "[" in nodeid and nodeid.endswith("]") else nodeid
-    label, mark, bundle = inner.rpartition(COLUMN_MARK)
-    return (label, bundle) if mark else ("", inner)
+class UnknownCell(KeyError):
+    """A test that is no cell of this run's plan: the run stops rather than guess its column."""
+
+
+def test_id(nodeid: str) -> str:
+    """The id pytest gave a cell test's parameter, as its node id ends: "engines/runner.py::test_cell[<id>]"."""
+    _, bracket, inner = nodeid.partition("[")
+    return inner[:-1] if bracket and inner.endswith("]") else nodeid
+
+
+def cell_of(config: pytest.Config, nodeid: str) -> CellRef:
+    """The column (its index in the plan) and bundle of a cell test, from the plan's table; UnknownCell for a test
+    that is not in it."""
+    ref = config._qdq_cells.get(test_id(nodeid))
+    if ref is None:
+        raise UnknownCell(f"{nodeid}: not a cell of this run's plan (its columns: "
+                          f"{', '.join(r.column.label or r.column.engine for r in config._qdq_columns)})")
+    return ref
 
 
 def _seconds(text: str) -> float:
@@ -165,15 +143,33 @@ def heartbeat_interval(config: pytest.Config) -> float:
 
 
 def running_cells(config: pytest.Config) -> bool:
-    """Whether this run runs cells: an engine or a plan is named."""
-    return bool(config.getoption("--engine") or config.getoption("--cells-plan"))
+    """Whether this run runs cells: a plan is named."""
+    return bool(config.getoption("--cells-plan"))
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> Optional[bool]:
-    """tests/cells runs only when an engine or a plan is named."""
-    if collection_path.name == "cells" and collection_path.parent.name == "tests" and not running_cells(config):
-        return True
-    return None
+def _needs_plugin(bundle_id: str) -> bool:
+    """Whether a bundle's model needs a plugin (its case.json's trt.plugins)."""
+    from generators.bundle import bundles_root
+
+    try:
+        meta = json.loads((bundles_root() / bundle_id / "case.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool((meta.get("trt") or {}).get("plugins"))
+
+
+def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
+    """The cell tests of a plan's columns (engines.plan.cell_refs over the bundles present); a usage error where
+    there is no bundle at all, or where two columns would give one test id."""
+    from generators.bundle import bundle_ids, bundles_root
+
+    present = bundle_ids()
+    if not present:
+        raise pytest.UsageError(f"no bundles under {bundles_root()}: run `python -m generators write` first")
+    try:
+        return cell_refs(columns, present, _needs_plugin)
+    except ValueError as e:
+        raise pytest.UsageError(f"--cells-plan: {e}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -183,14 +179,15 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["QDQ_BUNDLES"] = str(Path(config.getoption("--bundles")).resolve())
     lifeline.keep()  # a worker dies with the controller, the controller with the engines.run that started it
     if hasattr(config, "workerinput"):
-        config._qdq_columns = [ColumnRun.from_json(c) for c in json.loads(config.workerinput["qdq_columns"])]
+        config._qdq_columns = [ColumnRun.from_dict(c) for c in config.workerinput["qdq_columns"]]
+        config._qdq_cells = {name: CellRef(column, bundle) for name, column, bundle in config.workerinput["qdq_cells"]}
         return
     os.environ[lifeline.PARENT_ENV] = str(os.getpid())  # what the xdist workers started from here are told
-    plan = config.getoption("--cells-plan")
     try:
-        columns = read_plan(Path(plan)) if plan else [cli_column(config)]
+        columns = read_plan(Path(config.getoption("--cells-plan")))
     except ValueError as e:
         raise pytest.UsageError(f"--cells-plan {e}") from None
+    config._qdq_cells = plan_cells(columns)
     writers: List[ResultsWriter] = []
     runs: List[ColumnRun] = []
     try:
@@ -206,10 +203,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config._qdq_writers = writers
     config._qdq_stopped = ""  # why the run stopped early (a results file the disk refused), "" while it goes on
     interval = heartbeat_interval(config)
-    labels = {r.column.label: engine_label(r.info) for r in runs}
-    config._qdq_heartbeat = Heartbeat(lambda nodeid: labels.get(split_id(nodeid)[0], ""), interval) \
-        if interval > 0 else None
+    labels = [engine_label(r.info) for r in runs]
+
+    def cell_words(nodeid: str) -> str:  # "<bundle> on <engine version>", of a cell the logstart hook found
+        ref = cell_of(config, nodeid)
+        return f"{ref.bundle} on {labels[ref.column]}"
+
+    config._qdq_heartbeat = Heartbeat(cell_words, interval) if interval > 0 else None
     config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """A plan whose columns select no bundle gives pytest's empty-parameter placeholder: no cell, so it goes."""
+    if not running_cells(config):
+        return
+    empty = [i for i in items if not isinstance(getattr(i, "callspec", None) and i.callspec.params.get("cell"),
+                                                 CellRef)]
+    if empty:
+        items[:] = [i for i in items if i not in empty]
+        config.hook.pytest_deselected(items=empty)
 
 
 def _open_column(config: pytest.Config, column: Column) -> Tuple[ColumnRun, ResultsWriter]:
@@ -235,15 +247,6 @@ def _open_column(config: pytest.Config, column: Column) -> Tuple[ColumnRun, Resu
     return ColumnRun(column, info, run, reuse), writer
 
 
-def column_of(config: pytest.Config, nodeid: str) -> int:
-    """The index of the column a cell test belongs to."""
-    label = split_id(nodeid)[0]
-    for i, r in enumerate(config._qdq_columns):
-        if r.column.label == label:
-            return i
-    return 0
-
-
 def engine_label(info: EngineInfo) -> str:
     """"TensorRT-RTX 1.7.1.116 (target=SM86)": the engine version a heartbeat line names."""
     from cases.engines import variant_label
@@ -255,10 +258,10 @@ def engine_label(info: EngineInfo) -> str:
 class Heartbeat:
     """Every `interval` seconds, a line per cell still running (bundle, engine version, elapsed time), written by
     a thread of the controller to its own copy of stderr, so that pytest's output capture never holds it back.
-    `label`: a function of the cell's node id that names the engine version it runs on."""
+    `cell_words`: a function of the cell's node id that names its bundle and the engine version it runs on."""
 
-    def __init__(self, label: Callable[[str], str], interval: float, out: Optional[TextIO] = None) -> None:
-        self.label = label
+    def __init__(self, cell_words: Callable[[str], str], interval: float, out: Optional[TextIO] = None) -> None:
+        self.cell_words = cell_words
         self.interval = interval
         self._out = out or os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
         self._running: Dict[str, float] = {}
@@ -279,7 +282,7 @@ class Heartbeat:
             told = nodeid in self._told
             self._told.discard(nodeid)
         if start is not None and told:
-            self._write(f"{_bundle_of(nodeid)} on {self.label(nodeid)}: {status or 'done'} after "
+            self._write(f"{self.cell_words(nodeid)}: {status or 'done'} after "
                         f"{time.monotonic() - start:.0f} s")
 
     def beat(self) -> None:
@@ -289,7 +292,7 @@ class Heartbeat:
             running = sorted(self._running.items(), key=lambda kv: kv[1])
             self._told.update(n for n, _ in running)
         for nodeid, start in running:
-            self._write(f"{_bundle_of(nodeid)} on {self.label(nodeid)}: running for {now - start:.0f} s")
+            self._write(f"{self.cell_words(nodeid)}: running for {now - start:.0f} s")
 
     def close(self) -> None:
         self._stop.set()
@@ -311,20 +314,6 @@ class Heartbeat:
             pass
 
 
-def _bundle_of(nodeid: str) -> str:
-    return split_id(nodeid)[1]
-
-
-def engine_options(config: pytest.Config, name: str) -> Dict[str, str]:
-    """The named engine's own options as this run sets them: flag, else environment, else the descriptor's default."""
-    if name not in ENGINES:
-        return {}
-    try:
-        return spec(name).resolve({o.name: config.getoption(o.flag) for o in spec(name).options})
-    except ValueError as e:
-        raise pytest.UsageError(str(e)) from None
-
-
 def make_engine_for(column: Column):
     """The adapter of one column, with its options."""
     from engines import get_engine
@@ -343,7 +332,7 @@ def make_engine_for(column: Column):
     return get_engine(name, **column.options, **family)
 
 
-def run_record(config: pytest.Config, info: EngineInfo, column: Column) -> Dict[str, str]:
+def run_record(config: pytest.Config, info: EngineInfo, column: Column) -> Dict[str, Any]:
     """Where and when this session ran, and how to run it again.
 
     A stand-in engine (a test double that says so in its probe) gets the source "stand-in", which
@@ -359,7 +348,7 @@ def run_record(config: pytest.Config, info: EngineInfo, column: Column) -> Dict[
         "command": argv,
         "source": source,
         "python": platform.python_version(),
-        "cell_options": json.dumps(column.options, sort_keys=True),
+        "cell_options": dict(sorted(column.options.items())),
         # cells at a time (pytest-xdist workers): TensorRT builds on one GPU contend, so it is measured and recorded
         "workers": str(getattr(config.option, "numprocesses", None) or 1),
     }
@@ -376,7 +365,7 @@ def stored_cell(config: pytest.Config, column: int, bundle_id: str, digest: str)
     path = run.reuse["path"]
     if path not in stored:
         stored[path] = stored_cells(Path(path), int(run.reuse["upto"]))
-    return stored[path].get(info_key(run.info, bundle_id, digest, run.run.get("cell_options", "")))
+    return stored[path].get(info_key(run.info, bundle_id, digest, run.run.get("cell_options") or {}))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -388,7 +377,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         return report
     if any(k == CELL_KEY for k, _ in report.user_properties) or call.excinfo.errisinstance(pytest.skip.Exception):
         return report  # the cell is handed back (its verdict failed the test), or the test skipped itself
-    report.user_properties.append((FAILURE_KEY, json.dumps(failure_record(call.excinfo))))
+    report.user_properties.append((FAILURE_KEY, failure_record(call.excinfo)))
     return report
 
 
@@ -415,30 +404,31 @@ class _ControllerHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["qdq_columns"] = json.dumps([r.to_json() for r in node.config._qdq_columns])
+        node.workerinput["qdq_columns"] = [r.to_dict() for r in node.config._qdq_columns]
+        node.workerinput["qdq_cells"] = [[name, ref.column, ref.bundle] for name, ref in node.config._qdq_cells.items()]
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        cell_of(self._config, nodeid)  # a test that is no cell of the plan stops the run here
         if self._config._qdq_heartbeat is not None:
             self._config._qdq_heartbeat.started(nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self._config
-        column = column_of(config, report.nodeid)
-        writer: ResultsWriter = config._qdq_writers[column]
+        ref = cell_of(config, report.nodeid)
+        writer: ResultsWriter = config._qdq_writers[ref.column]
         props = dict(report.user_properties)
         beat = config._qdq_heartbeat
         if beat is not None and (report.when in ("teardown", "???") or CELL_KEY in props):
-            beat.finished(report.nodeid, json.loads(props[CELL_KEY]).get("status", "") if CELL_KEY in props else "")
+            beat.finished(report.nodeid, props[CELL_KEY].get("status", "") if CELL_KEY in props else "")
         if CELL_KEY in props and report.when == "call":
-            if REUSED_KEY in props:  # already in the file
+            if props.get(REUSED_KEY):  # already in the file
                 writer.reused += 1
                 return
-            self._write(writer, Cell.from_dict(json.loads(props[CELL_KEY])))
+            self._write(writer, Cell.from_dict(props[CELL_KEY]))
             return
-        lost = report.failed and report.when in ("call", "???")
-        if lost and CELL_KEY not in props and "[" in report.nodeid:
-            run: ColumnRun = config._qdq_columns[column]
-            self._write(writer, lost_cell(report, props.get(FAILURE_KEY), run.info, run.run))
+        if report.failed and report.when in ("call", "???") and CELL_KEY not in props:
+            run: ColumnRun = config._qdq_columns[ref.column]
+            self._write(writer, lost_cell(report, ref.bundle, props.get(FAILURE_KEY), run.info, run.run))
 
     def _write(self, writer: ResultsWriter, cell: Cell) -> None:
         """Record a cell; where the disk refuses it, stop the run with one line (no cell runs that cannot be kept)."""
@@ -504,21 +494,23 @@ def _write_summary(config: pytest.Config, writers: List[ResultsWriter]) -> None:
         pass
 
 
-def lost_cell(report: pytest.TestReport, failure: Optional[str], info: EngineInfo, run: Dict[str, str]) -> Cell:
+def lost_cell(report: pytest.TestReport, bundle_id: str, failure: Optional[Dict[str, str]], info: EngineInfo,
+              run: Dict[str, Any]) -> Cell:
     """The cell of a test that ended without handing back its cell, by who failed: the worker's process died (xdist's
     report of a crashed worker, when "???") or the cell ran past --timeout, the engine's crash; else the harness's own
     exception (the failure the worker recorded; one it could not record is the harness's too)."""
-    said = json.loads(failure) if failure else {}
+    said = failure or {}
     if report.when == "???" or said.get("kind") == "timeout":
-        return crashed_cell(report, info, run, said.get("error", ""))
-    return harness_error_cell(report, info, run, said.get("error", ""), said.get("traceback", ""))
+        return crashed_cell(report, bundle_id, info, run, said.get("error", ""))
+    return harness_error_cell(report, bundle_id, info, run, said.get("error", ""), said.get("traceback", ""))
 
 
-def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str], why: str = "") -> Cell:
+def crashed_cell(report: pytest.TestReport, bundle_id: str, info: EngineInfo, run: Dict[str, Any],
+                 why: str = "") -> Cell:
     """A cell for a test whose worker died without handing back its cell (segfault), or that ran past --timeout."""
     reason = str(report.longrepr).strip().splitlines()
     first = why or next((line for line in reason if "crashed" in line), reason[0] if reason else "crashed")
-    cell = replace(_lost(report, info, run), status="crashed", verdict="new failure", reason=first.strip()[:500],
+    cell = replace(_lost(bundle_id, info, run), status="crashed", verdict="new failure", reason=first.strip()[:500],
                    explanation="the engine's process died before it reported a result",
                    log=str(report.longrepr)[-4000:])
     try:
@@ -527,20 +519,19 @@ def crashed_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str
         return cell
 
 
-def harness_error_cell(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str], error: str,
+def harness_error_cell(report: pytest.TestReport, bundle_id: str, info: EngineInfo, run: Dict[str, Any], error: str,
                        trace: str) -> Cell:
     """A cell for a test that raised in the suite's own code: status harness_error, the exception and its traceback;
     nothing said about the engine."""
     text = trace or str(report.longrepr)
     lines = text.strip().splitlines()
-    return replace(_lost(report, info, run), status="harness_error", verdict="harness error",
+    return replace(_lost(bundle_id, info, run), status="harness_error", verdict="harness error",
                    reason=(error or (lines[-1] if lines else "the harness raised"))[:500], explanation=HARNESS_ERROR,
                    log=text[-TRACEBACK_LIMIT:])
 
 
-def _lost(report: pytest.TestReport, info: EngineInfo, run: Dict[str, str]) -> Cell:
+def _lost(bundle_id: str, info: EngineInfo, run: Dict[str, Any]) -> Cell:
     """What a cell that never came back is known by: its bundle, the bundle's case.json and the column's engine."""
-    bundle_id = split_id(report.nodeid)[1]
     meta = _bundle_meta(bundle_id)
     return Cell(
         bundle=bundle_id, case=bundle_id.split("/", 1)[0], params=meta.get("params", {}), digest=meta.get("digest", ""),

@@ -57,7 +57,8 @@ _SOURCE_SUFFIX = re.compile(r"\.?\s+In \w+ at \S+\)?$")
 # An engine's own source lines and addresses: 'pass.cpp:1357' and 'pass.cpp:1348' are one message from two builds.
 _SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|h|hpp)):\d+")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
-# A symptom (matrix.causes groups failures by it): also Python source lines, folders, build targets and numbers masked.
+# A symptom (the cell's field that matrix.causes groups failures by): also Python source lines, folders, build targets
+# and numbers masked.
 _ANY_SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|c|h|hpp|py)):\d+")
 _PATH = re.compile(r"[^\s'\"()\[\]]*[\\/][^\s'\"()\[\]]*[\\/]")  # two separators or more: a folder
 _ARCH = re.compile(r"\b(sm|SM|compute)_?\d+\b")  # a target's compute capability: what a cause spans, not splits it
@@ -88,6 +89,32 @@ def symptom(text: str) -> str:
     text = _PATH.sub("…/", text)
     text = _ARCH.sub(r"\1N", text)
     return " ".join(_NUMBER.sub("N", text).split())
+
+
+FAILED = ("fail", "crashed")  # a failure's symptom is its error; a cell that did not run, its reason
+WORKED = ("pass", "built")  # nothing failed: no symptom
+
+
+def symptom_of(status: str, error: str, reason: str, parser_errors: Sequence[Mapping[str, Any]] = ()) -> str:
+    """A cell's symptom, the field the reports group root causes by: for a failure, the parser's errors as fields
+    (operator, masked message, check; node names left out), else its error's first line, else its reason's; for a
+    cell that did not run, its reason's first line; masked by symptom(); "" for a cell that worked."""
+    if status in WORKED:
+        return ""
+    if status not in FAILED:
+        return symptom(_first_line(reason))
+    said = [_parser_symptom(e) for e in parser_errors if isinstance(e, Mapping)]
+    return "; ".join(dict.fromkeys(said)) or symptom(_first_line(error) or _first_line(reason))
+
+
+def _parser_symptom(e: Mapping[str, Any]) -> str:
+    """One parser error as a symptom: "<operator>: <message, masked> [<parser function>]", a part it lacks left out."""
+    op, func = str(e.get("node_operator") or ""), str(e.get("func") or "")
+    return (f"{op}: " if op else "") + symptom(str(e.get("desc", ""))) + (f" [{func}]" if func else "")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if (text or "").strip() else ""
 
 
 def failing_node(error: str) -> str:

@@ -29,11 +29,11 @@ import platform
 import re
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import IO, TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from cases.cell import SESSION_SCHEMA, Cell
+from cases.cell import SESSION_FAMILY, SESSION_SCHEMA, Cell
 from cases.portable import portable_path
 
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 REUSABLE = ("pass", "fail", "built")  # observations; engines.reuse says which other cells stand
 
-ReuseKey = Tuple[str, str, str, str, str, str, str]
+Items = Tuple[Tuple[str, str], ...]
+ReuseKey = Tuple[str, str, str, str, str, Items, Items]
 
 
 @dataclass(frozen=True)
@@ -135,17 +136,21 @@ def unlike_header(cell: Cell, header: Dict[str, Any], header_line: int) -> str:
             "it is what its run's header says ran (remove the line, or run the column again with --fresh)")
 
 
+def items(mapping: Optional[Mapping[str, Any]]) -> Items:
+    """A column's variant or options as a key: its (name, value) pairs in order."""
+    return tuple(sorted((str(k), str(v)) for k, v in (mapping or {}).items()))
+
+
 def reuse_key(cell: Cell) -> ReuseKey:
     """What must match for a stored cell to stand for a new run of it: the bundle's digest, the engine
     version, the hardware (a CPU's INT8 level included), the column variant and the engine's own options."""
-    return (cell.bundle, cell.digest, cell.engine, cell.engine_version, cell.hardware,
-            json.dumps(cell.variant, sort_keys=True), cell.run.get("cell_options", ""))
+    return (cell.bundle, cell.digest, cell.engine, cell.engine_version, cell.hardware, items(cell.variant),
+            items(cell.run.get("cell_options")))
 
 
-def info_key(info: EngineInfo, bundle_id: str, digest: str, cell_options: str) -> ReuseKey:
+def info_key(info: EngineInfo, bundle_id: str, digest: str, cell_options: Mapping[str, str]) -> ReuseKey:
     """The reuse key a new cell of this bundle would have."""
-    return (bundle_id, digest, info.name, info.version, info.hardware, json.dumps(info.variant, sort_keys=True),
-            cell_options)
+    return (bundle_id, digest, info.name, info.version, info.hardware, items(info.variant), items(cell_options))
 
 
 def stored_cells(path: Path, upto: Optional[int] = None) -> Dict[ReuseKey, Cell]:
@@ -161,6 +166,16 @@ def stored_cells(path: Path, upto: Optional[int] = None) -> Dict[ReuseKey, Cell]
     if found.refused:
         return {}
     return {reuse_key(c.cell): c.cell for c in found.cells}
+
+
+def with_symptom(cell: Cell) -> Cell:
+    """The cell with its symptom field (engines.reasons.symptom_of), found from its texts as a report shows them
+    (machine paths made portable), whichever code made the cell."""
+    from cases.portable import scrub
+    from engines.reasons import symptom_of
+
+    found = symptom_of(cell.status, scrub(cell.error), scrub(cell.reason), cell.parser_errors)
+    return cell if found == cell.symptom else replace(cell, symptom=found)
 
 
 def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
@@ -256,7 +271,7 @@ class ResultsWriter:
     removed before anything is appended: it was never a finished cell.
     """
 
-    def __init__(self, path: Path, info: EngineInfo, run: Dict[str, str], wait: float = 0.0) -> None:
+    def __init__(self, path: Path, info: EngineInfo, run: Dict[str, Any], wait: float = 0.0) -> None:
         self.path = path
         self._clean = False  # every line of the file passed its schema (then close() remembers it checked)
         self._owner = owner_path(path)
@@ -283,7 +298,7 @@ class ResultsWriter:
         self.counts: Dict[str, int] = {}
         self.reused = 0
 
-    def _lock(self, wait: float, run: Dict[str, str]) -> None:
+    def _lock(self, wait: float, run: Dict[str, Any]) -> None:
         deadline = time.monotonic() + max(0.0, wait)
         while True:
             try:
@@ -329,7 +344,7 @@ class ResultsWriter:
         if not first.strip():
             return
         try:
-            ours = json.loads(first).get("schema") == SESSION_SCHEMA
+            ours = str(json.loads(first).get("schema")).startswith(SESSION_FAMILY)  # an older session's file too
         except (ValueError, AttributeError):
             ours = False
         if not ours:
@@ -396,11 +411,12 @@ class ResultsWriter:
             self._clean = not problems(json.loads(line))
 
     def write(self, cell: Cell) -> None:
-        """Append one cell (after this run's session header); ResultsUnwritable where the disk refuses it."""
+        """Append one cell (after this run's session header), with its symptom found from its final status, error
+        and reason (engines.reasons); ResultsUnwritable where the disk refuses it."""
         if self._header is not None:
             self.write_line(self._header)
             self._header = None
-        self.write_line(cell.to_json())
+        self.write_line(with_symptom(cell).to_json())
         self.counts[cell.status] = self.counts.get(cell.status, 0) + 1
 
     def close(self) -> None:
@@ -471,12 +487,13 @@ class ResultsWriter:
             raise
 
 
-def _place_of(record: Dict[str, Any]) -> Tuple[str, ...]:
+def _place_of(record: Dict[str, Any]) -> Tuple[Any, ...]:
     """A cell's bundle and column in one results file: what a later cell of the same place replaces."""
     run = record.get("run") if isinstance(record.get("run"), dict) else {}
+    variant, options = record.get("variant"), run.get("cell_options")
     return (str(record.get("bundle", "")), str(record.get("engine", "")), str(record.get("engine_version", "")),
-            str(record.get("hardware", "")), json.dumps(record.get("variant") or {}, sort_keys=True),
-            str(run.get("cell_options", "")))
+            str(record.get("hardware", "")), items(variant if isinstance(variant, dict) else {}),
+            items(options if isinstance(options, dict) else {}))
 
 
 def _record(line: bytes) -> Optional[Dict[str, Any]]:

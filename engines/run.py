@@ -1,17 +1,20 @@
 """The cell runner, called without test ids: it asks the results files first, and starts pytest only for the rest.
 
     python -m engines.run --engine onnxruntime [-n 2] [--fresh] [-- PYTEST ARGS]
-    python -m engines.run --engine tensorrt-rtx --version 1.7.1.116=.nox/rtx-1-7-1-116/bin/python \\
-        --column "" --column "plugin_link=libtensorrt_rtx.so only=plugins" --column "target=SM75 only=fp8_qdq"
+    python -m engines.run --engine tensorrt-rtx --engine-version 1.7.1.116 --trt-python .nox/rtx-1-7-1-116/bin/python \\
+        --column '{}' --column '{"options": {"plugin_link": "libtensorrt_rtx.so"}, "plugins_only": true}' \\
+        --column '{"options": {"target": "SM75"}, "only_cases": ["fp8_qdq"]}'
 
-A column is one engine version with its options over its bundles, written to one results file. Before anything
-starts, every column's results files are read: a bundle whose stored cell stands for a new run of it (same digest,
-engine version, hardware, options; engines.reuse says which statuses stand) is reused, and a column with nothing
-left says "N reused" and starts nothing. The columns with work run together in one `pytest tests/cells
---cells-plan`, so the xdist workers start once; pytest only drives (one writer per results file, a crash costs one
-cell, timeouts). A column spec is `KEY=VALUE` words: engine, version, python (a TensorRT-family interpreter), only
-(`plugins` or case ids joined by commas), results (a file), and the engine's own options by name (cases.engines);
-what a word leaves out comes from the flags. `--version V[=PYTHON]` repeats every column for each version.
+A column is one engine version with its options over its bundles, written to one results file (engines.plan.Column).
+Before anything starts, every column's results files are read: a bundle whose stored cell stands for a new run of it
+(same digest, engine version, hardware, options; engines.reuse says which statuses stand) is reused, and a column
+with nothing left says "N reused" and starts nothing. The columns with work run together in one run of the cell
+runner (engines/runner.py, executed by pytest with --cells-plan), so the xdist workers start once; pytest only drives
+(one writer per results file, a crash costs one cell, timeouts). The flags name one column; `--column` names one
+more each time, as a JSON object of its fields: engine, version, python (a TensorRT-family interpreter, or one that
+has an in-process engine's version), results (a file), options (the engine's own options by name, cases.engines),
+only_cases (case ids) and plugins_only; a field it leaves out comes from the flags. `--version V[=PYTHON]` repeats
+every column for each version.
 
 An in-process engine (ONNX Runtime, OpenVINO) runs under the interpreter that has its version: this one, or the
 column's python=; each such interpreter gets a pytest of its own, side by side with the others. A column with work
@@ -46,14 +49,16 @@ from cases.cli import ArgumentParser
 from cases.engines import ENGINES, spec, variant_label
 from cases.portable import portable_command
 from engines.base import EngineInfo
-from engines.plan import PROGRESS_PREFIX, Column, summary_path, write_plan
+from engines.plan import PROGRESS_PREFIX, Column, pytest_command, summary_path, write_plan
 from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells
 from engines.reuse import reusable
 from engines.tensorrt import lifeline
 from generators.bundle import bundle_ids, bundles_root
 
-RESERVED = ("engine", "version", "python", "only", "results")
-PYTEST = ["-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-rN", "--no-header"]
+# A --column's fields and the JSON type each takes (engines.plan.Column's fields of the same names).
+SPEC_FIELDS = {"engine": str, "version": str, "python": str, "results": str, "options": dict, "only_cases": list,
+               "plugins_only": bool}
+PYTEST_QUIET = ["-q", "-rN", "--no-header"]  # pytest says only its summary: engines.run passes on what matters
 RUNNER = "python -m engines.run"
 EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
 
@@ -107,30 +112,35 @@ def resolved_options(engine: str, given: Dict[str, Optional[str]]) -> Dict[str, 
         raise UsageError(str(e)) from None
 
 
-def parse_column(text: str, base: Dict[str, Any]) -> Dict[str, Any]:
-    """One --column spec (KEY=VALUE words) over the flags' values."""
-    out = dict(base, options=dict(base.get("options") or {}))
-    for word in text.split():
-        key, eq, value = word.partition("=")
-        if not eq:
-            raise UsageError(f"--column {text!r}: {word!r} is not KEY=VALUE")
-        if key == "only":
-            out["plugins_only"], out["only_cases"] = value == "plugins", () if value == "plugins" else tuple(
-                v for v in value.split(",") if v)
-        elif key in RESERVED:
-            out[key] = value
-        else:
-            out["options"][key] = value
-    return out
+def column_spec(text: str) -> Dict[str, Any]:
+    """One --column: a JSON object of column fields (SPEC_FIELDS), read once, here; UsageError for anything else."""
+    try:
+        spec_ = json.loads(text)
+    except ValueError as e:
+        raise UsageError(f"--column {text!r}: not a JSON object ({e})") from None
+    if not isinstance(spec_, dict):
+        raise UsageError(f"--column {text!r}: not a JSON object of column fields ({', '.join(SPEC_FIELDS)})")
+    for key, value in spec_.items():
+        kind = SPEC_FIELDS.get(key)
+        if kind is None:
+            raise UsageError(f"--column {text!r}: no column field {key!r}; fields: {', '.join(SPEC_FIELDS)}")
+        if not isinstance(value, kind) or (kind is dict and not all(isinstance(v, str) for v in value.values())) \
+                or (kind is list and not all(isinstance(v, str) for v in value)):
+            said = {str: "a string", dict: "an object of strings", list: "a list of strings", bool: "true or false"}
+            raise UsageError(f"--column {text!r}: {key} is {said[kind]}")
+    return spec_
 
 
 def columns_from(args: argparse.Namespace) -> List[Column]:
     """The columns the command line names, each with its label, resolved options and the command that reruns it."""
     flags = {o.name: getattr(args, _dest(o.flag), None) for e in ENGINES.values() for o in e.options}
+    if args.trt_timing_cache_off:
+        flags["timing_cache"] = "off"
     base = {"engine": args.engine, "version": args.engine_version or "", "python": "",
             "results": args.results or "", "options": {k: v for k, v in flags.items() if v is not None},
             "only_cases": tuple(args.only_case), "plugins_only": args.plugin_bundles_only}
-    specs = [parse_column(c, base) for c in (args.column or [""])]
+    specs = [{**base, **s, "options": {**base["options"], **s.get("options", {})}}
+             for s in map(column_spec, args.column or ["{}"])]
     versions = [v.partition("=")[::2] for v in args.version] + [("", p) for p in args.trt_python]
     if versions:
         specs = [dict(s, version=v or s["version"], python=p or s["python"]) for v, p in versions for s in specs]
@@ -152,9 +162,9 @@ def columns_from(args: argparse.Namespace) -> List[Column]:
 
 def _unique(columns: List[Column]) -> List[Column]:
     """Two columns that would write one results file cannot run together (one writer per file)."""
-    seen: Dict[Tuple[str, ...], Column] = {}
+    seen: Dict[Tuple[Any, ...], Column] = {}
     for c in columns:
-        key = (c.engine, c.version, c.python, json.dumps(c.options, sort_keys=True), c.results)
+        key = (c.engine, c.version, c.python, tuple(sorted(c.options.items())), c.results)
         if key in seen:
             raise UsageError(f"two columns of {column_title(c)} with the same options would write one results file; "
                              "give them different options, or one --column")
@@ -198,13 +208,8 @@ def bundle_metas(root: Path) -> Dict[str, Dict[str, Any]]:
 
 
 def selection(column: Column, metas: Dict[str, Dict[str, Any]]) -> List[str]:
-    """The bundles a column runs (the same choice as the cell test's)."""
-    ids = [i for i in column.bundles if i in metas] if column.bundles else list(metas)
-    if column.plugins_only:
-        ids = [i for i in ids if (metas[i].get("trt") or {}).get("plugins")]
-    if column.only_cases:
-        ids = [i for i in ids if i.split("/", 1)[0] in column.only_cases]
-    return ids
+    """The bundles a column runs (Column.select, the cell runner's choice too)."""
+    return column.select(list(metas), lambda i: bool((metas[i].get("trt") or {}).get("plugins")))
 
 
 @dataclass(frozen=True)
@@ -212,9 +217,9 @@ class Expected:
     """What a cell of a column would say about its engine, known without starting it; None fields are unknown."""
 
     version: str
-    variant: str  # json of the variant
-    cell_options: str
-    same_machine: Callable[[str], bool]
+    variant: Dict[str, str]
+    cell_options: Dict[str, str]
+    same_machine: Callable[[str, Dict[str, str]], bool]
     static_not_run: bool
 
 
@@ -228,8 +233,7 @@ def expected(column: Column) -> Optional[Expected]:
     version = column.version or ("" if column.python else installed_version(column.engine))
     if not version or not hasattr(adapter, "same_machine"):
         return None
-    return Expected(version, json.dumps(spec(column.engine).variant(column.options), sort_keys=True),
-                    json.dumps(column.options, sort_keys=True), adapter.same_machine,
+    return Expected(version, spec(column.engine).variant(column.options), dict(column.options), adapter.same_machine,
                     bool(getattr(adapter, "static_not_run", False)))
 
 
@@ -290,9 +294,9 @@ def decide(column: Column, metas: Dict[str, Dict[str, Any]], store: Store, fresh
     found: Dict[str, Cell] = {}
     for path in store.candidates(column, key.version):
         for cell in store.cells(path).values():
-            if (cell.engine == column.engine and cell.engine_version == key.version
-                    and json.dumps(cell.variant, sort_keys=True) == key.variant
-                    and cell.run.get("cell_options", "") == key.cell_options and key.same_machine(cell.hardware)
+            if (cell.engine == column.engine and cell.engine_version == key.version and cell.variant == key.variant
+                    and cell.run.get("cell_options") == key.cell_options
+                    and key.same_machine(cell.hardware, cell.hardware_detail)
                     and cell.digest == metas.get(cell.bundle, {}).get("digest")):  # as results.info_key keys it
                 found[cell.bundle] = cell
     run = tuple(b for b in wanted if not _stands(found.get(b), metas[b], key.static_not_run))
@@ -343,8 +347,8 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
             cells = sum(len(c.bundles) for c in columns)
             plan = write_plan(columns, Path(tmp) / f"plan-{i}.json")
             plans.append(plan)
-            command = [python, *PYTEST, "--cells-plan", str(plan), "--bundles", str(bundles.resolve()),
-                       "-n", str(max(1, min(workers if python == biggest else 1, cells))),
+            command = [*pytest_command(plan, python), *PYTEST_QUIET, "--bundles", str(bundles.resolve()),
+                       "-n", str(min(workers, cells) if python == biggest else min(workers, 1)),
                        *(["--fresh"] if fresh else []), *extra]
             tag = "" if len(groups) == 1 else _tag(columns)
             runs.append(_Pytest(command, env, out, tag))
@@ -453,8 +457,7 @@ def write_idle(column: Column, info: EngineInfo, root: Path, metas: Dict[str, Di
     from engines.idle import run_record, write_column
     from generators.bundle import Bundle
 
-    run = dict(run_record(column.engine, []), command=column.command,
-               cell_options=json.dumps(column.options, sort_keys=True))
+    run = dict(run_record(column.engine, []), command=column.command, cell_options=dict(sorted(column.options.items())))
     chosen = [Bundle(path=root / b, meta=metas[b]) for b in selection(column, metas) if metas[b]]
     counts = write_column(info, chosen, run, Path(column.results) if column.results else None)
     out(f"engines.run: {column_title(column)}: {len(chosen)} not run here ({info.reason}); {counts['written']} "
@@ -528,9 +531,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--trt-isolate", action="store_true", help="one TensorRT process per cell")
     parser.add_argument("--version", action="append", default=[], metavar="V[=PYTHON]",
                         help="every column again for this version (with its TensorRT-family interpreter); repeatable")
-    parser.add_argument("--column", action="append", default=[], metavar="SPEC",
-                        help="a column: KEY=VALUE words (engine, version, python, only, results, engine options); "
-                             "repeatable; \"\" is the flags' own column")
+    parser.add_argument("--column", action="append", default=[], metavar="JSON",
+                        help="a column, as a JSON object of its fields (engine, version, python, results, options, "
+                             "only_cases, plugins_only) over the flags' values; repeatable; {} is the flags' own")
     seen = set()
     for engine in ENGINES.values():
         for o in engine.options:
@@ -538,13 +541,16 @@ def _parser() -> argparse.ArgumentParser:
                 seen.add(o.flag)
                 parser.add_argument(o.flag, dest=_dest(o.flag), default=None, choices=o.choices or None,
                                     help=f"{engine.title}: {o.help}")
+    parser.add_argument("--no-timing-cache", action="store_true", dest="trt_timing_cache_off",
+                        help="TensorRT: build without the shared timing cache (as --trt-timing-cache off)")
     parser.add_argument("--only-case", action="append", default=[], metavar="CASE", help="only this case's bundles")
     parser.add_argument("--plugin-bundles-only", action="store_true", help="only the bundles that need a plugin")
     parser.add_argument("--bundles", type=Path, default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     parser.add_argument("--results", default=None, help="the results file (one column only)")
     parser.add_argument("--results-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--fresh", action="store_true", help="run every cell again")
-    parser.add_argument("-n", "--workers", type=int, default=2, help="pytest-xdist workers (default 2)")
+    parser.add_argument("-n", "--workers", type=int, default=2,
+                        help="pytest-xdist workers (default 2; 0: the cells run in the pytest controller itself)")
     return parser
 
 
@@ -554,7 +560,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         columns = columns_from(args)
         if args.results and len(columns) > 1:
-            raise UsageError("--results names one file: give each column its own (results=FILE in --column)")
+            raise UsageError("--results names one file: give each column its own (\"results\" in --column)")
         return run(columns, args.bundles or bundles_root(), args.workers, args.fresh, extra, args.results_dir)
     except UsageError as e:
         print(f"engines.run: {e}", file=sys.stderr)

@@ -276,7 +276,7 @@ def _load(given: Optional[List[str]], catalogue: Sequence[str]) -> Optional[Merg
     paths = given if given else [p for p in DEFAULT_RESULTS if p.exists()]
     if not paths:
         where = ", ".join(str(p) for p in DEFAULT_RESULTS)
-        print(f"matrix: no results found (looked in {where}); run `pytest tests/cells --engine ...` "
+        print(f"matrix: no results found (looked in {where}); run `python -m engines.run --engine ...` "
               "first, or name files with --results", file=sys.stderr)
         return None
     result = load_results(paths, catalogue)

@@ -558,7 +558,7 @@ def device(cell: Cell) -> str:
         return f"GPU {cell.hardware_detail.get('name') or cell.hardware}"
     if cell.engine == "tensorrt-rtx":  # built on any machine; a GPU only where one ran the plan
         return f"GPU {cell.hardware_detail['name']}" if cell.hardware_detail.get("name") else cell.hardware
-    cpu = cell.hardware_detail.get("cpu") or cell.hardware.replace("cpu: ", "", 1)
+    cpu = cell.hardware_detail.get("cpu") or cell.hardware
     return f"CPU {cpu}"
 
 

@@ -1,9 +1,10 @@
 """Root causes: unexpected cells grouped by what went wrong, so that 600 cells of one engine bug read as one line.
 
-A cause is an engine and a symptom: the catalogue signature a failure matched, else the engine's first error line
-normalized (source lines, addresses, paths and numbers masked, so two builds of one engine or two node names do not
-split it), else its crash reason; a cell that works where a failure is documented (or was observed before, a baseline)
-is caused by that documentation (or that observation).
+A cause is an engine and a symptom, both the cell's fields: the catalogue signature a failure matched, else its
+`symptom` (the parser's errors or the engine's first error line, else its crash or not-run reason, with source lines,
+addresses, paths and numbers masked where the cell was recorded, so two builds of one engine or two node names do
+not split it); a cell that works where a failure is documented (or was observed before, a baseline) is caused by that
+documentation (or that observation). No text is parsed or masked here.
 Versions, targets and hardware never split a cause: they are what it spans.
 """
 
@@ -14,7 +15,6 @@ from typing import Any, Dict, List, Sequence, Tuple
 from cases.cell import Cell
 from cases.engines import title, variant_label
 from cases.verdict import UNEXPECTED, basis_word, signature_words
-from engines.reasons import symptom
 from matrix.merge import version_key
 from matrix.targets import outcome
 from matrix.words import clip, first_line, say_list
@@ -23,21 +23,12 @@ WORKED = ("pass", "built")  # a built TensorRT-RTX plan is a success here: nothi
 LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
 def cause_key(cell: Cell) -> Tuple[str, str, str]:
     """(engine, what the cell did, symptom): the cells with one key share one root cause."""
-    if cell.status in ("fail", "crashed"):
-        if cell.signature:
-            return cell.engine, outcome(cell), "sig: " + cell.signature
-        return cell.engine, outcome(cell), _symptom(cell)
-    if cell.status not in WORKED:  # not run, skipped or not applicable: its reason
-        return cell.engine, outcome(cell), symptom(first_line(cell.reason))
+    if cell.status in ("fail", "crashed") and cell.signature:
+        return cell.engine, outcome(cell), "sig: " + cell.signature
+    if cell.status not in WORKED:  # a failure, a crash, or not run, skipped or not applicable: its symptom
+        return cell.engine, outcome(cell), cell.symptom
     expected = cell.expectation.get("signature") or cell.expectation.get("outcome", "")
     return cell.engine, "works", f"{basis_word(cell.expectation)}: {expected}" if expected else ""
-
-
-def _symptom(cell: Cell) -> str:
-    """The parser's errors as fields (operator, check, message), node names left out; else the first error line."""
-    said = [f"{e.get('node_operator', '')}: {symptom(str(e.get('desc', '')))} [{e.get('func', '')}]"
-            for e in cell.parser_errors if isinstance(e, dict)]
-    return "; ".join(dict.fromkeys(said)) or symptom(first_line(cell.error) or first_line(cell.reason))
 
 
 def root_causes(cells: Sequence[Cell]) -> List[Dict[str, Any]]:

@@ -9,7 +9,7 @@ from cases.cell import Cell
 from cases.outcome import FAILED, WORKED, outcome
 from matrix.merge import version_key
 from matrix.safe import md_cell, md_code
-from matrix.words import first_line, numbers_masked, say_list
+from matrix.words import first_line, say_list
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
@@ -30,8 +30,11 @@ class Change:
     before: str
     after: str
     detail: str = ""
-    cause: str = ""  # what the failing side shows: its catalogue signature, else its error with numbers masked
+    cause: str = ""  # what the failing side shows: its catalogue signature, else its symptom (a cell field)
     signature: str = ""  # an error change: the newer side's catalogue signature ("" none)
+    # before and after as every reproducer of one cause says them, from fields: a state, a count left out, an error as
+    # its cell's symptom ("" where they are `before` and `after` themselves)
+    gist: Tuple[str, str] = ("", "")
 
     @property
     def case(self) -> str:
@@ -163,8 +166,9 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     """The changes from cell a (older version) to cell b (newer version) of one reproducer."""
     out: List[Change] = []
 
-    def add(kind: str, before: str, after: str, detail: str = "", cause: str = "", signature: str = "") -> None:
-        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature))
+    def add(kind: str, before: str, after: str, detail: str = "", cause: str = "", signature: str = "",
+            gist: Tuple[str, str] = ("", "")) -> None:
+        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist))
 
     if a.status in WORKED and b.status in FAILED:
         add("regressed", _state(a), _state(b), first_line(b.error) or b.reason, _cause(b))
@@ -182,21 +186,22 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
         lost, gained = _moved(a, b, "int8", "float"), _moved(a, b, "float", "int8")
         if lost:
             add("fusion lost", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
-                "float: " + ", ".join(lost))
+                "float: " + ", ".join(lost), gist=(COUNTED_NODES, COUNTED_NODES))
         if gained:
             add("fusion gained", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
-                "INT8: " + ", ".join(gained))
+                "INT8: " + ", ".join(gained), gist=(COUNTED_NODES, COUNTED_NODES))
     if a.status == "fail" and b.status == "fail":
         stage = outcome(a).failed_stage == outcome(b).failed_stage
         same_symptom = stage and a.signature == b.signature and (a.signature != "" or a.error_line == b.error_line)
         if same_symptom and first_line(a.error) != first_line(b.error):
-            add(REWORDED, _error_text(a), _error_text(b), signature=b.signature)
+            add(REWORDED, _error_text(a), _error_text(b), signature=b.signature, gist=(_error_gist(a), _error_gist(b)))
         elif first_line(a.error) != first_line(b.error) or a.signature != b.signature or not stage:
-            add("error changed", _error_text(a), _error_text(b), signature=b.signature)
+            add("error changed", _error_text(a), _error_text(b), signature=b.signature,
+                gist=(_error_gist(a), _error_gist(b)))
     if a.max_error_steps is not None and b.max_error_steps is not None:
         if abs(b.max_error_steps - a.max_error_steps) > drift:
             add("numeric drift", f"{a.max_error_steps:.3g} steps", f"{b.max_error_steps:.3g} steps",
-                f"changed by more than {drift:g} steps")
+                f"changed by more than {drift:g} steps", gist=(DRIFT_GIST, DRIFT_GIST))
     return out
 
 
@@ -292,6 +297,12 @@ def _error_text(c: Cell) -> str:
     return f"{_state(c)}: {first_line(c.error)}{sig}"
 
 
+def _error_gist(c: Cell) -> str:
+    """A failure as every reproducer of one cause says it: its state and its symptom (a field), with its signature."""
+    sig = f" [sig: {c.signature}]" if c.signature else ""
+    return f"{_state(c)}: {c.symptom}{sig}"
+
+
 def _float_nodes(c: Cell) -> str:
     nodes = [n for n, p in sorted(c.precision.items()) if p.get("precision") == "float"]
     return ("float: " + ", ".join(nodes)) if nodes else ""
@@ -321,14 +332,16 @@ def _plural(kind: str, n: int) -> str:
 
 
 FOLD = 12  # more changes than this on one hardware label: say them by cause, fold the full table
+CAUSE_LIMIT = 160  # characters of a cause's symptom in a change
+COUNTED_NODES = "N INT8 nodes"  # a fusion change counted node by node, the counts left out (they differ per model)
+DRIFT_GIST = "N steps"  # a numeric drift, its sizes left out
 
 
 def _cause(c: Cell) -> str:
-    """The failing side's catalogue signature, else its error's first line (the engine's source lines masked) with
-    every number masked."""
+    """The failing side's catalogue signature, else its symptom (the field its root cause is grouped by)."""
     if c.signature:
         return f"sig: {c.signature}"
-    return numbers_masked(c.error_line or first_line(c.reason) or c.status)[:160]
+    return (c.symptom or c.status)[:CAUSE_LIMIT]
 
 
 def _by_cause(changes: List[Change]) -> List[str]:

@@ -200,12 +200,13 @@ def _local_beside_observed(cells: List[Cell]) -> List[Problem]:
 
 
 def _levelless_cpu_columns(cells: List[Cell]) -> List[Problem]:
-    """A note per CPU column written before CPU cells named their INT8 level: its label is kept as it was."""
+    """A note per CPU column written before CPU cells named their INT8 level (its hardware_detail records the CPU, and
+    no isa_level): its label is kept as it was."""
     from cases.engines import CPU_ENGINES
 
     found: Dict[ColumnKey, Cell] = {}
     for c in cells:
-        if c.engine in CPU_ENGINES and c.hardware.startswith("cpu: ") and not c.hardware_detail.get("isa_level"):
+        if c.engine in CPU_ENGINES and c.hardware_detail and not c.hardware_detail.get("isa_level"):
             found.setdefault(column_key(c), c)
     return [Problem(c.run.get("file", "") or "(no file)", 0, (
         f"{c.engine}@{c.engine_version} [{c.hardware}]: written before CPU cells named their INT8 instruction-set "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any, Collection, Dict, List
+from itertools import takewhile
+from typing import Any, Collection, Dict, List, Mapping
 
 from cases.cell import Cell
 from cases.engines import ENGINES
@@ -87,7 +87,8 @@ def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
                                   + ", ".join(said), "parts": parts})
         width = max(width, left + (j + 1) * cell_w)
     seeds = [{"y": TOP + 84 + i * row_h + row_h - 5, "text": _case_label(result, case)} for i, case in enumerate(cases)]
-    heads = [{"x": left + j * cell_w + cell_w / 2 - 4, "y": TOP + 80, "text": _short(col)}
+    details = {column_key(c): c.hardware_detail for c in result.cells}
+    heads = [{"x": left + j * cell_w + cell_w / 2 - 4, "y": TOP + 80, "text": _short(col, details.get(col.key, {}))}
              for j, col in enumerate(cols)]
     return {"width": max(width, left) + 10, "height": TOP + 90 + len(cases) * row_h, "bars": bars,
             "seeds": seeds, "heads": heads, "left": left - 6}
@@ -111,12 +112,24 @@ def _case_label(result: MergeResult, case: str) -> str:
     return f"{info.seed} {case}" if info and info.seed else case
 
 
-def _short(col: Column) -> str:
-    """A column head that fits a rotated label: "trt 8.6.0 H200", "ov 2024.6.0 AMD EPYC"."""
-    hardware = re.sub(r"NVIDIA |cpu: | \(sm_\d+\)| \d+GB \w+", "", col.hardware).strip(" ,")
+def _short(col: Column, detail: Mapping[str, str]) -> str:
+    """A column head that fits a rotated label: "trt 8.6.0 H200", "ov 2024.6.0 AMD EPYC 7B13 (avx2)"."""
     extra = f" {col.variant}" if col.variant else ""
     name = ENGINES[col.engine].short if col.engine in ENGINES else col.engine
-    return f"{name} {col.engine_version} {hardware}{extra}"
+    return f"{name} {col.engine_version} {short_hardware(detail)}{extra}"
+
+
+def short_hardware(detail: Mapping[str, str]) -> str:
+    """A machine in the few words a rotated head has room for, rendered from its recorded facts (hardware_detail),
+    never read back out of its label: the GPU's model without its maker and memory ("H100"), else the CPU's model
+    and INT8 level, else "no GPU"."""
+    if detail.get("name"):
+        words = [w for w in detail["name"].split() if w != "NVIDIA"]
+        model = takewhile(lambda w: not (w.endswith("GB") and w[:-2].isdigit()), words)
+        return " ".join(model) or detail["name"]
+    if detail.get("cpu"):
+        return f"{detail['cpu']} ({detail['isa_level']})" if detail.get("isa_level") else detail["cpu"]
+    return "no GPU"
 
 
 def _legend() -> List[Dict[str, str]]:

@@ -6,7 +6,6 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.cell import Cell
 from cases.engines import variant_label
-from engines.reasons import symptom
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
 from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, _plural, diff
@@ -121,8 +120,8 @@ def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tu
 def by_cause(changes: Sequence[Change]) -> List[Dict[str, Any]]:
     """Many changes on one hardware as a few lines: one per kind, before, after and cause, with its reproducers."""
     groups: Dict[Tuple[str, str, str, str], List[Change]] = {}
-    for c in changes:  # error texts with their bundle's folder, node numbers and source lines masked
-        groups.setdefault((c.kind, symptom(c.before), symptom(c.after), symptom(c.cause)), []).append(c)
+    for c in changes:  # by fields: the states, or the cells' symptoms and signatures (matrix.diff), never the texts
+        groups.setdefault((c.kind, c.gist[0] or c.before, c.gist[1] or c.after, c.cause), []).append(c)
     out = []
     for (kind, before, after, cause), members in sorted(groups.items(),
                                                         key=lambda g: (KINDS.index(g[0][0]), -len(g[1]))):

@@ -1,4 +1,4 @@
-"""The words the reports share: lists said in prose, first lines, numbers masked for grouping.
+"""The words the reports share: lists said in prose, first lines, counts.
 
 A leaf of the report package: it imports nothing from matrix/, so render, grid, diff and upgrade
 all read it without importing each other. A cell's outcome (the stage that failed, what its nodes
@@ -7,7 +7,6 @@ ran in) is cases.outcome's, derived once; each view says it in its own words.
 
 from __future__ import annotations
 
-from itertools import groupby
 from typing import Sequence
 
 
@@ -20,11 +19,6 @@ def say_list(items: Sequence[str]) -> str:
 def first_line(text: str) -> str:
     """The first line of a text, "" for none."""
     return text.strip().splitlines()[0] if text.strip() else ""
-
-
-def numbers_masked(text: str) -> str:
-    """Each run of digits as "N": one cause reads the same whatever sizes, indices or line numbers it names."""
-    return "".join("N" if digits else "".join(run) for digits, run in groupby(text, key=str.isdigit))
 
 
 def clip(text: str, limit: int) -> str:

@@ -1,6 +1,6 @@
 """The repository's import graph: no cycle, matrix/ and cases/ never load an engine, tools/ never imports tests/.
 
-What is read: every Python file of cases/, check/, engines/, generators/, matrix/, tools/, noxfile.py, conftest.py and
+What is read: every Python file of cases/, check/, engines/, generators/, matrix/, tools/, noxfile.py and
 tests/ (tests/data holds stand-in engines, not our modules). A file is a module named by its path (cases/base.py is
 `cases.base`, a package's __init__.py is the package, tools/lint-vs-observed.py is `tools.lint-vs-observed`).
 
@@ -18,10 +18,10 @@ The rules:
   - a module of an engine's implementation, engines.onnxruntime*, engines.openvino*, engines.tensorrt* (the packages
     of the adapters in cases/engines.py);
   - an engine's own package: onnxruntime, openvino, tensorrt, tensorrt_rtx (the descriptors' `module`).
-  Allowed: the engine-neutral modules of engines/ that matrix imports today, engines.reasons (an engine's error text to
-  a symptom) and engines.results (the one cell reader), and the engines package they run, which reads cases.engines and
-  imports no engine. A function-level import inside another package (generators' ONNX Runtime cross-check, run only
-  when a bundle is written) is that package's business, not the importer's.
+  Allowed: the engine-neutral module of engines/ that matrix imports today, engines.results (the one cell reader),
+  and the engines package it runs, which reads cases.engines and imports no engine. A function-level import inside
+  another package (generators' ONNX Runtime cross-check, run only when a bundle is written) is that package's
+  business, not the importer's.
 - tools/ imports nothing from tests/, at any depth (a tool that needs a test's model takes it from check/).
 """
 
@@ -36,7 +36,7 @@ from cases.engines import ENGINES
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("cases", "check", "engines", "generators", "matrix", "tests")
-SCRIPTS = ("noxfile.py", "conftest.py")
+SCRIPTS = ("noxfile.py",)
 TOOLS = "tools"
 SKIP = ("tests/data/",)  # stand-in tensorrt packages the tests put on PYTHONPATH: data, not repository modules
 # From the engine descriptors, so a new engine is held to the rule without an edit here.
@@ -236,7 +236,7 @@ def _repository() -> Tuple[Dict[str, str], Set[str]]:
 def test_the_walk_sees_every_part_of_the_repository():
     sources, _ = _repository()
     tops = {name.split(".")[0] for name in sources}
-    assert tops >= {"cases", "check", "engines", "generators", "matrix", "tools", "tests", "noxfile", "conftest"}
+    assert tops >= {"cases", "check", "engines", "generators", "matrix", "tools", "tests", "noxfile"}
     assert {"matrix.render", "engines.tensorrt.worker", "tools.lint-vs-observed", "tests.test_imports"} <= set(sources)
     # the rule's engines, as the docstring names them
     assert set(ENGINE_IMPLEMENTATIONS) >= {"engines.onnxruntime", "engines.openvino", "engines.tensorrt"}

@@ -32,6 +32,7 @@ from cases.cli import ArgumentParser  # noqa: E402
 from cases.engines import CPU_ENGINES, ENGINES  # noqa: E402
 from engines import get_engine  # noqa: E402
 from engines.cells import run_cell  # noqa: E402
+from engines.plan import Column, pytest_command, write_plan  # noqa: E402
 from engines.results import read_results  # noqa: E402
 from generators import write  # noqa: E402
 from generators.bundle import Bundle, iter_bundles, verify_bundle  # noqa: E402
@@ -48,10 +49,11 @@ def timed(fn: Callable):
     return value, time.perf_counter() - start
 
 
-def pytest_seconds(engine: str, bundles: Path, results: Path, *extra: str) -> Tuple[float, str]:
-    """(pytest's own session time, its cells summary) for one cell run: interpreter start left out."""
-    cmd = [sys.executable, "-m", "pytest", "tests/cells", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-           "--engine", engine, "--bundles", str(bundles), "--results", str(results), *extra]
+def pytest_seconds(engine: str, bundles: Path, results: Path) -> Tuple[float, str]:
+    """(pytest's own session time, its cells summary) for one run of the cell runner on one column, in one process:
+    interpreter start left out."""
+    plan = write_plan([Column(engine=engine, results=str(results))], results.with_name(results.stem + "-plan.json"))
+    cmd = [*pytest_command(plan), "-q", "-p", "no:xdist", "--bundles", str(bundles)]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     found = re.search(r" in ([0-9.]+)s", out.stdout)
     summary = next((line for line in out.stdout.splitlines() if line.startswith("cells:")), "")
@@ -128,7 +130,7 @@ def main() -> int:
     for step, n, seconds in rows:
         per = f"{1000 * seconds / n:.1f}" if n else "-"
         print(f"| {step} | {n} | {seconds:.2f} | {per} |")
-    print("\nUnchanged re-run (pytest tests/cells twice on one results file; pytest's session time, "
+    print("\nUnchanged re-run (the cell runner twice on one results file; pytest's session time, "
           "interpreter start left out):\n")
     print("| engine | cells | cold (s) | re-run (s) | re-run faster by |")
     print("| --- | ---: | ---: | ---: | ---: |")

@@ -37,10 +37,10 @@ for py in "$@"; do
   fi
   echo "== TensorRT $v with $py: $("$py" "$(dirname "$0")/../engines/tensorrt/worker.py" --probe 2>/dev/null |
         "$controller" -c 'import json, sys; p = json.loads(sys.stdin.read().splitlines()[-1]); print("cuDNN", p.get("cudnn"), "| cuBLAS", p.get("cublas"))' 2>/dev/null)"
-  ( timeout "${LIMIT:-540}" "$controller" -m pytest tests/cells --engine tensorrt --trt-python="$py" --engine-version "$v" \
-      --trt-tactics "$tactics" --results "$results" -n "${WORKERS:-4}" --timeout 300 \
-      -p no:cacheprovider -p no:benchmark -q -rN >"$out/log-$v$suffix.txt" 2>&1
-    echo "== TensorRT $v: pytest exit $?" >>"$out/log-$v$suffix.txt" ) &
+  ( timeout "${LIMIT:-540}" "$controller" -m engines.run --engine tensorrt --trt-python="$py" --engine-version "$v" \
+      --trt-tactics "$tactics" --results "$results" -n "${WORKERS:-4}" -- --timeout 300 -p no:benchmark \
+      >"$out/log-$v$suffix.txt" 2>&1
+    echo "== TensorRT $v: engines.run exit $?" >>"$out/log-$v$suffix.txt" ) &
 done
 wait
 tail -n 3 "$out"/log-*.txt

@@ -31,12 +31,11 @@ bin=$work/payload/bin
 [[ $step == adopt ]] || mkdir -p "$obs"
 say() { echo "[$(date +%H:%M:%S)] $*"; }
 pins() { (cd "$repo" && python3 -m engines.pins "$@"); }  # the pin table: the engine descriptors (cases/engines.py)
-cells() {  # VERSION RESULTS WORKERS [pytest args...]: the catalogue on one version, into one results file
+cells() {  # VERSION RESULTS WORKERS [engines.run flags...]: the catalogue on one version, into one results file
   local v=$1 results=$2 workers=$3; shift 3
-  (cd "$repo" && timeout "${LIMIT:-570}" "$bin/python-controller" -m pytest tests/cells --engine tensorrt \
-     --trt-python="$bin/python-trt-$v" \
-     --engine-version "$v" --results "$results" -n "$workers" --timeout 300 \
-     -p no:cacheprovider -p no:benchmark -q -rN "$@")
+  (cd "$repo" && timeout "${LIMIT:-570}" "$bin/python-controller" -m engines.run --engine tensorrt \
+     --trt-python="$bin/python-trt-$v" --engine-version "$v" --results "$results" -n "$workers" "$@" \
+     -- --timeout 300 -p no:benchmark)
 }
 
 case $step in
@@ -146,9 +145,9 @@ rtx)
     chmod +x "$work/rtx-$v/python"
   fi
   mkdir -p "$obs/$label"
-  (cd "$repo" && timeout "${LIMIT:-570}" python3 -m pytest tests/cells --engine tensorrt-rtx \
+  (cd "$repo" && timeout "${LIMIT:-570}" python3 -m engines.run --engine tensorrt-rtx \
       --trt-python="$work/rtx-$v/python" --engine-version "$v" --results "$obs/$label/rtx-$v.jsonl" \
-      -n "${WORKERS:-8}" --timeout 300 -p no:cacheprovider -p no:benchmark -q -rN) \
+      -n "${WORKERS:-8}" -- --timeout 300 -p no:benchmark) \
       >"$obs/$label/log-rtx-$v.txt" 2>&1
   say "rtx $label $v: exit $?"; tail -n 2 "$obs/$label/log-rtx-$v.txt"
   ;;

@@ -21,6 +21,10 @@
    fields every later cell has: layer, layer_type, inputs, outputs, weights, tactic.
 4. No machine names: session headers and cells' `run` no longer carry `host` (the name of the machine that ran
    them; nothing keys on it, and a cell names its hardware by its GPU or CPU label).
+5. cell/3 and session/2: the column's engine options (`cell_options`, in each session header and each cell's `run`)
+   are a JSON object, no longer a string of JSON inside the JSON line; and each cell gets its `symptom`, the field the
+   reports group root causes by, found by the code that finds it for a new cell (engines.reasons.symptom_of, over
+   the error and reason as a report shows them), so that no report masks error text again.
 
 Prints what changes per file; --write rewrites in place (unchanged lines kept byte for byte), re-digests the
 changed files in reports/observed/MANIFEST.json (their machine and command kept) and records the migration there
@@ -42,15 +46,16 @@ sys.path.insert(0, str(REPO))
 import re  # noqa: E402
 
 from cases.cell import SCHEMA as CELL_SCHEMA  # noqa: E402
+from cases.cell import SESSION_FAMILY, SESSION_SCHEMA  # noqa: E402
 from cases.cli import ArgumentParser  # noqa: E402
-from cases.portable import portable_path, portable_text  # noqa: E402
-from engines.reasons import error_line, failure_evidence  # noqa: E402
+from cases.portable import portable_path, portable_text, scrub  # noqa: E402
+from engines.reasons import error_line, failure_evidence, symptom_of  # noqa: E402
 from engines.tensorrt.layers import dtype  # noqa: E402
 from generators.bundle import meta_digest  # noqa: E402
 from matrix import observed  # noqa: E402
 
-CELL_1 = "qdq-matrix/cell/1"
-CELLS = (CELL_1, CELL_SCHEMA)
+CELL_1, CELL_2 = "qdq-matrix/cell/1", "qdq-matrix/cell/2"
+CELLS = (CELL_1, CELL_2, CELL_SCHEMA)
 # The sentence old engines/tensorrt/inspect.py wrote for a layer it could read, and its parts.
 _OLD_LAYER = re.compile(r"^layer '([^']*)' (\S+): ")
 _OLD_PART = {"weights": re.compile(r"\bweights (\w+)"), "inputs": re.compile(r"\binput (\w+) \("),
@@ -61,8 +66,9 @@ OBSERVED = REPO / "reports" / "observed"
 # Folders that were checkouts of this repository when the commands ran (docs/findings.md and git history say so).
 CHECKOUTS = ("/work/main/", "/tmp/fresh0/")
 MACHINE_NAMES = ("host",)  # step 4: fields that name the machine, dropped from headers and cells' run
-CHANGE = ("step 4: session headers and cells' run no longer record the machine's host name (run.host dropped); no "
-          "outcome, verdict or evidence changed")
+CHANGE = ("step 5 (cell/3, session/2): cell_options, in session headers and cells' run, is a JSON object instead of a "
+          "string of JSON; every cell has its symptom field (engines.reasons.symptom_of), which the root causes are "
+          "grouped by; no outcome, verdict or evidence changed")
 TACTICS_NOTE = ("tactic sources recorded by tools/migrate-observed.py from the cells of this session that built "
                 "(TensorRT's own tactics, stub cuDNN): this cell stopped before a builder config existed")
 
@@ -95,19 +101,37 @@ def migrate_record(record: Dict[str, Any], here: str, tensorrt_only: Optional[Li
                    header: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """One results line, migrated (header: the session header above it)."""
     out = json.loads(json.dumps(record))
-    if out.get("schema") == "qdq-matrix/session/1":
+    if str(out.get("schema")).startswith(SESSION_FAMILY):
         if out.get("command"):
             out["command"] = command(out["command"], here)
         for key in MACHINE_NAMES:
             out.pop(key, None)
-        return out
+        return dict(options_object(out), schema=SESSION_SCHEMA)
     run = out.get("run") or {}
     if run.get("command"):
         run["command"] = command(run["command"], here)
     for key in MACHINE_NAMES:
         run.pop(key, None)
     if out.get("schema") == CELL_1:
-        return cell_2(tensorrt_only_cell(out, tensorrt_only), header or {})
+        out = cell_2(tensorrt_only_cell(out, tensorrt_only), header or {})
+    if out.get("schema") == CELL_2:
+        out = cell_3(out)
+    return out
+
+
+def options_object(record: Dict[str, Any]) -> Dict[str, Any]:
+    """Step 5: a header's or a cell's run's cell_options as the JSON object its string held."""
+    if isinstance(record.get("cell_options"), str):
+        record["cell_options"] = json.loads(record["cell_options"])
+    return record
+
+
+def cell_3(out: Dict[str, Any]) -> Dict[str, Any]:
+    """Step 5: a cell/2 record as cell/3: its run's cell_options an object, its symptom a field."""
+    options_object(out.setdefault("run", {}))
+    out["schema"] = CELL_SCHEMA
+    out["symptom"] = symptom_of(str(out.get("status", "")), scrub(str(out.get("error") or "")),
+                                scrub(str(out.get("reason") or "")), out.get("parser_errors") or [])
     return out
 
 
@@ -125,7 +149,7 @@ def tensorrt_only_cell(out: Dict[str, Any], tensorrt_only: Optional[List[str]]) 
 
 def cell_2(out: Dict[str, Any], header: Dict[str, Any]) -> Dict[str, Any]:
     """Step 3: a cell/1 record as cell/2."""
-    out["schema"] = CELL_SCHEMA
+    out["schema"] = CELL_2
     out["last_stage"] = out.pop("stage", "")
     options = out.setdefault("options", {})
     out["tactic_sources"] = [str(x) for x in options.pop("tactic_sources", None) or []]
@@ -175,7 +199,7 @@ def migrate_lines(text: str, here: str, tensorrt_only: bool) -> Tuple[str, int]:
         if not line.strip():
             continue
         record = json.loads(line)
-        if record.get("schema") == "qdq-matrix/session/1":
+        if str(record.get("schema")).startswith(SESSION_FAMILY):
             header = record
         new = json.dumps(migrate_record(record, here, sources, header), sort_keys=True)
         if new != line:
@@ -221,6 +245,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = ArgumentParser(prog="tools/migrate-observed.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="rewrite the files in place")
     parser.add_argument("--root", type=Path, default=OBSERVED, help=argparse.SUPPRESS)
+    parser.add_argument("--file", type=Path, action="append", default=[],
+                        help="rewrite these results files in place too (test data outside reports/observed/; no "
+                             "manifest lists them)")
     args = parser.parse_args(argv)
     total = 0
     changed: List[Path] = []
@@ -235,6 +262,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             tmp = path.with_name(path.name + ".migrating")
             tmp.write_bytes(new)
             tmp.replace(path)
+    for path in (f.resolve() for f in args.file):
+        new, n = migrate_file(path)
+        total += n
+        print(f"{show(path)}: {n} changed")
+        if args.write and n:
+            path.write_bytes(new)
     print(f"{total} changes" + ("" if args.write or not total else " (dry run: --write to apply)"))
     if args.write and changed:
         manifest = observed.load(args.root)

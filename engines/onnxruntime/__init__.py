@@ -12,7 +12,7 @@ import importlib
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, no_custom_ops
@@ -49,8 +49,9 @@ class Adapter:
     static_not_run = True  # cannot_run reads the bundle alone (engines.reuse)
 
     @staticmethod
-    def same_machine(hardware: str) -> bool:
-        """Whether a cell's hardware label is this machine's, without importing onnxruntime (engines.run)."""
+    def same_machine(hardware: str, detail: Mapping[str, str]) -> bool:
+        """Whether a cell's hardware is this machine's (its label as this machine renders it), without importing
+        onnxruntime (engines.run)."""
         return hardware == cpu_label()[0]
 
     def __init__(self, graph_optimization_level: Optional[str] = None, providers: Optional[Sequence[str]] = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from cases.engines import ENGINES
 from engines.base import EngineInfo, Observation, no_custom_ops, target_outputs
@@ -46,8 +46,9 @@ class Adapter:
     static_not_run = True  # cannot_run reads the bundle alone (engines.reuse)
 
     @staticmethod
-    def same_machine(hardware: str) -> bool:
-        """Whether a cell's hardware label is this machine's CPU, without importing openvino (engines.run)."""
+    def same_machine(hardware: str, detail: Mapping[str, str]) -> bool:
+        """Whether a cell's hardware is this machine's CPU (its label as this machine renders it), without importing
+        openvino (engines.run)."""
         return hardware == cpu_label(onednn=True)[0]
 
     def __init__(self, device: str = SETTINGS["device"],

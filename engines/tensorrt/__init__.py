@@ -21,7 +21,7 @@ import time
 import zlib
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -52,8 +52,9 @@ class Adapter:
     static_not_run = False  # cannot_run also reads the interpreter's cuDNN and cuBLAS (engines.reuse)
 
     @classmethod
-    def same_machine(cls, hardware: str) -> bool:
-        """Whether a cell's hardware label is this machine's GPU, without starting a worker (engines.run)."""
+    def same_machine(cls, hardware: str, detail: Mapping[str, str]) -> bool:
+        """Whether a cell's hardware is this machine's GPU (its label as this machine renders it), without starting a
+        worker (engines.run)."""
         return hardware == gpu.detect().label
 
     def __init__(
@@ -302,9 +303,12 @@ class RtxAdapter(Adapter):
     static_not_run = True  # cannot_run reads the bundle and the version's capabilities (engines.reuse)
 
     @classmethod
-    def same_machine(cls, hardware: str) -> bool:
-        """Whether a cell's hardware label is this machine's (its GPU, or none): what _hardware() starts with."""
-        return hardware.startswith(f"{_machine(gpu.detect())}: ahead-of-time build")
+    def same_machine(cls, hardware: str, detail: Mapping[str, str]) -> bool:
+        """Whether a cell was built on this machine: its recorded GPU (name and compute capability), or none, is the
+        one here (the label's build targets follow the version, which the reuse key holds)."""
+        found = gpu.detect()
+        here = (found.name, found.compute_capability) if found.present else ("", "")
+        return (detail.get("name", ""), detail.get("compute_capability", "")) == here
 
     def __init__(self, python: Optional[str] = None, version: Optional[str] = None, timeout: float = 600,
                  isolate: bool = False, target: Optional[str] = None, plugin_link: Optional[str] = None) -> None:

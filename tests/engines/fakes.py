@@ -6,12 +6,23 @@ import ctypes
 import json
 import os
 import time
+import uuid
 from pathlib import Path
+from typing import Any, List
 
 import numpy as np
 
 from engines.base import EngineInfo, Observation
+from engines.plan import Column, pytest_args, write_plan
 from generators.bundle import Bundle, digest, meta_digest
+
+
+def cells_argv(folder: Path, engine: str, results: Path, **column: Any) -> List[str]:
+    """The arguments after `python` that run one column's cells in the cell runner (pytest with the cell plugin), as
+    engines.run starts it but without its decision first: a plan of one column, written in folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = folder / f"plan-{uuid.uuid4().hex[:12]}.json"
+    return pytest_args(write_plan([Column(engine=engine, results=str(results), **column)], plan))
 
 
 def write_fake_bundle(root: Path, name: str, case: str = "grouped_conv") -> Path:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from cases.cell import Cell
@@ -72,14 +70,14 @@ def test_levels_get_their_own_results_files_and_are_never_reused_for_each_other(
     assert default_path(avx2) != default_path(vnni)
     stored = Cell(bundle="dynamic_quantize/variant=dql_matmulinteger", case="dynamic_quantize", params={},
                   digest="d", engine="onnxruntime", engine_version="1.31.1", hardware=vnni.hardware, status="pass",
-                  verdict="undocumented", hardware_detail=vnni.hardware_detail, run={"cell_options": "{}"})
-    assert reuse_key(stored) == info_key(vnni, stored.bundle, "d", "{}")
-    assert reuse_key(stored) != info_key(avx2, stored.bundle, "d", "{}")
+                  verdict="undocumented", hardware_detail=vnni.hardware_detail, run={"cell_options": {}})
+    assert reuse_key(stored) == info_key(vnni, stored.bundle, "d", {})
+    assert reuse_key(stored) != info_key(avx2, stored.bundle, "d", {})
 
 
 def test_a_variant_is_its_own_file_and_reuse_key():
     base = _info(EPYC, CPUID_AVX2)
     fixed = EngineInfo(**dict(base.__dict__, variant={"x64quantprecision": "1"}))
     assert default_path(base) != default_path(fixed) and default_path(fixed).name.endswith("x64quantprecision-1.jsonl")
-    assert info_key(base, "b", "d", "{}") != info_key(fixed, "b", "d", "{}")
-    assert json.loads(info_key(fixed, "b", "d", "{}")[5]) == {"x64quantprecision": "1"}
+    assert info_key(base, "b", "d", {}) != info_key(fixed, "b", "d", {})
+    assert dict(info_key(fixed, "b", "d", {})[5]) == {"x64quantprecision": "1"}

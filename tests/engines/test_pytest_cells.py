@@ -1,4 +1,5 @@
-"""The cell plugin: one JSONL line per cell, written by the controller, and crashes cost one cell."""
+"""The cell runner and its plugin: one JSONL line per cell, written by the controller, and crashes cost one cell; a
+test is found in the plan's table of cells, never by its id's text."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Optional
 
 import pytest
 
-from tests.engines.fakes import write_fake_bundle
+from tests.engines.fakes import cells_argv, write_fake_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,10 +26,8 @@ def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[
     bundles, results = tmp_path / "bundles", tmp_path / "out.jsonl"
     for name in ("a-ok", "b-crash", "c-hang", "d-ok", "e-harness"):
         _fake_bundle(bundles, name)
-    cmd = [
-        sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q",
-        "--engine", "tests.engines.fakes:PlumbingEngine", "--bundles", str(bundles), "--results", str(results), *args,
-    ]
+    cmd = [sys.executable, *cells_argv(tmp_path, "tests.engines.fakes:PlumbingEngine", results), "-q",
+           "--bundles", str(bundles), *args]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     lines = [json.loads(line) for line in results.read_text().splitlines()]
@@ -84,9 +83,8 @@ def _heartbeat_run(tmp_path: Path, *args: str, env: Optional[dict] = None) -> tu
     for name in ("a", "b"):
         _fake_bundle(bundles, name)
     hold.write_text("")
-    cmd = [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-p", "no:xdist",
-           "--engine", "tests.engines.fakes:SlowEngine", "--bundles", str(bundles),
-           "--results", str(tmp_path / "out.jsonl"), *args]
+    cmd = [sys.executable, *cells_argv(tmp_path, "tests.engines.fakes:SlowEngine", tmp_path / "out.jsonl"), "-q",
+           "-p", "no:xdist", "--bundles", str(bundles), *args]
     env = {**os.environ, "PYTHONPATH": str(REPO), "QDQ_FAKE_DELAY": "0", "QDQ_FAKE_HOLD": str(hold), **(env or {})}
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     lines = []
@@ -135,15 +133,38 @@ def test_a_run_that_ran_no_cell_fails_and_says_so(tmp_path: Path) -> None:
     (issue 26.2: no bundles gave two collection errors, exit 1, and a "successful" nox session)."""
     empty = tmp_path / "none"
     empty.mkdir()
-    cmd = [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "--engine",
-           "tests.engines.fakes:PlumbingEngine", "--bundles", str(empty), "--results", str(tmp_path / "r.jsonl")]
+    fake, results = "tests.engines.fakes:PlumbingEngine", tmp_path / "r.jsonl"
+    cmd = [sys.executable, *cells_argv(tmp_path, fake, results), "-q", "--bundles", str(empty)]
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
     broken = subprocess.run([*cmd, "-n", "2"], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
-    assert broken.returncode == 3, broken.stdout + broken.stderr
-    assert "errors outside the cells" in broken.stdout and "no bundles under" in broken.stdout
+    assert broken.returncode == 4 and "no bundles under" in broken.stderr, broken.stdout + broken.stderr
     _fake_bundle(empty, "a-ok")
-    nothing = subprocess.run([*cmd, "--only-case", "no_such_case"], cwd=REPO, capture_output=True, text=True,
-                             timeout=120, env=env)
+    none_selected = [sys.executable, *cells_argv(tmp_path, fake, results, only_cases=("no_such_case",)), "-q",
+                     "--bundles", str(empty)]
+    nothing = subprocess.run(none_selected, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     assert nothing.returncode == 5 and "(0 cells in all)" in nothing.stdout, nothing.stdout + nothing.stderr
     ran = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     assert ran.returncode == 0 and "run now: 1 pass" in ran.stdout and "(1 cells in all)" in ran.stdout, ran.stdout
+
+
+def test_a_cell_test_is_found_in_the_plans_table_and_an_unknown_one_stops_the_run() -> None:
+    """A test's column and bundle come from the plan (engines.plan.cell_refs); a test id of no column is an error,
+    never the first column's cell."""
+    from engines.plan import CellRef, Column, cell_refs
+    from engines.pytest_cells import UnknownCell, cell_of
+
+    present = ["grouped_conv/a", "grouped_conv/b", "silu_qdq/c"]
+    columns = [Column("onnxruntime", label="ort-1.31.1"),
+               Column("onnxruntime", label="ort-1.31.1,x64quantprecision=1", only_cases=("silu_qdq",))]
+    refs = cell_refs(columns, present, lambda bundle: False)
+    assert refs == {"ort-1.31.1|grouped_conv/a": CellRef(0, "grouped_conv/a"),
+                    "ort-1.31.1|grouped_conv/b": CellRef(0, "grouped_conv/b"),
+                    "ort-1.31.1|silu_qdq/c": CellRef(0, "silu_qdq/c"),
+                    "ort-1.31.1,x64quantprecision=1|silu_qdq/c": CellRef(1, "silu_qdq/c")}
+    config = type("Config", (), {"_qdq_cells": refs, "_qdq_columns": []})()
+    assert cell_of(config, "engines/runner.py::test_cell[ort-1.31.1,x64quantprecision=1|silu_qdq/c]") == \
+        CellRef(1, "silu_qdq/c")
+    with pytest.raises(UnknownCell, match="not a cell of this run's plan"):
+        cell_of(config, "engines/runner.py::test_cell[ort-1.16.3|grouped_conv/a]")
+    with pytest.raises(ValueError, match="two columns of the plan give the test id"):
+        cell_refs([Column("onnxruntime"), Column("openvino")], present, lambda bundle: False)

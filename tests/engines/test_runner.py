@@ -1,5 +1,5 @@
-"""engines.run, the cell runner without test ids: it asks the results files first, and starts pytest only for the rest,
-once for every column with work."""
+"""engines.run, the cell runner's command: it asks the results files first, and starts the runner (pytest) only for the
+rest, once for every column with work; a column is fields from the command line to the results file."""
 
 from __future__ import annotations
 
@@ -59,15 +59,42 @@ def test_a_column_whose_cells_are_stored_starts_nothing_and_says_how_many_it_reu
 
 def test_every_column_with_work_runs_in_one_pytest(bundles, tmp_path, launches, capsys):
     argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "-n", "2",
-            "--column", f"results={tmp_path / 'all.jsonl'}",
-            "--column", f"results={tmp_path / 'none.jsonl'} graph_optimization_level=ORT_DISABLE_ALL"]
+            "--column", json.dumps({"results": str(tmp_path / "all.jsonl")}),
+            "--column", json.dumps({"results": str(tmp_path / "none.jsonl"),
+                                    "options": {"graph_optimization_level": "ORT_DISABLE_ALL"}})]
     assert runner.main(argv) == 0
     assert launches == [4]
     assert len(cells(tmp_path / "all.jsonl")) == len(cells(tmp_path / "none.jsonl")) == 2
     assert {c["variant"].get("graph_optimization_level") for c in cells(tmp_path / "none.jsonl")} == {
         "ORT_DISABLE_ALL"}
     assert capsys.readouterr().out.count("  cells: 0 reused from earlier runs, run now: 2 pass") == 2
+    header = json.loads((tmp_path / "none.jsonl").read_text().splitlines()[0])
+    options = [c["run"]["cell_options"] for c in cells(tmp_path / "none.jsonl")]
+    assert header["cell_options"] == options[0] == options[1], "the column's options, one JSON object everywhere"
+    assert options[0]["graph_optimization_level"] == "ORT_DISABLE_ALL"
 
+
+@pytest.mark.parametrize("spec, said", [
+    ("target=SM75 only=fp8_qdq", "not a JSON object"),
+    ('["tensorrt-rtx"]', "not a JSON object of column fields"),
+    ('{"only": "plugins"}', "no column field 'only'"),
+    ('{"options": {"target": 75}}', "options is an object of strings"),
+    ('{"only_cases": "fp8_qdq"}', "only_cases is a list of strings"),
+])
+def test_a_column_is_a_json_object_of_its_fields_or_a_usage_error(bundles, spec, said, launches, capsys):
+    assert runner.main(["--engine", "onnxruntime", "--bundles", str(bundles), "--column", spec]) == 2
+    assert said in capsys.readouterr().err and launches == []
+
+
+def test_a_column_spec_is_read_once_into_its_fields():
+    args = runner._parser().parse_args(["--engine", "tensorrt-rtx", "--engine-version", "1.7.1.116",
+                                        "--trt-python", "/p/python", "--column", "{}", "--column", json.dumps(
+                                            {"options": {"target": "SM75"}, "only_cases": ["fp8_qdq"]})])
+    default, sm75 = runner.columns_from(args)
+    assert (sm75.engine, sm75.version, sm75.python, sm75.only_cases) == ("tensorrt-rtx", "1.7.1.116", "/p/python",
+                                                                        ("fp8_qdq",))
+    assert sm75.options["target"] == "SM75" and default.options["target"] == "default"
+    assert default.label != sm75.label and "target=SM75" in sm75.label
 
 def test_a_gpu_column_this_machine_cannot_run_is_written_not_run_without_pytest(bundles, tmp_path, launches,
                                                                               monkeypatch):
@@ -85,15 +112,17 @@ def test_a_gpu_column_this_machine_cannot_run_is_written_not_run_without_pytest(
 def test_an_in_process_engine_runs_under_the_interpreter_that_has_it_beside_the_others(bundles, tmp_path, launches,
                                                                                     capsys):
     version = runner.installed_version("onnxruntime")
-    other = ["--bundles", str(bundles), "--column", f"engine=onnxruntime version=0.0.1 results={tmp_path / 'o.jsonl'}"]
+    other = ["--bundles", str(bundles), "--column", json.dumps({"engine": "onnxruntime", "version": "0.0.1",
+                                                                 "results": str(tmp_path / "o.jsonl")})]
     assert runner.main(other) == 2 and "not 0.0.1" in capsys.readouterr().err and launches == []
     python = tmp_path / "python-with-ort"  # another environment's interpreter, as a nox session's would be
     python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
     python.chmod(0o755)
     argv = ["--bundles", str(bundles), "-n", "1",
-            "--column", f"engine=onnxruntime version={version} python={python} results={tmp_path / 'a.jsonl'}",
-            "--column", f"engine=onnxruntime version={version} results={tmp_path / 'b.jsonl'} "
-                        "graph_optimization_level=ORT_DISABLE_ALL"]
+            "--column", json.dumps({"engine": "onnxruntime", "version": version, "python": str(python),
+                                    "results": str(tmp_path / "a.jsonl")}),
+            "--column", json.dumps({"engine": "onnxruntime", "version": version, "results": str(tmp_path / "b.jsonl"),
+                                    "options": {"graph_optimization_level": "ORT_DISABLE_ALL"}})]
     assert runner.main(argv) == 0 and launches == [4]
     said = capsys.readouterr().out
     assert said.count(f"  [ort {version}] cells: 0 reused from earlier runs, run now: 2 pass") == 2, said
@@ -118,3 +147,13 @@ def test_a_tensorrt_column_on_a_gpu_machine_is_not_probed_to_decide_it_is_not_id
     monkeypatch.setattr(gpu, "detect", lambda *a, **k: gpu.GpuInfo(present=False, reason="no GPU"))
     with pytest.raises(pytest.fail.Exception):  # no GPU: the probe says why, with nothing started (the adapter's)
         runner.idle_probe(Column(engine="tensorrt", version="8.6.0"))
+
+
+def test_the_cell_runner_is_product_code_and_tests_hold_tests_only():
+    """What engines.run starts is engines/runner.py with its plugin: no path under tests/ produces a cell."""
+    from engines.plan import RUNNER, pytest_args
+
+    repo = Path(runner.__file__).resolve().parents[1]
+    assert RUNNER.is_file() and RUNNER.parent == repo / "engines"
+    assert not any("tests" in Path(a).parts for a in pytest_args(Path("p.json")))
+    assert not (repo / "tests" / "cells").exists()

@@ -7,13 +7,15 @@ import gzip
 import json
 from pathlib import Path
 
+from cases.cell import SCHEMA
+
 SWEEP = Path(__file__).resolve().parents[2] / "reports" / "observed" / "nvidia-h100" / "timing-cache-sweep"
 
 
 def _cells(run: str) -> dict:
     with gzip.open(SWEEP / f"8.6.0-{run}.jsonl.gz", "rt", encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
-    return {r["bundle"]: r for r in records if r.get("schema") == "qdq-matrix/cell/2"}
+    return {r["bundle"]: r for r in records if r.get("schema") == SCHEMA}
 
 
 def _outcome(cell: dict) -> tuple:
@@ -56,13 +58,13 @@ def test_the_cells_record_whether_they_used_the_cache():
     uncached = [c for c in _cells("w4-off").values() if c["last_stage"]]
     assert uncached and all(c["options"]["timing_cache"] == "off" for c in uncached)
     header = json.loads(gzip.open(SWEEP / "8.6.0-w4-warm.jsonl.gz", "rt").readline())
-    assert json.loads(header["cell_options"])["timing_cache"] == "on" and header["workers"] == "4"
+    assert header["cell_options"]["timing_cache"] == "on" and header["workers"] == "4"
 
 
 def _column() -> dict:
     column = SWEEP.parent / "trt-8.6.0.jsonl"
     return {r["bundle"]: r for r in map(json.loads, column.read_text(encoding="utf-8").splitlines())
-            if r.get("schema") == "qdq-matrix/cell/2"}
+            if r.get("schema") == SCHEMA}
 
 
 def test_the_committed_h100_column_built_with_the_cache_agrees_with_the_uncached_run():

@@ -17,7 +17,7 @@ from typing import List
 
 import pytest
 
-from tests.engines.fakes import write_fake_bundle
+from tests.engines.fakes import cells_argv, write_fake_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "tests" / "data" / "observed-sample.jsonl"
@@ -96,9 +96,8 @@ def test_a_full_results_folder_is_one_line_naming_it_and_the_errno(tmp_path: Pat
 def test_pytest_on_a_read_only_results_folder_is_a_usage_error_not_an_internal_error(tmp_path: Path) -> None:
     folder = tmp_path / "results"
     folder.mkdir()
-    argv = ["-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-p", "no:xdist", "--engine",
-            "tests.engines.fakes:SlowEngine", "--bundles", str(_bundles(tmp_path)), "--results",
-            str(folder / "o.jsonl")]
+    argv = [*cells_argv(tmp_path / "plans", "tests.engines.fakes:SlowEngine", folder / "o.jsonl"), "-q",
+            "-p", "no:xdist", "--bundles", str(_bundles(tmp_path))]
     done = _run(argv, folder, READ_ONLY)
     assert done.returncode == 4, done.stdout + done.stderr
     assert "/results/: EROFS (Read-only file system)" in _one_line(done.stderr)

@@ -231,8 +231,8 @@ def test_secrets_in_the_environment_reach_no_output(bundles, tmp_path):
     results = tmp_path / "results" / "ort.jsonl"
     results.parent.mkdir()
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-n", "0", "--engine",
-         "onnxruntime", "--bundles", str(bundles), "--results", str(results)],
+        [sys.executable, "-m", "engines.run", "-n", "0", "--engine", "onnxruntime", "--bundles", str(bundles),
+         "--results", str(results)],
         cwd=str(REPO), capture_output=True, text=True, timeout=300, env=env,
     )
     cells = [json.loads(x) for x in results.read_text().splitlines() if '"bundle"' in x]

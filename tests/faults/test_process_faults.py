@@ -16,7 +16,7 @@ from typing import List
 import pytest
 
 from engines.results import clean_stale_owners, owner_path
-from tests.engines.fakes import write_fake_bundle
+from tests.engines.fakes import cells_argv, write_fake_bundle
 from tests.engines.trt_stand_in import FAKE_TRT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,9 +86,8 @@ def _start(tmp_path: Path, runner: List[str]) -> "tuple[subprocess.Popen, str]":
     env = {**os.environ, MARK: mark, "FAKE_TRT_HANG": "build",
            "PYTHONPATH": os.pathsep.join([str(FAKE_TRT), str(REPO)])}
     env.pop("QDQ_PARENT_PID", None)
-    proc = subprocess.Popen([sys.executable, *runner, "--bundles", str(bundles), "--results",
-                             str(tmp_path / "out.jsonl")], cwd=REPO, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, *runner, "--bundles", str(bundles)], cwd=REPO, env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, mark
 
 
@@ -106,8 +105,7 @@ def _clean_up(proc: subprocess.Popen, mark: str) -> None:
 def test_sigkill_of_the_controller_leaves_no_worker(tmp_path: Path) -> None:
     """pytest's controller killed with SIGKILL while both serving workers are in a build: its xdist workers and their
     serving workers (each in a session of its own, out of reach of a group kill) end with it."""
-    proc, mark = _start(tmp_path, ["-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-n", "2",
-                                   "--engine", ENGINE])
+    proc, mark = _start(tmp_path, [*cells_argv(tmp_path, ENGINE, tmp_path / "out.jsonl"), "-q", "-n", "2"])
     try:
         _wait(lambda: len(_serving(mark)) == 2, 120, "two serving workers never started")
         os.kill(proc.pid, signal.SIGKILL)
@@ -121,7 +119,8 @@ def test_sigkill_of_the_controller_leaves_no_worker(tmp_path: Path) -> None:
 def test_sigkill_of_the_whole_group_of_a_run_leaves_no_worker(tmp_path: Path) -> None:
     """`kill -9` of the process group of `python -m engines.run` (as of `nox -s matrix`, or a session timeout): the
     serving workers, in sessions of their own, end too."""
-    proc, mark = _start(tmp_path, ["-m", "engines.run", "--engine", ENGINE, "-n", "2"])
+    proc, mark = _start(tmp_path, ["-m", "engines.run", "--engine", ENGINE, "-n", "2", "--results",
+                                   str(tmp_path / "out.jsonl")])
     try:
         _wait(lambda: len(_serving(mark)) == 2, 120, "two serving workers never started")
         os.killpg(proc.pid, signal.SIGKILL)

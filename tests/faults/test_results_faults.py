@@ -16,7 +16,7 @@ import pytest
 
 from cases.schema import check_lines
 from matrix.merge import load_results
-from tests.engines.fakes import write_fake_bundle
+from tests.engines.fakes import cells_argv, write_fake_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = [f"b{i:02d}" for i in range(12)]
@@ -30,8 +30,9 @@ def _bundles(tmp_path: Path) -> Path:
 
 
 def _cmd(bundles: Path, results: Path, *args: str) -> List[str]:
-    return [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-p", "no:xdist",
-            "--engine", "tests.engines.fakes:SlowEngine", "--bundles", str(bundles), "--results", str(results), *args]
+    """The cell runner on one column of the slow fake engine, in one process (a plan of its own beside the bundles)."""
+    return [sys.executable, *cells_argv(bundles.parent / "plans", "tests.engines.fakes:SlowEngine", results), "-q",
+            "-p", "no:xdist", "--bundles", str(bundles), *args]
 
 
 def _env(delay: float) -> dict:

@@ -10,6 +10,7 @@ import pytest
 
 from cases.cell import Cell
 from engines.reasons import error_line, failure_evidence
+from engines.results import with_symptom
 
 H200 = "NVIDIA H200 (sm_90)"
 A100 = "NVIDIA A100 (sm_80)"
@@ -17,7 +18,7 @@ A100 = "NVIDIA A100 (sm_80)"
 
 def cell(bundle: str = "q_output_type/out=uint8", **fields: Any) -> Cell:
     """A plausible cell; any field can be overridden. A failure's evidence fields come from its error, as where a
-    cell is made (engines.reasons), unless given."""
+    cell is made (engines.reasons), and its symptom as where it is recorded (engines.results), unless given."""
     case, slug = bundle.split("/", 1)
     base: Dict[str, Any] = dict(
         bundle=bundle, case=case, params={"out": slug.split("=", 1)[-1]}, digest="d" * 16, engine="tensorrt",
@@ -32,13 +33,14 @@ def cell(bundle: str = "q_output_type/out=uint8", **fields: Any) -> Cell:
     base.setdefault("error_line", error_line(error))
     if base["status"] in ("fail", "crashed") and "failing_node" not in fields:
         base["failing_node"], base["engine_reason"] = failure_evidence(error, base.get("parser_errors") or [])
-    return Cell(**base)
+    made = Cell(**base)
+    return made if "symptom" in fields else with_symptom(made)
 
 
 def header(engine: str = "tensorrt", version: str = "10.3.0", hardware: str = H200, source: str = "local",
            date: str = "2026-01-01T00:00:00Z") -> Dict[str, Any]:
     """A session header line as the pytest plugin writes it."""
-    return {"schema": "qdq-matrix/session/1", "kind": "session", "engine": engine, "engine_version": version,
+    return {"schema": "qdq-matrix/session/2", "kind": "session", "engine": engine, "engine_version": version,
             "hardware": hardware, "hardware_detail": {}, "date": date, "host": "test", "command": "pytest",
             "source": source}
 

@@ -27,7 +27,7 @@ def forged(path: Path, change: Callable[[Dict], None]) -> Path:
     lines = []
     for line in H200_860.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
-        if record["schema"] == "qdq-matrix/session/1":
+        if record["schema"] == "qdq-matrix/session/2":
             probe = {"engine_version": record["engine_version"], "run": {}}
             change(probe)
             record.update(source="observed", engine_version=probe["engine_version"])
@@ -136,7 +136,7 @@ def test_observe_lists_a_file_with_machine_and_command_and_check_finds_what_chan
     root = tmp_path / "observed"
     (root / "gpu").mkdir(parents=True)
     results = root / "gpu" / "trt-8.6.0.jsonl"
-    results.write_text(json.dumps({"schema": "qdq-matrix/session/1", "command": "pytest tests/cells"}) + "\n")
+    results.write_text(json.dumps({"schema": "qdq-matrix/session/2", "command": "pytest tests/cells"}) + "\n")
     assert main(["observe", str(results), "--root", str(root)]) == 2
     assert "needs --machine" in capsys.readouterr().err
     assert main(["observe", str(results), "--machine", "an H200, driver 580", "--root", str(root)]) == 0

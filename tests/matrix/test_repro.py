@@ -1,6 +1,6 @@
 """repro.py is the suite: a bug bundle's verdict agrees with the suite's own cell, by the suite's own error measure.
 
-Real ONNX Runtime and OpenVINO cells, written by `pytest tests/cells` (the controller, as a user runs it) on a few
+Real ONNX Runtime and OpenVINO cells, written by `python -m engines.run` (the cell runner, as a user runs it) on a few
 generated bundles; each cell's bug bundle runs its repro.py in a subprocess with this interpreter.
 """
 
@@ -49,8 +49,8 @@ def suite_cells(tmp_path_factory) -> Dict[str, object]:
     for engine in ENGINES:
         results = root / "results" / f"{engine}.jsonl"
         run = subprocess.run(
-            [sys.executable, "-m", "pytest", "tests/cells", "-p", "no:cacheprovider", "-q", "-n", "0", "--engine",
-             engine, "--bundles", str(bundles), "--results", str(results)],
+            [sys.executable, "-m", "engines.run", "-n", "0", "--engine", engine, "--bundles", str(bundles),
+             "--results", str(results)],
             cwd=str(REPO), capture_output=True, text=True, timeout=600, env=env)
         found = load_results([results]).cells
         assert found, run.stdout + run.stderr

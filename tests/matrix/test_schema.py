@@ -93,7 +93,7 @@ def test_a_run_never_resumes_a_file_the_schema_refuses(make_cell, tmp_path):
     good = make_cell(engine="onnxruntime", engine_version="1.31.1", hardware="cpu: x (avx2)")
     bad = json.loads(good.to_json())
     bad["precision"] = {"n": "int8"}
-    header = {"schema": "qdq-matrix/session/1", "kind": "session", "engine": "onnxruntime"}
+    header = {"schema": "qdq-matrix/session/2", "kind": "session", "engine": "onnxruntime"}
     text = "".join(json.dumps(r) + "\n" for r in (header, json.loads(good.to_json()), bad))
     path.write_text(text)
     writer = ResultsWriter(path, info(), {"date": "2026-11-24T00:00:00Z", "command": "pytest"})
@@ -106,6 +106,24 @@ def test_a_run_never_resumes_a_file_the_schema_refuses(make_cell, tmp_path):
     [aside] = tmp_path.glob("onnxruntime-1.31.1.jsonl.refused-*")
     assert aside.read_text() == text  # kept whole for a look, under a name no merge reads
     assert path.read_text() == ""  # started again; a run that wrote no cell writes no header either
+
+
+def test_a_local_file_of_the_older_schema_is_set_aside_and_run_again(make_cell, tmp_path):
+    """cell/2 and session/1 (cell_options a string of JSON, no symptom): the committed observations were migrated; a
+    local file of them is never resumed, and never refused as "not a results file" either."""
+    path = tmp_path / "onnxruntime-1.31.1.jsonl"
+    old = dict(json.loads(make_cell(engine="onnxruntime", engine_version="1.31.1", hardware="cpu: x (avx2)").to_json()),
+               schema="qdq-matrix/cell/2", run={"cell_options": "{}"})
+    old.pop("symptom")
+    header = {"schema": "qdq-matrix/session/1", "kind": "session", "engine": "onnxruntime", "cell_options": "{}"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in (header, old)))
+    writer = ResultsWriter(path, info(), {"date": "2026-11-24T00:00:00Z", "command": "pytest"})
+    try:
+        assert "line 1: a qdq-matrix/session/1 line: this suite reads qdq-matrix/session/2 only" in writer.notice
+        assert "tools/migrate-observed.py" in writer.notice and "starts the file again" in writer.notice
+        assert stored_cells(path, writer.resume_offset) == {}
+    finally:
+        writer.close()
 
 
 def test_a_good_file_is_resumed_as_before(make_cell, tmp_path):

@@ -40,7 +40,7 @@ def test_adopt_lists_a_packed_round_in_the_manifest(tmp_path):
     (pack / "nvidia-h100" / "check" / "ort_x+1").mkdir(parents=True)
     (pack / "nvidia-h100" / "check" / "nodes").mkdir()
     (pack / "gpu.txt").write_text("NVIDIA H100 80GB HBM3, 9.0, 580.159.04, 81559 MiB\n")
-    header = json.dumps({"schema": "qdq-matrix/session/1", "command": "pytest tests/cells --engine tensorrt"})
+    header = json.dumps({"schema": "qdq-matrix/session/2", "command": "pytest tests/cells --engine tensorrt"})
     (pack / "nvidia-h100" / "trt-8.6.0.jsonl").write_text(header + "\n")
     (pack / "nvidia-h100" / "log-8.6.0.txt").write_text("a log: not an observation\n")
     (pack / "nvidia-h100" / "check" / "ort_x+1" / "tensorrt-8.6.0.jsonl").write_text(header + "\n")
