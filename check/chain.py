@@ -10,12 +10,13 @@ blocks keeps its activations in range. Nothing is built at import.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
+
+from cases.cli import ArgumentParser
 
 NODES_PER_BLOCK = 4
 CHANNELS, SIDE = 4, 8  # x [1, 4, 8, 8]
@@ -65,7 +66,7 @@ def write_chain(path: Path, nodes: int, seed: int = 0) -> Path:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m check.chain", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m check.chain", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, required=True, help="nodes in the graph (a multiple of 4)")
     parser.add_argument("--out", required=True, help="the .onnx file to write")
     args = parser.parse_args(argv)

@@ -27,6 +27,7 @@ BAD = [
     ("-m check.reduce", "model.onnx --engine onnxruntime"),
     ("-m check.producers", "--no-such-flag"),
     ("-m check.backend_nodes", "--no-such-flag"),
+    ("-m check.chain", "--nodes 8"),
     ("-m matrix", ""),
     ("-m matrix", "no-such-command"),
     ("-m matrix", "report --no-such-flag"),
