@@ -49,6 +49,8 @@ CASE_MODULES = (
     "cases.fp16_quantize_rounding",
     "cases.dq_blocked_axis",
     "cases.float_qdq_types",
+    # Found by checking third-party models on TensorRT 8.x and reduced on the GPU: 032 onwards.
+    "cases.two_conv_fanout_qdq",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
 )

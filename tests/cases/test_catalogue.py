@@ -36,6 +36,7 @@ CASE_IDS = [c.id for c in CASES]
 VARIANTS = [(c, p) for c in CASES for p in c.variants()]
 IDS = [bundle_id(c, p) for c, p in VARIANTS]
 THREAD = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")  # owner/repo#number
+FOUND_HERE = "reports/observed/"  # a case this project found: its first line names the observation folder
 # Domains ONNX Runtime runs; a node in any other (qdq_matrix plugins, TensorRT's trt and trt.plugins) is a custom op.
 ONNXRUNTIME_DOMAINS = ("", "ai.onnx", "com.microsoft")
 # Types ONNX Runtime's CPU provider has no Q/DQ kernel for (1.2x: "Failed to find kernel for DequantizeLinear(23)",
@@ -92,7 +93,7 @@ def test_case_is_registered_under_its_id_and_built_by_its_generator(case):
 @pytest.mark.parametrize("module", CASE_MODULES)
 def test_module_docstring_cites_its_upstream_threads(module):
     first_line = (importlib.import_module(module).__doc__ or "").strip().splitlines()[0]
-    assert "#" in first_line or "github.com" in first_line, first_line
+    assert "#" in first_line or "github.com" in first_line or FOUND_HERE in first_line, first_line
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
@@ -100,6 +101,11 @@ def test_first_link_is_the_source_the_docstring_names_first(case):
     """owner/repo#N: the first link is that issue or pull request; else the address (and any .py file) it names."""
     first_line = importlib.import_module(f"cases.{case.id}").__doc__.strip().splitlines()[0]
     cited = THREAD.search(first_line)
+    if FOUND_HERE in first_line:  # found by this project: its observation folder is the source, its baselines cite it
+        folder = next(w for w in first_line.split() if w.startswith(FOUND_HERE)).rstrip(".,;:)")
+        assert (REPO / folder).is_dir() and case.expectations
+        assert all(e.basis == "baseline" and e.source.startswith(folder) for e in case.expectations)
+        return
     if cited:
         owner_repo, number = cited.groups()
         assert case.links[0].endswith((f"{owner_repo}/issues/{number}", f"{owner_repo}/pull/{number}")), case.links[0]

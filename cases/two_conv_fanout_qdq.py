@@ -1,0 +1,74 @@
+"""chooseHigherPrecision on TensorRT 8.6.0, found here: reports/observed/nvidia-h100/reduce-choosehigherprecision/.
+
+One Q/DQ activation read by two 1x1 Convs whose outputs are quantized again. Found by this project, not yet reported
+upstream (its bug bundle is what to file). The YOLOX-style detector of the `ddddocr` 1.6.1 wheel, quantized by
+onnxruntime's `quantize_static` in TensorRT settings (Q/DQ on the Conv inputs, symmetric int8, per-channel weights,
+float bias), parses on TensorRT 8.6.0 and fails at build with "[graphOptimizer.cpp::chooseHigherPrecision::7079]
+Error Code 2: Internal Error (Assertion dt1 == DataType::kFLOAT || dt1 == DataType::kHALF failed.)"; 8.5.3.1 fails
+with "Assertion engine != nullptr failed" (an H100, 2026-11-27). `python -m check.reduce` on the H100 cut the
+655-node graph to 10 nodes in 14 builds: one int8 activation [1, 48, 104, 104] -> Q/DQ, read by two 1x1 Convs (48 ->
+24, per-channel int8 weights, a float bias) -- the split at the head of a CSP block -- each Conv's output quantized
+again (Q/DQ) and a graph output. Seed 024's SiLU forms do not trigger it: there is no Sigmoid here at all.
+
+The sweep asks what the failure needs: both Convs (`consumers`), the requantized outputs (`output_qdq`), and the
+detector's size or a small one (`size`). Only the reduced graph itself was observed (its own weights, which are not
+ours to commit); these reproducers carry seeded weights of the same shape, so their own first GPU run says whether
+the weights matter. Until then the one expectation is a baseline, for the detector-sized form with both Convs and
+requantized outputs, and every other cell reads "undocumented" or "new failure".
+"""
+
+from __future__ import annotations
+
+from cases.base import Case, Expectation, Signature
+from cases.silu_qdq import QDQ_PLACEMENT
+
+DDDDOCR = "https://pypi.org/project/ddddocr/1.6.1/"  # the wheel that ships the detector it was reduced from
+FOUND_HERE = "reports/observed/nvidia-h100/reduce-choosehigherprecision/"
+# Observed (a baseline): the reduced detector graph on TensorRT 8.5.3.1 and 8.6.0, an H100.
+OBSERVED = "reports/observed/nvidia-h100/reduce-choosehigherprecision/tensorrt-{}.jsonl"
+REDUCED = {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",)}
+
+CHOOSE_HIGHER_PRECISION = Signature(
+    name="choose_higher_precision",
+    # 8.6.0: "[graphOptimizer.cpp::chooseHigherPrecision::7079] Error Code 2: Internal Error (Assertion dt1 ==
+    # DataType::kFLOAT || dt1 == DataType::kHALF failed. )"
+    pattern=r"chooseHigherPrecision[^\n]*Assertion dt1 == DataType::kFLOAT \|\| dt1 == DataType::kHALF failed",
+    kind="error",
+    short="chooseHigherPrecision assertion",
+    source=OBSERVED.format("8.6.0"),
+    basis="baseline",
+)
+ENGINE_NULLPTR = Signature(
+    name="engine_nullptr",
+    # 8.5.3.1: "[builder.cpp::buildSerializedNetwork::751] Error Code 2: Internal Error (Assertion engine != nullptr
+    # failed. )"
+    pattern=r"Assertion engine != nullptr failed",
+    kind="error",
+    short="no engine built",
+    source=OBSERVED.format("8.5.3.1"),
+    basis="baseline",
+)
+
+CASE = Case(
+    id="two_conv_fanout_qdq",
+    seed="032",
+    title="One Q/DQ activation read by two 1x1 Convs with requantized outputs: TensorRT 8.6.0's chooseHigherPrecision",
+    links=(DDDDOCR, QDQ_PLACEMENT),
+    axes={"consumers": ("two", "one"), "output_qdq": ("yes", "no"), "size": ("detector", "small")},
+    target_nodes=("node_of_y0", "node_of_c0", "node_of_y1", "node_of_c1"),
+    signatures=(CHOOSE_HIGHER_PRECISION, ENGINE_NULLPTR),
+    expectations=(
+        Expectation(
+            "tensorrt", "==8.6.0", "fail", OBSERVED.format("8.6.0"), stage="build",
+            signature=CHOOSE_HIGHER_PRECISION.name, where=REDUCED, hardware="NVIDIA H100 80GB HBM3",
+            basis="baseline",
+            note="observed on the reduced detector graph (this shape, the detector's own weights and scales)",
+        ),
+        Expectation(
+            "tensorrt", "==8.5.3.1", "fail", OBSERVED.format("8.5.3.1"), stage="build",
+            signature=ENGINE_NULLPTR.name, where=REDUCED, hardware="NVIDIA H100 80GB HBM3", basis="baseline",
+            note="observed on the reduced detector graph: 'Assertion engine != nullptr failed' at build",
+        ),
+    ),
+    builder="generators.two_conv_fanout_qdq:build",
+)
