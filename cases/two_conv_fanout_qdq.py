@@ -11,10 +11,11 @@ with "Assertion engine != nullptr failed" (an H100, 2026-11-27). `python -m chec
 again (Q/DQ) and a graph output. Seed 024's SiLU forms do not trigger it: there is no Sigmoid here at all.
 
 The sweep asks what the failure needs: both Convs (`consumers`), the requantized outputs (`output_qdq`), and the
-detector's size or a small one (`size`). Only the reduced graph itself was observed (its own weights, which are not
-ours to commit); these reproducers carry seeded weights of the same shape, so their own first GPU run says whether
-the weights matter. Until then the one expectation is a baseline, for the detector-sized form with both Convs and
-requantized outputs, and every other cell reads "undocumented" or "new failure".
+detector's size or a small one (`size`). The reproducers carry seeded weights, not the detector's. Observed on an H100
+(2026-11-27, reports/observed/nvidia-h100/seed-032/): with both Convs *and* requantized outputs the build fails on
+8.6.0 (chooseHigherPrecision) and 8.5.3.1 ("Assertion engine != nullptr"), at both sizes; with one Conv, or float
+outputs, every form builds with its Convs in INT8. The weights and the size do not matter; the fan-out into two
+requantized Convs does. Every expectation is a baseline: no upstream source documents it yet.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from cases.silu_qdq import QDQ_PLACEMENT
 
 DDDDOCR = "https://pypi.org/project/ddddocr/1.6.1/"  # the wheel that ships the detector it was reduced from
 FOUND_HERE = "reports/observed/nvidia-h100/reduce-choosehigherprecision/"
-# Observed (a baseline): the reduced detector graph on TensorRT 8.5.3.1 and 8.6.0, an H100.
+# Observed (a baseline): the reduced detector graph, and then these reproducers, on TensorRT 8.5.3.1 and 8.6.0, an H100.
 OBSERVED = "reports/observed/nvidia-h100/reduce-choosehigherprecision/tensorrt-{}.jsonl"
+OBSERVED_REPRO = "reports/observed/nvidia-h100/seed-032/trt-{}.jsonl"
 REDUCED = {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",)}
+TRIGGER = {"consumers": ("two",), "output_qdq": ("yes",)}  # both Convs read the one Q/DQ, both outputs requantized
+H100 = "NVIDIA H100 80GB HBM3"
 
 CHOOSE_HIGHER_PRECISION = Signature(
     name="choose_higher_precision",
@@ -35,7 +39,7 @@ CHOOSE_HIGHER_PRECISION = Signature(
     pattern=r"chooseHigherPrecision[^\n]*Assertion dt1 == DataType::kFLOAT \|\| dt1 == DataType::kHALF failed",
     kind="error",
     short="chooseHigherPrecision assertion",
-    source=OBSERVED.format("8.6.0"),
+    source=OBSERVED_REPRO.format("8.6.0"),
     basis="baseline",
 )
 ENGINE_NULLPTR = Signature(
@@ -45,7 +49,7 @@ ENGINE_NULLPTR = Signature(
     pattern=r"Assertion engine != nullptr failed",
     kind="error",
     short="no engine built",
-    source=OBSERVED.format("8.5.3.1"),
+    source=OBSERVED_REPRO.format("8.5.3.1"),
     basis="baseline",
 )
 
@@ -59,15 +63,30 @@ CASE = Case(
     signatures=(CHOOSE_HIGHER_PRECISION, ENGINE_NULLPTR),
     expectations=(
         Expectation(
-            "tensorrt", "==8.6.0", "fail", OBSERVED.format("8.6.0"), stage="build",
-            signature=CHOOSE_HIGHER_PRECISION.name, where=REDUCED, hardware="NVIDIA H100 80GB HBM3",
-            basis="baseline",
-            note="observed on the reduced detector graph (this shape, the detector's own weights and scales)",
+            "tensorrt", "==8.6.0", "fail", OBSERVED_REPRO.format("8.6.0"), stage="build",
+            signature=CHOOSE_HIGHER_PRECISION.name, where=TRIGGER, hardware=H100, basis="baseline",
+            note="observed at both sizes (as on the reduced detector graph, reduce-choosehigherprecision/)",
         ),
         Expectation(
-            "tensorrt", "==8.5.3.1", "fail", OBSERVED.format("8.5.3.1"), stage="build",
-            signature=ENGINE_NULLPTR.name, where=REDUCED, hardware="NVIDIA H100 80GB HBM3", basis="baseline",
-            note="observed on the reduced detector graph: 'Assertion engine != nullptr failed' at build",
+            "tensorrt", "==8.5.3.1", "fail", OBSERVED_REPRO.format("8.5.3.1"), stage="build",
+            signature=ENGINE_NULLPTR.name, where=TRIGGER, hardware=H100, basis="baseline",
+            note="observed at both sizes: 'Assertion engine != nullptr failed' at build",
+        ),
+        Expectation(
+            "tensorrt", "==8.6.0", "int8", OBSERVED_REPRO.format("8.6.0"), where={"consumers": ("one",)},
+            hardware=H100, basis="baseline", note="one Conv: it builds in INT8 and matches, requantized or not",
+        ),
+        Expectation(
+            "tensorrt", "==8.6.0", "int8", OBSERVED_REPRO.format("8.6.0"), where={"output_qdq": ("no",)},
+            hardware=H100, basis="baseline", note="float outputs: both Convs build in INT8 and match",
+        ),
+        Expectation(
+            "tensorrt", "==8.5.3.1", "int8", OBSERVED_REPRO.format("8.5.3.1"), where={"consumers": ("one",)},
+            hardware=H100, basis="baseline", note="one Conv: it builds in INT8 and matches, requantized or not",
+        ),
+        Expectation(
+            "tensorrt", "==8.5.3.1", "int8", OBSERVED_REPRO.format("8.5.3.1"), where={"output_qdq": ("no",)},
+            hardware=H100, basis="baseline", note="float outputs: both Convs build in INT8 and match",
         ),
     ),
     builder="generators.two_conv_fanout_qdq:build",
