@@ -3,19 +3,20 @@
 One Q/DQ activation read by two 1x1 Convs whose outputs are quantized again. Found by this project, not yet reported
 upstream (its bug bundle is what to file). The YOLOX-style detector of the `ddddocr` 1.6.1 wheel, quantized by
 onnxruntime's `quantize_static` in TensorRT settings (Q/DQ on the Conv inputs, symmetric int8, per-channel weights,
-float bias), parses on TensorRT 8.6.0 and fails at build with "[graphOptimizer.cpp::chooseHigherPrecision::7079]
-Error Code 2: Internal Error (Assertion dt1 == DataType::kFLOAT || dt1 == DataType::kHALF failed.)"; 8.5.3.1 fails
-with "Assertion engine != nullptr failed" (an H100, 2026-11-27). `python -m check.reduce` on the H100 cut the
-655-node graph to 10 nodes in 14 builds: one int8 activation [1, 48, 104, 104] -> Q/DQ, read by two 1x1 Convs (48 ->
-24, per-channel int8 weights, a float bias) -- the split at the head of a CSP block -- each Conv's output quantized
-again (Q/DQ) and a graph output. Seed 024's SiLU forms do not trigger it: there is no Sigmoid here at all.
+float bias), parses on TensorRT 8.6.0 and fails at build with "[graphOptimizer.cpp::chooseHigherPrecision::7079] Error
+Code 2: Internal Error (Assertion dt1 == DataType::kFLOAT || dt1 == DataType::kHALF failed.)"; 8.5.3.1 logs the same
+assertion (chooseHigherPrecision::6867) and ends with "Assertion engine != nullptr failed" (an H100, 2026-11-27).
+`python -m check.reduce` on the H100 cut the 655-node graph to 10 nodes in 14 builds: one int8 activation [1, 48, 104,
+104] -> Q/DQ, read by two 1x1 Convs (48 -> 24, per-channel int8 weights, a float bias) -- the split at the head of a CSP
+block -- each Conv's output quantized again (Q/DQ) and a graph output. Seed 024's SiLU forms do not trigger it: there is
+no Sigmoid here at all.
 
 The sweep asks what the failure needs: both Convs (`consumers`), the requantized outputs (`output_qdq`), and the
 detector's size or a small one (`size`). The reproducers carry seeded weights, not the detector's. Observed on an H100
-(2026-11-27, reports/observed/nvidia-h100/seed-032/): with both Convs *and* requantized outputs the build fails on
-8.6.0 (chooseHigherPrecision) and 8.5.3.1 ("Assertion engine != nullptr"), at both sizes; with one Conv, or float
-outputs, every form builds with its Convs in INT8. The weights and the size do not matter; the fan-out into two
-requantized Convs does. Every expectation is a baseline: no upstream source documents it yet.
+(2026-11-27, reports/observed/nvidia-h100/seed-032/): with both Convs *and* requantized outputs the build fails on 8.6.0
+and 8.5.3.1 with the chooseHigherPrecision assertion (8.5.3.1 then "Assertion engine != nullptr"), at both sizes; with
+one Conv, or float outputs, every form builds with its Convs in INT8. The weights and the size do not matter; the
+fan-out into two requantized Convs does. Every expectation is a baseline: no upstream source documents it yet.
 """
 
 from __future__ import annotations
@@ -69,8 +70,9 @@ CASE = Case(
         ),
         Expectation(
             "tensorrt", "==8.5.3.1", "fail", OBSERVED_REPRO.format("8.5.3.1"), stage="build",
-            signature=ENGINE_NULLPTR.name, where=TRIGGER, hardware=H100, basis="baseline",
-            note="observed at both sizes: 'Assertion engine != nullptr failed' at build",
+            signature=CHOOSE_HIGHER_PRECISION.name, where=TRIGGER, hardware=H100, basis="baseline",
+            note="observed at both sizes: the log's chooseHigherPrecision assertion (line 6867), then "
+            "'Assertion engine != nullptr failed' as the error",
         ),
         Expectation(
             "tensorrt", "==8.6.0", "int8", OBSERVED_REPRO.format("8.6.0"), where={"consumers": ("one",)},
