@@ -11,7 +11,9 @@ The held-out split leaves out, for each model, the observed findings of the case
 - a catalogue case's reproducers (every case with cells in the files, or those --case names), met with the cells of
   their own bundle ids, are predicted without that case's observed findings: leave one case out;
 - the producer models (`python -m check.producers`, built here unless --models names a folder) and, with --archs, the
-  architecture models (check.arch_models), without the cases MADE_FROM names for them.
+  architecture models (check.arch_models), without the cases MADE_FROM names for them;
+- with --third-party DIR, third-party models quantized as users do (never committed: each observation folder's README
+  says which wheel and recipe), without the cases MADE_FROM names for them.
 
 A documented finding is never left out: no cell of ours made it. A network that failed to parse or build where no
 held-out finding foresaw a failure is one miss (matrix.predict.unforeseen_failures). The whole lint's figure on the
@@ -49,6 +51,8 @@ MADE_FROM: Dict[str, Tuple[Tuple[str, ...], str]] = {
                  "its expectations' sources (cases/silu_qdq.py)"),
     "bert_encoder": (("scalar_quantized_constant",), "seed 025 was made from the BERT layer's 0-d GELU constants "
                      "(cases/scalar_quantized_constant.py)"),
+    "ddddocr_det": (("two_conv_fanout_qdq",), "seed 032 was reduced from the ddddocr detector's build failure "
+                    "(cases/two_conv_fanout_qdq.py)"),
 }
 VERDICT = {True: "agrees", False: "misses", None: "cannot say"}
 
@@ -257,12 +261,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--cells", type=Path, nargs="+", required=True, help="results JSONL files")
     parser.add_argument("--models", type=Path, help="producer models folder (default: built here, temporarily)")
     parser.add_argument("--archs", action="store_true", help="also the architecture models (check.arch_models)")
+    parser.add_argument("--third-party", type=Path, metavar="DIR",
+                        help="also the third-party models in DIR (quantized as users do; not committed)")
     parser.add_argument("--case", action="append", default=[], metavar="ID",
                         help="only these catalogue cases' reproducers (repeatable; default: every case with cells)")
     parser.add_argument("--out", type=Path, help="write the page here (default: print it)")
     args = parser.parse_args(argv)
     command = "python tools/lint-vs-observed.py --engine " + args.engine + (" --archs" if args.archs else "") \
-        + "".join(f" --case {c}" for c in args.case) + " --cells FILES"
+        + (" --third-party DIR" if args.third_party else "") + "".join(f" --case {c}" for c in args.case) + " --cells FILES"
     try:
         by_bundle = engine_cells(args.cells)
     except LintInputError as e:
@@ -286,6 +292,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             write_models(Path(tmp) / "archs")
             archs, more = user_targets(Path(tmp) / "archs", "architecture", by_bundle, args.engine)
             targets += archs
+            no_cells += more
+        if args.third_party:
+            if not args.third_party.is_dir():
+                print(f"error: no such models folder: {args.third_party}", file=sys.stderr)
+                return 2
+            third, more = user_targets(args.third_party, "third-party", by_bundle, args.engine)
+            targets += third
             no_cells += more
     scored = {c.get("bundle") for t in targets for c in t.cells}
     no_model = sorted({str(c.get("bundle")) for b, cs in by_bundle.items() for c in cs
