@@ -10,6 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from cases.cell import SOURCES, Cell
 from cases.engines import variant_label
 from cases.portable import portable_path, portable_text, scrub
+from cases.user_model import CASE as USER_MODEL
 from engines.results import read_results
 from matrix import observed
 from matrix.observed import Manifest
@@ -366,12 +367,16 @@ def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:
     return out
 
 
+
+
 def _dedupe(located: List[_Located]) -> Tuple[List[Cell], List[Problem]]:
-    """One cell per (bundle, column): the newest by run date, later files winning ties."""
-    kept: Dict[Tuple[str, ColumnKey], _Located] = {}
+    """One cell per (bundle, column): the newest by run date, later files winning ties. A user model is its bytes: two
+    models under one bundle id (reductions name theirs "reduced") are two models, never duplicates; a catalogue
+    reproducer is its id, whichever generator version built it."""
+    kept: Dict[Tuple[str, ColumnKey, str], _Located] = {}
     notes: List[Problem] = []
     for item in located:
-        key = (item.cell.bundle, column_key(item.cell))
+        key = (item.cell.bundle, column_key(item.cell), item.cell.digest if item.cell.case == USER_MODEL.id else "")
         old = kept.get(key)
         if old is None:
             kept[key] = item

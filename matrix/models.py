@@ -32,11 +32,21 @@ def models_view(models: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     for m in sorted(models, key=lambda m: _model(m).lower()):
         report = m["report"]
         found = {_key(col): col for col in report.get("columns") or []}
-        rows.append({"model": _model(m), "bundle": m["bundle"], "html": m["html"], "md": m["md"],
-                     "cells": [_cell(found[k], report, notes) if k in found else None for k in order]})
+        rows.append({"model": _model(m), "form": form_words(report), "bundle": m["bundle"], "html": m["html"],
+                     "md": m["md"], "cells": [_cell(found[k], report, notes) if k in found else None for k in order]})
     columns = [{"engine": e, "title": ENGINES[e].title if e in ENGINES else e, "version": v, "setting": s}
                for e, v, s in order]
     return {"columns": columns, "rows": rows, "notes": [{"n": i + 1, "text": t} for i, t in enumerate(notes)]}
+
+
+def form_words(report: Mapping[str, Any]) -> str:
+    """A model's quantization form other than Q/DQ, and the catalogue case that documents it: "dynamic quantization
+    (quantize_dynamic), seed 002"; "" for a Q/DQ or float model."""
+    said = []
+    for f in report.get("forms") or []:
+        words = str(f.get("words") or f.get("form") or "")
+        said.append(f"{words}, seed {f['seed']}" if f.get("seed") else words)
+    return "; ".join(w for w in said if w)
 
 
 def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:

@@ -432,17 +432,25 @@ def write_node_reports(report: Mapping[str, Any], out: Path, stem: str) -> List[
 def write_all(cells: Sequence[Cell], out: Path, bundles: Union[None, Path, Sequence[Path]] = None,
               cases: Sequence[str] = ("user_model",)) -> List[Dict[str, Any]]:
     """A per-node report for every bundle of the given cases with cells; returns [{bundle, report, md, html, json}]."""
-    by_bundle: Dict[str, List[Cell]] = {}
+    by_model: Dict[Tuple[str, str], List[Cell]] = {}
     for c in cells:
         if c.case in cases:
-            by_bundle.setdefault(c.bundle, []).append(c)
+            by_model.setdefault((c.bundle, c.digest), []).append(c)
+    # Two models under one bundle id (reductions name theirs "reduced"): a report, a row and a file stem each, told
+    # apart by their digest; a bundle id with one model keeps its plain name.
+    digests: Dict[str, int] = {}
+    for bundle, _ in by_model:
+        digests[bundle] = digests.get(bundle, 0) + 1
     written = []
     stems: Dict[str, int] = {}
-    for bundle, mine in sorted(by_bundle.items()):
-        stem = file_stem(bundle)
+    for (bundle, digest), mine in sorted(by_model.items()):
+        shared = digests[bundle] > 1
+        stem = file_stem(bundle) + (f"-{digest[:10]}" if shared else "")
         stems[stem] = stems.get(stem, 0) + 1
         stem += f"-{stems[stem]}" if stems[stem] > 1 else ""
         report = node_report(mine, read_meta(bundles, bundle))
+        if shared:
+            report["model"] = f"{report.get('model') or bundle} ({digest[:10]})"
         paths = write_node_reports(report, out, stem)
         written.append({"bundle": bundle, "report": report, "md": paths[0], "html": paths[1], "json": paths[2]})
     return written

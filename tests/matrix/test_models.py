@@ -159,3 +159,24 @@ def test_a_network_that_fails_its_sqnr_line_says_so_with_its_statistics():
                  precision={"conv": "int8", "relu": "int8"}, output_stats=stats,
                  error="output 'y' differs from the reference: SQNR 8.5 dB < 20 dB (cosine 0.9300)")
     assert _said(cell) == "2/2 INT8; outputs differ: SQNR 8.5 dB, cosine 0.9300, max abs 1.5"
+
+
+def test_two_models_under_one_bundle_id_are_two_rows_never_a_duplicate(tmp_path, write_results):
+    """Reductions name their bundle "reduced": two reduced models (other bytes, other digest) are two models."""
+    one = _cell(error=INVALID_NODE, model="reduced")
+    other = replace(_cell(error=INVALID_NODE, model="reduced"), digest="e" * 64, run={"date": "2026-02-01"})
+    result = load_results([write_results("one.jsonl", [one]), write_results("other.jsonl", [other])])
+    assert sorted(c.digest for c in result.cells) == ["d", "e" * 64], "neither dropped as the other's duplicate"
+    assert not [p for p in result.problems if p.duplicate]
+    models = write_all(result.cells, tmp_path / "nodes")
+    assert sorted(m["report"]["model"] for m in models) == ["reduced.onnx (d)", f"reduced.onnx ({'e' * 10})"]
+    assert len({Path(m["md"]).name for m in models}) == 2, "a per-node report each"
+
+
+def test_a_dynamic_models_row_names_its_form_and_the_seed_that_documents_it():
+    cell = _cell(error="ONNX parse failed: Plugin not found", model="crnn")
+    forms = [{"form": "dynamic", "case": "dynamic_quantize", "words": "dynamic quantization (quantize_dynamic)",
+              "ops": {"DynamicQuantizeLinear": 2, "ConvInteger": 2}}]
+    report = node_report([cell], {"target_nodes": ["conv"], "quantization": {"form": "dynamic", "forms": forms}})
+    row, = models_view([{"bundle": cell.bundle, "report": report, "html": "n.html", "md": "n.md"}])["rows"]
+    assert row["form"] == "dynamic quantization (quantize_dynamic), seed 002"
