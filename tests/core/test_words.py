@@ -110,3 +110,17 @@ def test_numbers_are_masked_where_they_stand_alone():
 
 def test_every_engine_says_a_load_failure():
     assert {words.fails_at("load", e) for e in ENGINES} == {"parse fails", "load fails"}
+
+
+def test_the_catalogue_and_the_vocabulary_load_without_numpy():
+    """The noxfile reads the catalogue (which reads core.words's stages) and the descriptors in nox's own Python, which
+    has no numpy; engines.pins runs on a GPU machine's bare Python."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; import cases, core.words, core.engines, engines.pins; cases.all_cases(external=True); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'onnx', 'jsonschema')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
