@@ -30,9 +30,9 @@ from nox.logger import logger
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases import all_cases  # noqa: E402
-from cases.engines import ENGINES, pin_group  # noqa: E402
+from core.engines import ENGINES, pin_group  # noqa: E402
 
-# The pin table, read from the engine descriptors (cases/engines.py, where each pin says why), never typed here:
+# The pin table, read from the engine descriptors (core/engines.py, where each pin says why), never typed here:
 # `python -m engines.pins` prints the same table for the GPU tools. The session names keep these constants' names.
 _ORT, _OV, _TRT, _TRT10, _RTX = (pin_group(g) for g in ("ort", "openvino", "trt", "trt10", "rtx"))
 ORT_VERSIONS = {v: list(_ORT.requirements(v)) for v in _ORT.versions}
@@ -48,9 +48,9 @@ RTX_VERSIONS = list(_RTX.versions)
 ENGINE_PINS = {f"rtx({v})": (f"tensorrt-rtx=={v}",) for v in RTX_VERSIONS}
 ENGINE_PINS.update({f"ort({v})": (f"onnxruntime=={v}", *pins) for v, pins in ORT_VERSIONS.items()})
 ENGINE_PINS.update({f"openvino({v})": (f"openvino=={v}", *pins) for v, pins in OPENVINO_VERSIONS.items()})
-# The architectures a TensorRT-RTX plan can target, each a column, for the cases whose outcome depends on it
+# The architectures a full run builds TensorRT-RTX plans for, each a column, for the cases whose outcome depends on it
 # (Case.arch_dependent); the rest build for the default.
-RTX_TARGETS = list(ENGINES["tensorrt-rtx"].option("target").sweep)
+RTX_SWEEP = list(ENGINES["tensorrt-rtx"].option("target").sweep)
 ARCH_CASES = [c.id for c in all_cases() if c.arch_dependent]
 NVIDIA_INDEX = _TRT10.index
 # NVIDIA ModelOpt as a producer (`nox -s "producers(modelopt)"`, opt-in, never in the test group or CI): its [onnx]
@@ -242,9 +242,9 @@ def _column_args(columns: List[Dict[str, object]]) -> List[str]:
 
 
 def _cpu_has_vnni(session: nox.Session) -> bool:
-    """Whether this CPU's INT8 level (engines.hardware, from cpuid) has VNNI or AMX; asked once per nox run."""
+    """Whether this CPU's INT8 level (core.isa, from cpuid) has VNNI or AMX; asked once per nox run."""
     if "vnni" not in _ASKED:
-        code = "import json; from engines.hardware import isa; i = isa(); print(json.dumps([i.level, i.vnni]))"
+        code = "import json; from core.isa import isa; i = isa(); print(json.dumps([i.level, i.vnni]))"
         out = session.run("python", "-c", code, env=_env(), silent=True) or ""
         level, vnni = json.loads((out.strip().splitlines() or ['["unknown", false]'])[-1])
         session.log(f"CPU INT8 level: {level}")
@@ -312,7 +312,7 @@ def _rtx_columns() -> List[Dict[str, object]]:
     with a libtensorrt_rtx.so link (1.7's parser aborts on a Python IPluginV3 node unless it resolves, and the wheel
     ships only .so.1); and every target architecture for the cases whose outcome depends on it."""
     columns: List[Dict[str, object]] = [{}, {"options": {"plugin_link": "libtensorrt_rtx.so"}, "plugins_only": True}]
-    columns += [{"options": {"target": t}, "only_cases": list(ARCH_CASES)} for t in RTX_TARGETS]
+    columns += [{"options": {"target": t}, "only_cases": list(ARCH_CASES)} for t in RTX_SWEEP]
     return columns
 
 

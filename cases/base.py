@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
 
-from cases.engines import ENGINES as _SPECS
-from cases.engines import GPU_ARCHITECTURES
+from core.engines import ENGINES as _SPECS
+from core.engines import GPU_ARCHITECTURES
+from core.words import STAGES
 
 ENGINES = tuple(_SPECS)
-STAGES = ("load", "build", "run", "compare")
 # What a documentation source says happens to a cell:
 #   fail      - the engine fails (at `stage`, with `signature` where given)
 #   pass      - it runs and matches the reference
@@ -97,7 +97,7 @@ class Expectation:
     hardware: Optional[str] = None  # hardware the source observed it on, where it says
     note: str = ""
     # Cell filter: the CPU's INT8 level ("isa": ("avx2", "avx512")), a GPU engine's GPU architecture ("gpu": ("SM87",),
-    # cases.engines.GPU_ARCHITECTURES) and the engine's column options ("x64quantprecision": ("0",)); an option the
+    # core.engines.GPU_ARCHITECTURES) and the engine's column options ("x64quantprecision": ("0",)); an option the
     # cell does not set counts at its default.
     when: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     basis: str = "documented"  # BASES: an upstream source, or this project's own earlier run (with its hardware)
@@ -164,7 +164,7 @@ class Case:
     intentionally_invalid: str = ""  # non-empty: why the checker is expected to refuse the model
     external: bool = False  # not a seed: bundles come from outside the catalogue (a user's model), not a sweep
     # Its outcome depends on the GPU architecture a TensorRT-RTX plan targets: a full run builds it once per swept
-    # target (cases.engines, the target option's `sweep`), each a column.
+    # target (core.engines, the target option's `sweep`), each a column.
     arch_dependent: bool = False
 
     def __post_init__(self) -> None:
@@ -208,7 +208,7 @@ class Case:
                         context: Optional[Mapping[str, str]] = None) -> Optional[Expectation]:
         """The most specific documented expectation, or None where no source says.
 
-        `context` is the cell's side of it: {"isa": INT8 level} and its column options (cases.engines).
+        `context` is the cell's side of it: {"isa": INT8 level} and its column options (core.engines).
         """
         found = [e for e in self.expectations if e.applies(engine, version, params, context)]
         if not found:

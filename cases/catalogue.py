@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from cases import all_cases
 from cases.base import Case, ParamValue
-from cases.cli import ArgumentParser
+from core.cli import ArgumentParser
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "catalogue.md"
 WRITE_COMMAND = "python -m cases.catalogue --markdown --out docs/catalogue.md"

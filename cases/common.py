@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Mapping, Optional, Tuple
 
 from cases.base import Case, Expectation, Signature
-from cases.engines import ORT_LEVELS
-from cases.isa import ISA_LEVELS, VNNI_LEVELS
+from core.engines import ORT_LEVELS
+from core.isa import ISA_LEVELS, VNNI_LEVELS
 
 OPERATORS_MD = "https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md"
 # onnx-tensorrt's 8.6-GA operator table (the 8.0, 8.2, 8.4 and 8.5 tables say the same).
@@ -194,7 +194,7 @@ def nonzero_zero_point_by_version(where: Mapping[str, Tuple]) -> Tuple[Expectati
 ORT_QUANTIZATION_SATURATION = "https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html"
 ONEDNN_INT8_NUANCES = "https://oneapi-src.github.io/oneDNN/dev_guide_int8_computations.html"
 ORT_12088 = "https://github.com/microsoft/onnxruntime/pull/12088"
-VNNI = VNNI_LEVELS  # the CPU INT8 levels (cases.isa) that accumulate in 32 bits
+VNNI = VNNI_LEVELS  # the CPU INT8 levels (core.isa) that accumulate in 32 bits
 NO_VNNI = tuple(level for level in ISA_LEVELS if level not in VNNI_LEVELS and level != "baseline")
 # ONNX Runtime's optimization levels below level 2 (ORT_ENABLE_EXTENDED, where the QDQ fusions run) and from it on.
 BELOW_EXTENDED = ORT_LEVELS[:ORT_LEVELS.index("ORT_ENABLE_EXTENDED")]

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import re
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from cases.base import Case, Expectation, Params, Signature
+from core.words import MODELS, file_name
 
 ID = "user_model"
 ID_DIGITS = 10  # hex digits of the content digest in a model's bundle id
@@ -58,7 +58,7 @@ def model_slug(model: Union[str, Path]) -> str:
     """A model file's name without .onnx, in filesystem-safe characters (not unique: see model_id)."""
     name = Path(model).name
     stem = name[: -len(".onnx")] if name.lower().endswith(".onnx") else name
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "model"
+    return file_name(stem, MODELS)
 
 
 def model_id(model: Union[str, Path]) -> str:

@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from cases.base import Case, Expectation
-from cases.cell import Cell
 from cases.common import signatures_of
+from core.cell import Cell
 
 
 def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:

@@ -37,9 +37,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from cases.cli import ArgumentParser
-from cases.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 from check import CheckError
+from core.cli import ArgumentParser
+from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
+from core.words import FAILED, HARNESS
 
 if TYPE_CHECKING:
     from check.shapes import InputShape
@@ -49,12 +50,10 @@ DEFAULT_OUT = REPO / ".bundles-user"
 DEFAULT_RESULTS = REPO / "results" / "check"
 DEFAULT_REPORTS = REPO / "reports" / "check"
 EXIT_OK, EXIT_ENGINE_FAILED, EXIT_USAGE, EXIT_MODEL_UNUSABLE = 0, 1, 2, 4
-FAILING = ("fail", "crashed")  # an engine failed the model
-UNFINISHED = ("harness_error",)  # our harness failed: the model was not fully checked
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ModelCheck:
     """One model given: its bundle id, or the reason it could not be used; what check must say about it."""
 
     model: str  # as given on the command line (a path inside a folder named there)
@@ -67,7 +66,7 @@ class Outcome:
 
     @property
     def checked(self) -> bool:
-        return not self.unusable and not self.reference_error and not any(s in UNFINISHED for s in self.statuses)
+        return not self.unusable and not self.reference_error and not any(s in HARNESS for s in self.statuses)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -105,39 +104,39 @@ def check(args: argparse.Namespace) -> int:
                                                                args.rtx_python or [], targets)
     if args.from_bundles:
         root = Path(args.from_bundles)
-        outcomes = [outcome_of(root, b) for b in prepared_ids(root)]
+        checks = [model_check(root, b) for b in prepared_ids(root)]
     else:
         root = Path(args.out)
-        outcomes = prepare(args, models, shapes)
-    usable = [o.bundle for o in outcomes if o.bundle]
-    for o in outcomes:
-        print_outcome(root, o)
+        checks = prepare(args, models, shapes)
+    usable = [o.bundle for o in checks if o.bundle]
+    for o in checks:
+        print_model_check(root, o)
     print_lint(root, usable)
     engines_run = not (args.prepare_only or args.lint_only)
     if engines_run and usable:
         cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source,
                                localize=args.localize)
-        outcomes = [replace(o, cells=tuple(f"{column}: {status}" for column, status in cells.get(o.bundle, ())),
-                            statuses=tuple(status for _, status in cells.get(o.bundle, ()))) for o in outcomes]
-    for o in outcomes:
+        checks = [replace(o, cells=tuple(f"{column}: {status}" for column, status in cells.get(o.bundle, ())),
+                          statuses=tuple(status for _, status in cells.get(o.bundle, ()))) for o in checks]
+    for o in checks:
         if o.unusable and engines_run:
             print("wrote " + ", ".join(str(p) for p in unusable_report(o, Path(args.reports))))
-    return summary(outcomes, ran=engines_run)
+    return summary(checks, ran=engines_run)
 
 
-def print_outcome(root: Path, outcome: Outcome) -> None:
+def print_model_check(root: Path, result: ModelCheck) -> None:
     """What check says about one model before any engine runs: its bundle, or why it cannot be used."""
-    if outcome.unusable:
-        print(f"model {outcome.model}: cannot be checked: {outcome.unusable}")
+    if result.unusable:
+        print(f"model {result.model}: cannot be checked: {result.unusable}")
         return
-    print(f"bundle {outcome.bundle} in {root} (model {outcome.model})")
-    for note in outcome.notes:
+    print(f"bundle {result.bundle} in {root} (model {result.model})")
+    for note in result.notes:
         print(f"  {note}")
     sys.stdout.flush()
 
 
-def outcome_of(root: Path, bundle: str) -> Outcome:
-    """A model's outcome from its bundle's case.json: the notes it carries and its reference error."""
+def model_check(root: Path, bundle: str) -> ModelCheck:
+    """A model's check from its bundle's case.json: the notes it carries and its reference error."""
     from check.shapes import AssumedDim, InputShape, describe
     from matrix.nodes import forms_view, read_meta, shape_notes
 
@@ -160,7 +159,7 @@ def outcome_of(root: Path, bundle: str) -> Outcome:
     if error:
         notes.append(f"numerics not compared: {error}")
     model = (meta.get("source_model") or {}).get("name") or (meta.get("params") or {}).get("model") or bundle
-    return Outcome(model=str(model), bundle=bundle, notes=tuple(notes), reference_error=error)
+    return ModelCheck(model=str(model), bundle=bundle, notes=tuple(notes), reference_error=error)
 
 
 def print_lint(root: Path, ids: Sequence[str]) -> None:
@@ -193,8 +192,8 @@ def lint_only(models: Sequence[str]) -> int:
     return status
 
 
-def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[str, InputShape]) -> List[Outcome]:
-    """One bundle per model, each on its own: a model that cannot be used is an outcome, never the end of the run.
+def prepare(args: argparse.Namespace, models: Sequence[Path], shapes: Mapping[str, InputShape]) -> List[ModelCheck]:
+    """One bundle per model, each on its own: a model that cannot be used is checked alone, never the end of the run.
     A model is sized from its declared shapes before anything is allocated: inputs at the shape they run at (and any one
 tensor computed from them) over --max-input-bytes (2 GiB), or weights over --max-model-bytes (4 GiB), make it unusable,
 its size in the reason; the others go on.
@@ -206,7 +205,7 @@ With several models, a --shape fixes only the dimensions each model leaves open 
     several = len(models) > 1
     check_shapes(models, shapes, several)
     budget = Budget.from_env(args.max_input_bytes, args.max_model_bytes)
-    outcomes: List[Outcome] = []
+    checks: List[ModelCheck] = []
     taken: List[str] = []
     for model in models:
         npz = Path(args.inputs) if args.inputs else beside(model)
@@ -218,17 +217,17 @@ With several models, a --shape fixes only the dimensions each model leaves open 
                                        min_cosine=args.min_cosine, fit_shapes=several, budget=budget)
         except MemoryError as e:  # over what this machine has, though within the budget: this model alone
             said = f": {_first_line(e)}" if str(e) else ""
-            outcomes.append(Outcome(model=str(model), unusable=f"out of memory while preparing it (MemoryError{said}); "
-                                    f"lower {_budget_flags()} to refuse such a model before it allocates"))
+            checks.append(ModelCheck(model=str(model), unusable=f"out of memory while preparing it (MemoryError{said});"
+                                     f" lower {_budget_flags()} to refuse such a model before it allocates"))
             continue
         except CheckError as e:
             said = str(e)
-            outcomes.append(Outcome(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
+            checks.append(ModelCheck(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
                 f"{model}: ") else said))
             continue
         taken.append(bundle.id.split("/", 1)[1])
-        outcomes.append(replace(outcome_of(Path(args.out), bundle.id), model=str(model)))
-    return outcomes
+        checks.append(replace(model_check(Path(args.out), bundle.id), model=str(model)))
+    return checks
 
 
 def _first_line(e: BaseException) -> str:
@@ -343,23 +342,23 @@ def localized(root: Path, bundle: str, cells: Sequence) -> List[Dict]:
 
 
 def _variant(cell) -> str:
-    from cases.engines import variant_label
+    from core.engines import variant_label
 
     return variant_label(cell.variant)
 
 
-def unusable_report(outcome: Outcome, reports: Path) -> List[Path]:
+def unusable_report(result: ModelCheck, reports: Path) -> List[Path]:
     """The report of a model that could not be used: what was given and why, as JSON and Markdown."""
-    from cases.portable import scrub
     from cases.user_model import model_id, model_slug
+    from core.portable import scrub
 
     try:
-        stem = model_id(outcome.model)
+        stem = model_id(result.model)
     except OSError:  # not readable at all: its name alone
-        stem = model_slug(outcome.model)
+        stem = model_slug(result.model)
     reports.mkdir(parents=True, exist_ok=True)
-    name = Path(outcome.model).name
-    reason = scrub(outcome.unusable)  # a model's or --inputs' path as given: never this machine's own
+    name = Path(result.model).name
+    reason = scrub(result.unusable)  # a model's or --inputs' path as result: never this machine's own
     record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "status": "unusable", "reason": reason}
     md = f"# {name}: not checked\n\nThis model could not be used, so no engine ran it:\n\n    {reason}\n"
     paths = [reports / f"{stem}.json", reports / f"{stem}.md"]
@@ -368,12 +367,12 @@ def unusable_report(outcome: Outcome, reports: Path) -> List[Path]:
     return paths
 
 
-def summary(outcomes: Sequence[Outcome], ran: bool = True) -> int:
+def summary(checks: Sequence[ModelCheck], ran: bool = True) -> int:
     """The summary, a line a model, and the exit status it adds up to."""
-    print(f"\nsummary: {len(outcomes)} model{'s' if len(outcomes) != 1 else ''}")
+    print(f"\nsummary: {len(checks)} model{'s' if len(checks) != 1 else ''}")
     status = EXIT_OK
-    for o in outcomes:
-        failed = [s for s in o.statuses if s in FAILING]
+    for o in checks:
+        failed = [s for s in o.statuses if s in FAILED]
         if o.unusable:
             line = f"unusable: {o.unusable}"
         else:

@@ -20,7 +20,6 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 
 import numpy as np
 
-from cases.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 from cases.user_model import CASE, COMPUTE_OPS, ELEMENTWISE_OPS, model_id
 from check import CheckError
 from check import budget as sizes
@@ -29,6 +28,7 @@ from check.budget import Budget
 from check.forms import like_params
 from check.forms import record as quantization_record
 from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
+from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
@@ -69,7 +69,7 @@ def bundle_from_model(
     do not fit). An onnx.checker failure is a warning and a reference that cannot run is recorded
     (case.json `checker_warning`, `reference_error`): the engines still decide. `taken`: bundle slugs already
     used in this run, so that two models never share one. Outputs are judged by the network measure (SQNR and
-    cosine against the reference, cases.numerics); with a float model, the same inputs also run through it,
+    cosine against the reference, core.numerics); with a float model, the same inputs also run through it,
     so a report separates quantization loss from engine fidelity. `fit_shapes` (one of several models): a shape
     fixes only the dimensions this model leaves open (check.shapes.fit), and the bundle says what it kept. `budget`
     (check.budget, default: the environment's or the defaults): a model whose weights, inputs or largest computed

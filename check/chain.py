@@ -16,7 +16,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from cases.cli import ArgumentParser
+from core.cli import ArgumentParser
 
 NODES_PER_BLOCK = 4
 CHANNELS, SIDE = 4, 8  # x [1, 4, 8, 8]

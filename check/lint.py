@@ -25,12 +25,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from cases.cli import ArgumentParser
+from core.cli import ArgumentParser
 from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, OPERATORS_MD
-from cases.outcome import outcome
-from engines.results import read_results
+from core.outcome import outcome
+from core.results import read_results
 from matrix.predict import (  # noqa: F401 (re-exported)
-    BASES, ENGINE, ENGINES, FAILED_WORDS, PREDICTIONS, Comparison, basis_of, compare, covers, node_outcome,
+    ENGINE, ENGINES, FINDING_BASES, PREDICTED_STAGES, PREDICTIONS, Comparison, basis_of, compare, covers,
+    failure_prediction, node_outcome,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,8 +82,8 @@ class Finding:
             raise ValueError(f"prediction {self.predicted!r} is not one of {PREDICTIONS}")
         if not self.basis:
             object.__setattr__(self, "basis", basis_of(self.source))
-        if self.basis not in BASES:
-            raise ValueError(f"basis {self.basis!r} is not one of {BASES}")
+        if self.basis not in FINDING_BASES:
+            raise ValueError(f"basis {self.basis!r} is not one of {FINDING_BASES}")
         from packaging.specifiers import SpecifierSet
 
         SpecifierSet(self.versions)
@@ -705,7 +706,7 @@ def catalogue_range(case_id: str, params: Mapping[str, Any], engine: str = ENGIN
 
 def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
     if outcome == "fail":
-        return FAILED_WORDS.get(stage or "")
+        return failure_prediction(stage or "") or None
     return {"int8": "int8", "not_int8": "float"}.get(outcome)
 
 
@@ -713,7 +714,7 @@ def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
 
 def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
     """Every TensorRT and TensorRT-RTX cell record under reports/observed in its default setting (the cells of option
-    or target sweeps skipped), read by engines.results: a file it refuses gives none, and so does a file that root's
+    or target sweeps skipped), read by core.results: a file it refuses gives none, and so does a file that root's
     MANIFEST.json does not list at the digest it has (matrix.observed: only a listed file is an observation)."""
     if root is None or not Path(root).is_dir():
         return []
@@ -731,7 +732,7 @@ def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
 
 @functools.lru_cache(maxsize=None)
 def _engine_records(path: Path, mtime: int, listed: Optional[str]) -> Tuple[Dict[str, Any], ...]:
-    """The TensorRT-family cells of one results file as records; () where engines.results refuses it or its bytes
+    """The TensorRT-family cells of one results file as records; () where core.results refuses it or its bytes
     are not the sha256 the manifest lists (None: not listed). Read once per file version: the lint runs per model."""
     from matrix.observed import sha256
 
@@ -752,8 +753,8 @@ def _shown(path: Path) -> str:
 def observed_outcome(cell: Mapping[str, Any], target: str = "") -> Optional[str]:
     """What a cell shows, in prediction words (for one target node where named); None where it cannot say."""
     said = outcome(cell)
-    if said.status == "fail" and said.failed_stage in FAILED_WORDS:
-        return FAILED_WORDS[said.failed_stage]
+    if said.status == "fail" and said.failed_stage in PREDICTED_STAGES:
+        return failure_prediction(said.failed_stage)
     if said.worked and target:  # built: TensorRT-RTX built it where it cannot run; the listing says
         precision = (cell.get("precision") or {}).get(target, {}).get("precision")
         return precision if precision in ("int8", "float") else None
@@ -890,7 +891,7 @@ def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
 
 
 def engine_cells(paths: Sequence[Path]) -> Dict[str, List[Dict[str, Any]]]:
-    """The TensorRT and TensorRT-RTX cells in results files, by bundle id: each file read once, by engines.results;
+    """The TensorRT and TensorRT-RTX cells in results files, by bundle id: each file read once, by core.results;
     LintInputError for a file that is missing or that it refuses."""
     cells: Dict[str, List[Dict[str, Any]]] = {}
     for path in paths:

@@ -22,10 +22,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from cases.cell import Cell
-from cases.engines import CPU_ENGINES
-from cases.engines import ENGINES as SPECS
-from cases.numerics import output_stats
+from core.cell import Cell
+from core.engines import CPU_ENGINES
+from core.engines import ENGINES as SPECS
+from core.numerics import output_stats
 from generators.bundle import Bundle
 
 ENGINES = CPU_ENGINES

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from cases.cli import ArgumentParser
+from core.cli import ArgumentParser
 
 IR_VERSION = 8
 CALIBRATION_SAMPLES = 8

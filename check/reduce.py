@@ -6,11 +6,11 @@ Constant with the nodes it feeds. Two binary searches over the units (the shorte
 the shortest failing suffix of it) cost about 2*log2(units) oracle runs for one failing node. Each
 candidate is cut out with onnx.utils.Extractor; its inputs are the boundary tensors.
 
-The oracle is a function (candidate model path) -> signature, "" when the candidate is healthy:
-    engine_oracle   runs the engine adapter (engines.get_engine(...).run) on a bundle of the candidate
-    ort_session_oracle   an ONNX Runtime session alone (for models ONNX Runtime itself refuses)
-Signatures: a catalogue signature name or the failed stage and the error's first line ("parse fails: ..."),
-"float:<node>" (the node lost INT8), "drift" (outputs beyond tolerance), or a regex given with --signature.
+The oracle is a function (candidate model path) -> signature, "" when the candidate is healthy; engine_oracle runs the
+engine adapter (engines.get_engine(...).run) on a bundle of the candidate. Signatures: the failed stage in
+core.words's words and a catalogue signature name or the error's first line, its numbers masked ("parse fails: ...",
+"load fails: ..."), "float:<node>" (the node lost INT8), "drift" (outputs beyond tolerance), or a regex given with
+--signature.
 
     python -m check.reduce model.onnx --engine E [--trt-python PY] [--signature SIG] [--node NODE] --out DIR
 """
@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from cases.cli import ArgumentParser
-from cases.outcome import FAILED_STAGE
+from core.cli import ArgumentParser
+from core.outcome import FAILED_STAGE
+from core.words import fails_at, mask_numbers
 
 Oracle = Callable[[Path], str]
-# The stage that failed (cases.outcome), in a reduction's words.
-FAILED_WORDS = {"load": "parse fails", "build": "build fails", "run": "run fails", "compare": "drift"}
+DRIFT = "drift"  # the signature of outputs beyond tolerance
 
 
 @dataclass(frozen=True)
@@ -224,8 +224,9 @@ def _same(got: str, want: str) -> bool:
 
 # ---- oracles ----
 
-def observation_signature(obs: Any, node: Optional[str] = None, bundle: Any = None) -> str:
-    """An engine observation in signature words (catalogue signature, failed stage, lost INT8, drift); "" if healthy."""
+def observation_signature(obs: Any, engine: str, node: Optional[str] = None, bundle: Any = None) -> str:
+    """An engine's observation in signature words (failed stage and catalogue signature or error, lost INT8, drift);
+    "" if healthy."""
     if obs.crashed:
         return f"crashed: {obs.crashed.splitlines()[0] if obs.crashed else ''}"
     if obs.error:
@@ -233,8 +234,8 @@ def observation_signature(obs: Any, node: Optional[str] = None, bundle: Any = No
 
         text = "\n".join([obs.error, obs.log])
         named = [s.name for s in catalogue_signatures() if s.kind == "error" and s.search(text)]
-        first = re.sub(r"\d+", "N", _first_line(obs.error))
-        return f"{FAILED_WORDS.get(FAILED_STAGE.get(obs.stage, ''), 'fails')}: {named[0] if named else first}"
+        first = mask_numbers(_first_line(obs.error))
+        return f"{fails_at(FAILED_STAGE[obs.stage], engine)}: {named[0] if named else first}"
     if node is not None:
         precision = obs.precision.get(node, {}).get("precision", "unknown")
         return f"float:{node}" if precision == "float" else ""
@@ -244,7 +245,7 @@ def observation_signature(obs: Any, node: Optional[str] = None, bundle: Any = No
         from engines.cells import compare
 
         _, mismatch, _ = compare(bundle, obs.outputs)
-        return "drift" if mismatch else ""
+        return DRIFT if mismatch else ""
     return ""
 
 
@@ -263,45 +264,11 @@ def engine_oracle(engine: str, bundles: Path, node: Optional[str] = None, seed: 
         bundle = bundle_from_model(path, bundles, seed=seed, name="candidate")  # one folder, not one per candidate
         if node is not None and node not in (bundle.meta.get("target_nodes") or []):
             return ""
-        return observation_signature(adapter.run(bundle), node, bundle)
+        return observation_signature(adapter.run(bundle), engine, node, bundle)
 
     oracle.adapter = adapter  # type: ignore[attr-defined]
     oracle.info = info  # type: ignore[attr-defined]
     return oracle
-
-
-def ort_session_oracle(path: Path) -> str:
-    """ONNX Runtime alone (CPU, default optimizations): the first error line of session creation or run, or ""."""
-    import numpy as np
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as e:  # ORT raises its own Fail/NotImplemented types
-        return "parse fails: " + re.sub(r"\d+", "N", _ort_message(e))
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for i in session.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in i.shape]
-        dtype = np.dtype(_ORT_TYPES.get(i.type, "float32"))
-        feeds[i.name] = (rng.integers(0, 8, shape) if dtype.kind in "iu" else rng.standard_normal(shape)).astype(dtype)
-    try:
-        session.run(None, feeds)
-    except Exception as e:
-        return "run fails: " + re.sub(r"\d+", "N", _ort_message(e))
-    return ""
-
-
-_ORT_TYPES = {"tensor(float)": "float32", "tensor(uint8)": "uint8", "tensor(int8)": "int8", "tensor(int32)": "int32",
-              "tensor(int64)": "int64", "tensor(float16)": "float16"}
-
-
-def _ort_message(e: Exception) -> str:
-    text = re.sub(r"(?<=\s)(?:[A-Za-z]:)?[/\\]\S+", "<path>", _first_line(str(e)))  # the candidate's file name
-    # ORT prefixes the node name ("... for ConvInteger(10) node with name 'n'"): keep the op, drop the name.
-    return re.sub(r" with name '[^']*'", "", text)
 
 
 def _first_line(text: str) -> str:

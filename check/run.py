@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import List, Sequence
 
-from cases.engines import CPU_ENGINES, ENGINES as ENGINE_SPECS, NAMES, RTX_TARGETS
-from cases.portable import portable_command
+from core.engines import CPU_ENGINES, ENGINES as ENGINE_SPECS, NAMES, RTX_BUILD_TARGETS
+from core.portable import portable_command
 from check import CheckError
 from engines.plan import Column
 
@@ -44,9 +44,9 @@ def plan(engines: Sequence[str], trt_pythons: Sequence[str], rtx_pythons: Sequen
     unknown = [e for e in engines if e not in ENGINES]
     if unknown:
         raise CheckError(f"unknown engine {unknown[0]!r}; known engines: {', '.join(ENGINES)}")
-    bad = [t for t in targets if t not in RTX_TARGETS]
+    bad = [t for t in targets if t not in RTX_BUILD_TARGETS]
     if bad:
-        raise CheckError(f"--target {bad[0]}: not a TensorRT-RTX target; targets: {', '.join(RTX_TARGETS)}")
+        raise CheckError(f"--target {bad[0]}: not a TensorRT-RTX target; targets: {', '.join(RTX_BUILD_TARGETS)}")
     named = list(dict.fromkeys(engines))
     rtx_here = bool(rtx_pythons) or installed(ENGINE_SPECS["tensorrt-rtx"].module)
     wanted = named or ([e for e in CPU_ENGINES if installed(e)] + (["tensorrt-rtx"] if rtx_here else [])

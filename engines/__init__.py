@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from cases.engines import ENGINES
+from core.engines import ENGINES
 
 ADAPTERS = {name: spec.adapter for name, spec in ENGINES.items()}
 _INTERFACE = ("Engine", "EngineInfo", "Observation")

@@ -27,7 +27,7 @@ class EngineInfo:
     reason: str = ""
     hardware_detail: Dict[str, str] = field(default_factory=dict)
     versions: Dict[str, str] = field(default_factory=dict)
-    variant: Dict[str, str] = field(default_factory=dict)  # column options off their defaults (cases.engines)
+    variant: Dict[str, str] = field(default_factory=dict)  # column options off their defaults (core.engines)
     capabilities: Dict[str, Any] = field(default_factory=dict)  # what the engine's module offers (TensorRT family)
     installation: str = ""  # engines.environment.installation() of its module when probed; never written to a file
     origin: str = ""  # the module's file where another interpreter imports it (TensorRT family); never written either

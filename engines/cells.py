@@ -8,12 +8,12 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from cases import numerics
 from cases.base import Case
-from cases.cell import Cell
 from cases.common import ENVIRONMENT_SIGNATURES
-from cases.portable import scrub
 from cases.verdict import cell_context, expectation_record, judge, match_signatures
+from core import numerics
+from core.cell import Cell
+from core.portable import scrub
 from engines.base import Engine, EngineInfo, Observation
 from engines.reasons import error_line, failure_evidence
 from generators.bundle import Bundle
@@ -29,13 +29,13 @@ def error_steps(got: np.ndarray, expected: np.ndarray, step: Optional[float]) ->
 
 
 def measure(meta: Mapping[str, Any]) -> Dict[str, Any]:
-    """How a bundle's outputs are judged (cases.numerics.measure, from its case.json)."""
+    """How a bundle's outputs are judged (core.numerics.measure, from its case.json)."""
     return numerics.measure(meta)
 
 
 def judge_outputs(bundle: Bundle, outputs: Mapping[str, Any],
                   expected: Optional[Dict[str, np.ndarray]] = None) -> numerics.Comparison:
-    """An engine's outputs against the bundle's reference, by cases.numerics (the judge a bug bundle's repro.py
+    """An engine's outputs against the bundle's reference, by core.numerics (the judge a bug bundle's repro.py
     carries): the bundle's measure, its floors, and its float outputs where it has them. `expected`: the bundle's
     reference outputs where the caller has read them already."""
     if not_compared(bundle):
@@ -195,7 +195,7 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
 
 def environment_broken(info: EngineInfo) -> str:
     """Why the engine this run probed is no longer the one installed, or ""."""
-    from cases.engines import ENGINES
+    from core.engines import ENGINES
     from engines.environment import broken
 
     return broken(ENGINES[info.name].module, info.installation, info.origin) if info.name in ENGINES else ""

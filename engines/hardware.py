@@ -1,4 +1,5 @@
-"""The CPU a CPU engine runs on, as a short matrix label plus details; and stderr capture for engine logs."""
+"""What a CPU engine's cells record beside its hardware (core.isa's label): the Python packages' versions, the
+engine's log from stderr, and the probe answer of an engine that is not installed."""
 
 from __future__ import annotations
 
@@ -8,53 +9,10 @@ import platform
 import re
 import sys
 import tempfile
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Dict, Iterator, List
 
-from cases.isa import ISA_LEVELS, VNNI_LEVELS, Isa, cpuid_features, cpuinfo_field, isa, read_cpuinfo  # noqa: F401
+from core.isa import cpu_label
 from engines.base import EngineInfo
-
-# ISA extensions that decide which INT8 kernels a CPU engine can pick (recorded as they are in /proc/cpuinfo).
-INT8_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "avx512_bf16")
-
-
-def cpu_model(cpuinfo: str = "") -> str:
-    """The CPU model name: /proc/cpuinfo's "model name", else what platform knows."""
-    cpuinfo = cpuinfo or read_cpuinfo()
-    name = cpuinfo_field(cpuinfo, "model name") or cpuinfo_field(cpuinfo, "Model") or platform.processor()
-    return " ".join(name.split()) or platform.machine() or "unknown"
-
-
-def cpu_flags(cpuinfo: str = "") -> List[str]:
-    """The INT8-relevant ISA flags /proc/cpuinfo reports (empty where it is absent)."""
-    flags = set(cpuinfo_field(cpuinfo or read_cpuinfo(), "flags").split())
-    return [f for f in INT8_FLAGS if f in flags]
-
-
-def cpu_label(cpuinfo: str = "", cpuid: Optional[Mapping[str, bool]] = None,
-              environ: Optional[Mapping[str, str]] = None, onednn: bool = False) -> Tuple[str, Dict[str, str]]:
-    """("cpu: <model> (<INT8 level>)", details) for the matrix column; cheap, imports no engine.
-
-    The level is part of the label: cells from an AVX2 and a VNNI machine are different columns,
-    and a cell of one is never reused for the other.
-    """
-    cpuinfo = cpuinfo or read_cpuinfo()
-    model = cpu_model(cpuinfo)
-    found = isa(cpuinfo, cpuid, environ, onednn)
-    detail = {
-        "cpu": model,
-        "machine": platform.machine(),
-        "cores": str(os.cpu_count() or ""),
-        "isa": " ".join(cpu_flags(cpuinfo)),
-        "isa_level": found.level,
-        "isa_features": " ".join(found.features),
-        "os": f"{platform.system()} {platform.release()}",
-    }
-    if found.emulated:
-        detail["isa_note"] = ("cpuid and /proc/cpuinfo disagree (user-mode emulation such as QEMU): the level is "
-                              "cpuid's, which is what the engine sees; the model name is the host's")
-    if found.cap:
-        detail["isa_cap"] = found.cap
-    return f"cpu: {model} ({found.label})", detail
 
 
 def python_versions() -> Dict[str, str]:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from cases import get_case
-from cases.cli import ArgumentParser
-from cases.engines import ENGINES, spec
-from cases.portable import portable_command
+from core.cli import ArgumentParser
+from core.engines import ENGINES, spec
+from core.portable import portable_command
 from engines import get_engine
 from engines.base import EngineInfo
 from engines.cells import not_run_cell

@@ -1,4 +1,4 @@
-"""The pinned engine versions, from the engine descriptors (cases/engines.py), for the noxfile and the GPU tools.
+"""The pinned engine versions, from the engine descriptors (core/engines.py), for the noxfile and the GPU tools.
 
     python -m engines.pins                       # every group: session, versions, python, index, requirements
     python -m engines.pins trt                   # one group's versions, one a line (tools/gpu-payload, gpu-round.sh)
@@ -15,8 +15,8 @@ import json
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from cases.engines import PinGroup, engine_of, pin_groups
-from cases.cli import ArgumentParser
+from core.engines import PinGroup, engine_of, pin_groups
+from core.cli import ArgumentParser
 
 FIELDS = ("cuda", "python", "index", "requirements")
 

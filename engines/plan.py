@@ -26,7 +26,7 @@ COLUMN_MARK = "|"  # between a column's label and a bundle id in a test id, for 
 class Column:
     """One column of a run: an engine version with its options over some bundles, written to one results file."""
 
-    engine: str  # a name in cases.engines, or module:Class
+    engine: str  # a name in core.engines, or module:Class
     options: Dict[str, str] = field(default_factory=dict)  # every option of the engine's descriptor, resolved
     version: str = ""  # --engine-version: the version it must be
     python: str = ""  # the interpreter its TensorRT-family worker runs under, or that has its in-process engine

@@ -47,9 +47,9 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 import pytest
 
 from cases import get_case
-from cases.cell import SOURCES, Cell
-from cases.engines import ENGINES, spec
-from cases.portable import portable_command
+from core.cell import SOURCES, Cell
+from core.engines import ENGINES, spec
+from core.portable import portable_command
 from cases.verdict import HARNESS_ERROR, rejudge
 from engines.base import EngineInfo
 from engines.environment import identity, installation
@@ -249,7 +249,7 @@ def _open_column(config: pytest.Config, column: Column) -> Tuple[ColumnRun, Resu
 
 def engine_label(info: EngineInfo) -> str:
     """"TensorRT-RTX 1.7.1.116 (target=SM86)": the engine version a heartbeat line names."""
-    from cases.engines import variant_label
+    from core.engines import variant_label
 
     title = ENGINES[info.name].title if info.name in ENGINES else info.name
     return f"{title} {info.version}" + (f" ({variant_label(info.variant)})" if info.variant else "")

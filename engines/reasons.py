@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence, Tuple
 
+from core.words import FAILED, WORKED, mask_numbers
+
 # The TensorRT ONNX parser names the node it refused: "Invalid Node - <name>" in its description, or, where the
 # parser error has node fields, the worker's "[node <name> (<op>), <function>]" suffix (engines/tensorrt/build.py).
 _INVALID_NODE = re.compile(r"Invalid Node - (\S+)")
@@ -62,7 +64,6 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _ANY_SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|c|h|hpp|py)):\d+")
 _PATH = re.compile(r"[^\s'\"()\[\]]*[\\/][^\s'\"()\[\]]*[\\/]")  # two separators or more: a folder
 _ARCH = re.compile(r"\b(sm|SM|compute)_?\d+\b")  # a target's compute capability: what a cause spans, not splits it
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")  # a number on its own, not a part of a name
 REASON_LIMIT = 300
 
 
@@ -88,11 +89,7 @@ def symptom(text: str) -> str:
     text = _HEX.sub("0x…", text)
     text = _PATH.sub("…/", text)
     text = _ARCH.sub(r"\1N", text)
-    return " ".join(_NUMBER.sub("N", text).split())
-
-
-FAILED = ("fail", "crashed")  # a failure's symptom is its error; a cell that did not run, its reason
-WORKED = ("pass", "built")  # nothing failed: no symptom
+    return " ".join(mask_numbers(text).split())
 
 
 def symptom_of(status: str, error: str, reason: str, parser_errors: Sequence[Mapping[str, Any]] = ()) -> str:

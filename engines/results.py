@@ -1,16 +1,10 @@
-"""Results files: one JSON object per line, appended under an OS lock, resumable; no pytest here.
+"""Results files written: one JSON object per line, appended under an OS lock, resumable; no pytest here.
 
-A results file starts with a session header (schema qdq-matrix/session/1) and holds one cell per
+A results file starts with a session header (schema qdq-matrix/session/2) and holds one cell per
 line. Whoever writes it (the pytest controller, or `engines.idle` for columns that cannot run here)
 holds an exclusive fcntl lock for the whole run; a killed writer's cut-off last line is dropped before
-anything is appended. A stored cell stands for a new run of it when its reuse key matches.
-
-This module is the one reader of results files too (`read_results`): the merge, the lint, rederive, the resume
-and the tools read through it, under one tolerance policy, cases/schema.py's: every complete line must be a
-session header or a cell that its JSON Schema and the Cell record accept, or the whole file is refused; a
-cut-off last line (a killed writer's) is dropped and refuses nothing. A cell whose engine, version or hardware is
-not what the session header above it says ran is refused by its line (`ResultsFile.foreign`): no reader gets it,
-the file's other cells stand. Reading imports no engine and not numpy.
+anything is appended. A stored cell stands for a new run of it when its reuse key matches. Files are read by
+core/results.py, the one reader, under core/schema.py's policy.
 
 A run replaces what it runs again: when it closes, the file keeps one cell per bundle and column, the last (written
 to a new file, then renamed over it), so `--fresh`, a re-run and a killed run's copies leave one cell per bundle.
@@ -19,22 +13,20 @@ A folder that cannot be written is `ResultsUnwritable`, one line naming the fold
 
 from __future__ import annotations
 
-import errno
 import fcntl
-import gzip
 import hashlib
 import json
 import os
 import platform
-import re
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import IO, TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
-from cases.cell import SESSION_FAMILY, SESSION_SCHEMA, Cell
-from cases.portable import portable_path
+from core.cell import SESSION_FAMILY, SESSION_SCHEMA, Cell
+from core.results import disk_error, read_results
+from core.words import LABELS, file_name
 
 if TYPE_CHECKING:
     from engines.base import EngineInfo
@@ -44,96 +36,6 @@ REUSABLE = ("pass", "fail", "built")  # observations; engines.reuse says which o
 
 Items = Tuple[Tuple[str, str], ...]
 ReuseKey = Tuple[str, str, str, str, str, Items, Items]
-
-
-@dataclass(frozen=True)
-class StoredCell:
-    """One cell of a results file: its line number and the session header it was written under ({} for none)."""
-
-    line: int
-    cell: Cell
-    header: Dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ResultsFile:
-    """A results file as read: its bytes, session headers and cells, and what (if anything) refuses it."""
-
-    path: Path
-    data: bytes = b""
-    headers: Tuple[Dict[str, Any], ...] = ()
-    cells: Tuple[StoredCell, ...] = ()
-    bad: Tuple[Tuple[int, str], ...] = ()  # (line, why): any one refuses the whole file
-    cut_off: Optional[Tuple[int, str]] = None  # a last line without its newline: dropped, refuses nothing
-    unreadable: str = ""  # why the file could not be read at all
-    foreign: Tuple[Tuple[int, str], ...] = ()  # (line, why): cells unlike their session header, refused one by one
-
-    @property
-    def refused(self) -> bool:
-        return bool(self.bad or self.unreadable)
-
-    @property
-    def why_refused(self) -> str:
-        """"line 3: not JSON (...)" for the first line that refuses the file, "" for a file that stands."""
-        if self.unreadable:
-            return self.unreadable
-        return f"line {self.bad[0][0]}: {self.bad[0][1]}" if self.bad else ""
-
-
-def read_results(path: Union[str, Path], upto: Optional[int] = None) -> ResultsFile:
-    """Every line of one results file (.jsonl, or .jsonl.gz), or its first `upto` bytes, checked against its JSON
-    Schema and read into cells; cases.schema.SchemaUnavailable where jsonschema is not installed. The part of a file
-    an earlier check found clean is not validated again while its bytes and the schemas are unchanged."""
-    from cases.schema import check_file
-
-    path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read() if upto is None else f.read(upto)
-        text = (gzip.decompress(data) if path.name.endswith(".gz") else data).decode("utf-8")
-    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as e:
-        return ResultsFile(path, unreadable=f"cannot read: {e}")
-    checked = check_file(path, text)
-    bad: List[Tuple[int, str]] = list(checked.bad)
-    headers: List[Dict[str, Any]] = []
-    cells: List[StoredCell] = []
-    foreign: List[Tuple[int, str]] = []
-    header_line = 0
-    for number, record in checked.records:
-        if record["schema"] == SESSION_SCHEMA:
-            headers.append(record)
-            header_line = number
-            continue
-        try:
-            cell = Cell.from_dict(record)
-        except (ValueError, TypeError) as e:
-            bad.append((number, str(e)))
-            continue
-        header = headers[-1] if headers else {}
-        unlike = unlike_header(cell, header, header_line)
-        if unlike:
-            foreign.append((number, unlike))
-        else:
-            cells.append(StoredCell(number, cell, header))
-    return ResultsFile(path, data, tuple(headers), tuple(cells), tuple(sorted(bad)), checked.cut_off,
-                       foreign=tuple(foreign))
-
-
-HEADER_FIELDS = ("engine", "engine_version", "hardware")  # what a session header says ran, and every cell under it
-
-
-def unlike_header(cell: Cell, header: Dict[str, Any], header_line: int) -> str:
-    """Why a cell cannot be one of the session it sits in: its engine, version or hardware is not the header's
-    ("" where they agree, or where the file has no header to say)."""
-    if not header:
-        return ""
-    differ = [k for k in HEADER_FIELDS if k in header and str(header[k]) != str(getattr(cell, k))]
-    if not differ:
-        return ""
-    said = ", ".join(f"{k} {getattr(cell, k)!r}" for k in differ)
-    told = ", ".join(f"{k} {header[k]!r}" for k in differ)
-    return (f"a cell of {said}, but the session header on line {header_line} says {told}: a cell is refused unless "
-            "it is what its run's header says ran (remove the line, or run the column again with --fresh)")
 
 
 def items(mapping: Optional[Mapping[str, Any]]) -> Items:
@@ -157,7 +59,7 @@ def stored_cells(path: Path, upto: Optional[int] = None) -> Dict[ReuseKey, Cell]
     """The cells in a results file (or its first `upto` bytes) by reuse key, the last of each key winning
     (engines.reuse decides which of them stand); none from a file its schema refuses (the writer sets such a file
     aside before a run resumes it), or that cannot be read or checked."""
-    from cases.schema import SchemaUnavailable
+    from core.schema import SchemaUnavailable
 
     try:
         found = read_results(path, upto)
@@ -171,7 +73,7 @@ def stored_cells(path: Path, upto: Optional[int] = None) -> Dict[ReuseKey, Cell]
 def with_symptom(cell: Cell) -> Cell:
     """The cell with its symptom field (engines.reasons.symptom_of), found from its texts as a report shows them
     (machine paths made portable), whichever code made the cell."""
-    from cases.portable import scrub
+    from core.portable import scrub
     from engines.reasons import symptom_of
 
     found = symptom_of(cell.status, scrub(cell.error), scrub(cell.reason), cell.parser_errors)
@@ -187,7 +89,7 @@ def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
 def default_path(info: EngineInfo, folder: Optional[Path] = None) -> Path:
     """results/<engine>-<version>-<hardware and variant>.jsonl: an INT8 level and a variant get files of their own."""
     setting = info.hardware + "".join(f" {k} {v}" for k, v in sorted(info.variant.items()))
-    hw = re.sub(r"[^A-Za-z0-9.]+", "-", setting).strip("-").lower() or "unknown"
+    hw = file_name(setting, LABELS)
     return (folder or REPO / "results") / f"{info.name}-{info.version}-{hw}.jsonl"
 
 
@@ -206,13 +108,6 @@ class ResultsUnwritable(Exception):
     def __init__(self, folder: Path, error: OSError) -> None:
         self.folder, self.error = Path(folder), error
         super().__init__(disk_error(self.folder, error))
-
-
-def disk_error(folder: Path, error: OSError) -> str:
-    """"cannot write in results/: EROFS (Read-only file system)": a folder and what the OS said, in one line."""
-    code = errno.errorcode.get(error.errno or 0, f"errno {error.errno}")
-    where = portable_path(os.path.abspath(folder))
-    return f"cannot write in {where}/: {code} ({error.strerror or error})"
 
 
 def check_writable(folder: Path) -> None:
@@ -353,9 +248,9 @@ class ResultsWriter:
                                     f"{SESSION_SCHEMA} header); refusing to append to it: name another --results")
 
     def _set_aside_if_refused(self) -> str:
-        """A file the merge would refuse (a line that is not JSON or breaks cases/cell.schema.json) is never resumed:
+        """A file the merge would refuse (a line that is not JSON or breaks core/cell.schema.json) is never resumed:
         its bytes are moved to <name>.refused-<time> and the run starts the file again; returns why, or ""."""
-        from cases.schema import SchemaUnavailable, file_problems
+        from core.schema import SchemaUnavailable, file_problems
 
         data = self.path.read_bytes()
         self._clean = False
@@ -406,7 +301,7 @@ class ResultsWriter:
                 pass
             raise ResultsUnwritable(self.path.parent, e) from None
         if self._clean:
-            from cases.schema import problems
+            from core.schema import problems
 
             self._clean = not problems(json.loads(line))
 
@@ -427,7 +322,7 @@ class ResultsWriter:
         except OSError:
             replaced = None
         if self._clean:  # while the lock still holds: the next run (and engines.run) need not check it again
-            from cases.schema import remember_checked
+            from core.schema import remember_checked
 
             text = replaced if replaced is not None else self.path.read_bytes()
             remember_checked(self.path, text.decode("utf-8", errors="replace"))

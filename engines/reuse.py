@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from cases.base import Case
-from cases.cell import Cell
 from cases.verdict import rejudge
+from core.cell import Cell
 from engines.base import SELF_RAISED
 from engines.cells import judged_alike
 from engines.environment import BROKEN

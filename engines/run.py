@@ -12,7 +12,7 @@ with nothing left says "N reused" and starts nothing. The columns with work run 
 runner (engines/runner.py, executed by pytest with --cells-plan), so the xdist workers start once; pytest only drives
 (one writer per results file, a crash costs one cell, timeouts). The flags name one column; `--column` names one
 more each time, as a JSON object of its fields: engine, version, python (a TensorRT-family interpreter, or one that
-has an in-process engine's version), results (a file), options (the engine's own options by name, cases.engines),
+has an in-process engine's version), results (a file), options (the engine's own options by name, core.engines),
 only_cases (case ids) and plugins_only; a field it leaves out comes from the flags. `--version V[=PYTHON]` repeats
 every column for each version.
 
@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from cases import get_case
-from cases.cell import Cell
-from cases.cli import ArgumentParser
-from cases.engines import ENGINES, spec, variant_label
-from cases.portable import portable_command
+from core.cell import Cell
+from core.cli import ArgumentParser
+from core.engines import ENGINES, spec, variant_label
+from core.portable import portable_command
 from engines.base import EngineInfo
 from engines.plan import PROGRESS_PREFIX, Column, pytest_command, summary_path, write_plan
 from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases, bundle_id, get_case
-from cases.cli import ArgumentParser
+from core.cli import ArgumentParser
 from generators import write
 from generators.bundle import bundles_root
 

@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
 
-from cases import numerics
+from core import numerics
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / ".bundles"
 FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
@@ -71,7 +71,7 @@ class Bundle:
             return {k: f[k] for k in f.files}
 
     def output_step(self, name: str) -> Optional[float]:
-        """The quantization step case.json gives an output, as the judge reads it (cases.numerics.output_step)."""
+        """The quantization step case.json gives an output, as the judge reads it (core.numerics.output_step)."""
         return numerics.output_step(self.meta, name)
 
     def target_ops(self) -> Dict[str, str]:

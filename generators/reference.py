@@ -20,8 +20,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from cases.common import ORT_12088
-from cases.engines import ENGINES
-from cases.numerics import error_steps
+from core.engines import ENGINES
+from core.numerics import error_steps
 from generators.onnx_util import dequantize
 from generators.reproducer import Reproducer
 
@@ -85,7 +85,7 @@ def _onnxruntime_check(
 ) -> Dict[str, Any]:
     """ORT with optimizations off against the reference, on this CPU's INT8 level (recorded: it decides the
     integer kernels). A disagreement stays one; without VNNI, ORT's documented fix is tried and recorded too."""
-    from cases.isa import isa
+    from core.isa import isa
 
     try:
         import onnxruntime as ort

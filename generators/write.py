@@ -171,7 +171,7 @@ def _cached(target: Path, key: str) -> bool:
 
 def render(case: Case, params: Mapping[str, Any]) -> Dict[str, Any]:
     """Build one variant and everything its bundle holds: model bytes, arrays and case.json."""
-    from cases.numerics import comparison_step
+    from core.numerics import comparison_step
     from generators.reference import cross_check, expected_outputs
 
     params = dict(params)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from cases.cli import ArgumentParser
+from core.cli import ArgumentParser
 from matrix.merge import MergeResult, catalogue_bundles, load_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,7 +58,7 @@ def report(args: argparse.Namespace) -> int:
         return _unwritable("report", Path(args.out), e)
     from matrix.causes import root_causes
 
-    from matrix.words import many
+    from core.words import many
 
     unexpected = sum(s["unexpected"] for s in _summary(result))
     causes = f" from {many(len(root_causes(result.cells)), 'root cause')}" if unexpected else ""
@@ -94,7 +94,7 @@ EXIT_UNWRITABLE = 3  # an output folder that cannot be written (read-only, full)
 
 def _unwritable(command: str, folder: Path, error: OSError) -> int:
     """One line naming the folder and the errno, and the exit status that says so."""
-    from engines.results import disk_error
+    from core.results import disk_error
 
     print(f"matrix {command}: {disk_error(folder, error)}", file=sys.stderr)
     return EXIT_UNWRITABLE
@@ -177,7 +177,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
     the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
     from matrix.bugbundle import earlier, make_all, model_cells, select, wanted
-    from matrix.words import many
+    from core.words import many
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):

@@ -6,7 +6,7 @@
         repro.py                                       matrix/repro.py, unchanged: Python 3.9+, numpy and the engine
         cell.json                                      what repro.py reads: the recorded cell, as data
         suite/                                         the suite's own files repro.py runs, unchanged: numerics.py
-                                                       (the judge of outputs, cases/numerics.py) and tensorrt/ (the
+                                                       (the judge of outputs, core/numerics.py) and tensorrt/ (the
                                                        worker) or stages.py
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from cases.cell import Cell
-from cases.engines import ENGINES, REPRO_ALWAYS, variant_label
-from cases.engines import title as engine_title
-from cases.numerics import float_source
-from cases.outcome import FAILED, FAILED_STAGE, outcome
-from cases.portable import portable_path
 from cases.verdict import UNEXPECTED, signature_words
+from core.cell import Cell
+from core.engines import ENGINES, REPRO_ALWAYS, variant_label
+from core.engines import title as engine_title
+from core.numerics import float_source
+from core.outcome import FAILED_STAGE, outcome
+from core.portable import portable_path
+from core.words import FAILED, file_name
 from matrix.cellfiles import safe_name
 from matrix.merge import Column, column_key, version_key
 from matrix.nodes import network_words
@@ -100,7 +101,7 @@ def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardwa
 
 
 def failed_stage(cell: Cell) -> str:
-    """The stage that failed ("" where none did): cases.outcome's."""
+    """The stage that failed ("" where none did): core.outcome's."""
     return outcome(cell).failed_stage
 
 
@@ -118,7 +119,7 @@ def column_folder(cell: Cell) -> str:
 
 def folder_name(text: str) -> str:
     """One folder name from text out of a results file: no separator, no "..", never absolute."""
-    return re.sub(r"[^A-Za-z0-9._=+,-]+", "_", text).strip(".") or "_"
+    return file_name(text)
 
 
 def source_bundle(cell: Cell, root: Path) -> Path:
@@ -437,7 +438,7 @@ def tensorrt_only(cell: Cell) -> bool:
 
 
 def workspace_mb(cell: Cell, trt: Dict[str, Any]) -> int:
-    """The builder's workspace pool: the bundle's, else the engine's setting (cases.engines); 0 for an engine with
+    """The builder's workspace pool: the bundle's, else the engine's setting (core.engines); 0 for an engine with
     no such pool."""
     spec = ENGINES.get(cell.engine)
     return int(trt.get("workspace_mb") or (spec.settings.get("workspace_mb", 0) if spec else 0))

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
 
-from cases.cell import Cell
-from cases.engines import title, variant_label
 from cases.verdict import UNEXPECTED, basis_word, signature_words
+from core.cell import Cell
+from core.engines import title, variant_label
+from core.words import WORKED, clip, first_line, say_list
 from matrix.merge import version_key
-from matrix.targets import outcome
-from matrix.words import clip, first_line, say_list
+from matrix.targets import target_words
 
-WORKED = ("pass", "built")  # a built TensorRT-RTX plan is a success here: nothing failed
 LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
 def cause_key(cell: Cell) -> Tuple[str, str, str]:
     """(engine, what the cell did, symptom): the cells with one key share one root cause."""
     if cell.status in ("fail", "crashed") and cell.signature:
-        return cell.engine, outcome(cell), "sig: " + cell.signature
+        return cell.engine, target_words(cell), "sig: " + cell.signature
     if cell.status not in WORKED:  # a failure, a crash, or not run, skipped or not applicable: its symptom
-        return cell.engine, outcome(cell), cell.symptom
+        return cell.engine, target_words(cell), cell.symptom
     expected = cell.expectation.get("signature") or cell.expectation.get("outcome", "")
     return cell.engine, "works", f"{basis_word(cell.expectation)}: {expected}" if expected else ""
 

@@ -9,24 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Dict, List
 
-from cases.cell import Cell
+from core.cell import Cell
+from core.words import COLUMNS, file_name
 from matrix.merge import Column, MergeResult, column_key
 
 FOLDER = "cells"
 DETAILS = f"{FOLDER}/details.js"  # the HTML page's per-cell details: qdqDetails({...}), read by a <script> on demand
 GRID_MD = f"{FOLDER}/grid.md"  # the grid in Markdown, too wide for a job summary
-_UNSAFE = re.compile(r"[^A-Za-z0-9.=+-]+")
 
 
 def safe_name(text: str, limit: int = 80) -> str:
     """A file name from any text: letters, digits and . = + - kept, the rest "_", a hash of the text appended so
     that two texts never share a name."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{_UNSAFE.sub('_', text).strip('._')[:limit]}_{digest}"
+    return f"{file_name(text, COLUMNS)[:limit]}_{digest}"
 
 
 def column_file(column: Column) -> str:
@@ -48,11 +47,6 @@ def write_columns(result: MergeResult, out: Path) -> List[Path]:
         path.write_text("".join(c.to_json() + "\n" for c in cells), encoding="utf-8")
         paths.append(path)
     return paths
-
-
-def read_column(path: Path) -> List[Cell]:
-    """The cells of one column file."""
-    return [Cell.from_dict(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def write_details(data: Dict[str, Any], out: Path) -> Path:

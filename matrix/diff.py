@@ -5,18 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cases.cell import Cell
-from cases.outcome import FAILED, WORKED, outcome
+from core.cell import Cell
+from core.outcome import outcome
+from core.words import FAILED, STATUS_WORDS, WORKED, first_line, say_list
 from matrix.merge import version_key
 from matrix.safe import md_cell, md_code
-from matrix.words import first_line, say_list
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
 # same stage and catalogue signature, other words (or the same words from other engine source lines): collapsed
 REWORDED = "error reworded"
-KINDS = BAD + GOOD + ("error changed", "numeric drift", REWORDED)
+CHANGES = BAD + GOOD + ("error changed", "numeric drift", REWORDED)  # a Change's kinds, in reading order
 ERROR_DETAIL = ("regressed", "fixed", "now crashes", "no longer crashes")  # the detail is an engine's error text
 
 
@@ -26,7 +26,7 @@ class Change:
 
     bundle: str
     hardware: str
-    kind: str  # one of KINDS
+    kind: str  # one of CHANGES
     before: str
     after: str
     detail: str = ""
@@ -83,7 +83,7 @@ class DiffReport:
         span = f"{self.engine} {self.from_version} and {self.to_version} on {where}"
         if not self.changes:
             return f"no changes between {span}: {self.compared} reproducers compared"
-        parts = [f"{self.count(k)} {_plural(k, self.count(k))}" for k in KINDS if self.count(k)]
+        parts = [f"{self.count(k)} {_plural(k, self.count(k))}" for k in CHANGES if self.count(k)]
         mark = "❌" if self.regressions else "✅" if any(c.kind in GOOD for c in self.changes) else "ℹ️"
         return f"{mark} {', '.join(parts)} between {span} ({self.compared} reproducers compared)"
 
@@ -270,7 +270,7 @@ def _rank(c: Cell) -> Tuple[bool, str]:
 def _not_comparable(a: Optional[Cell], b: Optional[Cell], old: str, new: str) -> str:
     if a is None or b is None:
         return f"no cell for {old if a is None else new}"
-    idle = [f"{v} {c.status.replace('_', ' ')}" + (f" ({c.reason})" if c.reason else "")
+    idle = [f"{v} {STATUS_WORDS[c.status]}" + (f" ({c.reason})" if c.reason else "")
             for v, c in ((old, a), (new, b)) if c.status in ("skipped", "not_run", "harness_error")]
     return "; ".join(idle)
 
@@ -318,16 +318,18 @@ def _int8_count(c: Cell) -> str:
     return f"{sum(p.get('precision') == 'int8' for p in c.precision.values())} of {len(c.precision)}"
 
 
-_NOUNS = {
+# Each change kind counted: (one, more), total over CHANGES.
+CHANGE_NOUNS = {
     "regressed": ("regression", "regressions"), "fixed": ("fix", "fixes"),
     "now crashes": ("new crash", "new crashes"), "no longer crashes": ("crash gone", "crashes gone"),
-    "error changed": ("error text changed", "error texts changed"),
+    "fusion lost": ("fusion lost", "fusion lost"), "fusion gained": ("fusion gained", "fusion gained"),
+    "error changed": ("error text changed", "error texts changed"), "numeric drift": ("numeric drift", "numeric drift"),
     REWORDED: ("error reworded", "errors reworded"),
 }
 
 
 def _plural(kind: str, n: int) -> str:
-    one, many = _NOUNS.get(kind, (kind, kind))
+    one, many = CHANGE_NOUNS[kind]
     return one if n == 1 else many
 
 
@@ -350,7 +352,7 @@ def _by_cause(changes: List[Change]) -> List[str]:
     for c in changes:
         groups.setdefault((c.kind, c.before, c.after, c.cause), []).append(c)
     lines = []
-    for (kind, before, after, cause), members in sorted(groups.items(), key=lambda g: (KINDS.index(g[0][0]),
+    for (kind, before, after, cause), members in sorted(groups.items(), key=lambda g: (CHANGES.index(g[0][0]),
                                                                                        -len(g[1]))):
         cases: Dict[str, int] = {}
         for m in members:
@@ -364,7 +366,7 @@ def _by_cause(changes: List[Change]) -> List[str]:
 
 def _table(changes: List[Change]) -> List[str]:
     lines = ["| case | params | change | before | after | detail |", "| --- | --- | --- | --- | --- | --- |"]
-    for c in sorted(changes, key=lambda c: (KINDS.index(c.kind), c.bundle)):
+    for c in sorted(changes, key=lambda c: (CHANGES.index(c.kind), c.bundle)):
         cells = [md_cell(x) for x in (c.case, c.slug, c.kind, c.before, c.after)]
         detail = _code_cell(c.detail) if c.kind in ERROR_DETAIL and c.detail else md_cell(c.detail)
         lines.append("| " + " | ".join(cells + [detail]) + " |")

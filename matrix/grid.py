@@ -5,41 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from cases.cell import VERDICTS, Cell
 from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
-from cases.outcome import outcome
 from cases.verdict import UNEXPECTED
+from core.cell import VERDICTS, Cell
+from core.outcome import outcome
+from core.words import GRID_LETTERS, GRID_STATES, STATUS_WORDS, VERDICT_MARKS, say_list
 from matrix.cellfiles import column_file
 from matrix.merge import Column, MergeResult, column_key
 from matrix.safe import clean
-from matrix.words import say_list
 
-IDLE = ("skipped", "not_run")
-# Code letter, css class and meaning per state; a letter reads without colour and without an emoji font.
-STATES = (
-    ("8", "k8", "pass, quantized nodes fused in INT8"),
-    ("P", "kp", "pass (fusion not reported)"),
-    ("f", "kf", "pass, but a quantized node ran in float"),
-    ("A", "ka", "built ahead of time, quantized nodes in INT8 (or FP8, INT4) kernels; not run here"),
-    ("a", "kf", "built ahead of time, but a quantized node is computed in float; not run here"),
-    ("b", "kb", "built ahead of time (fusion not reported); not run here"),
-    ("L", "kx", "fails at load (parse)"),
-    ("B", "kx", "fails at build"),
-    ("R", "kx", "fails at run"),
-    ("C", "kx", "fails the output comparison"),
-    ("X", "kc", "crashed (the engine process died)"),
-    ("H", "kh", "harness error (the suite's own code failed; nothing said about the engine)"),
-    ("-", "kn", "not run"),
-    ("s", "kn", "skipped"),
-    ("/", "kn", "not applicable"),
-)
-# The letter of each outcome (cases.outcome's kind) but a failure, whose letter is its failed stage's first.
-LETTERS = {"int8": "8", "passes": "P", "float": "f", "built-int8": "A", "built-float": "a", "built": "b",
-           "crashed": "X", "harness_error": "H", "not_run": "-", "skipped": "s", "not_applicable": "/"}
-# A mark after the letter per verdict (cases.cell.VERDICTS, every one): the verdicts a reader must not miss, and a
-# cell that agrees with this project's own earlier run rather than with an upstream document.
-MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "regressed": "!", "new failure": "*",
-         "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
+COLLAPSIBLE = ("skipped", "not_run")  # a column idle for one of these, every cell for one reason, is one line
 ERROR_CLIP = 2000  # the page's details; cells/*.jsonl keep every text whole
 EVIDENCE_CLIP = 600
 # A shown cell is one character of the row's string (two past this many looks); "." is an empty cell.
@@ -59,23 +34,23 @@ class Collapsed:
 
 def cell_code(cell: Cell) -> Tuple[str, str]:
     """(short text, css classes) of one cell, e.g. ("B!", "kx v2 vu")."""
-    said = outcome(cell)
-    letter = said.failed_stage[0].upper() if said.status == "fail" else LETTERS[said.kind]
-    css = next(c for code, c, _ in STATES if code == letter)
+    letter = GRID_LETTERS[outcome(cell).kind]
+    css = next(c for code, c, _ in GRID_STATES if code == letter)
     classes = f"{css} v{VERDICTS.index(cell.verdict)}" + (" vu" if cell.verdict in UNEXPECTED else "")
-    return letter + MARKS[cell.verdict], classes
+    return letter + VERDICT_MARKS[cell.verdict], classes
 
 
 def legend() -> List[Dict[str, str]]:
     """The code letters and marks, for the key above the grid."""
-    out = [{"code": code, "css": css, "meaning": meaning} for code, css, meaning in STATES]
-    out += [{"code": mark, "css": "mark", "meaning": f"verdict: {verdict}"} for verdict, mark in MARKS.items() if mark]
+    out = [{"code": code, "css": css, "meaning": meaning} for code, css, meaning in GRID_STATES]
+    out += [{"code": mark, "css": "mark", "meaning": f"verdict: {verdict}"}
+            for verdict, mark in VERDICT_MARKS.items() if mark]
     return out
 
 
 def built_note() -> Dict[str, str]:
     """What a built cell (`A`, `a`, `b`) is not, said once under the key: its words and their source."""
-    return {"codes": "".join(code for code, _, meaning in STATES if meaning.startswith("built")),
+    return {"codes": "".join(code for code, _, meaning in GRID_STATES if meaning.startswith("built")),
             "text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
 
 
@@ -88,9 +63,9 @@ def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Co
     for col in result.columns:
         cells = by_column.get(col.key, [])
         reasons = {(c.status, c.reason) for c in cells}
-        if cells and len(reasons) == 1 and all(c.status in IDLE for c in cells):
+        if cells and len(reasons) == 1 and all(c.status in COLLAPSIBLE for c in cells):
             status, reason = next(iter(reasons))
-            out[col.key] = Collapsed(col, len(cells), status.replace("_", " "), reason)
+            out[col.key] = Collapsed(col, len(cells), STATUS_WORDS[status], reason)
     return out
 
 

@@ -1,11 +1,12 @@
 """What a report is made of, as one digest: `python -m matrix report` renders only when it moved.
 
 The inputs: every results file the merge reads (`*.jsonl` under each --results path) and the observations'
-MANIFEST.json, every bundle's case.json, the catalogue (cases/), the report code and its templates (matrix/), and
-uv.lock (the versions of what renders). The digest, the files written from it and the run's exit status and summary
-are kept in <out>/.report-inputs.json; a report whose digest is unchanged and whose files are all there as they were
-written is not rendered again. Standard library only: the noxfile reads it too, to know whether to start the report
-session at all.
+MANIFEST.json, every bundle's case.json, what every layer shares (core/: the cell record, its schemas, the results
+reader, the vocabulary), the catalogue (cases/), the report code and its templates (matrix/), and uv.lock (the
+versions of what renders). The digest, the files written from it and the run's exit status and summary are kept in
+<out>/.report-inputs.json; a report whose digest is unchanged and whose files are all there as they were written is
+not rendered again. Standard library only: the noxfile reads it too, to know whether to start the report session at
+all.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 STAMP = ".report-inputs.json"
-CODE = ("cases", "matrix")  # the catalogue, the merge and renderers, their templates
+CODE = ("core", "cases", "matrix")  # what every layer shares, the catalogue, the merge and renderers, their templates
 CODE_SUFFIXES = (".py", ".json", ".j2", ".css", ".js")
 
 

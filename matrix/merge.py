@@ -7,11 +7,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from cases.cell import SOURCES, Cell
-from cases.engines import variant_label
-from cases.portable import portable_path, portable_text, scrub
+from core.cell import SOURCES, Cell
+from core.engines import variant_label
+from core.portable import portable_path, portable_text, scrub
 from cases.user_model import CASE as USER_MODEL
-from engines.results import read_results
+from core.results import read_results
 from matrix import observed
 from matrix.observed import Manifest
 
@@ -61,7 +61,7 @@ class Column:
     engine: str
     engine_version: str
     hardware: str
-    variant: str  # "" for the engine's defaults, else "x64quantprecision=1" (cases.engines.variant_label)
+    variant: str  # "" for the engine's defaults, else "x64quantprecision=1" (core.engines.variant_label)
     source: str
     date: str = ""  # the newest run date among its cells
 
@@ -203,7 +203,7 @@ def _local_beside_observed(cells: List[Cell]) -> List[Problem]:
 def _levelless_cpu_columns(cells: List[Cell]) -> List[Problem]:
     """A note per CPU column written before CPU cells named their INT8 level (its hardware_detail records the CPU, and
     no isa_level): its label is kept as it was."""
-    from cases.engines import CPU_ENGINES
+    from core.engines import CPU_ENGINES
 
     found: Dict[ColumnKey, Cell] = {}
     for c in cells:
@@ -281,7 +281,7 @@ def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Pa
 
 
 def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Problem]]:
-    """The cells of one file, read by engines.results under its one policy: any bad complete line refuses the file,
+    """The cells of one file, read by core.results under its one policy: any bad complete line refuses the file,
     a cut-off last line is dropped, a cell unlike its session header is refused by its line. Its cells are observed
     where the manifest lists the file with this content, else local, whatever their lines say; a file the manifest
     lists at another digest is refused whole (changed after it was observed)."""
@@ -317,7 +317,7 @@ def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Prob
 
 def _refuse_stand_in(cell: Cell, header: Dict[str, Any]) -> None:
     """ValueError for a cell of a test double or of an engine the suite does not know: it never becomes a column."""
-    from cases.engines import ENGINES
+    from core.engines import ENGINES
 
     claimed = str(cell.run.get("source") or header.get("source") or "local")
     if claimed not in SOURCES or cell.versions.get("stand_in"):

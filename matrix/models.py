@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from cases.engines import ENGINES
+from core.engines import ENGINES
+from core.words import STATUS_WORDS, fails_at
 from matrix.merge import version_key
 
 NOTE_AFTER = 48  # characters: a longer reason is a numbered note under the table
@@ -49,7 +50,7 @@ def form_words(report: Mapping[str, Any]) -> str:
     return "; ".join(w for w in said if w)
 
 
-def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
+def column_words(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
     """One column of a node report in a few words: {text, reason (said after text), node, tone}."""
     status, failed = col.get("status", ""), col.get("failed_stage", "")
     int8, total = col.get("int8", 0), col.get("total", 0)
@@ -68,27 +69,20 @@ def outcome(col: Mapping[str, Any], predictions: Optional[Mapping[str, Any]] = N
         return {"text": f"{int8}/{total} INT8; {off}", "reason": "", "node": "", "tone": "fail"}
     if status == "fail":
         node = col.get("failing_node", "")
-        return {"text": failure_words(col.get("engine", ""), failed), "node": node, "tone": "fail",
+        return {"text": fails_at(failed or "load", str(col.get("engine", ""))), "node": node, "tone": "fail",
                 "reason": reason(col, node, predictions)}
     if status == "crashed":
         return {"text": "crashed", "node": "", "tone": "crash",
                 "reason": col.get("says") or col.get("reason") or col.get("error", "")}
-    return {"text": status.replace("_", " "), "node": "", "tone": "idle",
+    return {"text": STATUS_WORDS[status], "node": "", "tone": "idle",
             "reason": col.get("reason") or col.get("error", "")}
-
-
-def failure_words(engine: str, failed: str) -> str:
-    """"parse fails" (a TensorRT-family load is the ONNX parser), "load fails", "build fails", "run fails"."""
-    failed = failed or "load"
-    if failed == "load" and engine in ENGINES and ENGINES[engine].family == "tensorrt":
-        return "parse fails"
-    return f"{failed} fails"
 
 
 def reason(col: Mapping[str, Any], node: str, predictions: Optional[Mapping[str, Any]]) -> str:
     """Why a column failed: the lint rule that predicted it at that node in this very column (engine, version,
     hardware, variant), the catalogue signature it matched, or the engine's own words."""
-    observed = {"load": "parse fails", "build": "build fails"}.get(col.get("failed_stage", ""), "")
+    failed = col.get("failed_stage") or "load"
+    observed = fails_at(failed, str(col.get("engine", "")))
     for row in (predictions or {}).get("rows") or []:
         if (node and row.get("node") == node and row.get("ran") and row.get("column") == col.get("column")
                 and row.get("predicted") == observed):
@@ -99,7 +93,7 @@ def reason(col: Mapping[str, Any], node: str, predictions: Optional[Mapping[str,
 
 
 def _cell(col: Mapping[str, Any], report: Mapping[str, Any], notes: List[str]) -> Dict[str, Any]:
-    said = outcome(col, report.get("predictions"))
+    said = column_words(col, report.get("predictions"))
     why, note = said["reason"], 0
     if len(why) > NOTE_AFTER:
         if why not in notes:

@@ -13,12 +13,13 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from cases.cell import QUANTIZED_PRECISIONS, Cell
 from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
-from cases.engines import variant_label
-from cases.numerics import FRAGILE_MARGIN_DB, float_source
-from cases.outcome import outcome
 from cases.user_model import COMPUTE_OPS
+from core.cell import QUANTIZED_PRECISIONS, Cell
+from core.engines import variant_label
+from core.numerics import FRAGILE_MARGIN_DB, float_source
+from core.outcome import outcome
+from core.words import file_name
 from matrix.merge import version_key
 from matrix.predict import predictions_view
 
@@ -354,7 +355,7 @@ def _fallback(name: str, node: Mapping[str, str], detail: Mapping[str, Any]) -> 
 
 
 def fragile_outputs(cell: Cell) -> List[Dict[str, Any]]:
-    """The outputs that passed by the fragile floor (cases.numerics.fragile), each with its quantization loss."""
+    """The outputs that passed by the fragile floor (core.numerics.fragile), each with its quantization loss."""
     outputs = (cell.output_stats or {}).get("outputs") or {}
     return [{"output": name, "loss_db": o["loss"]["sqnr_db"], "sqnr_db": o["sqnr_db"]}
             for name, o in outputs.items() if o.get("fragile")]
@@ -458,7 +459,7 @@ def write_all(cells: Sequence[Cell], out: Path, bundles: Union[None, Path, Seque
 
 def file_stem(bundle: str) -> str:
     """A bundle id (text from a results file) as one plain file name: "user_model/net" -> "user_model__net"."""
-    return re.sub(r"[^A-Za-z0-9._=+,-]+", "_", bundle.replace("/", "__")).strip(".") or "_"
+    return file_name(bundle.replace("/", "__"))
 
 
 def _first(text: str) -> str:

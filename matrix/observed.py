@@ -179,7 +179,7 @@ def migrated(manifest: Manifest, files: Sequence[Path], command: str, change: st
 
 def session_commands(path: Path) -> str:
     """The distinct commands of a results file's session headers, joined by " ; " ("" for any other file)."""
-    from engines.results import read_results
+    from core.results import read_results
 
     if path.suffix != ".jsonl":
         return ""

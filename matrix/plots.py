@@ -5,28 +5,18 @@ from __future__ import annotations
 from itertools import takewhile
 from typing import Any, Collection, Dict, List, Mapping
 
-from cases.cell import Cell
-from cases.engines import ENGINES
-from cases.outcome import outcome as cell_outcome
+from core.cell import Cell
+from core.engines import ENGINES
+from core.outcome import outcome
+from core.words import PLOT_CLASSES, PLOT_WORDS, many
 from matrix.merge import Column, MergeResult, column_key
-from matrix.words import many
 
-# Outcome classes in drawing order, with the css class the template colours them by.
-OUTCOMES = (("INT8 fused", "k8"), ("pass", "kp"), ("built, INT8", "ka"), ("built", "kb"), ("float fallback", "kf"),
-            ("fail", "kx"), ("crashed", "kc"), ("harness error", "kh"), ("not run", "kn"))
 BAR, GAP, PLOT_H, LEFT, TOP, PANEL_MIN = 14, 10, 120, 34, 18, 80
 
 
-# Every outcome kind (cases.outcome) but a failure's, whose class is "fail".
-WORDS = {"int8": "INT8 fused", "float": "float fallback", "passes": "pass", "built-int8": "built, INT8",
-         "built-float": "float fallback", "built": "built", "crashed": "crashed", "harness_error": "harness error",
-         "not_run": "not run", "skipped": "not run", "not_applicable": "not run"}
-
-
-def outcome(cell: Cell) -> str:
-    """The outcome class of one cell, as the plots count it."""
-    said = cell_outcome(cell)
-    return "fail" if said.status == "fail" else WORDS[said.kind]
+def plot_class(cell: Cell) -> str:
+    """The outcome class of one cell, as the plots count it (core.words.PLOT_CLASSES)."""
+    return PLOT_WORDS[outcome(cell).kind]
 
 
 def plots_view(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any]:
@@ -46,8 +36,8 @@ def versions_plot(result: MergeResult) -> Dict[str, Any]:
         start = x
         for col in (c for c in result.columns if c.engine == engine):
             cells = by_col.get(col.key, [])
-            fused = sum(outcome(c) in ("INT8 fused", "built, INT8") for c in cells)
-            failed = sum(outcome(c) in ("fail", "crashed") for c in cells)
+            fused = sum(plot_class(c) in ("INT8 fused", "built, INT8") for c in cells)
+            failed = sum(plot_class(c) in ("fail", "crashed") for c in cells)
             for offset, (n, css, what) in enumerate(((fused, "k8", "INT8 fused"), (failed, "kx", "failing"))):
                 h = round(PLOT_H * n / top, 1)
                 bars.append({"x": x + offset * BAR, "y": TOP + PLOT_H - h, "w": BAR - 1, "h": h, "css": css,
@@ -74,8 +64,8 @@ def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
         x, y = left + j * cell_w, TOP + 84 + i * row_h
         total = len(cells)
         parts, said = [], []
-        for name, css in OUTCOMES:
-            n = sum(outcome(c) == name for c in cells)
+        for name, css in PLOT_CLASSES:
+            n = sum(plot_class(c) == name for c in cells)
             if n:
                 w = round((cell_w - 4) * n / total, 1)
                 parts.append({"x": x, "y": y, "w": w, "h": row_h - 3, "css": css})
@@ -133,5 +123,5 @@ def short_hardware(detail: Mapping[str, str]) -> str:
 
 
 def _legend() -> List[Dict[str, str]]:
-    return [{"name": n, "css": c} for n, c in OUTCOMES]
+    return [{"name": n, "css": c} for n, c in PLOT_CLASSES]
 

@@ -13,23 +13,25 @@ import functools
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from cases.engines import LINT_ENGINES, title, variant_label
-from cases.outcome import outcome
+from core.engines import LINT_ENGINES, title, variant_label
+from core.outcome import outcome
+from core.words import fails_at
 from matrix.merge import version_key
 
-PREDICTIONS = ("parse fails", "build fails", "float", "int8")
 ENGINE = "tensorrt"
-ENGINES = LINT_ENGINES  # the engines the lint predicts for (cases.engines: TensorRT and TensorRT-RTX, one ONNX parser)
+ENGINES = LINT_ENGINES  # the engines the lint predicts for (core.engines: TensorRT and TensorRT-RTX, one ONNX parser)
+# The failures the lint predicts: at load (the ONNX parser's) and at build (the builder's), in core.words's words.
+PREDICTED_STAGES = ("load", "build")
+FAILURES = tuple(fails_at(stage, ENGINE) for stage in PREDICTED_STAGES)  # "parse fails", "build fails"
+PREDICTIONS = (*FAILURES, "float", "int8")
 NEWS = "news for the catalogue"
 NOT_RUN = "predicted, not run here"
-VERDICTS = {True: "agrees", False: NEWS, None: "cannot say"}
-# A failure at load is the ONNX parser's, at build the builder's: the words a prediction says them in.
-FAILED_WORDS = {"load": "parse fails", "build": "build fails"}
+AGREEMENT = {True: "agrees", False: NEWS, None: "cannot say"}  # a Comparison's `agrees`, in a report's words
 # What node predictions of "int8" or "float" say together about the network: it parses and builds.
 BUILDS = "builds"
 # Where a finding's knowledge comes from: an upstream document (a URL), or cells this project observed (a results file
 # or folder under reports/observed/, or our runs' logs kept as test data).
-BASES = ("documented", "observed")
+FINDING_BASES = ("documented", "observed")
 
 
 def basis_of(source: str) -> str:
@@ -52,7 +54,7 @@ class Comparison:
     engine: str = ENGINE
     setting: str = ""  # the cell's column variant ("target=SM86"), "" for the engine's default column
     level: str = "node"  # "model": the network's row (node and rule ""), a parse or build failure nothing foresaw
-    basis: str = ""  # the finding's basis (BASES); "" on a model row
+    basis: str = ""  # the finding's basis (FINDING_BASES); "" on a model row
     case: str = ""  # the catalogue case the finding came from; "" for a rule's own source or a model row
 
     @property
@@ -88,14 +90,20 @@ def record(item: Any) -> Dict[str, Any]:
     return asdict(item) if is_dataclass(item) else dict(item)
 
 
+def failure_prediction(stage: str) -> str:
+    """A failure at one stage in the lint's prediction words: "parse fails", "build fails", "" for a stage the lint
+    predicts no failure at (run, compare)."""
+    return fails_at(stage, ENGINE) if stage in PREDICTED_STAGES else ""
+
+
 def node_outcome(cell: Mapping[str, Any], node: str) -> str:
     """What a cell shows for one node: a model-level failure, or the node's precision."""
     said = outcome(cell)
-    if said.failed and said.failed_stage in FAILED_WORDS:
+    if said.failed and said.failed_stage in PREDICTED_STAGES:
         named = str(cell.get("failing_node") or "")
         if named and named != node:  # the parser stopped at another node: this one was never judged
             return "not observable"
-        return FAILED_WORDS[said.failed_stage]
+        return failure_prediction(said.failed_stage)
     if said.worked or (said.status == "fail" and said.failed_stage == "compare"):
         precision = (cell.get("precision") or {}).get(node, {}).get("precision", "unknown")
         return precision if precision in ("int8", "float") else "unknown"
@@ -124,7 +132,7 @@ def comparisons(findings: Sequence[Mapping[str, Any]],
             agrees: Optional[bool] = None
             if observed in PREDICTIONS:
                 agrees = observed == f["predicted"]
-                if f["predicted"] in ("int8", "float") and observed in FAILED_WORDS.values():
+                if f["predicted"] in ("int8", "float") and observed in FAILURES:
                     agrees = False if refused_at(c, f["node"]) else None
                     if failure_foreseen and not refused_at(c, f["node"]):
                         observed = "not observable"
@@ -145,7 +153,7 @@ def applies(finding: Mapping[str, Any], cell: Mapping[str, Any]) -> bool:
 
 def foresaw_failure(findings: Iterable[Mapping[str, Any]], cell: Mapping[str, Any]) -> bool:
     """Whether any finding that speaks about this cell predicts a parse or build failure."""
-    return any(f["predicted"] in FAILED_WORDS.values() and applies(f, cell) for f in findings)
+    return any(f["predicted"] in FAILURES and applies(f, cell) for f in findings)
 
 
 def refused_at(cell: Mapping[str, Any], node: str) -> bool:
@@ -156,7 +164,7 @@ def refused_at(cell: Mapping[str, Any], node: str) -> bool:
 def network_failure(cell: Mapping[str, Any]) -> str:
     """The cell's parse or build failure in prediction words, "" where it parsed and built."""
     said = outcome(cell)
-    return FAILED_WORDS.get(said.failed_stage or "", "") if said.failed else ""
+    return failure_prediction(said.failed_stage) if said.failed else ""
 
 
 def unforeseen_failures(findings: Sequence[Mapping[str, Any]], cells: Iterable[Mapping[str, Any]]) -> List[Comparison]:
@@ -213,7 +221,7 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
         label = r.engine if not r.setting else f"{r.engine} · {r.setting}"
         base = finding_row(findings[i], i) if i is not None else dict(MODEL_ROW)
         rows.append(dict(base, version=engine_version_label(label, r.version), hardware=r.hardware,
-                         observed=r.observed, ran=True, verdict=VERDICTS[r.agrees], news=r.news, engine=r.engine,
+                         observed=r.observed, ran=True, verdict=AGREEMENT[r.agrees], news=r.news, engine=r.engine,
                          column=r.column))
     for order, f in enumerate(findings):
         engine = f.get("engine", ENGINE)

@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
-from cases.cell import VERDICTS, Cell
+from core.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
 from matrix.causes import cause_key, root_causes
-from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, read_column, write_columns, write_details
+from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, write_columns, write_details
 from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.models import models_view
 from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code
 from matrix.upgrade import DIFFS, upgrade_view
-from matrix.words import clip, many
+from core.words import JUNIT, clip, many
 from matrix.targets import documented_view, target_view
 
 # 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
@@ -166,8 +166,8 @@ def report_json(result: MergeResult, view: Optional[Dict[str, Any]] = None) -> D
     record per merged cell (what it is judged by); each column names the file under cells/ with its cells whole.
 
     A cell names its column by index and its root cause by number; the context its column's cells all share is
-    stored once, in that column's "shared"; error, reason and explanation are numbers of texts in "texts".
-    cells_from_report() gives the whole cells back from the column files.
+    stored once, in that column's "shared"; error, reason and explanation are numbers of texts in "texts". The whole
+    cells are in the column files each column names, one JSON line each (matrix.cellfiles).
     """
     view = view or build_view(result)
     keys = [c.key for c in result.columns]
@@ -203,11 +203,6 @@ def report_json(result: MergeResult, view: Optional[Dict[str, Any]] = None) -> D
         "texts": list(texts),
         "cells": cells,
     }
-
-
-def cells_from_report(data: Dict[str, Any], folder: Path) -> List[Cell]:
-    """Every cell of a matrix.json whole, read from the column files it names (folder: the reports folder)."""
-    return [c for column in data["columns"] for c in read_column(Path(folder) / column["cells"])]
 
 
 SHARED = ("schema", "engine", "engine_version", "hardware", "hardware_detail", "versions", "options", "run")
@@ -257,13 +252,6 @@ def junit_xml(result: MergeResult) -> bytes:
         for k, v in node.attrib.items():
             node.set(k, clean(v))
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
-
-
-# What JUnit makes of each verdict (cases.cell.VERDICTS, every one): a failure, an error (the harness's), a skip, or a
-# passed test ("").
-JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures", "regressed": "failures",
-         "new failure": "failures", "undocumented": "", "not run": "skipped", "not applicable": "skipped",
-         "harness error": "errors"}
 
 
 def _junit_kind(cell: Cell) -> str:

@@ -8,7 +8,7 @@
 A bug bundle (`python -m matrix bugs`) holds this file unchanged, next to the reproducer that ran (model.onnx,
 inputs.npz, expected.npz, case.json, and float.npz where a user bundle has the float model's outputs), cell.json
 (what the suite recorded, and how its adapter ran the engine) and suite/, the suite's own files copied unchanged:
-numerics.py (its one judge of outputs, cases/numerics.py) and either tensorrt/ (TensorRT and TensorRT-RTX: the
+numerics.py (its one judge of outputs, core/numerics.py) and either tensorrt/ (TensorRT and TensorRT-RTX: the
 worker, engines/tensorrt/*.py, run in its own process as the adapter runs it) or stages.py (ONNX Runtime or
 OpenVINO: the adapter's stages, engines/<engine>/stages.py). A model with dynamic inputs builds with the optimization
 profile the cell recorded (cell.json request.profile). The outputs are judged by the judge the suite's cells are
@@ -82,7 +82,7 @@ def suite_module(relative: str, name: str) -> types.ModuleType:
     return module
 
 
-# ---- judging: the suite's own judge of outputs (suite/numerics.py, cases/numerics.py) ----
+# ---- judging: the suite's own judge of outputs (suite/numerics.py, core/numerics.py) ----
 
 def numerics() -> types.ModuleType:
     """The judge the suite's cells are judged with, as this bundle carries it."""
@@ -305,7 +305,7 @@ def verdict(recorded: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]
 
 def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]:
     recorded = cell["recorded"]
-    # the stage that failed after each last stage reached: cases/outcome.py's, as cell.json carries it
+    # the stage that failed after each last stage reached: core/outcome.py's, as cell.json carries it
     found = dict(found, failed_stage=cell["failed_stages"].get(found.get("stage", ""), "?"))
     print(f"{recorded['bundle']} on {recorded['engine']} {found.get('version') or 'unknown'} "
           f"(recorded on {recorded['engine_version']}, {recorded['hardware']})")

@@ -14,21 +14,17 @@ import re
 from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.base import Case, Expectation
-from cases.cell import Cell
-from cases.engines import title
-from cases.outcome import outcome as cell_outcome
+from core.cell import Cell
+from core.engines import title
+from core.outcome import outcome
+from core.words import EXPECTATION_WORDS, TARGET_WORDS, say_list
 from matrix.merge import version_key
-from matrix.words import say_list
 
 
-def outcome(cell: Cell) -> str:
-    """A cell's outcome in the few words an architecture sentence needs."""
-    said = cell_outcome(cell)
-    words = {"built-int8": f"built, {said.quantized or 'INT8'}", "built-float": "built, not quantized",
-             "int8": "INT8", "float": "not INT8", "passes": "passes"}
-    if said.status == "fail":
-        return f"fails at {said.failed_stage}"
-    return words.get(said.kind, said.status.replace("_", " "))
+def target_words(cell: Cell) -> str:
+    """A cell's outcome in the few words an architecture sentence needs (core.words.TARGET_WORDS)."""
+    said = outcome(cell)
+    return TARGET_WORDS[said.kind].format(quantized=said.quantized or "INT8")
 
 
 def _target_key(target: str) -> Tuple[int, str]:
@@ -52,7 +48,7 @@ def target_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
         groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], List[Cell]] = {}
         same = 0
         for bundle, per in sorted(bundles.items()):
-            pattern = tuple((t, outcome(per[t])) for t in targets if t in per)
+            pattern = tuple((t, target_words(per[t])) for t in targets if t in per)
             if len({o for _, o in pattern}) < 2:
                 same += 1
                 continue
@@ -112,9 +108,9 @@ def documented_view(cases: Sequence[Case]) -> List[Dict[str, Any]]:
 
 def _expected(e: Expectation) -> str:
     """What an expectation says a cell does, in the words of the observed rows."""
-    if e.outcome == "fail":
-        return f"fails at {e.stage}" if e.stage else "fails"
-    return {"pass": "passes", "int8": "INT8", "not_int8": "not INT8"}.get(e.outcome, e.outcome)
+    if e.outcome == "fail" and e.stage:
+        return TARGET_WORDS[f"fails-at-{e.stage}"]
+    return EXPECTATION_WORDS[e.outcome]
 
 
 def _where(e: Expectation) -> str:

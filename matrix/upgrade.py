@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
 
-from cases.cell import Cell
-from cases.engines import variant_label
+from core.cell import Cell
+from core.engines import variant_label
+from core.words import IDLE, STATUS_WORDS, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
-from matrix.diff import BAD, GOOD, KINDS, REWORDED, Change, DiffReport, _plural, diff
+from matrix.diff import BAD, CHANGES, GOOD, REWORDED, Change, DiffReport, _plural, diff
 from matrix.merge import version_key
-from matrix.words import many, say_list
 
-IDLE = ("skipped", "not_run", "not_applicable")
 FOLD = 5  # more changes than this on one hardware: said by cause, every reproducer in the pair's file under diff/
 DIFFS = "diff"  # reports/diff/: each adjacent pair's full `matrix diff`, every reproducer in a table
 
@@ -42,7 +41,7 @@ def idle_lines(idle: Sequence[str], cells: Sequence[Cell]) -> List[str]:
     groups: Dict[Tuple[int, str], List[str]] = {}
     for version in idle:
         mine = [c for c in cells if c.engine_version == version]
-        reasons = sorted({f"{c.status.replace('_', ' ')}: {c.reason}" if c.reason else c.status.replace("_", " ")
+        reasons = sorted({f"{STATUS_WORDS[c.status]}: {c.reason}" if c.reason else STATUS_WORDS[c.status]
                           for c in mine})
         why = reasons[0] if len(reasons) == 1 else f"{len(reasons)} reasons, see the grid"
         groups.setdefault((len(mine), why), []).append(version)
@@ -63,7 +62,7 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
     several = len(report.hardware) > 1
     groups = []
     for labels, changes in report.by_hardware():
-        changes = sorted(changes, key=lambda c: (KINDS.index(c.kind), c.bundle))
+        changes = sorted(changes, key=lambda c: (CHANGES.index(c.kind), c.bundle))
         main = [c for c in changes if c.kind != REWORDED]
         groups.append({"where": "on " + say_settings([settings.get(h, (h, "")) for h in labels]) if several else "",
                        "changes": [_change(c) for c in main], "by_cause": by_cause(main) if len(main) > FOLD else [],
@@ -71,7 +70,7 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
                        "reworded": reworded_summary([c for c in changes if c.kind == REWORDED])})
     return {
         "engine": engine, "from": old, "to": new, "headline": headline(report, settings), "tone": tone(report),
-        "counts": [{"kind": k, "n": report.count(k)} for k in KINDS if report.count(k)],
+        "counts": [{"kind": k, "n": report.count(k)} for k in CHANGES if report.count(k)],
         "notes": pair_notes(mine, report, settings), "compared": report.compared, "groups": groups,
         "changes": [dict(c, where=g["where"]) for g in groups for c in g["changes"]],
         "reworded": report.count(REWORDED),
@@ -124,7 +123,7 @@ def by_cause(changes: Sequence[Change]) -> List[Dict[str, Any]]:
         groups.setdefault((c.kind, c.gist[0] or c.before, c.gist[1] or c.after, c.cause), []).append(c)
     out = []
     for (kind, before, after, cause), members in sorted(groups.items(),
-                                                        key=lambda g: (KINDS.index(g[0][0]), -len(g[1]))):
+                                                        key=lambda g: (CHANGES.index(g[0][0]), -len(g[1]))):
         cases: Dict[str, List[str]] = {}
         for m in members:
             cases.setdefault(m.case, []).append(m.slug)
@@ -141,7 +140,7 @@ def by_kind(changes: Sequence[Change]) -> List[Dict[str, Any]]:
     for c in changes:
         kinds.setdefault(c.kind, []).append(c)
     out = []
-    for kind, members in sorted(kinds.items(), key=lambda k: KINDS.index(k[0])):
+    for kind, members in sorted(kinds.items(), key=lambda k: CHANGES.index(k[0])):
         cases: Dict[str, int] = {}
         for m in members:
             cases[m.case] = cases.get(m.case, 0) + 1
@@ -169,7 +168,7 @@ def headline(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> str:
     span = f"{report.engine} {report.from_version} and {report.to_version} on {say_where(report, settings)}"
     if not report.changes:
         return f"no changes between {span}: {report.compared} reproducers compared"
-    parts = [f"{report.count(k)} {_plural(k, report.count(k))}" for k in KINDS if report.count(k)]
+    parts = [f"{report.count(k)} {_plural(k, report.count(k))}" for k in CHANGES if report.count(k)]
     return f"{', '.join(parts)} between {span} ({report.compared} reproducers compared)"
 
 

@@ -1,12 +1,30 @@
-"""Fixtures every test folder shares: the catalogue's bundles, written once per test run."""
+"""Fixtures every test folder shares: the catalogue's bundles, written once per test run; the suite's cache in the
+run's own folder."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+
+from core.schema import CACHE_ENV
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The schema checks the suite remembers (core.schema's cache) go to this run's folder, never the user's
+    $XDG_CACHE_HOME or ~/.cache: a test neither writes there nor finds a file checked by an earlier run."""
+    folder = tmp_path_factory.mktemp("qdq-cache")
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(scope="session")

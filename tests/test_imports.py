@@ -1,6 +1,7 @@
-"""The repository's import graph: no cycle, matrix/ and cases/ never load an engine, tools/ never imports tests/.
+"""The repository's import graph: the layers import downwards only, no cycle, core/, cases/ and matrix/ never load an
+engine, tools/ never imports tests/.
 
-What is read: every Python file of cases/, check/, engines/, generators/, matrix/, tools/, noxfile.py and
+What is read: every Python file of core/, cases/, check/, engines/, generators/, matrix/, tools/, noxfile.py and
 tests/ (tests/data holds stand-in engines, not our modules). A file is a module named by its path (cases/base.py is
 `cases.base`, a package's __init__.py is the package, tools/lint-vs-observed.py is `tools.lint-vs-observed`).
 
@@ -10,16 +11,20 @@ matrix import render` is `matrix.render`); relative imports resolve against the 
 `importlib.import_module(name)` and the catalogue's "module:function" strings are data, not imports.
 
 The rules:
+- The layers, as the README draws them, bottom first: core (what every layer needs: the engine descriptors, the cell
+  record and its schemas, the results reader, the CPU probe, the judge of outputs, the vocabulary) < cases (the
+  catalogue) < generators < engines < matrix < check < tools < noxfile < tests. A module imports its own layer or one
+  below it, never one above, function-level imports included: tests may import anything, nothing imports tests.
 - No import cycle between the repository's modules, function-level imports included. `import a.b` is an edge to a.b
   only, not to the package a that Python runs first (a package's __init__ importing its own submodules is no cycle).
-- matrix/ and cases/ never load an engine implementation. A module of matrix/ or cases/ must not import, at any depth
+- core/, cases/ and matrix/ never load an engine implementation. A module of theirs must not import, at any depth
   of its own file, nor reach through the imports that run when the modules it imports are imported (their module-level
   imports, and the packages Python runs before them: importing a.b.c runs a and a.b), any of:
   - a module of an engine's implementation, engines.onnxruntime*, engines.openvino*, engines.tensorrt* (the packages
-    of the adapters in cases/engines.py);
+    of the adapters in core/engines.py);
   - an engine's own package: onnxruntime, openvino, tensorrt, tensorrt_rtx (the descriptors' `module`).
-  Allowed: the engine-neutral module of engines/ that matrix imports today, engines.results (the one cell reader),
-  and the engines package it runs, which reads cases.engines and imports no engine. A function-level import inside
+  An engine-neutral module of engines/ is allowed, and so is the engines package it runs, which reads core.engines and
+  imports no engine (matrix/ imports none today: results are read by core.results). A function-level import inside
   another package (generators' ONNX Runtime cross-check, run only when a bundle is written) is that package's
   business, not the importer's.
 - tools/ imports nothing from tests/, at any depth (a tool that needs a test's model takes it from check/).
@@ -32,17 +37,19 @@ import functools
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
-from cases.engines import ENGINES
+from core.engines import ENGINES
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("cases", "check", "engines", "generators", "matrix", "tests")
+PACKAGES = ("core", "cases", "check", "engines", "generators", "matrix", "tests")
 SCRIPTS = ("noxfile.py",)
 TOOLS = "tools"
 SKIP = ("tests/data/",)  # stand-in tensorrt packages the tests put on PYTHONPATH: data, not repository modules
 # From the engine descriptors, so a new engine is held to the rule without an edit here.
 ENGINE_IMPLEMENTATIONS = tuple(sorted({spec.adapter.split(":")[0] for spec in ENGINES.values()}))
 ENGINE_PACKAGES = tuple(sorted({spec.module.split(".")[0] for spec in ENGINES.values()}))
-NEUTRAL_ROOTS = ("matrix", "cases")
+NEUTRAL_ROOTS = ("core", "cases", "matrix")
+# The layers, bottom first (the README's folders): a module imports its own layer or one below it.
+LAYERS = ("core", "cases", "generators", "engines", "matrix", "check", "tools", "noxfile", "tests")
 
 
 def module_name(relative: str) -> str:
@@ -214,6 +221,23 @@ def engine_chains(sources: Mapping[str, str], packages: Iterable[str] = (),
     return [" -> ".join(c) for c in chains if c]
 
 
+def layer(module: str) -> Optional[int]:
+    """The layer of a module, 0 for core; None for one outside the layers."""
+    top = module.split(".")[0]
+    return LAYERS.index(top) if top in LAYERS else None
+
+
+def upward_imports(graph: Mapping[str, Set[str]]) -> List[str]:
+    """"cases.isa -> engines.hardware" for every import of a module in a layer above the importer's."""
+    found = []
+    for module, targets in graph.items():
+        for target in sorted(targets):
+            low, high = layer(module), layer(target)
+            if low is not None and high is not None and high > low:
+                found.append(f"{module} -> {target}")
+    return sorted(found)
+
+
 def tools_importing_tests(graph: Mapping[str, Set[str]], external: Mapping[str, Set[str]]) -> List[str]:
     """tools.x -> tests.y for every import of a test module by a tool (a `tests` that resolves nowhere counts too)."""
     found = [f"{m} -> {t}" for m, targets in graph.items() if m.startswith(TOOLS + ".")
@@ -236,11 +260,17 @@ def _repository() -> Tuple[Dict[str, str], Set[str]]:
 def test_the_walk_sees_every_part_of_the_repository():
     sources, _ = _repository()
     tops = {name.split(".")[0] for name in sources}
-    assert tops >= {"cases", "check", "engines", "generators", "matrix", "tools", "tests", "noxfile"}
+    assert tops == set(LAYERS)  # every top-level part of the repository has its layer
     assert {"matrix.render", "engines.tensorrt.worker", "tools.lint-vs-observed", "tests.test_imports"} <= set(sources)
     # the rule's engines, as the docstring names them
     assert set(ENGINE_IMPLEMENTATIONS) >= {"engines.onnxruntime", "engines.openvino", "engines.tensorrt"}
     assert set(ENGINE_PACKAGES) >= {"onnxruntime", "openvino", "tensorrt", "tensorrt_rtx"}
+
+
+def test_every_import_goes_down_the_layers():
+    sources, packages = _repository()
+    found = upward_imports(import_graph(sources, packages))
+    assert found == [], "an import upwards (layers, bottom first: " + " < ".join(LAYERS) + "):\n" + "\n".join(found)
 
 
 def test_the_repository_has_no_import_cycle():
@@ -249,10 +279,10 @@ def test_the_repository_has_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-def test_matrix_and_cases_never_import_an_engine():
+def test_core_cases_and_matrix_never_import_an_engine():
     sources, packages = _repository()
     chains = engine_chains(sources, packages)
-    assert chains == [], "matrix/ or cases/ reaches an engine:\n" + "\n".join(chains)
+    assert chains == [], "core/, cases/ or matrix/ reaches an engine:\n" + "\n".join(chains)
 
 
 def test_tools_never_import_tests():
@@ -262,6 +292,45 @@ def test_tools_never_import_tests():
 
 
 # ---- each rule can fail: synthetic modules ----
+
+def test_an_upward_import_is_named_with_its_layers():
+    sources = {
+        "core": "", "core.words": "import re\n", "cases": "", "cases.base": "from core.words import STAGES\n",
+        "engines": "", "engines.results": "from core.words import file_name\nfrom cases.base import Case\n",
+        "matrix": "", "matrix.grid": "from core import words\nfrom engines.results import read\n",
+        "tests": "", "tests.test_x": "from matrix.grid import grid_view\n", "noxfile": "from cases.base import Case\n",
+    }
+    packages = {"core", "cases", "engines", "matrix", "tests"}
+
+    def found(**changed: str) -> List[str]:
+        return upward_imports(import_graph({**sources, **{k.replace("__", "."): v for k, v in changed.items()}},
+                                           packages))
+
+    assert found() == []  # downwards, into one's own layer, and anything from tests
+    assert found(cases__base="def f():\n    from engines.results import read\n") == ["cases.base -> engines.results"]
+    assert found(core__words="from matrix.grid import grid_view\n") == ["core.words -> matrix.grid"]
+    assert found(engines__results="from ..matrix import grid\n") == ["engines.results -> matrix.grid"]
+    assert found(matrix__grid="import tests.test_x\n") == ["matrix.grid -> tests.test_x"]  # nothing imports tests
+    assert found(noxfile="import tests\n") == ["noxfile -> tests"]
+
+
+def test_an_upward_import_in_a_tree_fails_the_walk(tmp_path):
+    """The whole test as it runs on the repository, on a tree of files with one upward import in it."""
+    for path, text in {"core/__init__.py": "", "core/isa.py": "import os\n", "cases/__init__.py": "",
+                       "cases/base.py": "from core.isa import isa\n", "engines/__init__.py": "",
+                       "engines/hardware.py": "from core.isa import isa\n", "tests/test_a.py": "import engines\n",
+                       "tools/t.py": "from cases.base import x\n", "noxfile.py": "import cases\n"}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+
+    def walk() -> List[str]:
+        paths = repository_modules(tmp_path)
+        sources = {name: path.read_text() for name, path in paths.items()}
+        return upward_imports(import_graph(sources, {n for n, p in paths.items() if p.name == "__init__.py"}))
+
+    assert walk() == []
+    (tmp_path / "core" / "isa.py").write_text("import os\n\n\ndef probe():\n    from engines.hardware import x\n")
+    assert walk() == ["core.isa -> engines.hardware"]
 
 def test_a_cycle_through_a_function_level_import_is_named():
     sources = {
@@ -296,11 +365,11 @@ def test_a_cycle_between_packages_and_scripts_is_found():
     assert find_cycle(graph) == ["check.run", "generators.write", "check.run"]
 
 
-def test_an_engine_import_in_matrix_or_cases_is_named_with_its_chain():
+def test_an_engine_import_in_core_cases_or_matrix_is_named_with_its_chain():
     sources = {
-        "engines": "from cases.engines import ENGINES\n", "engines.reasons": "import re\n",
+        "engines": "from core.engines import ENGINES\n", "engines.reasons": "import re\n",
         "engines.tensorrt": "", "engines.tensorrt.layers": "import json\n",
-        "cases.engines": "", "cases": "", "generators": "",
+        "core.engines": "", "cases": "", "generators": "",
         "generators.reference": "def f():\n    import onnxruntime\n",
         "matrix": "", "matrix.causes": "from engines.reasons import symptom\n",
     }
@@ -314,6 +383,7 @@ def test_an_engine_import_in_matrix_or_cases_is_named_with_its_chain():
     assert chains(matrix__render="def f():\n    from engines.tensorrt.layers import dtype\n") == \
         ["matrix.render -> engines.tensorrt.layers"]
     assert chains(cases__isa="import openvino as ov\n") == ["cases.isa -> openvino"]
+    assert chains(core__isa="def f():\n    import onnxruntime\n") == ["core.isa -> onnxruntime"]
     # past the importing module, what runs at import: generators' cross-check imports onnxruntime when it is called
     assert chains(matrix__plots="from generators.reference import cross_check\n") == []
     assert chains(matrix__plots="from generators.reference import cross_check\n",

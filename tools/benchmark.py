@@ -28,12 +28,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cases import get_case  # noqa: E402
-from cases.cli import ArgumentParser  # noqa: E402
-from cases.engines import CPU_ENGINES, ENGINES  # noqa: E402
+from core.cli import ArgumentParser  # noqa: E402
+from core.engines import CPU_ENGINES, ENGINES  # noqa: E402
+from core.results import read_results  # noqa: E402
 from engines import get_engine  # noqa: E402
 from engines.cells import run_cell  # noqa: E402
 from engines.plan import Column, pytest_command, write_plan  # noqa: E402
-from engines.results import read_results  # noqa: E402
 from generators import write  # noqa: E402
 from generators.bundle import Bundle, iter_bundles, verify_bundle  # noqa: E402
 

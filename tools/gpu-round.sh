@@ -30,7 +30,7 @@ obs=$work/obs
 bin=$work/payload/bin
 [[ $step == adopt ]] || mkdir -p "$obs"
 say() { echo "[$(date +%H:%M:%S)] $*"; }
-pins() { (cd "$repo" && python3 -m engines.pins "$@"); }  # the pin table: the engine descriptors (cases/engines.py)
+pins() { (cd "$repo" && python3 -m engines.pins "$@"); }  # the pin table: the engine descriptors (core/engines.py)
 cells() {  # VERSION RESULTS WORKERS [engines.run flags...]: the catalogue on one version, into one results file
   local v=$1 results=$2 workers=$3; shift 3
   (cd "$repo" && timeout "${LIMIT:-570}" "$bin/python-controller" -m engines.run --engine tensorrt \

@@ -16,7 +16,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 obs=/tmp/obs/$label
 mkdir -p "$obs" "$out"
 step() { echo "[$(date +%H:%M:%S)] $*"; }
-mapfile -t newest < <(cd "$repo" && python3 -m engines.pins trt | tail -n 2)  # the pin table: cases/engines.py
+mapfile -t newest < <(cd "$repo" && python3 -m engines.pins trt | tail -n 2)  # the pin table: core/engines.py
 
 if [[ ! -x $payload/bin/python-controller ]]; then
   step "unpacking the payload in $payload"

@@ -34,10 +34,10 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cases.cli import ArgumentParser  # noqa: E402
-from cases.engines import LINT_ENGINES  # noqa: E402
-from cases.engines import title as engine_title  # noqa: E402
 from check.lint import Finding, LintInputError, basis_words, engine_cells, lint_model, lint_path  # noqa: E402
+from core.cli import ArgumentParser  # noqa: E402
+from core.engines import LINT_ENGINES  # noqa: E402
+from core.engines import title as engine_title  # noqa: E402
 from matrix.merge import version_key  # noqa: E402
 from matrix.predict import BUILDS, SHOWN_NODES, Comparison, applies, compare, network_failure  # noqa: E402
 
@@ -119,7 +119,7 @@ def catalogue_targets(by_bundle: Mapping[str, List[Mapping[str, Any]]], engine: 
 def network_verdict(findings: Sequence[Finding], cell: Mapping[str, Any]) -> str:
     """One network on one engine version: "right" or "wrong" where the findings say whether it parses and builds,
     "silent" where none speaks about the cell, "cannot say" where the cell neither failed nor built."""
-    from cases.outcome import outcome
+    from core.outcome import outcome
 
     speaking = [f.predicted for f in findings if applies(vars(f), cell)]
     predicted = next((w for w in ("parse fails", "build fails") if w in speaking), BUILDS if speaking else "")

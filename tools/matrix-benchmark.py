@@ -11,7 +11,7 @@ used as it is: warm it first (any `nox -s matrix`) to measure what a second clon
 reports/matrix.json are kept beside the clone (<clone>-<run>.log, <clone>-<run>-matrix.json: compare two with
 tools/compare-matrix.py). Prints a Markdown table (wall clock, peak RSS, seconds per nox session, the cell counts the
 runs printed) and writes it as JSON with --json. Standard library only: of the project it imports only the argument
-parser (cases/cli.py).
+parser (core/cli.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ KIB = 1 << 10  # getrusage's ru_maxrss is in KiB
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cases.cli import ArgumentParser  # noqa: E402 (standard library only, as this tool)
+from core.cli import ArgumentParser  # noqa: E402 (standard library only, as this tool)
 
 CHANGE = ("generators/concat_requant.py", "SPATIAL = 6", "SPATIAL = 5")
 STAMP = re.compile(r"^nox > \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,]\d+)\] (.*)$")

@@ -4,7 +4,7 @@
     python tools/migrate-observed.py [--write]
 
 1. No machine paths: every recorded command (session headers, cells' run.command, the sweeps' .jsonl.gz) is
-   made relative to the repository (cases.portable): `--results` names the committed file itself, a checkout of
+   made relative to the repository (core.portable): `--results` names the committed file itself, a checkout of
    this repository (`/work/main/`, the fresh clone `/tmp/fresh0/`) becomes the repository, and any other path keeps
    its last two parts behind "…/". The reductions' model paths and repro-check.txt get the same treatment.
 2. The tensorrt-only H200 files: 258 cells (parse failures and not-run cells) never recorded their tactic sources,
@@ -45,10 +45,10 @@ sys.path.insert(0, str(REPO))
 
 import re  # noqa: E402
 
-from cases.cell import SCHEMA as CELL_SCHEMA  # noqa: E402
-from cases.cell import SESSION_FAMILY, SESSION_SCHEMA  # noqa: E402
-from cases.cli import ArgumentParser  # noqa: E402
-from cases.portable import portable_path, portable_text, scrub  # noqa: E402
+from core.cell import SCHEMA as CELL_SCHEMA  # noqa: E402
+from core.cell import SESSION_FAMILY, SESSION_SCHEMA  # noqa: E402
+from core.cli import ArgumentParser  # noqa: E402
+from core.portable import portable_path, portable_text, scrub  # noqa: E402
 from engines.reasons import error_line, failure_evidence, symptom_of  # noqa: E402
 from engines.tensorrt.layers import dtype  # noqa: E402
 from generators.bundle import meta_digest  # noqa: E402

@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _workspace_mb() -> int:
-    """The worker's workspace pool, from the engine descriptors (cases/engines.py): the same build as the suite's."""
+    """The worker's workspace pool, from the engine descriptors (core/engines.py): the same build as the suite's."""
     sys.path.insert(0, str(REPO))
-    from cases.engines import ENGINES
+    from core.engines import ENGINES
 
     return int(ENGINES["tensorrt"].settings["workspace_mb"])
 

@@ -14,9 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from cases.engines import ENGINES
+from core.engines import ENGINES
+from core.isa import cpu_label
 from engines.base import EngineInfo, Observation, no_custom_ops
-from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
+from engines.hardware import captured_stderr, not_installed, python_versions
 from engines.onnxruntime import stages
 from engines.onnxruntime.stages import CPU
 from generators.bundle import Bundle

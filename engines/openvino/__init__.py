@@ -2,7 +2,7 @@
 
 On CPUs with bf16 support OpenVINO computes float layers in bf16 unless INFERENCE_PRECISION_HINT is f32,
 so the adapter always sets it; and it turns the CPU plugin's dynamic quantization of activations for compressed
-weights off unless its option asks for a group size (cases.engines). Each runtime layer's rt_info names the ONNX nodes it came from
+weights off unless its option asks for a group size (core.engines). Each runtime layer's rt_info names the ONNX nodes it came from
 ("originalLayersNames") and the precision it ran in ("runtimePrecision").
 """
 
@@ -12,14 +12,15 @@ import importlib
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from cases.engines import ENGINES
+from core.engines import ENGINES
+from core.isa import cpu_label
 from engines.base import EngineInfo, Observation, no_custom_ops, target_outputs
-from engines.hardware import captured_stderr, cpu_label, not_installed, python_versions
+from engines.hardware import captured_stderr, not_installed, python_versions
 from engines.openvino import stages
 from generators.bundle import Bundle
 
 NAME = "openvino"
-SETTINGS = ENGINES[NAME].settings  # the device and the float precision hint (cases.engines)
+SETTINGS = ENGINES[NAME].settings  # the device and the float precision hint (core.engines)
 INT8_PRECISIONS = ("i8", "u8")
 FLOAT_PRECISIONS = ("f32", "bf16", "f16")
 # Runtime layers that only move data; they never decide a target's precision.

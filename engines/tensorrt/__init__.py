@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import select
 import signal
 import subprocess
@@ -25,7 +24,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from cases.engines import ENGINES
+from core.engines import ENGINES
+from core.words import LABELS, file_name
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu, lifeline
 from engines.tensorrt.inspect import log_text, version_matches
@@ -82,7 +82,7 @@ class Adapter:
         return ENGINES[self.name].title
 
     def options(self) -> Dict[str, str]:
-        """This adapter's own engine options (cases.engines), as the cells record them."""
+        """This adapter's own engine options (core.engines), as the cells record them."""
         return {"tactics": self.tactics, "timing_cache": self.timing_cache}
 
     def timing_cache_path(self) -> str:
@@ -91,7 +91,7 @@ class Adapter:
         if self.timing_cache != "on" or info is None or not info.available:
             return ""
         folder = Path(os.environ.get("QDQ_TIMING_CACHE_DIR") or REPO / "results" / "timing-cache")
-        gpu_label = re.sub(r"[^A-Za-z0-9.]+", "-", info.hardware).strip("-").lower()
+        gpu_label = file_name(info.hardware, LABELS)
         return str(folder / f"{self.module}-{info.version}-{gpu_label}-{self.tactics}.cache")
 
     def probe(self) -> EngineInfo:

@@ -234,7 +234,7 @@ def configure(trt: Any, caps: Dict[str, Any], builder: Any, opts: Dict[str, Any]
         flags.append(name)
     options["builder_flags"] = flags
     _tactics(trt, config, opts, options)
-    workspace = int(opts["workspace_mb"]) << 20  # the engine's setting (cases/engines.py), in every request
+    workspace = int(opts["workspace_mb"]) << 20  # the engine's setting (core/engines.py), in every request
     pool = tinspect.lookup_flag(getattr(trt, "MemoryPoolType", None), "WORKSPACE")
     if pool is not None and hasattr(config, "set_memory_pool_limit"):
         config.set_memory_pool_limit(pool, workspace)

@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from cases import numerics
-from cases.cell import Cell
-from cases.cli import ArgumentParser
-from cases.engines import NAMES, family
-from engines.results import read_results
+from core import numerics
+from core.cell import Cell
+from core.cli import ArgumentParser
+from core.engines import NAMES, family
+from core.results import read_results
 from engines.tensorrt import layers as tlayers
 from engines.tensorrt import target_ops, unpack_listing
 from generators.bundle import Bundle, bundles_root
@@ -66,7 +66,7 @@ def _ops(bundle_id: str, root: Path) -> Dict[str, str]:
 
 def process(path: Path, root: Path, write: bool) -> Dict[str, int]:
     """Re-derive one results file; returns counts (cells, with listing, changed precision, changed evidence).
-    A file engines.results refuses is left alone (ValueError says why)."""
+    A file core.results refuses is left alone (ValueError says why)."""
     counts = {"cells": 0, "listed": 0, "precision": 0, "evidence": 0, "unlisted": 0}
     found = read_results(path)
     if found.refused:

@@ -22,8 +22,8 @@ from packaging.specifiers import SpecifierSet
 
 from cases import CASE_MODULES, all_cases, bundle_id, get_case
 from cases.base import Case, Expectation, Signature, repository_path, upstream
-from cases.isa import isa
-from cases.numerics import error_steps
+from core.isa import isa
+from core.numerics import error_steps
 from generators import write
 from generators.bundle import Bundle, verify_bundle
 from generators.onnx_util import IR_VERSION_FOR_OPSET
@@ -133,7 +133,7 @@ def test_expectations_rest_on_an_upstream_source_or_a_named_baseline(case):
 def _baseline_problem(source: str, engine: str = "", versions: str = "") -> str:
     """Why a baseline's file does not stand as one ("" where it does)."""
     from cases.base import repository_path
-    from engines.results import read_results
+    from core.results import read_results
     from matrix import observed
 
     path = REPO / source

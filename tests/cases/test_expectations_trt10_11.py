@@ -8,11 +8,11 @@ from packaging.version import Version
 
 from cases import all_cases, get_case
 from cases.common import OPERATORS_MD, OPERATORS_MD_10_1, OPERATORS_MD_10_15, QUANTIZED_TYPES_11
-from cases.engines import pin_group
+from core.engines import pin_group
 
 MOVING = ("/blob/main/", "/tree/main/", "/latest/")  # a page that changes under the citation
 ISSUE_3919 = "https://github.com/NVIDIA/TensorRT/issues/3919"
-PINNED = list(pin_group("trt10").versions)  # the NVIDIA-index versions of the pin table (cases/engines.py)
+PINNED = list(pin_group("trt10").versions)  # the NVIDIA-index versions of the pin table (core/engines.py)
 V10 = [v for v in PINNED if v.startswith("10.")]
 V11 = [v for v in PINNED if v.startswith("11.")]
 

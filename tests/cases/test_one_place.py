@@ -1,4 +1,4 @@
-"""One fact, one place: an engine's title, defaults and pins live in its descriptor (cases/engines.py), a signature and
+"""One fact, one place: an engine's title, defaults and pins live in its descriptor (core/engines.py), a signature and
 a source in one module, and every other file reads them. Each test fails when a second definition appears."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Iterator, List, Tuple
 
-from cases.engines import ENGINES, GPU_ARCHITECTURES, NAMES, pin_groups
+from core.engines import ENGINES, GPU_ARCHITECTURES, NAMES, pin_groups
 
 REPO = Path(__file__).resolve().parents[2]
-DESCRIPTORS = REPO / "cases" / "engines.py"
+DESCRIPTORS = REPO / "core" / "engines.py"
 CODE_SUFFIXES = (".py", ".sh", ".yml", ".yaml", ".j2", "")  # "" : the tools without a suffix (tools/gpu-payload)
 
 
@@ -53,7 +53,7 @@ def test_no_second_pin_list():
                 words = set(re.findall(r"[0-9][0-9.]*[0-9]", text))
                 if any(len(words & versions) >= 2 for versions in groups):
                     found.append(f"{path.relative_to(REPO)}:{line}")
-    assert found == [], "pinned versions typed outside cases/engines.py (read them with python -m engines.pins)"
+    assert found == [], "pinned versions typed outside core/engines.py (read them with python -m engines.pins)"
 
 
 def engine_facts(node: ast.AST) -> bool:
@@ -70,7 +70,7 @@ def test_no_second_table_or_list_of_engines():
     """No dict of facts keyed by engine names (a table of titles) and no list of them: the descriptors say both."""
     found = [f"{p.relative_to(REPO)}:{line}" for p in code_files() if p.suffix == ".py"
              for line, node in python_literals(p) if engine_facts(node)]
-    assert found == [], "engine names listed outside cases/engines.py"
+    assert found == [], "engine names listed outside core/engines.py"
 
 
 def test_no_second_title_or_default():
@@ -121,10 +121,10 @@ def test_every_signature_has_one_name_and_one_declaration():
 
 
 def test_no_source_url_is_declared_in_two_modules():
-    """A source is a constant in one module of cases/ and check/ (cases/common.py for the shared ones)."""
+    """A source is a constant in one module of core/, cases/ and check/ (cases/common.py for the shared ones)."""
     seen = {}
     twice = []
-    for path in sorted([*(REPO / "cases").glob("*.py"), *(REPO / "check").glob("*.py")]):
+    for path in sorted([*(REPO / "core").glob("*.py"), *(REPO / "cases").glob("*.py"), *(REPO / "check").glob("*.py")]):
         for m in re.finditer(r'^[A-Z_0-9]+ = "(https?://[^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE):
             if seen.setdefault(m.group(1), path.name) != path.name:
                 twice.append(f"{m.group(1)}: {seen[m.group(1)]} and {path.name}")
@@ -148,7 +148,7 @@ def probe_contexts(case, engine: str) -> Iterator[dict]:
     """Every combination of the cell-side values the case's expectations for this engine filter on."""
     import itertools
 
-    from cases.isa import ISA_LEVELS
+    from core.isa import ISA_LEVELS
 
     keys = sorted({k for e in case.expectations if e.engine == engine for k in e.when})
     choices = [ISA_LEVELS if k == "isa" else GPU_ARCHITECTURES if k == "gpu" else ENGINES[engine].option(k).choices

@@ -161,12 +161,12 @@ def test_a_wrong_rank_for_an_open_input_is_a_usage_error_naming_the_model(tmp_pa
 
 
 def test_a_harness_error_is_a_model_not_fully_checked_not_an_engine_failure(capsys):
-    from check.__main__ import EXIT_ENGINE_FAILED, EXIT_MODEL_UNUSABLE, EXIT_OK, Outcome, summary
+    from check.__main__ import EXIT_ENGINE_FAILED, EXIT_MODEL_UNUSABLE, EXIT_OK, ModelCheck, summary
 
-    harness = Outcome(model="a.onnx", bundle="user_model/a", cells=("onnxruntime@1.31.1: harness_error",),
+    harness = ModelCheck(model="a.onnx", bundle="user_model/a", cells=("onnxruntime@1.31.1: harness_error",),
                       statuses=("harness_error",))
-    clean = Outcome(model="b.onnx", bundle="user_model/b", cells=("onnxruntime@1.31.1: pass",), statuses=("pass",))
-    failed = Outcome(model="c.onnx", bundle="user_model/c", cells=("onnxruntime@1.31.1: fail",), statuses=("fail",))
+    clean = ModelCheck(model="b.onnx", bundle="user_model/b", cells=("onnxruntime@1.31.1: pass",), statuses=("pass",))
+    failed = ModelCheck(model="c.onnx", bundle="user_model/c", cells=("onnxruntime@1.31.1: fail",), statuses=("fail",))
     assert summary([clean]) == EXIT_OK
     assert summary([clean, harness]) == EXIT_MODEL_UNUSABLE
     assert summary([harness, failed]) == EXIT_MODEL_UNUSABLE | EXIT_ENGINE_FAILED

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from cases import get_case
-from cases.cell import Cell
 from cases.common import OPERATORS_MD
 from cases.dynamic_quantize import ISSUE_3963, ORT_15888
 from cases.verdict import rejudge
 from check.bundle import bundle_from_model
+from core.cell import Cell
 from matrix.nodes import node_report
 from matrix.render import render_template
 from tests.check.models import float_convnet, qdq_conv, quantize_dynamic, quantize_qoperator

@@ -184,7 +184,7 @@ def test_cli_compares_predictions_with_a_results_file(tmp_path, capsys):
     onnx.save(_grouped_conv(3), str(tmp_path / "gc.onnx"))
     from dataclasses import replace
 
-    from cases.cell import Cell
+    from core.cell import Cell
 
     cell = Cell(bundle="user_model/gc", case="user_model", params={}, digest="d", engine="tensorrt",
                 engine_version="8.6.0", hardware="", status="pass", verdict="undocumented", last_stage="compare",
@@ -236,7 +236,7 @@ def _silu_conv_only():
 
 
 def _failed_build(bundle: str, version: str = "8.6.0"):
-    from cases.cell import Cell
+    from core.cell import Cell
 
     return Cell(bundle=bundle, case="user_model", params={}, digest="d", engine="tensorrt", engine_version=version,
                 hardware="NVIDIA H100 80GB HBM3 (sm_90)", status="fail", verdict="new failure", last_stage="load",

@@ -11,10 +11,11 @@ import numpy as np
 import onnx
 import pytest
 
-from cases import get_case, numerics
+from cases import get_case
 from check.__main__ import main
 from check.bundle import bundle_from_model
 from check.localize import localize_cell
+from core import numerics
 from engines import get_engine
 from engines.cells import judge_observation, measure
 from generators.bundle import verify_bundle
@@ -153,7 +154,7 @@ def test_localize_names_the_first_drifting_node_in_graph_order(deep, tmp_path, m
 
 
 def test_localize_says_why_for_the_tensorrt_family(deep, tmp_path):
-    from cases.cell import Cell
+    from core.cell import Cell
 
     bundle = bundle_from_model(deep[1], tmp_path / "b")
     said = {}

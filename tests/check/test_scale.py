@@ -11,9 +11,9 @@ from typing import Any, Callable, Dict
 import pytest
 
 from cases import get_case
-from cases.engines import CPU_ENGINES
 from check.bundle import bundle_from_model
 from check.chain import write_chain
+from core.engines import CPU_ENGINES
 from engines import get_engine
 from engines.cells import run_cell
 from matrix.nodes import node_report, write_node_reports

@@ -11,9 +11,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from cases.numerics import output_stats
 from check.bundle import reference_outputs
 from check.twin import dequantize, float_twin
+from core.numerics import output_stats
 from tests.check.models import deep_convnet, quantize_for_tensorrt, quantize_fragile, quantize_static
 
 RNG = np.random.default_rng(5)

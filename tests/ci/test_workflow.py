@@ -88,7 +88,7 @@ def test_triggers_are_manual_and_scheduled(workflow):
 
 def test_cells_job_runs_on_gpu_runners_over_the_pin_table(workflow):
     """One job per TensorRT version of the pin table, which the pins job prints from the engine descriptors."""
-    from cases.engines import pin_group
+    from core.engines import pin_group
 
     pins = workflow["jobs"]["pins"]
     run = next(s["run"] for s in pins["steps"] if "run" in s)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cases.cell import Cell
+from core.cell import Cell
+from core.isa import cpu_label, isa
 from engines.base import EngineInfo
-from engines.hardware import cpu_label, isa
 from engines.results import default_path, info_key, reuse_key
 
 GOLD = "model name\t: Intel(R) Xeon(R)   Gold 6338 CPU\nflags\t: sse4_1 avx2 avx512f avx512bw avx512_vnni\n"

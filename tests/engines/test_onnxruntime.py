@@ -14,8 +14,8 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
+from core.isa import isa  # noqa: E402
 from engines import get_engine  # noqa: E402
-from engines.hardware import isa  # noqa: E402
 from engines.onnxruntime import Adapter  # noqa: E402
 from generators.bundle import Bundle  # noqa: E402
 from generators.onnx_util import const, make_model, node, value_info  # noqa: E402
@@ -24,7 +24,7 @@ from tests.engines.qdq_models import assert_matches, conv2d, error_steps, qdq_co
 # QDQ activations ORT's QLinearConv computes on: int8 only on ARM; on x86-64 its QDQS8ToU8Transformer
 # makes them uint8 (QDQIsInt8Allowed() in qdq_selector_action_transformer.h).
 ACTIVATION = "int8" if platform.machine().lower() in ("aarch64", "arm64") else "uint8"
-# engines.hardware levels at which MLAS has u8s8 GEMM kernels of its own (not the widening SSE2 one).
+# core.isa levels at which MLAS has u8s8 GEMM kernels of its own (not the widening SSE2 one).
 U8S8_OWN_KERNELS = ("avx2", "avx_vnni", "avx512", "avx512_vnni", "amx")
 
 

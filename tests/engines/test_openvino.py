@@ -15,8 +15,8 @@ from packaging.specifiers import SpecifierSet
 onnx = pytest.importorskip("onnx")
 ov = pytest.importorskip("openvino")
 
+from core.isa import isa  # noqa: E402
 from engines import get_engine  # noqa: E402
-from engines.hardware import isa  # noqa: E402
 from engines.openvino import Adapter, layer_precision, release  # noqa: E402
 from generators.bundle import Bundle  # noqa: E402
 from generators.onnx_util import const, make_model, node, value_info  # noqa: E402

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from cases import get_case
-from cases.cell import Cell
+from core.cell import Cell
 from engines.environment import broken
 from engines.reuse import reusable
 

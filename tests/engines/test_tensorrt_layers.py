@@ -122,7 +122,7 @@ def test_a_helper_layer_is_never_the_evidence_for_a_compute_node():
 
 def test_a_stored_cell_is_re_derived_from_its_listing_without_an_engine(tmp_path):
     """A cell keeps its listing packed; a wrong attribution stored in it is corrected from committed data alone."""
-    from cases.cell import Cell
+    from core.cell import Cell
     from engines.tensorrt import pack_listing
     from engines.tensorrt.rederive import process
 

@@ -44,7 +44,7 @@ def test_an_unknown_tactics_choice_is_refused():
 def test_the_request_carries_the_choice(tmp_path, bundle):
     request = json.loads(Adapter(tactics="tensorrt-only")._write_request(bundle, tmp_path).read_text())
     assert request["trt"] == {"int8": True, "tactics": "tensorrt-only", "timing_cache": "",  # not probed: no GPU
-                              "workspace_mb": 1024}  # the engine's setting (cases/engines.py)
+                              "workspace_mb": 1024}  # the engine's setting (core/engines.py)
 
 
 @pytest.mark.skipif(_libcuda_loads(), reason="libcuda.so.1 is here: the run stage would go further")

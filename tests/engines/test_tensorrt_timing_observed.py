@@ -7,7 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
-from cases.cell import SCHEMA
+from core.cell import SCHEMA
 
 SWEEP = Path(__file__).resolve().parents[2] / "reports" / "observed" / "nvidia-h100" / "timing-cache-sweep"
 

@@ -10,7 +10,8 @@ from typing import List
 
 import pytest
 
-from cases.cell import Cell
+from core.cell import Cell
+from core.engines import ENGINES
 from generators.write import write_all
 from matrix.__main__ import main
 from matrix.bugbundle import folder_for
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 OBSERVED = REPO / "tests" / "data" / "observed-sample.jsonl"  # two real TensorRT cells (8.5.3.1, 8.6.0), an H200
 BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
 PARAMS = {"cpg": [3], "weights": ["per_channel"], "activation": ["int8"], "output_qdq": [True], "epilogue": ["none"]}
-RTX_TARGETS = ("SM75", "SM80", "SM86", "SM89", "SM120")
+RTX_SWEEP = ENGINES["tensorrt-rtx"].option("target").sweep  # the targets a full run gives a column each
 CPU = "cpu: Intel(R) Xeon(R) Processor (avx2, emulated)"
 RTX = "no GPU: ahead-of-time build"
 
@@ -45,7 +46,7 @@ def colliding_columns() -> List[Cell]:
     return [trt, replace(trt, variant={"tactics": "tensorrt-only"}),
             ort, replace(ort, variant={"x64quantprecision": "1"}),
             replace(rtx, hardware=f"{RTX} (default: SM80 SM86 SM89 SM120 SM121)"),
-            *(replace(rtx, variant={"target": t}) for t in RTX_TARGETS)]
+            *(replace(rtx, variant={"target": t}) for t in RTX_SWEEP)]
 
 
 def written(out: Path) -> List[Path]:

@@ -21,12 +21,12 @@ from typing import List, Set, Tuple
 import pytest
 
 from cases import get_case
-from cases.cell import Cell
+from core.cell import Cell
 from generators.bundle import load_bundle
 from generators.write import write_all, write_bundle
 from matrix.__main__ import main
 from matrix.bugbundle import Refused, make
-from matrix.render import cells_from_report
+from tests.matrix.conftest import cells_from_report
 from matrix.inputs import STAMP
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ from typing import Dict, List, Tuple
 import pytest
 
 from check.lint import LintInputError, engine_cells, observed_cells
-from engines.results import read_results, stored_cells
+from core.results import read_results
+from engines.results import stored_cells
 from matrix import observed
 from matrix.__main__ import main
 from matrix.diff import diff

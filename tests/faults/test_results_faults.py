@@ -14,7 +14,7 @@ from typing import List
 import numpy as np
 import pytest
 
-from cases.schema import check_lines
+from core.schema import check_lines
 from matrix.merge import load_results
 from tests.engines.fakes import cells_argv, write_fake_bundle
 
@@ -174,7 +174,7 @@ def test_corrupt_bundle_is_not_run_never_judged(tmp_path: Path, damage: str) -> 
 
 
 def _good_line(bundle: str = "grouped_conv/x") -> str:
-    from cases.cell import Cell
+    from core.cell import Cell
 
     return Cell(bundle=bundle, case="grouped_conv", params={}, digest="d", engine="onnxruntime", engine_version="0",
                 hardware="hw", status="pass", verdict="undocumented").to_json()
@@ -240,7 +240,7 @@ def test_fresh_replaces_the_files_cells_and_every_count_agrees(tmp_path: Path) -
 def test_a_killed_runs_second_copies_go_when_the_next_run_ends(tmp_path: Path) -> None:
     """A --fresh run killed midway leaves two cells of some bundles in one column; the next run on the file, even
     one that writes nothing, keeps the later of each, and the session headers of the cells kept."""
-    from cases.cell import Cell
+    from core.cell import Cell
     from engines.base import EngineInfo
     from engines.results import ResultsWriter
 

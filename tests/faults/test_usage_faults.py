@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
-SOURCES = ("cases", "check", "engines", "generators", "matrix", "tools")  # where the suite's command lines are
+SOURCES = ("core", "cases", "check", "engines", "generators", "matrix", "tools")  # where the suite's command lines are
 # Each command line of the suite, with one bad flag or value (its module or script, then its arguments).
 BAD = [
     ("-m check", "--min-sqnr nan model.onnx"),
@@ -85,9 +85,9 @@ def parser_files() -> Set[str]:
 def test_every_command_line_builds_the_one_line_parser_and_is_tested_here():
     files = parser_files()
     plain = {f for f in files
-             if "argparse.ArgumentParser(" in (REPO / f).read_text(encoding="utf-8") and f != "cases/cli.py"}
-    assert plain == set(), "build cases.cli.ArgumentParser: argparse's own prints its usage block on an error"
+             if "argparse.ArgumentParser(" in (REPO / f).read_text(encoding="utf-8") and f != "core/cli.py"}
+    assert plain == set(), "build core.cli.ArgumentParser: argparse's own prints its usage block on an error"
     tested = {w.split()[-1] if w.endswith(".py") else w.split()[-1].replace(".", "/") for w, _ in BAD}
-    untested = {f for f in files - {"cases/cli.py"}
+    untested = {f for f in files - {"core/cli.py"}
                 if f not in tested and f.rsplit("/__main__.py", 1)[0] not in tested and f[:-3] not in tested}
     assert untested == set(), "a command line without a usage-error test here"

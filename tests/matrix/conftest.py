@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import pytest
 
-from cases.cell import Cell
+from core.cell import Cell
 from engines.reasons import error_line, failure_evidence
 from engines.results import with_symptom
 
 H200 = "NVIDIA H200 (sm_90)"
 A100 = "NVIDIA A100 (sm_80)"
+
+
+def cells_from_report(data: Dict[str, Any], folder: Path) -> List[Cell]:
+    """Every cell of a matrix.json whole, read back from the column files it names (folder: the reports folder)."""
+    return [Cell.from_dict(json.loads(line)) for column in data["columns"]
+            for line in (Path(folder) / column["cells"]).read_text(encoding="utf-8").splitlines() if line]
 
 
 def cell(bundle: str = "q_output_type/out=uint8", **fields: Any) -> Cell:

@@ -16,8 +16,8 @@ from typing import Dict, List
 import pytest
 
 from cases import get_case
-from cases.cell import Cell
-from cases.engines import TRT_FILES
+from core.cell import Cell
+from core.engines import TRT_FILES
 from engines import get_engine
 from engines.cells import judge_observation, run_cell
 from generators.bundle import load_bundle
@@ -166,7 +166,7 @@ def test_tensorrt_bundle_holds_every_file(trt_bundle):
 def test_repro_and_the_suite_files_are_the_repositorys_own_unchanged(trt_bundle):
     """No template: repro.py is matrix/repro.py and suite/ holds the worker and the error measure as they are."""
     assert (trt_bundle / "repro.py").read_bytes() == (REPO / "matrix" / "repro.py").read_bytes()
-    assert (trt_bundle / "suite" / "numerics.py").read_bytes() == (REPO / "cases" / "numerics.py").read_bytes()
+    assert (trt_bundle / "suite" / "numerics.py").read_bytes() == (REPO / "core" / "numerics.py").read_bytes()
     for name in TRT_FILES:
         assert (trt_bundle / "suite" / "tensorrt" / name).read_bytes() == \
             (REPO / "engines" / "tensorrt" / name).read_bytes()

@@ -10,22 +10,19 @@ import json
 from pathlib import Path
 from typing import Dict, Set, Tuple
 
-from cases.cell import SCHEMA, SESSION_FAMILY
+from core.cell import SCHEMA, SESSION_FAMILY
 
 REPO = Path(__file__).resolve().parents[2]
 MATRIX = REPO / "matrix"
-PACKAGES = ("cases", "engines", "generators", "check")  # the suite's own modules that matrix/ may import
+PACKAGES = ("core", "cases", "engines", "generators", "check")  # the suite's own modules that matrix/ may import
 OBSERVED = REPO / "reports" / "observed"
 # The only places in matrix/ a regex may stand, and what each reads: names and labels, never evidence or errors.
 ALLOWED = {
     ("safe", "<module>"): "control characters and terminal escapes, removed from any text before it is published",
     ("safe", "_visible"): "control characters made visible",
     ("safe", "_longest_run"): "the longest run of one character (a backtick) in a text, to fence it",
-    ("cellfiles", "<module>"): "a column label as a file name",
-    ("bugbundle", "folder_name"): "text from a results file as a folder name",
     ("bugbundle", "tool_commands"): "which input names trtexec takes unquoted",
     ("nodes", "renamed_user_bundle"): "a user bundle folder's id suffix",
-    ("nodes", "file_stem"): "a bundle id as a file name",
     ("targets", "_target_key"): "the number in a build target's name (SM86)",
     ("repro", "verdict"): "the documented signature's own pattern, searched as the suite's cell was",
 }
@@ -49,10 +46,11 @@ def regex_uses(path: Path) -> Set[Tuple[str, str]]:
 
 # The only helpers with a regex that matrix/ may import, and what each reads: names and paths, never evidence or errors.
 ALLOWED_IMPORTS = {
-    ("cases.portable", "scrub"): "machine paths made portable in any text before it is published",
-    ("cases.portable", "portable_text"): "machine paths made portable in a recorded command",
+    ("core.portable", "scrub"): "machine paths made portable in any text before it is published",
+    ("core.portable", "portable_text"): "machine paths made portable in a recorded command",
     ("cases.user_model", "bundle_id_for"): "a user model's file name as a bundle id",
     ("cases.user_model", "bundle_ids_for"): "user models' file names as bundle ids",
+    ("core.words", "file_name"): "a bundle id, column label or text from a results file as a file name",
 }
 
 
@@ -120,7 +118,7 @@ def test_the_import_scan_sees_a_regex_helper(tmp_path):
 def test_no_regex_in_matrix_reads_evidence_or_error_text():
     uses = set().union(*(regex_uses(p) for p in MATRIX.glob("*.py")))
     assert uses - set(ALLOWED) == set(), "a regex in matrix/ on evidence or error text: make it a cell field"
-    for module in ("predict", "models", "render", "diff", "merge", "grid", "upgrade", "words", "nodes"):
+    for module in ("predict", "models", "render", "diff", "merge", "grid", "upgrade", "nodes"):
         assert not {u for u in uses if u[0] == module} - set(ALLOWED), module
 
 
@@ -160,7 +158,7 @@ def test_the_merge_has_no_branch_for_older_cells():
     source = (MATRIX / "merge.py").read_text(encoding="utf-8")
     for legacy in ("tactic_sources", "_older_variant", "tensorrt-only tactics", "hardware_detail\") or"):
         assert legacy not in source
-    from cases.schema import problems
+    from core.schema import problems
 
     for old in ({"schema": "qdq-matrix/cell/1", "bundle": "b/x"}, {"schema": "qdq-matrix/cell/2", "bundle": "b/x"},
                 {"schema": "qdq-matrix/session/1"}):

@@ -11,9 +11,9 @@ from typing import List
 
 import pytest
 
-from cases.portable import MACHINE_PATH, portable_command, portable_path
+from core.portable import MACHINE_PATH, portable_command, portable_path
 from matrix.__main__ import main
-from matrix.render import cells_from_report
+from tests.matrix.conftest import cells_from_report
 
 REPO = Path(__file__).resolve().parents[2]
 OBSERVED = REPO / "reports" / "observed"
@@ -97,7 +97,7 @@ def test_an_engine_error_naming_the_bundle_is_recorded_without_its_folder(tmp_pa
 
 def test_the_repository_folder_is_dropped_wherever_it_was_cloned():
     """A clone outside the machine roots (CI clones into /check/...) is still no path to publish."""
-    from cases.portable import scrub
+    from core.portable import scrub
     assert scrub(f"Traceback: {REPO}/engines/cells.py line 1") == "Traceback: engines/cells.py line 1"
     assert scrub("Traceback: /elsewhere/qdq/engines/cells.py", repo=Path("/elsewhere/qdq")) == \
         "Traceback: engines/cells.py"

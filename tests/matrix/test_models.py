@@ -6,11 +6,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from cases.cell import Cell
 from check.lint import RULE_WORDS
+from core.cell import Cell
 from engines.reasons import failure_evidence
 from matrix.merge import build, load_results
-from matrix.models import models_view, outcome
+from matrix.models import column_words, models_view
 from matrix.nodes import node_report, write_all
 from matrix.render import write_reports
 
@@ -96,11 +96,11 @@ def test_int8_counts_for_runs_and_ahead_of_time_plans():
 
 
 def test_tones():
-    assert outcome({"status": "pass", "ran": True, "int8": 5, "total": 5})["tone"] == "all"
-    assert outcome({"status": "pass", "ran": True, "int8": 4, "total": 5})["tone"] == "some"
-    assert outcome({"status": "pass", "ran": True, "int8": 0, "total": 5})["tone"] == "none"
-    assert outcome({"status": "fail", "failed_stage": "load", "engine": "tensorrt"})["tone"] == "fail"
-    assert outcome({"status": "crashed", "reason": "signal 11"}) == \
+    assert column_words({"status": "pass", "ran": True, "int8": 5, "total": 5})["tone"] == "all"
+    assert column_words({"status": "pass", "ran": True, "int8": 4, "total": 5})["tone"] == "some"
+    assert column_words({"status": "pass", "ran": True, "int8": 0, "total": 5})["tone"] == "none"
+    assert column_words({"status": "fail", "failed_stage": "load", "engine": "tensorrt"})["tone"] == "fail"
+    assert column_words({"status": "crashed", "reason": "signal 11"}) == \
         {"text": "crashed", "reason": "signal 11", "node": "", "tone": "crash"}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cases.cell import Cell
+from core.cell import Cell
 from matrix.diff import compare_cells
 from matrix.nodes import layer_of, node_report, precision_of
 
@@ -218,7 +218,7 @@ def test_markdown_keeps_plain_comparisons_and_escapes_only_what_opens_html():
 
 
 def test_every_quantized_precision_a_cell_can_hold_is_evidence_fp4_too():
-    from cases.cell import QUANTIZED_PRECISIONS
+    from core.cell import QUANTIZED_PRECISIONS
 
     assert [precision_of({"precision": p}) for p in QUANTIZED_PRECISIONS] == list(QUANTIZED_PRECISIONS)
     assert precision_of({"precision": "fp4"}) == "fp4" and precision_of({"precision": "nonsense"}) == "unknown"

@@ -11,9 +11,9 @@ from typing import Dict, List, Tuple
 import pytest
 
 from cases import get_case
-from cases.cell import Cell
-from cases.outcome import outcome
-from engines.results import read_results
+from core.cell import Cell
+from core.outcome import outcome
+from core.results import read_results
 from generators import write
 
 OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"
@@ -36,7 +36,7 @@ def test_observed_tensorrt_files_are_there():
 
 def _helper_evidence(path: Path) -> Tuple[List[str], int, List[Cell]]:
     """(compute nodes whose evidence is a helper layer, compute nodes inspected, catalogue cells read) of one file,
-    read by engines.results under today's schema."""
+    read by core.results under today's schema."""
     found = read_results(path)
     assert found.cells and not found.bad and not found.unreadable, (found.bad, found.unreadable)
     cells = [s.cell for s in found.cells if s.cell.case != "user_model"]

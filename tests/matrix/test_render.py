@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cases.cell import VERDICTS
+from core.cell import VERDICTS
 from matrix.merge import build
-from matrix.render import cells_from_report, write_reports
+from matrix.render import write_reports
+from tests.matrix.conftest import cells_from_report
 
 
 @pytest.fixture

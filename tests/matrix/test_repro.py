@@ -19,10 +19,10 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from cases import numerics
-from cases.cell import Cell
-from cases.engines import ENGINES as SPECS
-from cases.engines import REPRO_ALWAYS
+from core import numerics
+from core.cell import Cell
+from core.engines import ENGINES as SPECS
+from core.engines import REPRO_ALWAYS
 from generators.write import write_all
 from matrix.bugbundle import make
 from matrix.merge import load_results
@@ -100,14 +100,14 @@ def test_a_bug_bundle_needs_nothing_from_the_repository(suite_cells, tmp_path):
 
 
 def test_repro_counts_error_the_way_the_suite_does(tmp_path):
-    """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: cases/numerics.py, which
+    """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: core/numerics.py, which
     the bundle ships (the old template counted an all-zero output in steps of 1.0 and any NaN as infinite)."""
     from matrix import repro
 
     assert set(REPRO_ALWAYS) == {"repro.py", "suite/numerics.py"} and REPRO_ALWAYS["suite/numerics.py"] == \
-        "cases/numerics.py"
+        "core/numerics.py"
     (tmp_path / "suite").mkdir()
-    shutil.copyfile(REPO / "cases" / "numerics.py", tmp_path / "suite" / "numerics.py")
+    shutil.copyfile(REPO / "core" / "numerics.py", tmp_path / "suite" / "numerics.py")
     zeros = np.zeros((2, 3), np.float32)
     nan = np.array([np.nan, 1.0], np.float32)
     np.savez(tmp_path / "expected.npz", z=zeros, n=nan)

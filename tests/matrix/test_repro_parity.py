@@ -2,7 +2,7 @@
 outputs alike for every measure (steps, the network measure and its floors, non-finite values, cosine, fused with FP4
 evidence) and for a bundle of every catalogue case; the bundle made from the suite's cell says "REPRODUCED".
 
-Before the suite and repro.py shared cases/numerics.py, repro.py had no one-step floor (a quantized Softmax head one
+Before the suite and repro.py shared core/numerics.py, repro.py had no one-step floor (a quantized Softmax head one
 step off passed in the suite and failed in the bundle) and its fused left FP4 out.
 """
 
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from cases import all_cases, get_case
-from cases import numerics as judge
 from cases.base import Case
-from cases.cell import QUANTIZED_PRECISIONS, Cell
+from core import numerics as judge
+from core.cell import QUANTIZED_PRECISIONS, Cell
 from engines import get_engine
 from engines.base import EngineInfo, Observation
 from engines.cells import judge_observation

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cases import cell as cell_module
-from cases.cell import Cell
-from cases.schema import SCHEMA_FILES, check_lines, problems
+from core import cell as cell_module
+from core.cell import Cell
+from core.schema import SCHEMA_FILES, check_lines, problems
 from engines.base import EngineInfo
 from engines.results import ResultsWriter, stored_cells
 from matrix.__main__ import main
@@ -143,7 +143,7 @@ def test_every_committed_line_passes_its_schema():
 
 
 def test_a_clean_check_is_remembered_and_a_changed_line_is_found_again(make_cell, tmp_path, monkeypatch):
-    from cases import schema
+    from core import schema
 
     monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "cache"))
     path = tmp_path / "r.jsonl"

@@ -1,5 +1,6 @@
-"""One vocabulary: every verdict and status has its words in every view, and "as documented" never rests on this
-repository's own files (those are baselines, "as observed before")."""
+"""Verdicts against the catalogue: "as documented" never rests on this repository's own files (those are baselines,
+"as observed before"), and a harness error says nothing of the engine. Every view's words for each verdict and status
+are tests/core/test_words.py's."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from cases.base import BASES, repository_path, upstream
-from cases.cell import STATUSES, VERDICTS
-from cases.outcome import FAILED, HARNESS, IDLE, WORKED, Outcome
 from cases.verdict import AGREES, BASIS_WORDS, judge
+from core.cell import VERDICTS
 from matrix.merge import load_results
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,35 +59,6 @@ def test_the_reports_count_baseline_matches_apart(committed, tmp_path):
     assert "| as documented | as observed before |" in md  # the columns table: a count of each
     html = (tmp_path / "matrix.html").read_text(encoding="utf-8")
     assert re.search(r'<input type="radio" name="fv" id="fv1">as observed before', html)
-
-
-@pytest.mark.parametrize("verdict", VERDICTS)
-def test_every_view_has_words_for_every_verdict(verdict):
-    """Tables keyed by verdict are total: a new verdict fails here, not as a silent default in one view."""
-    from matrix.grid import MARKS
-    from matrix.render import JUNIT
-
-    assert set(MARKS) == set(VERDICTS) and set(JUNIT) == set(VERDICTS)
-    assert verdict in MARKS and verdict in JUNIT
-
-
-@pytest.mark.parametrize("status", STATUSES)
-def test_every_view_has_words_for_every_status(status):
-    """Each status is exactly one of failed, worked, idle or the harness's; every outcome kind has a grid letter and
-    a plot class."""
-    from matrix.grid import LETTERS, STATES
-    from matrix.plots import OUTCOMES, WORDS
-
-    assert sorted(FAILED + WORKED + IDLE + HARNESS) == sorted(STATUSES)
-    assert [status in group for group in (FAILED, WORKED, IDLE, HARNESS)].count(True) == 1
-    for fused in (True, False, None):
-        kind = Outcome(status, "build" if status in FAILED else "", fused if status in WORKED else None).kind
-        if status == "fail":
-            continue  # its letter is its failed stage's first: L, B, R, C
-        assert kind in LETTERS and LETTERS[kind] in {code for code, _, _ in STATES}, kind
-        assert kind in WORDS and WORDS[kind] in {name for name, _ in OUTCOMES}, kind
-    verdict, why = judge(None, status, None)
-    assert verdict in VERDICTS and why
 
 
 def test_each_basis_has_its_verdict_and_its_words():

@@ -83,10 +83,10 @@ def assert_int8_weights_within_63(rep: Reproducer) -> None:
 
 
 def rejudged_8x_cells(gpu: str, case) -> dict:
-    """The GPU rounds' cells of one seed-024/025 case (reports/observed/<gpu>/seeds-024-025/), read by engines.results
+    """The GPU rounds' cells of one seed-024/025 case (reports/observed/<gpu>/seeds-024-025/), read by core.results
     and judged again against today's expectations by cases.verdict.rejudge: (version, bundle) -> verdict."""
     from cases.verdict import rejudge
-    from engines.results import read_results
+    from core.results import read_results
 
     return {(s.cell.engine_version, s.cell.bundle): rejudge(s.cell, case).verdict
             for path in sorted((REPO / "reports" / "observed" / gpu / "seeds-024-025").glob("trt-*.jsonl"))

@@ -7,7 +7,7 @@ import pytest
 
 from cases import slug
 from cases.convtranspose_weight_axis import CASE
-from cases.numerics import error_steps
+from core.numerics import error_steps
 from generators.qdq_parts import conv_transpose
 from generators.reference import expected_outputs
 from generators.write import build

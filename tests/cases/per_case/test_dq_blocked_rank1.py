@@ -7,7 +7,7 @@ import pytest
 
 from cases import slug
 from cases.dq_blocked_rank1 import CASE, SHAPES
-from cases.numerics import comparison_step
+from core.numerics import comparison_step
 from generators import write
 from generators.reference import expected_outputs
 from tests.cases.per_case.helpers import attrs, initializers, only

@@ -52,7 +52,7 @@ def test_the_reduced_detector_graph_failed_as_the_reproducer_does(version):
 @pytest.mark.parametrize("version", ["8.5.3.1", "8.6.0"])
 def test_every_committed_cell_agrees_with_its_baseline(version):
     """Each of the 8 reproducers' own H100 cells: both Convs with requantized outputs fail at build, the rest INT8."""
-    from engines.results import read_results
+    from core.results import read_results
 
     cells = [s.cell for s in read_results(REPO / OBSERVED_REPRO.format(version)).cells if s.cell.case == CASE.id]
     assert len(cells) == 8

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-# The precisions that count as quantized in a node's evidence (a cell's `fused`); cases.cell names them from here.
+# The precisions that count as quantized in a node's evidence (a cell's `fused`); core.cell names them from here.
 QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")
 
 # ---- the network measure: whole models are judged by signal-to-noise, not by steps ----

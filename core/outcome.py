@@ -10,22 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
-from cases.cell import QUANTIZED_PRECISIONS, Cell
+from core.cell import QUANTIZED_PRECISIONS, Cell
+from core.words import FAILED, IDLE, STAGES, WORKED
 
 # The stage that failed, from the last stage reached ("" reached none: the load failed).
 FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
-FAILED = ("fail", "crashed")
-WORKED = ("pass", "built")  # built: a TensorRT-RTX plan built ahead of time, not run on this machine
-IDLE = ("skipped", "not_run", "not_applicable")
-# The suite's own code failed: neither the engine's failure nor a pass, never counted for or against the engine.
-HARNESS = ("harness_error",)
 
 
 @dataclass(frozen=True)
 class Outcome:
     """One cell's outcome."""
 
-    status: str  # what happened (cases.cell.STATUSES)
+    status: str  # what happened (core.cell.STATUSES)
     failed_stage: str = ""  # fail, crashed: "load" (the TensorRT family's ONNX parser), "build", "run", "compare"
     fused: Optional[bool] = None  # pass and built: every target node quantized (True), one in float (False), unknown
     quantized: str = ""  # pass and built: the low-precision types its target nodes ran in, "INT8 and FP8" ("" none)
@@ -44,11 +40,6 @@ class Outcome:
         return self.status in IDLE
 
     @property
-    def harness_error(self) -> bool:
-        """The suite's own code failed on the cell: nothing is said about the engine."""
-        return self.status in HARNESS
-
-    @property
     def kind(self) -> str:
         """The outcome in one word: "int8", "float" or "passes" (pass), "built-int8", "built-float" or "built",
         "fails-at-<stage>", "crashed", "harness_error", or the idle status."""
@@ -59,6 +50,11 @@ class Outcome:
         if self.status == "fail":
             return f"fails-at-{self.failed_stage}"
         return self.status
+
+
+# Every value of Outcome.kind: what every view's table of kind words is total over (core.words).
+KINDS = ("int8", "float", "passes", "built-int8", "built-float", "built", *(f"fails-at-{s}" for s in STAGES),
+         "crashed", "harness_error", "skipped", "not_run", "not_applicable")
 
 
 def outcome(cell: Union[Cell, Mapping[str, Any]]) -> Outcome:

@@ -106,7 +106,9 @@ class EngineSpec:
 
 
 ORT_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")
-RTX_TARGETS = ("default", "SM75", "SM80", "SM86", "SM89", "SM120", "SM121")
+# Every target a TensorRT-RTX ahead-of-time build accepts ("default": the builder's own set); a full run sweeps
+# some of them (the target option's `sweep`).
+RTX_BUILD_TARGETS = ("default", "SM75", "SM80", "SM86", "SM89", "SM120", "SM121")
 # The GPU architectures a TensorRT expectation can name (`Expectation.when={"gpu": ...}`), spelt as TensorRT-RTX's
 # targets are; a GPU cell's is its compute capability (hardware_detail, "8.7" -> "SM87"). Jetson Orin is SM87 and
 # Jetson Thor SM110.
@@ -154,7 +156,7 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
             # The targets swept are the architectures whose outcome can differ (FP8 GEMM needs SM89+, FP4 GEMM
             # Blackwell, INT4 weight-only GEMM no Turing: the RTX support matrix; 1.7 builds an INT8 Conv in float
             # for SM75, seeds 013 and 023), for the cases that say so (Case.arch_dependent).
-            EngineOption("target", "--rtx-target", "default", RTX_TARGETS,
+            EngineOption("target", "--rtx-target", "default", RTX_BUILD_TARGETS,
                          "the GPU architecture the ahead-of-time build is for (default: the builder's own set)",
                          sweep=("SM75", "SM80", "SM86", "SM89", "SM120")),
             EngineOption("plugin_link", "--rtx-plugin-link", "none", ("none", "libtensorrt_rtx.so"),
@@ -207,7 +209,7 @@ NAMES: Tuple[str, ...] = tuple(ENGINES)
 CPU_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.device == "cpu")
 LINT_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.lint)
 # What every bug bundle's repro.py needs, whatever the engine: itself and the suite's one judge of outputs.
-REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/numerics.py": "cases/numerics.py"}
+REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/numerics.py": "core/numerics.py"}
 
 
 def spec(name: str) -> EngineSpec:

@@ -1,4 +1,4 @@
-"""The JSON Schemas of a results file's lines: cases/cell.schema.json (a cell), cases/session.schema.json (a header).
+"""The JSON Schemas of a results file's lines: core/cell.schema.json (a cell), core/session.schema.json (a header).
 
 Every line is checked before anything trusts it: by the merge before a report renders, and by a run before it
 resumes a results file. A line that breaks its schema refuses its whole file.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from cases.cell import CELL_FAMILY, SESSION_FAMILY, SESSION_SCHEMA
-from cases.cell import SCHEMA as CELL_SCHEMA
+from core.cell import CELL_FAMILY, SESSION_FAMILY, SESSION_SCHEMA
+from core.cell import SCHEMA as CELL_SCHEMA
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_FILES = {CELL_SCHEMA: HERE / "cell.schema.json", SESSION_SCHEMA: HERE / "session.schema.json"}
@@ -84,7 +84,9 @@ def check_lines(text: str, validate_from: int = 0) -> Lines:
 
 # How much of each results file was found clean, by its path: the sha256 of that part and of the schemas it was
 # checked against. A cache outside the repository (as uv's and the GPU payload's are): a committed folder stays as
-# it is, and a file whose bytes or schemas changed is checked again.
+# it is, and a file whose bytes or schemas changed is checked again. It lies in $QDQ_CACHE_DIR, else
+# $XDG_CACHE_HOME/qdq-matrix, else ~/.cache/qdq-matrix (the XDG default); it holds digests only, never a result, and
+# losing it costs one check of each file.
 CACHE_ENV = "QDQ_CACHE_DIR"
 
 

@@ -1,17 +1,19 @@
-"""The CPU instruction-set level that decides INT8 kernels on x86-64: cpuid (through numpy), /proc/cpuinfo, caps.
+"""The CPU probe: the instruction-set level that decides INT8 kernels on x86-64 (cpuid through numpy, /proc/cpuinfo,
+oneDNN's caps) and the CPU's matrix label with its details.
 
 Pure Python; numpy is imported only when cpuid is asked. The catalogue's expectations name these levels
 (`Expectation.when={"isa": ...}`), the generators' ONNX Runtime cross-check records the level it ran on,
-and the CPU engines put it in their hardware label.
+and the CPU engines put the label on their columns.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 CPUINFO = Path("/proc/cpuinfo")
 # The levels that decide INT8 numerics, lowest first. Without VNNI, x86-64 u8s8 dot products go
@@ -103,3 +105,47 @@ def isa(cpuinfo: str = "", cpuid: Optional[Mapping[str, bool]] = None,
                 break
     level = next((lv for lv in reversed(ISA_LEVELS) if lv in features), "baseline")
     return Isa(level, tuple(lv for lv in ISA_LEVELS if lv in features), emulated, cap)
+
+
+# ISA extensions that decide which INT8 kernels a CPU engine can pick (recorded as they are in /proc/cpuinfo).
+INT8_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "avx512_bf16")
+
+
+def cpu_model(cpuinfo: str = "") -> str:
+    """The CPU model name: /proc/cpuinfo's "model name", else what platform knows."""
+    cpuinfo = cpuinfo or read_cpuinfo()
+    name = cpuinfo_field(cpuinfo, "model name") or cpuinfo_field(cpuinfo, "Model") or platform.processor()
+    return " ".join(name.split()) or platform.machine() or "unknown"
+
+
+def cpu_flags(cpuinfo: str = "") -> List[str]:
+    """The INT8-relevant ISA flags /proc/cpuinfo reports (empty where it is absent)."""
+    flags = set(cpuinfo_field(cpuinfo or read_cpuinfo(), "flags").split())
+    return [f for f in INT8_FLAGS if f in flags]
+
+
+def cpu_label(cpuinfo: str = "", cpuid: Optional[Mapping[str, bool]] = None,
+              environ: Optional[Mapping[str, str]] = None, onednn: bool = False) -> Tuple[str, Dict[str, str]]:
+    """("cpu: <model> (<INT8 level>)", details) for the matrix column; cheap, imports no engine.
+
+    The level is part of the label: cells from an AVX2 and a VNNI machine are different columns,
+    and a cell of one is never reused for the other.
+    """
+    cpuinfo = cpuinfo or read_cpuinfo()
+    model = cpu_model(cpuinfo)
+    found = isa(cpuinfo, cpuid, environ, onednn)
+    detail = {
+        "cpu": model,
+        "machine": platform.machine(),
+        "cores": str(os.cpu_count() or ""),
+        "isa": " ".join(cpu_flags(cpuinfo)),
+        "isa_level": found.level,
+        "isa_features": " ".join(found.features),
+        "os": f"{platform.system()} {platform.release()}",
+    }
+    if found.emulated:
+        detail["isa_note"] = ("cpuid and /proc/cpuinfo disagree (user-mode emulation such as QEMU): the level is "
+                              "cpuid's, which is what the engine sees; the model name is the host's")
+    if found.cap:
+        detail["isa_cap"] = found.cap
+    return f"cpu: {model} ({found.label})", detail

@@ -6,17 +6,17 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
-from cases import numerics
-from cases.engines import variant_label
+from core import numerics
+from core.engines import variant_label
 
-SCHEMA = "qdq-matrix/cell/3"  # its JSON Schema: cases/cell.schema.json (cases.schema checks every line)
+SCHEMA = "qdq-matrix/cell/3"  # its JSON Schema: core/cell.schema.json (core.schema checks every line)
 CELL_FAMILY = "qdq-matrix/cell/"
 # cell/2: `stage` became `last_stage` (what it always was), and the evidence that reports read became fields:
 # failing_node, engine_reason, error_line, tactic_sources. cell/3: the column's options are a JSON object
 # (`run.cell_options`, a string of JSON before), and the symptom that reports group failures by is a field
 # (`symptom`), no longer masked out of the error text by a report. tools/migrate-observed.py rewrote the committed
 # files at each step; nothing reads an older cell, and a local results file of one is run again.
-SESSION_SCHEMA = "qdq-matrix/session/2"  # a results file's header line: cases/session.schema.json
+SESSION_SCHEMA = "qdq-matrix/session/2"  # a results file's header line: core/session.schema.json
 SESSION_FAMILY = "qdq-matrix/session/"  # session/2: cell_options a JSON object, as in the cells
 # status: what happened
 #   pass     - every stage ran and the outputs match the reference within tolerance
@@ -63,7 +63,7 @@ class Cell:
     hardware: str  # short label: "NVIDIA H200 (sm_90)", "cpu: AMD EPYC ...", "no NVIDIA GPU"
     status: str
     verdict: str
-    last_stage: str = ""  # the last stage reached: "", load, build, run, compare (cases.outcome: the failed one)
+    last_stage: str = ""  # the last stage reached: "", load, build, run, compare (core.outcome: the failed one)
     reason: str = ""  # why skipped / not run / crashed
     error: str = ""  # the engine's error text (first lines)
     # TensorRT family: the ONNX parser's errors as the worker recorded them (desc, code, node_name, node_operator,
@@ -91,7 +91,7 @@ class Cell:
     # How the outputs were judged and, per output, against the reference: {"measure": "steps" | "network",
     # "min_sqnr_db", "min_cosine" (network) or "tolerance_steps", "outputs": {name: {"sqnr_db", "cosine", "max_abs",
     # "peak", "non_finite"?, "float"?: the same against the float model's outputs, "loss"?: the reference against
-    # them, "fragile"?}}} (cases.numerics, docs/numerics.md); {} where nothing was compared.
+    # them, "fragile"?}}} (core.numerics, docs/numerics.md); {} where nothing was compared.
     output_stats: Dict[str, Any] = field(default_factory=dict)
     precision: Dict[str, Dict[str, str]] = field(default_factory=dict)  # node -> {precision, evidence}
     fused: Optional[bool] = None  # every target node ran in INT8
@@ -103,7 +103,7 @@ class Cell:
     # TensorRT family: the tactic sources the builder was configured with ([] where the build never got that far,
     # and for other engines); the choice between them is the column's (variant `tactics`).
     tactic_sources: List[str] = field(default_factory=list)
-    # The engine's own column options that differ from its defaults (cases.engines): {} is the
+    # The engine's own column options that differ from its defaults (core.engines): {} is the
     # engine's default column; {"x64quantprecision": "1"} for ONNX Runtime with that session option.
     variant: Dict[str, str] = field(default_factory=dict)
     # The engine's own layer listing that the per-node evidence was read from, packed so that the evidence

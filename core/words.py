@@ -1,0 +1,157 @@
+"""The suite's vocabulary, in one place: the words each view says an outcome kind, a failed stage, a status or a
+verdict in; the one file-name sanitizer and the one number masker; lists said in prose.
+
+A cell's outcome (the stage that failed, what its nodes ran in) is core.outcome's, derived once; each view maps it to
+its own words through a table here. Every table is total over its key set (core.outcome.KINDS, STAGES, and
+core.cell's STATUSES and VERDICTS): tests/core/test_words.py fails on a missing key, and a view indexes a table, never
+`.get()`s it with a default. Standard library only (the noxfile reads the catalogue, which reads STAGES, without numpy).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from core.engines import family
+
+# ---- stages ----
+
+# A cell's stages in order: load (the TensorRT family's ONNX parser), build, run, compare (the outputs against the
+# reference). An expectation's `stage` is one of them; core.outcome names the one that failed.
+STAGES = ("load", "build", "run", "compare")
+# A failure in a few words, by the stage that failed; a TensorRT-family load is its ONNX parser (fails_at).
+FAILS_AT = {"load": "load fails", "build": "build fails", "run": "run fails", "compare": "outputs differ"}
+PARSE_FAILS = "parse fails"
+
+
+def fails_at(stage: str, engine: str) -> str:
+    """"parse fails" (a TensorRT-family load is the ONNX parser), "load fails", "build fails", "run fails" or
+    "outputs differ": a failure of one engine at one stage."""
+    return PARSE_FAILS if stage == "load" and family(engine) == "tensorrt" else FAILS_AT[stage]
+
+
+# ---- statuses and verdicts (core.cell.STATUSES, VERDICTS) ----
+
+# Every status is one of these (core.outcome.Outcome's failed, worked, idle, harness_error).
+FAILED = ("fail", "crashed")
+WORKED = ("pass", "built")  # built: a TensorRT-RTX plan built ahead of time, not run on this machine
+IDLE = ("skipped", "not_run", "not_applicable")
+# The suite's own code failed: neither the engine's failure nor a pass, never counted for or against the engine.
+HARNESS = ("harness_error",)
+
+STATUS_WORDS = {"pass": "pass", "fail": "fail", "crashed": "crashed", "skipped": "skipped", "not_run": "not run",
+                "not_applicable": "not applicable", "built": "built", "harness_error": "harness error"}
+# A mark after a grid cell's letter per verdict: the verdicts a reader must not miss, and a cell that agrees with this
+# project's own earlier run rather than with an upstream document.
+VERDICT_MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "regressed": "!", "new failure": "*",
+                 "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
+# What JUnit makes of each verdict: a failure, an error (the harness's), a skip, or a passed test ("").
+JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures", "regressed": "failures",
+         "new failure": "failures", "undocumented": "", "not run": "skipped", "not applicable": "skipped",
+         "harness error": "errors"}
+
+# ---- outcome kinds (core.outcome.KINDS) ----
+
+# The grid: a code letter, css class and meaning per state; a letter reads without colour and without an emoji font.
+GRID_STATES = (
+    ("8", "k8", "pass, quantized nodes fused in INT8"),
+    ("P", "kp", "pass (fusion not reported)"),
+    ("f", "kf", "pass, but a quantized node ran in float"),
+    ("A", "ka", "built ahead of time, quantized nodes in INT8 (or FP8, INT4) kernels; not run here"),
+    ("a", "kf", "built ahead of time, but a quantized node is computed in float; not run here"),
+    ("b", "kb", "built ahead of time (fusion not reported); not run here"),
+    ("L", "kx", "fails at load (parse)"),
+    ("B", "kx", "fails at build"),
+    ("R", "kx", "fails at run"),
+    ("C", "kx", "fails the output comparison"),
+    ("X", "kc", "crashed (the engine process died)"),
+    ("H", "kh", "harness error (the suite's own code failed; nothing said about the engine)"),
+    ("-", "kn", "not run"),
+    ("s", "kn", "skipped"),
+    ("/", "kn", "not applicable"),
+)
+# The grid's letter of each outcome kind: a failure's is its failed stage's first.
+GRID_LETTERS = {"int8": "8", "passes": "P", "float": "f", "built-int8": "A", "built-float": "a", "built": "b",
+                "fails-at-load": "L", "fails-at-build": "B", "fails-at-run": "R", "fails-at-compare": "C",
+                "crashed": "X", "harness_error": "H", "not_run": "-", "skipped": "s", "not_applicable": "/"}
+# The plots: outcome classes in drawing order, with the css class the template colours them by.
+PLOT_CLASSES = (("INT8 fused", "k8"), ("pass", "kp"), ("built, INT8", "ka"), ("built", "kb"),
+                ("float fallback", "kf"), ("fail", "kx"), ("crashed", "kc"), ("harness error", "kh"), ("not run", "kn"))
+# The plots' class of each outcome kind.
+PLOT_WORDS = {"int8": "INT8 fused", "float": "float fallback", "passes": "pass", "built-int8": "built, INT8",
+              "built-float": "float fallback", "built": "built", "fails-at-load": "fail", "fails-at-build": "fail",
+              "fails-at-run": "fail", "fails-at-compare": "fail", "crashed": "crashed",
+              "harness_error": "harness error", "not_run": "not run", "skipped": "not run", "not_applicable": "not run"}
+# An outcome kind in the few words a sentence across GPU architectures needs (matrix.targets); {quantized} is the
+# low-precision types a built plan's target nodes run in.
+TARGET_WORDS = {"int8": "INT8", "float": "not INT8", "passes": "passes", "built-int8": "built, {quantized}",
+                "built-float": "built, not quantized", "built": "built", "fails-at-load": "fails at load",
+                "fails-at-build": "fails at build", "fails-at-run": "fails at run",
+                "fails-at-compare": "fails at compare", "crashed": "crashed", "harness_error": "harness error",
+                "skipped": "skipped", "not_run": "not run", "not_applicable": "not applicable"}
+# What an expectation says a cell does (cases.base.OUTCOMES), in the words of the sentences above.
+EXPECTATION_WORDS = {"fail": "fails", "pass": "passes", "int8": "INT8", "not_int8": "not INT8", "unknown": "unknown"}
+
+# ---- names and numbers ----
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """Which characters a file name keeps: letters, digits and `keep`; any run of others becomes `fill`, then `strip`
+    is taken off both ends (and the name lowered where `lower`); `empty` where nothing is left."""
+
+    keep: str
+    fill: str = "_"
+    strip: str = "."
+    lower: bool = False
+    empty: str = "_"
+
+
+# Every file name the suite makes from text is one of these. Each names files that already exist on users' disks or
+# in committed data, which is why they differ; a new name takes IDS.
+IDS = NameRule("._=+,-")  # a bundle id or text from a results file: bug bundle folders, per-node reports
+LABELS = NameRule(".", fill="-", strip="-", lower=True, empty="unknown")  # a hardware label: results/, timing caches
+MODELS = NameRule("._-", strip="._", empty="model")  # a user model's file name, in its bundle id (committed cells)
+COLUMNS = NameRule(".=+-", strip="._")  # a column's label: reports/cells/ files, bug bundles' column folders
+
+
+def file_name(text: str, rule: NameRule = IDS) -> str:
+    """One file name from any text, by one of the rules above: never a separator, never "." or "..", never empty."""
+    name = re.sub(f"[^A-Za-z0-9{re.escape(rule.keep)}]+", rule.fill, text).strip(rule.strip)
+    if not name.strip("."):  # "", "." or "..": no name of a file
+        return rule.empty
+    return name.lower() if rule.lower else name
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")  # a number on its own, not a part of a name
+
+
+def mask_numbers(text: str) -> str:
+    """Every number that stands on its own as "N" ("expected 3 got 4" -> "expected N got N"; "conv2" stays): what
+    one failure reads as from any model, build or version."""
+    return _NUMBER.sub("N", text)
+
+
+# ---- prose ----
+
+
+def say_list(items: Sequence[str]) -> str:
+    """ "A", "A and B", "A, B and C"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def first_line(text: str) -> str:
+    """The first line of a text, "" for none."""
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def clip(text: str, limit: int) -> str:
+    """text cut at limit characters, " …" saying so."""
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def many(n: int, one: str, more: str = "") -> str:
+    """ "1 problem", "2 problems": a count with its noun in the number it takes (`more`: an irregular plural)."""
+    return f"{n} {one if n == 1 else more or one + 's'}"
