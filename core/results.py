@@ -42,6 +42,7 @@ class ResultsFile:
     cut_off: Optional[Tuple[int, str]] = None  # a last line without its newline: dropped, refuses nothing
     unreadable: str = ""  # why the file could not be read at all
     foreign: Tuple[Tuple[int, str], ...] = ()  # (line, why): cells unlike their session header, refused one by one
+    older: str = ""  # written by an older version of this suite: its first record's schema ("qdq-matrix/session/1")
 
     @property
     def refused(self) -> bool:
@@ -91,7 +92,7 @@ def read_results(path: Union[str, Path], upto: Optional[int] = None) -> ResultsF
         else:
             cells.append(StoredCell(number, cell, header))
     return ResultsFile(path, data, tuple(headers), tuple(cells), tuple(sorted(bad)), checked.cut_off,
-                       foreign=tuple(foreign))
+                       foreign=tuple(foreign), older=checked.older)
 
 
 HEADER_FIELDS = ("engine", "engine_version", "hardware")  # what a session header says ran, and every cell under it

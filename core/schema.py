@@ -29,10 +29,10 @@ def problems(record: Any) -> List[str]:
     if not isinstance(record, dict):
         return [f"a results line is a JSON object, not {type(record).__name__}"]
     kind = record.get("schema")
-    for family, current in ((CELL_FAMILY, CELL_SCHEMA), (SESSION_FAMILY, SESSION_SCHEMA)):
-        if isinstance(kind, str) and kind.startswith(family) and kind != current:
-            return [f"a {kind} line: this suite reads {current} only (tools/migrate-observed.py rewrote the committed "
-                    "observations at each step; a local results file of an older version is run again)"]
+    if older_version(record):
+        current = CELL_SCHEMA if kind.startswith(CELL_FAMILY) else SESSION_SCHEMA
+        return [f"a {kind} line: this suite reads {current} only (tools/migrate-observed.py rewrote the committed "
+                "observations at each step; a local results file of an older version is run again)"]
     if kind not in SCHEMA_FILES:
         return [f"not a qdq-matrix record: schema is {_short(repr(kind))}, expected {CELL_SCHEMA!r} or "
                 f"{SESSION_SCHEMA!r}"]
@@ -51,6 +51,7 @@ class Lines:
     records: Tuple[Tuple[int, Dict[str, Any]], ...]
     bad: Tuple[Tuple[int, str], ...]
     cut_off: Optional[Tuple[int, str]] = None
+    older: str = ""  # the first record's schema where it is an older version of this suite's ("qdq-matrix/session/1")
 
 
 def check_lines(text: str, validate_from: int = 0) -> Lines:
@@ -61,6 +62,7 @@ def check_lines(text: str, validate_from: int = 0) -> Lines:
     records: List[Tuple[int, Dict[str, Any]]] = []
     bad: List[Tuple[int, str]] = []
     cut_off = None
+    older = ""
     offset = 0
     for number, line in enumerate(lines, start=1):
         start, offset = offset, offset + len(line) + 1
@@ -74,12 +76,23 @@ def check_lines(text: str, validate_from: int = 0) -> Lines:
             else:
                 bad.append((number, f"not JSON ({e.msg})"))
             continue
+        if not records and not bad:
+            older = older_version(record)
         wrong = problems(record) if start >= validate_from else []
         if wrong:
             bad.append((number, "; ".join(wrong)))
         else:
             records.append((number, record))
-    return Lines(tuple(records), tuple(bad), cut_off)
+    return Lines(tuple(records), tuple(bad), cut_off, older)
+
+
+def older_version(record: Any) -> str:
+    """The record's schema where it is an older version of one this suite reads ("qdq-matrix/cell/2"), else ""."""
+    kind = record.get("schema") if isinstance(record, dict) else None
+    for family, current in ((CELL_FAMILY, CELL_SCHEMA), (SESSION_FAMILY, SESSION_SCHEMA)):
+        if isinstance(kind, str) and kind.startswith(family) and kind != current:
+            return kind
+    return ""
 
 
 # How much of each results file was found clean, by its path: the sha256 of that part and of the schemas it was

@@ -292,6 +292,10 @@ def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Prob
     changed = manifest.refusal(path, found.data)
     if changed:
         return [], [Problem(name, 0, f"{changed}; file refused")]
+    if found.older and found.refused and manifest.observed(path, found.data):  # a local file of an older version
+        return [], [Problem(name, 0, f"written by an older version of this suite ({found.older}): not read; running "
+                                     "its cells again rewrites it (nox -s matrix, or the command in its header)",
+                            "warning")]
     bad = [Problem(name, number, message) for number, message in found.bad]
     why_local = manifest.observed(path, found.data)
     claims = {str(h.get("source") or "") for h in found.headers}

@@ -217,3 +217,16 @@ def test_a_cpu_column_without_a_level_keeps_its_label_and_says_what_it_means(mak
     assert [c.hardware for c in result.columns] == ["cpu: AMD EPYC"]
     [note] = [p for p in result.problems if "INT8 instruction-set level" in p.message]
     assert note.level == "note" and "avx2 avx512f avx512_vnni" in note.message
+
+
+def test_a_local_results_file_of_an_older_version_is_a_warning_not_an_error(tmp_path):
+    """After an upgrade, results/ still holds files an older version wrote: the report says so once and goes on (their
+    cells run again with the next run); a committed observation of an older schema stays an error (migrate it)."""
+    old = tmp_path / "results" / "onnxruntime-1.31.1-cpu.jsonl"
+    old.parent.mkdir(parents=True)
+    old.write_text(json.dumps({"schema": "qdq-matrix/session/1", "engine": "onnxruntime"}) + "\n"
+                   + json.dumps({"schema": "qdq-matrix/cell/2", "bundle": "x/y"}) + "\n", encoding="utf-8")
+    result = load_results([old])
+    assert not result.cells
+    said, = result.problems
+    assert said.level == "warning" and "older version of this suite (qdq-matrix/session/1)" in said.message
