@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
 
+from core.cell import SCHEMA as CELL_SCHEMA
 from matrix import inputs
 from matrix.__main__ import main
 
@@ -53,7 +56,7 @@ def test_a_changed_results_file_or_a_missing_report_renders_again(report, make_c
 
 def test_a_refused_file_keeps_its_exit_status_when_nothing_moved(report, tmp_path, capsys):
     _, results, out = report
-    (results.parent / "bad.jsonl").write_text('{"schema": "qdq-matrix/cell/1", "bundle": 1}\n')
+    (results.parent / "bad.jsonl").write_text(json.dumps({"schema": CELL_SCHEMA, "bundle": 1}) + "\n")
     argv = ["report", "--results", str(results.parent), "--out", str(out), "--bundles", str(tmp_path)]
     assert main(argv) == 1
     assert main(argv) == 1 and "nothing changed" in capsys.readouterr().out
