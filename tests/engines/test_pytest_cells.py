@@ -129,8 +129,8 @@ def test_the_heartbeat_interval_is_checked_and_0_turns_it_off(monkeypatch) -> No
 
 @pytest.mark.slow
 def test_a_run_that_ran_no_cell_fails_and_says_so(tmp_path: Path) -> None:
-    """Exit 1 is failing cells, the verdicts' business: a run broken before its cells must never look like one
-    (issue 26.2: no bundles gave two collection errors, exit 1, and a "successful" nox session)."""
+    """Exit 1 is failing cells, the verdicts' business: a run broken before its cells must never look like one (no
+    bundles is exit 4, saying so, never collection errors with exit 1 and a "successful" nox session)."""
     empty = tmp_path / "none"
     empty.mkdir()
     fake, results = "tests.engines.fakes:PlumbingEngine", tmp_path / "r.jsonl"

@@ -101,7 +101,7 @@ def test_a_bug_bundle_needs_nothing_from_the_repository(suite_cells, tmp_path):
 
 def test_repro_counts_error_the_way_the_suite_does(tmp_path):
     """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: core/numerics.py, which
-    the bundle ships (the old template counted an all-zero output in steps of 1.0 and any NaN as infinite)."""
+    the bundle ships (never steps of 1.0 for an all-zero output, nor an infinite error for a NaN)."""
     from matrix import repro
 
     assert set(REPRO_ALWAYS) == {"repro.py", "suite/numerics.py"} and REPRO_ALWAYS["suite/numerics.py"] == \

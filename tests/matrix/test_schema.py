@@ -1,4 +1,4 @@
-"""Schema-checked results (issue 26.5, 26.6): a bad file is refused whole and named before anything renders,
+"""Schema-checked results: a bad file is refused whole and named before anything renders,
 the reports are swapped in together, and a run never resumes a file the schema refuses."""
 
 from __future__ import annotations
