@@ -10,14 +10,16 @@ from typing import Dict, List
 
 from cases.base import Case, Expectation, Signature, slug
 
-# Seed order: 000 .. 004.
+# A case's seed is its place in this tuple (000 first, counting up; tests/cases/test_catalogue.py checks it); the
+# external cases come last. The comments group the cases by where they came from.
 CASE_MODULES = (
+    # The five seed issues: 000 .. 004.
     "cases.q_output_type",
     "cases.instancenorm_int8",
     "cases.dynamic_quantize",
     "cases.grouped_conv",
     "cases.quantized_constant_plugin",
-    # Grown from the tracker (issue 13): 005 onwards.
+    # More documented TensorRT Q/DQ fusion threads (ConvTranspose, Resize, residual Add, Concat, MatMul): 005 onwards.
     "cases.convtranspose_q_fusion",
     "cases.convtranspose_weight_axis",
     "cases.convtranspose_grouped",
@@ -33,7 +35,7 @@ CASE_MODULES = (
     "cases.fp8_conv_stack",
     "cases.dynamic_quantize_asymmetric",
     "cases.bias_add_after_qdq",
-    # Late 2026 (issue 29): FP4, NVFP4 and MXFP8 forms, the cross-check engines' own bugs: 019 onwards.
+    # FP4, NVFP4 and MXFP8 forms (docs/low-precision.md), the cross-check engines' own bugs: 019 onwards.
     "cases.fp4_weight_only",
     "cases.nvfp4_two_level_scales",
     "cases.mxfp8_block_scales",

@@ -151,7 +151,7 @@ class Case:
     """One documented upstream issue, swept over the parameters that matter."""
 
     id: str
-    seed: str  # "000".."004": the seed issue this case reproduces
+    seed: str  # its number in the catalogue: three digits, its place in cases.CASE_MODULES; "" for an external case
     title: str
     links: Tuple[str, ...]
     axes: Mapping[str, Tuple[ParamValue, ...]]

@@ -44,7 +44,7 @@ BUILT_IS_NOT_RUNNING = ("Built is not running: no TensorRT-RTX plan has run here
 
 # A build that fails only because this version needs a GPU to build it: the machine's limit, not the engine's
 # verdict. TensorRT-RTX 1.4.0.76 with no GPU fails 29 of the catalogue's 176 builds in generateForCurrent
-# (cudaDeviceProfile.cpp), and the same 29 build on an H100 (issue 18's measurement); 1.5 on never does.
+# (cudaDeviceProfile.cpp), and the same 29 build on an H100; 1.5 on never does.
 ENVIRONMENT_SIGNATURES = {
     "tensorrt-rtx": (
         Signature(

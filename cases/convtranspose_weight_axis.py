@@ -25,7 +25,8 @@ ISSUE_1519 = "https://github.com/NVIDIA/TensorRT/issues/1519"
 CASE = Case(
     id="convtranspose_weight_axis",
     seed="006",
-    title="ConvTranspose with INT8 weights quantized per tensor, per input channel (axis 0) or per output channel (axis 1)",
+    title="ConvTranspose with INT8 weights quantized per tensor, per input channel (axis 0) or per output channel "
+          "(axis 1)",
     links=(ISSUE_1694, ISSUE_1961, ISSUE_2380, ISSUE_1519),
     axes={"weights": ("per_tensor", "axis0", "axis1"), "channels": ("equal", "different")},
     target_nodes=("node_of_up",),

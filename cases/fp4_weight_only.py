@@ -31,7 +31,12 @@ from __future__ import annotations
 from cases.base import Case, Expectation, Signature
 from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
 from cases.low_precision import (
-    RTX_2026_LOGS, RTX_BLOCK_AXIS, RTX_DEQUANTIZE_LAYER, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, rtx_fp4_gemm,
+    RTX_2026_LOGS,
+    RTX_BLOCK_AXIS,
+    RTX_DEQUANTIZE_LAYER,
+    RTX_HW_SPECIFIC,
+    RTX_TARGET_ARCH_KIND,
+    rtx_fp4_gemm,
     trt8_cannot_parse,
 )
 

@@ -6,9 +6,10 @@ and the epilogue fused into the Conv (#3385: ReLU builds, Swish does not).
 
 NvInfer.h, IConvolutionLayer::setNbGroups (from early releases through TensorRT 10) says: "When using
 groups in int8 mode, the size of the groups (i.e. the channel count divided by the group count) must
-be a multiple of 4 for both input and output." It states a requirement but not what happens when it is broken (error, float fallback or a
-slower kernel), and #3385 shows a depthwise (cpg 1) INT8 Conv + ReLU building on TensorRT 8.5.2. So it
-supports no outcome here: cpg 1, 2 and 3 carry no expectation from it. The sweep is what finds out.
+be a multiple of 4 for both input and output." It states a requirement but not what happens when it is
+broken (error, float fallback or a slower kernel), and #3385 shows a depthwise (cpg 1) INT8 Conv + ReLU
+building on TensorRT 8.5.2. So it supports no outcome here: cpg 1, 2 and 3 carry no expectation from it.
+The sweep is what finds out.
 """
 
 from __future__ import annotations

@@ -28,7 +28,12 @@ from __future__ import annotations
 from cases.base import Case, Expectation, Params, Signature
 from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES
 from cases.low_precision import (
-    ADA_AND_LATER, FP8_BELOW_ADA, FP8_GEMM_NOTE, RTX_2026_LOGS, RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND,
+    ADA_AND_LATER,
+    FP8_BELOW_ADA,
+    FP8_GEMM_NOTE,
+    RTX_2026_LOGS,
+    RTX_HW_SPECIFIC,
+    RTX_TARGET_ARCH_KIND,
     trt8_cannot_parse,
 )
 

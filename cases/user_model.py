@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from cases.base import Case, Expectation, Params, Signature

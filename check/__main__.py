@@ -22,8 +22,8 @@ own, and says so.
 
 Exit status: 0 every model checked and no engine failed one; 1 an engine failed a model (a failing or
 crashed cell); 4 a model could not be checked (unreadable, unsafe external data, over the size budget, inputs that do
-not fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad flag or
-number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
+not fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad
+flag or number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
 the one model given or has another rank than an open input of one of several).
 """
 

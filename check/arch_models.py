@@ -218,8 +218,8 @@ FORMS = (
     FormVariant("mobilenet_cls_trt", "mobilenet_cls", "quantize_static", TRT_OPTIONS,
                 "QDQ with TensorRT's settings, exported at a fixed input shape"),
     FormVariant("ocr_rec_fragile", "ocr_rec", "quantize_static", TRT_OPTIONS,
-                f"TensorRT's settings calibrated on {FRAGILE_SAMPLES} sample at {FRAGILE_SCALE:g} times the data's range: "
-                "its activations take a few steps each (quantization loss against the float model)",
+                f"TensorRT's settings calibrated on {FRAGILE_SAMPLES} sample at {FRAGILE_SCALE:g} times the data's "
+                "range: its activations take a few steps each (quantization loss against the float model)",
                 samples=FRAGILE_SAMPLES, scale=FRAGILE_SCALE),
 )
 

@@ -128,7 +128,8 @@ def sized(name: str, shape: Sequence[int], elem_type: int) -> Sized:
     elements = 1
     for d in shape:
         elements *= int(d)
-    return Sized(name, tuple(int(d) for d in shape), _type_name(elem_type), (elements * element_bits(elem_type) + 7) // 8)
+    size = (elements * element_bits(elem_type) + 7) // 8
+    return Sized(name, tuple(int(d) for d in shape), _type_name(elem_type), size)
 
 
 def weights(model: Any) -> List[Sized]:

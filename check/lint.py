@@ -25,13 +25,22 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from core.cli import ArgumentParser
 from cases.common import CONV_WITHOUT_KERNEL_SHAPE, DQ_NON_ACTIVATION, ISSUE_3844, OPERATORS_MD
+from core.cli import ArgumentParser
 from core.outcome import outcome
 from core.results import read_results
 from matrix.predict import (  # noqa: F401 (re-exported)
-    ENGINE, ENGINES, FINDING_BASES, PREDICTED_STAGES, PREDICTIONS, Comparison, basis_of, compare, covers,
-    failure_prediction, node_outcome,
+    ENGINE,
+    ENGINES,
+    FINDING_BASES,
+    PREDICTED_STAGES,
+    PREDICTIONS,
+    Comparison,
+    basis_of,
+    compare,
+    covers,
+    failure_prediction,
+    node_outcome,
 )
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,9 +10,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import List, Sequence
 
-from core.engines import CPU_ENGINES, ENGINES as ENGINE_SPECS, NAMES, RTX_BUILD_TARGETS
-from core.portable import portable_command
 from check import CheckError
+from core.engines import CPU_ENGINES, NAMES, RTX_BUILD_TARGETS
+from core.engines import ENGINES as ENGINE_SPECS
+from core.portable import portable_command
 from engines.plan import Column
 
 REPO = Path(__file__).resolve().parent.parent

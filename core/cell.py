@@ -11,13 +11,10 @@ from core.engines import variant_label
 
 SCHEMA = "qdq-matrix/cell/3"  # its JSON Schema: core/cell.schema.json (core.schema checks every line)
 CELL_FAMILY = "qdq-matrix/cell/"
-# cell/2: `stage` became `last_stage` (what it always was), and the evidence that reports read became fields:
-# failing_node, engine_reason, error_line, tactic_sources. cell/3: the column's options are a JSON object
-# (`run.cell_options`, a string of JSON before), and the symptom that reports group failures by is a field
-# (`symptom`), no longer masked out of the error text by a report. tools/migrate-observed.py rewrote the committed
-# files at each step; nothing reads an older cell, and a local results file of one is run again.
+# Only this version is read: tools/migrate-observed.py rewrote the committed files at each schema step (its docstring
+# says what each step changed), and a local results file of an older version is run again.
 SESSION_SCHEMA = "qdq-matrix/session/2"  # a results file's header line: core/session.schema.json
-SESSION_FAMILY = "qdq-matrix/session/"  # session/2: cell_options a JSON object, as in the cells
+SESSION_FAMILY = "qdq-matrix/session/"  # what every version of the header's schema starts with
 # status: what happened
 #   pass     - every stage ran and the outputs match the reference within tolerance
 #   fail     - a stage failed (load/build/run) or the outputs do not match (compare)

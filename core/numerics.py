@@ -26,7 +26,7 @@ QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")
 # compute_signal_to_quantization_noice_ratio, 20*log10(|x| / |x - y|) in dB) and as Polygraphy reports an output
 # (polygraphy/comparator/compare.py: the max absolute difference); neither sets a line, so the default is ours,
 # and docs/numerics.md says why: 20 dB (the noise carries 1% of the signal's power) sits under the 23-46 dB that
-# ONNX Runtime's integer kernels reach on real 60-layer models against the simulated reference (issue 25), and
+# ONNX Runtime's integer kernels reach on real 60-layer models against the simulated reference, and
 # above the < 10 dB of an output that is really wrong (a mis-scaled layer, a wrong kernel).
 DEFAULT_MIN_SQNR_DB = 20.0
 DEFAULT_MIN_COSINE = 0.99  # the angle between the two outputs; cos 0.99 is about 17 dB of uncorrelated noise

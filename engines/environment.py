@@ -1,6 +1,6 @@
 """Is the engine still the one this run probed? A cell whose engine was removed or reinstalled under it is not a
-verdict (issue 26.3: a second `nox -s openvino(...)` once rebuilt the environment under a running one, and 137
-cells said "fail · new failure")."""
+verdict: a second `nox -s openvino(...)` that rebuilds the environment under a running one would otherwise turn every
+cell left into "fail · new failure"."""
 
 from __future__ import annotations
 

@@ -28,7 +28,14 @@ from engines import get_engine
 from engines.base import EngineInfo
 from engines.cells import not_run_cell
 from engines.results import (
-    NotAResultsFile, ResultsBusy, ResultsUnwritable, ResultsWriter, default_path, info_key, same_not_run, stored_cells,
+    NotAResultsFile,
+    ResultsBusy,
+    ResultsUnwritable,
+    ResultsWriter,
+    default_path,
+    info_key,
+    same_not_run,
+    stored_cells,
 )
 from generators.bundle import Bundle, bundle_ids, bundles_root
 

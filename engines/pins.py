@@ -15,8 +15,8 @@ import json
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from core.engines import PinGroup, engine_of, pin_groups
 from core.cli import ArgumentParser
+from core.engines import PinGroup, engine_of, pin_groups
 
 FIELDS = ("cuda", "python", "index", "requirements")
 

@@ -86,8 +86,12 @@ def cell_refs(columns: Sequence[Column], present: Sequence[str],
 
 
 def pytest_args(plan: Path) -> List[str]:
-    """The arguments after `python` that run a plan's cells: pytest with the cell plugin over the cell runner."""
-    return ["-m", "pytest", "-p", PLUGIN, str(RUNNER), "-p", "no:cacheprovider", "--cells-plan", str(plan)]
+    """The arguments after `python` that run a plan's cells: pytest with the cell plugin over the cell runner.
+
+    `-o timeout=0`: the test suite's per-test timeout (pyproject.toml) is not a cell's; a cell has none unless the run
+    names one with --timeout (the nox sessions give 600 s), which takes precedence."""
+    return ["-m", "pytest", "-p", PLUGIN, str(RUNNER), "-p", "no:cacheprovider", "-o", "timeout=0",
+            "--cells-plan", str(plan)]
 
 
 def pytest_command(plan: Path, python: str = sys.executable) -> List[str]:

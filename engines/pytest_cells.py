@@ -37,9 +37,9 @@ import json
 import math
 import os
 import platform
+import sys
 import threading
 import time
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
@@ -47,15 +47,21 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 import pytest
 
 from cases import get_case
+from cases.verdict import HARNESS_ERROR, rejudge
 from core.cell import SOURCES, Cell
 from core.engines import ENGINES, spec
 from core.portable import portable_command
-from cases.verdict import HARNESS_ERROR, rejudge
 from engines.base import EngineInfo
 from engines.environment import identity, installation
 from engines.plan import PROGRESS_PREFIX, CellRef, Column, cell_refs, read_plan, summary_path
 from engines.results import (
-    NotAResultsFile, ResultsBusy, ResultsUnwritable, ResultsWriter, default_path, info_key, stored_cells,
+    NotAResultsFile,
+    ResultsBusy,
+    ResultsUnwritable,
+    ResultsWriter,
+    default_path,
+    info_key,
+    stored_cells,
 )
 from engines.tensorrt import lifeline
 

@@ -2,8 +2,8 @@
 anything and by the cell test before it runs a bundle.
 
 A stored cell is only ever looked at under its reuse key (engines.results: bundle digest, engine, engine version,
-hardware, variant, engine options). Under that key, and with the parameters its bundle has now, it stands when what it says cannot change by running
-again:
+hardware, variant, engine options). Under that key, and with the parameters its bundle has now, it stands when what it
+says cannot change by running again:
   - an observation (pass, fail, built) judged by the measure the bundle asks for now;
   - "not applicable": decided from the bundle's request and the engine version's API, before any build;
   - a crash that the catalogue documents (judged "as documented" against the catalogue as it is now), or that is

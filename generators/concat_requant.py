@@ -49,7 +49,7 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
         target_nodes=("node_of_cat" if cat_name == "cat" else "node_of_y",),
         output_steps={"y": step},
         trt={"int8": True},
-        notes=f"input scales {sa:g} and {sb:g}; Concat Q/DQ scale {s_out:g} ({'present' if params['output_qdq'] else 'absent'}); "
-        f"consumer: {params['consumer']}",
+        notes=f"input scales {sa:g} and {sb:g}; Concat Q/DQ scale {s_out:g} "
+        f"({'present' if params['output_qdq'] else 'absent'}); consumer: {params['consumer']}",
     )
 

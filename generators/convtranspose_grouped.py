@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from generators.onnx_util import make_model, node, value_info
-from generators.onnx_util import dequantize, quantize
+from generators.onnx_util import dequantize, make_model, node, quantize, value_info
 from generators.qdq_parts import X_SCALE, activations, conv_transpose, int8_weights, pow2_scale, qdq_pair, weight_dq
 from generators.reproducer import Reproducer
 
@@ -61,5 +60,6 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
         target_nodes=("node_of_up" if params["output_qdq"] else "node_of_y",),
         output_steps={"y": float(y_scale) if y_scale is not None else None},
         trt={"int8": True},
-        notes=f"ConvTranspose {CHANNELS} channels in {groups} groups, {kernel}x{kernel} stride 2, per-tensor INT8 weights",
+        notes=f"ConvTranspose {CHANNELS} channels in {groups} groups, {kernel}x{kernel} stride 2, "
+        "per-tensor INT8 weights",
     )

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from generators.qdq_parts import X_SCALE, activations, channel_scales, dequantized, float_op, int8_weights
-from generators.qdq_parts import pow2_scale, qdq_pair, weight_dq
 from generators.onnx_util import make_model, node, value_info
+from generators.qdq_parts import (
+    X_SCALE,
+    activations,
+    channel_scales,
+    dequantized,
+    float_op,
+    int8_weights,
+    pow2_scale,
+    qdq_pair,
+    weight_dq,
+)
 from generators.reproducer import Reproducer
 
 IN_CHANNELS = 8

@@ -37,7 +37,8 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
     )
     native = params["native_instancenorm"]
     # Set or clear the flag explicitly: its default is off in 8.6 and on from 10.0.
-    trt = {"int8": True, "calibrator": None, "parser_flags": ["NATIVE_INSTANCENORM" if native else "-NATIVE_INSTANCENORM"]}
+    flag = "NATIVE_INSTANCENORM" if native else "-NATIVE_INSTANCENORM"
+    trt = {"int8": True, "calibrator": None, "parser_flags": [flag]}
     if not native:
         trt["needs_cudnn"] = "the InstanceNormalization_TRT plugin calls cuDNN"
     if params["int8_ranges"] == "trtexec":

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from generators.onnx_util import make_model, node, value_info
-from generators.qdq_parts import X_SCALE, activations, channel_scales, dequantized, int8_weights, pow2_scale, qdq_pair, weight_dq
+from generators.qdq_parts import (
+    X_SCALE,
+    activations,
+    channel_scales,
+    dequantized,
+    int8_weights,
+    pow2_scale,
+    qdq_pair,
+    weight_dq,
+)
 from generators.reproducer import Reproducer
 
 SEQ = 8

@@ -43,7 +43,8 @@ def qdq_pair(source: str, scale: float, prefix: str, output: str = "") -> Graph:
     inits = [const(f"{prefix}_scale", np.float32(scale)), const(f"{prefix}_zero_point", np.int8(0))]
     nodes = [
         node("QuantizeLinear", [source, f"{prefix}_scale", f"{prefix}_zero_point"], [f"{prefix}_q"]),
-        node("DequantizeLinear", [f"{prefix}_q", f"{prefix}_scale", f"{prefix}_zero_point"], [output or f"{prefix}_dq"]),
+        node("DequantizeLinear", [f"{prefix}_q", f"{prefix}_scale", f"{prefix}_zero_point"],
+             [output or f"{prefix}_dq"]),
     ]
     return nodes, inits
 
@@ -94,6 +95,7 @@ def conv_transpose(x: np.ndarray, w: np.ndarray, group: int, stride: int, pad: i
         for kh in range(k):
             for kw in range(k):
                 contrib = np.einsum("nchw,co->nohw", xs, ws[:, :, kh, kw])
-                full[:, g * per_out : (g + 1) * per_out, kh : kh + h * stride : stride, kw : kw + wd * stride : stride] += contrib
+                rows, cols = slice(kh, kh + h * stride, stride), slice(kw, kw + wd * stride, stride)
+                full[:, g * per_out : (g + 1) * per_out, rows, cols] += contrib
     out = full[:, :, pad : full.shape[2] - pad, pad : full.shape[3] - pad]
     return out.astype(np.float32)

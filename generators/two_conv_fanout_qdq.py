@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Optional
 
 import numpy as np
 
 from generators.onnx_util import const, make_model, node, value_info
-from generators.qdq_parts import X_SCALE, activations, channel_scales, dequantized, float_op, int8_weights, \
-    pow2_scale, qdq_pair, weight_dq
+from generators.qdq_parts import (
+    X_SCALE,
+    activations,
+    channel_scales,
+    dequantized,
+    float_op,
+    int8_weights,
+    pow2_scale,
+    qdq_pair,
+    weight_dq,
+)
 from generators.reproducer import Reproducer
 
 # (channels in, channels out, height and width): the reduced detector's, and a small one.

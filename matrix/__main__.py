@@ -56,9 +56,8 @@ def report(args: argparse.Namespace) -> int:
         paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
     except OSError as e:
         return _unwritable("report", Path(args.out), e)
-    from matrix.causes import root_causes
-
     from core.words import many
+    from matrix.causes import root_causes
 
     unexpected = sum(s["unexpected"] for s in _summary(result))
     causes = f" from {many(len(root_causes(result.cells)), 'root cause')}" if unexpected else ""
@@ -176,8 +175,8 @@ def diff_cmd(args: argparse.Namespace) -> int:
 def bugs_cmd(args: argparse.Namespace) -> int:
     """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
     the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
-    from matrix.bugbundle import earlier, make_all, model_cells, select, wanted
     from core.words import many
+    from matrix.bugbundle import earlier, make_all, model_cells, select, wanted
 
     named = [args.cell, args.engine, args.version]
     if any(named) and not all(named):

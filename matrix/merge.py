@@ -7,10 +7,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from cases.user_model import CASE as USER_MODEL
 from core.cell import SOURCES, Cell
 from core.engines import variant_label
 from core.portable import portable_path, portable_text, scrub
-from cases.user_model import CASE as USER_MODEL
 from core.results import read_results
 from matrix import observed
 from matrix.observed import Manifest

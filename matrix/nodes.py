@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.user_model import COMPUTE_OPS

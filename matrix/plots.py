@@ -40,8 +40,9 @@ def versions_plot(result: MergeResult) -> Dict[str, Any]:
             failed = sum(plot_class(c) in ("fail", "crashed") for c in cells)
             for offset, (n, css, what) in enumerate(((fused, "k8", "INT8 fused"), (failed, "kx", "failing"))):
                 h = round(PLOT_H * n / top, 1)
+                title = f"{col.heading} [{col.setting}]: {n} {what} of {many(len(cells), 'cell')}"
                 bars.append({"x": x + offset * BAR, "y": TOP + PLOT_H - h, "w": BAR - 1, "h": h, "css": css,
-                             "n": n, "title": f"{col.heading} [{col.setting}]: {n} {what} of {many(len(cells), 'cell')}"})
+                             "n": n, "title": title})
             labels.append({"x": x + BAR, "y": TOP + PLOT_H + 6, "text": col.engine_version})
             x += 2 * BAR + GAP
         x = max(x, start + PANEL_MIN)  # room for the engine's name over a panel of one version

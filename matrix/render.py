@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
-from core.cell import VERDICTS, Cell
 from cases.verdict import UNEXPECTED
+from core.cell import VERDICTS, Cell
+from core.words import JUNIT, clip, many
 from matrix.causes import cause_key, root_causes
 from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, write_columns, write_details
 from matrix.grid import collapsed_columns, grid_view
@@ -22,9 +23,8 @@ from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.models import models_view
 from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code
-from matrix.upgrade import DIFFS, upgrade_view
-from core.words import JUNIT, clip, many
 from matrix.targets import documented_view, target_view
+from matrix.upgrade import DIFFS, upgrade_view
 
 # 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
 REPORT_SCHEMA = "qdq-matrix/report/3"

@@ -47,7 +47,7 @@ def target_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
             continue
         groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], List[Cell]] = {}
         same = 0
-        for bundle, per in sorted(bundles.items()):
+        for _, per in sorted(bundles.items()):
             pattern = tuple((t, target_words(per[t])) for t in targets if t in per)
             if len({o for _, o in pattern}) < 2:
                 same += 1

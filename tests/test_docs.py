@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 from typing import List, Set
@@ -17,6 +18,11 @@ DOCS = REPO / "docs"
 README_MAX_LINES = 220
 FIRST_SCREEN = 40  # lines a terminal or a GitHub page shows before the reader scrolls
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+CODE = re.compile(r"`([^`\n]+)`")
+PACKAGES = ("core", "cases", "generators", "engines", "matrix", "check")
+# Folders a run writes (git-ignored): a page names what lands there, not what is committed.
+GENERATED = ("results/", ".bundles", "reports/matrix", "reports/cells", "reports/diff", "reports/nodes",
+             "reports/check")
 
 
 def pages() -> List[Path]:
@@ -50,6 +56,44 @@ def test_relative_links_resolve(page: Path):
         if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in _anchors(dest)):
             broken.append(target)
     assert not broken, f"{page.name}: {broken}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_path_a_page_names_exists(page: Path):
+    """A file or folder of this repository named in backticks (`engines/runner.py`, `core/words.py`) is there."""
+    roots = PACKAGES + ("tools", "tests", "docs", "reports", "ci", ".ci")
+    missing = [t for t in _code(page) if re.fullmatch(r"[\w./-]+", t) and "/" in t and t.split("/")[0] in roots
+               and not t.startswith(GENERATED) and not (REPO / t.split("::")[0].rstrip("/")).exists()]
+    assert not missing, f"{page.name}: {missing}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_dotted_name_a_page_gives_resolves(page: Path):
+    """`core.cell.VERDICTS`, `engines.run`, `cases.verdict.rejudge`: a module of this repository, or a name in one."""
+    unresolved = [t for t in _code(page) if re.fullmatch(rf"(?:{'|'.join(PACKAGES)})(?:\.\w+)+(?:\(\))?", t)
+                  and not re.search(r"\.(html|md|json|jsonl|py|onnx|npz|txt|js)$", t) and not _resolves(t)]
+    assert not unresolved, f"{page.name}: {unresolved}"
+
+
+def _code(page: Path) -> List[str]:
+    """Every inline code span of a page, stripped."""
+    return [t.strip() for t in CODE.findall(page.read_text(encoding="utf-8"))]
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether a dotted name is a module of this repository or an attribute of the longest module it starts with."""
+    parts = dotted.rstrip("()").split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
 
 
 def test_readme_counts_are_the_catalogues():

@@ -115,8 +115,10 @@ def main() -> int:
                 continue
             todo = runnable(bundles, engine)
             BARE[name](todo[:3])  # warm the engine's own imports and caches, for both loops alike
-            _, bare = timed(lambda: BARE[name](todo))
-            cells, harness = timed(lambda: [run_cell(get_case(b.meta["case"]), b, engine, info, run) for b in todo])
+            # B023: each lambda is called at once, inside this iteration
+            _, bare = timed(lambda: BARE[name](todo))  # noqa: B023
+            cells, harness = timed(lambda: [run_cell(get_case(b.meta["case"]), b, engine, info, run)  # noqa: B023
+                                            for b in todo])  # noqa: B023
             rows.append((f"{name} {info.version} cells, one process", len(cells), harness))
             overhead.append((f"{name} {info.version}", len(todo), bare, harness))
             results = Path(tmp) / f"{name}.jsonl"
@@ -134,7 +136,7 @@ def main() -> int:
           "interpreter start left out):\n")
     print("| engine | cells | cold (s) | re-run (s) | re-run faster by |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for name, n, first, again, summary in reuse:
+    for name, n, first, again, _ in reuse:
         print(f"| {name} | {n} | {first:.2f} | {again:.2f} | {first / again:.1f}x |")
     for name, *_, summary in reuse:
         print(f"\n{name} re-run: {summary}")
@@ -273,8 +275,8 @@ def scale_timings(engine: str = "onnxruntime", sizes: Sequence[int] = SCALE_NODE
           f"Conv 1x1, repeated; opset 13) on {cpu_name() or machine}, {os.cpu_count()} cores, load average {load:.1f} "
           f"before and {os.getloadavg()[0]:.1f} after: a cold run (new bundle, results and report folders), then the "
           "same command again (whole commands, interpreters included):\n")
-    print("| nodes | cold (s) | again (s) | CPU, cold (s) | the cell, cold (s) | its engine build (s) | peak RSS (MiB) | "
-          "result |")
+    print("| nodes | cold (s) | again (s) | CPU, cold (s) | the cell, cold (s) | its engine build (s) "
+          "| peak RSS (MiB) | result |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for nodes, cold_s, again_s, cpu, cell, build, rss, result in rows:
         print(f"| {nodes} | {cold_s:.1f} | {again_s:.1f} | {cpu:.1f} | {cell:.2f} | {build:.2f} | {rss} | {result} |")
@@ -334,8 +336,8 @@ def _cli(argv: Sequence[str]) -> int:
     parser.add_argument("--batch", type=int, help="--check: fix the batch dimension (default: left dynamic)")
     parser.add_argument("--nodes", help=f"--scale: the sizes, comma-separated (default "
                         f"{','.join(map(str, SCALE_NODES))})")
-    parser.add_argument("engines", nargs="*", metavar="ENGINE", help=f"--check, --scale: of {', '.join(CHECK_ENGINES)}; "
-                        "--user-model: onnxruntime or openvino")
+    parser.add_argument("engines", nargs="*", metavar="ENGINE",
+                        help=f"--check, --scale: of {', '.join(CHECK_ENGINES)}; --user-model: onnxruntime or openvino")
     args = parser.parse_args(argv)
     unknown = [e for e in args.engines if e not in CHECK_ENGINES]
     if unknown:

@@ -268,7 +268,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--out", type=Path, help="write the page here (default: print it)")
     args = parser.parse_args(argv)
     command = "python tools/lint-vs-observed.py --engine " + args.engine + (" --archs" if args.archs else "") \
-        + (" --third-party DIR" if args.third_party else "") + "".join(f" --case {c}" for c in args.case) + " --cells FILES"
+        + (" --third-party DIR" if args.third_party else "") + "".join(f" --case {c}" for c in args.case) \
+        + " --cells FILES"
     try:
         by_bundle = engine_cells(args.cells)
     except LintInputError as e:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One committed rewrite of reports/observed/ (issue 26), like engines/tensorrt/rederive.py's for evidence:
+"""One committed rewrite of reports/observed/, like engines/tensorrt/rederive.py's for evidence:
 
     python tools/migrate-observed.py [--write]
 
@@ -12,7 +12,7 @@
    files now carries `variant: {"tactics": "tensorrt-only"}` and `options.tactics`; a cell without
    `tactic_sources` gets the ones its session's built cells recorded, with a note saying so.
 
-3. cell/2 (issue 28): `stage` becomes `last_stage`; a failed cell's evidence becomes fields, found by the same code
+3. cell/2: `stage` becomes `last_stage`; a failed cell's evidence becomes fields, found by the same code
    that finds it for a new cell (engines/reasons.py): `failing_node`, `engine_reason` and `error_line`; the tactic
    sources move from `options` to the cell's own `tactic_sources`; what the merge used to fill in on every read comes
    in once: a missing `hardware_detail` and run date, host or command from the session header, a TensorRT cell's

@@ -88,7 +88,8 @@ class Adapter:
         variant = ENGINES[NAME].variant(self._options())
         if missing:
             return EngineInfo(name=NAME, version=ort.__version__, hardware=label, available=False,
-                              unavailable_status="not_run", reason=f"providers not available here: {', '.join(missing)}",
+                              unavailable_status="not_run",
+                              reason=f"providers not available here: {', '.join(missing)}",
                               hardware_detail=detail, versions=versions, variant=variant)
         return EngineInfo(name=NAME, version=ort.__version__, hardware=label, available=True,
                           hardware_detail=detail, versions=versions, variant=variant)
@@ -127,7 +128,8 @@ class Adapter:
         obs.precision = precision_evidence(bundle.model_path, optimized, profile, targets)
 
 
-def precision_evidence(model: Path, optimized: Path, profile: Path, targets: Sequence[str]) -> Dict[str, Dict[str, str]]:
+def precision_evidence(model: Path, optimized: Path, profile: Path,
+                       targets: Sequence[str]) -> Dict[str, Dict[str, str]]:
     """node -> {precision, evidence} from the optimized graph, backed by the profile's kernel input types."""
     kernels = read_profile(profile)
     graphs = _load_graphs(model, optimized)
@@ -161,7 +163,8 @@ def _load_graphs(model: Path, optimized: Path) -> Optional[tuple]:
         onnx = importlib.import_module("onnx")
         if not optimized.is_file():
             return None
-        return onnx.load(str(model), load_external_data=False).graph, onnx.load(str(optimized), load_external_data=False).graph
+        return (onnx.load(str(model), load_external_data=False).graph,
+                onnx.load(str(optimized), load_external_data=False).graph)
     except Exception:
         return None
 

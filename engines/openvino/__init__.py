@@ -2,8 +2,8 @@
 
 On CPUs with bf16 support OpenVINO computes float layers in bf16 unless INFERENCE_PRECISION_HINT is f32,
 so the adapter always sets it; and it turns the CPU plugin's dynamic quantization of activations for compressed
-weights off unless its option asks for a group size (core.engines). Each runtime layer's rt_info names the ONNX nodes it came from
-("originalLayersNames") and the precision it ran in ("runtimePrecision").
+weights off unless its option asks for a group size (core.engines). Each runtime layer's rt_info names the ONNX nodes
+it came from ("originalLayersNames") and the precision it ran in ("runtimePrecision").
 """
 
 from __future__ import annotations

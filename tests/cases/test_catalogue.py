@@ -65,7 +65,7 @@ def _bundle(root: Path, case: Case, params: dict) -> Bundle:
 
 def test_every_seed_is_covered_once():
     seeds = sorted(c.seed for c in CASES)
-    assert set(SEEDS) <= set(seeds)  # the five seeds, then the cases grown from the tracker (005 onwards)
+    assert set(SEEDS) <= set(seeds)  # the five seed issues, then the cases added after them (005 onwards)
     assert len(set(seeds)) == len(seeds) and all(re.fullmatch(r"\d{3}", s) for s in seeds)
     assert len(set(CASE_IDS)) == len(CASES)
 

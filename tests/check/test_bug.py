@@ -1,4 +1,4 @@
-"""Bug bundles for everything (issue 26.8): a user model's failing cell gets one, and a committed user-model cell
+"""Bug bundles for everything: a user model's failing cell gets one, and a committed user-model cell
 whose bundle is not here needs the model, which is no failure."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`python -m check` on a folder of real-architecture models, as a user brings them (issue 25's must-show).
+"""`python -m check` on a folder of real-architecture models, as a user brings them.
 
 YOLO-, PaddleOCR- and BERT-style graphs with dynamic batch, size and sequence (check.archs), each float, quantized
 by onnxruntime's quantize_static at its defaults and with TensorRT settings (check.arch_models), checked in one run

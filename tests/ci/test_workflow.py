@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import re
-import importlib.util
 import shlex
 import shutil
 import subprocess

@@ -70,7 +70,8 @@ def test_every_status_has_its_words_in_every_view(status):
 
     cell = Cell(bundle="q_output_type/out=uint8", case="q_output_type", params={}, digest="d", engine="tensorrt-rtx",
                 engine_version="1.7.1.116", hardware="no GPU", status=status, verdict="undocumented",
-                last_stage="build", precision={"n": {"precision": "fp8"}}, fused=True if status in words.WORKED else None)
+                last_stage="build", precision={"n": {"precision": "fp8"}},
+                fused=True if status in words.WORKED else None)
     assert outcome(cell).kind in KINDS
     assert cell_code(cell)[0] and plot_class(cell) and target_words(cell)
     assert "{" not in target_words(cell)  # the quantized types filled in: "built, FP8"

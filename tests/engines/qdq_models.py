@@ -33,7 +33,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, group: int) -> np.ndarra
     """Float reference Conv, 3x3, pads 1."""
     win = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
     cpg, opg = w.shape[1], w.shape[0] // group
-    parts = [np.einsum("nchwij,ocij->nohw", win[:, g * cpg:(g + 1) * cpg], w[g * opg:(g + 1) * opg]) for g in range(group)]
+    parts = [np.einsum("nchwij,ocij->nohw", win[:, g * cpg:(g + 1) * cpg], w[g * opg:(g + 1) * opg])
+             for g in range(group)]
     return np.concatenate(parts, axis=1) + b.reshape(1, -1, 1, 1)
 
 
@@ -62,7 +63,8 @@ def qdq_conv(root: Path, output_q: bool = True, group: int = 1, cin: int = 4, co
              node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1], group=group)]
     out = "c"
     if output_q:
-        nodes += [node("QuantizeLinear", ["c", "y_s", "y_zp"], ["cq"]), node("DequantizeLinear", ["cq", "y_s", "y_zp"], ["y"])]
+        nodes += [node("QuantizeLinear", ["c", "y_s", "y_zp"], ["cq"]),
+                  node("DequantizeLinear", ["cq", "y_s", "y_zp"], ["y"])]
         out = "y"
     model = make_model("qdq_conv", nodes, [value_info("x", np.float32, [1, cin, 8, 8])],
                        [value_info(out, np.float32, [1, cout, 8, 8])], inits)

@@ -8,8 +8,8 @@ import pytest
 from cases import get_case
 from engines.base import EngineInfo, Observation
 from engines.cells import error_steps, judge_observation, run_cell
-from generators.write import write_bundle
 from generators.bundle import load_bundle
+from generators.write import write_bundle
 
 H200 = EngineInfo("tensorrt", "8.6.0", "NVIDIA H200 (sm_90)", True)
 RUN = {"date": "2026-11-22T00:00:00Z", "source": "local"}

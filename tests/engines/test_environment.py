@@ -1,4 +1,4 @@
-"""A cell whose engine was removed or reinstalled under the run is not run: environment broken (issue 26.3)."""
+"""A cell whose engine was removed or reinstalled under the run is not run: environment broken."""
 
 from __future__ import annotations
 

@@ -136,7 +136,8 @@ def test_matmul_integer_is_computed_in_float(tmp_path):
 
 def test_layer_matching_prefers_exact_names_and_skips_plumbing():
     layers = [
-        {"name": "t/transpose_b", "type": "Transpose", "precision": "i32", "outputs": "i32", "original": ["t/transpose_b"]},
+        {"name": "t/transpose_b", "type": "Transpose", "precision": "i32", "outputs": "i32",
+         "original": ["t/transpose_b"]},
         {"name": "other", "type": "Convolution", "precision": "i8", "outputs": "f32", "original": ["other", "t/x"]},
         {"name": "t", "type": "FullyConnected", "precision": "f32", "outputs": "f32", "original": ["t"]},
     ]

@@ -129,8 +129,8 @@ def test_the_heartbeat_interval_is_checked_and_0_turns_it_off(monkeypatch) -> No
 
 @pytest.mark.slow
 def test_a_run_that_ran_no_cell_fails_and_says_so(tmp_path: Path) -> None:
-    """Exit 1 is failing cells, the verdicts' business: a run broken before its cells must never look like one
-    (issue 26.2: no bundles gave two collection errors, exit 1, and a "successful" nox session)."""
+    """Exit 1 is failing cells, the verdicts' business: a run broken before its cells must never look like one (no
+    bundles is exit 4, saying so, never collection errors with exit 1 and a "successful" nox session)."""
     empty = tmp_path / "none"
     empty.mkdir()
     fake, results = "tests.engines.fakes:PlumbingEngine", tmp_path / "r.jsonl"
@@ -145,6 +145,20 @@ def test_a_run_that_ran_no_cell_fails_and_says_so(tmp_path: Path) -> None:
     assert nothing.returncode == 5 and "(0 cells in all)" in nothing.stdout, nothing.stdout + nothing.stderr
     ran = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     assert ran.returncode == 0 and "run now: 1 pass" in ran.stdout and "(1 cells in all)" in ran.stdout, ran.stdout
+
+
+def test_a_cell_has_no_timeout_but_the_one_its_run_names(tmp_path: Path) -> None:
+    """The test suite's own per-test timeout (pyproject.toml) never reaches a cell: the cell runner's pytest has none
+    unless --timeout names one (pytest-timeout says which in the header)."""
+    empty = tmp_path / "none"
+    _fake_bundle(empty, "a-ok")
+    cmd = [sys.executable, *cells_argv(tmp_path, "tests.engines.fakes:PlumbingEngine", tmp_path / "r.jsonl"),
+           "--bundles", str(empty), "--collect-only", "-p", "no:xdist"]
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
+    plain = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    named = subprocess.run([*cmd, "--timeout", "7"], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert "collected 1 item" in plain.stdout and "collected 1 item" in named.stdout, plain.stdout + named.stdout
+    assert "timeout:" not in plain.stdout and "timeout: 7.0s" in named.stdout, plain.stdout + named.stdout
 
 
 def test_a_cell_test_is_found_in_the_plans_table_and_an_unknown_one_stops_the_run() -> None:

@@ -75,7 +75,7 @@ FLOATS = dict(NETWORK, float_reference={"digest": "f" * 64})
 ], ids=["built", "failed-at-load", "same-measure", "other-threshold", "before-the-one-step-rule",
         "before-the-fragile-rule", "steps-era"])
 def test_a_user_models_cell_is_judged_again_only_where_its_outputs_were_measured_otherwise(cell, stands):
-    """python -m check again with nothing changed reuses its TensorRT-RTX plan cell (it used to build it again)."""
+    """python -m check again with nothing changed reuses its TensorRT-RTX plan cell, never builds it again."""
     assert reusable(cell, NETWORK, CASE, static_not_run=True) is stands
 
 

@@ -20,8 +20,9 @@ import pytest
 
 from engines.base import EngineInfo
 from engines.tensorrt import WORKER, Adapter, gpu
-from tests.engines.trt_stand_in import H200, libcuda_loads as _libcuda_loads
 from generators.bundle import Bundle
+from tests.engines.trt_stand_in import H200
+from tests.engines.trt_stand_in import libcuda_loads as _libcuda_loads
 
 ENGINE_DIR = WORKER.parent
 IN_TRT_ENV = ("worker.py", "gpu.py", "inspect.py", "plugins.py", "lifeline.py")
@@ -108,7 +109,8 @@ def test_run_maps_stages_precision_dtypes_and_notes(fake_trt, bundle):
     assert "[WARNING] fake: Missing scale and zero-point for tensor x" in obs.log
     assert "verbose chatter" not in obs.log
     assert obs.options["tactics"] == "default"  # TensorRT's own default: the stand-in turns every source on
-    assert obs.options["tactic_sources"] == ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
+    assert obs.options["tactic_sources"] == ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS",
+                                             "JIT_CONVOLUTIONS"]
     assert obs.options["builder_flags"] == ["INT8"] and obs.options["profiling_verbosity"] == "DETAILED"
     assert "parser flag NATIVE_INSTANCENORM not in this TensorRT" in obs.options["notes"]
     assert "Python plugins need TensorRT >= 10" in obs.options["plugins_missing"]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-import importlib
 
 from engines.base import EngineInfo, no_custom_ops
 from engines.tensorrt import Adapter

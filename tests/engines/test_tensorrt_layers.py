@@ -101,7 +101,7 @@ def test_a_node_name_is_matched_as_a_name_whatever_it_holds(name):
 
 
 def test_a_helper_layer_is_never_the_evidence_for_a_compute_node():
-    """TensorRT 8.6 gives a parser-inserted reshape the metadata of the MatMul it feeds (issue 19, H100): the shape
+    """TensorRT 8.6 gives a parser-inserted reshape the metadata of the MatMul it feeds (seen on an H100): the shape
     of that listing, with a float convolution so that the helper's Int8 would be the wrong answer."""
     meta = "[ONNX Layer: node_of_y]"
     listing = {"Layers": [

@@ -87,7 +87,8 @@ def test_a_nonzero_zero_point_is_the_documented_parser_refusal(root):
 def test_a_python_v2_plugin_registers_and_the_parser_refuses_it(root):
     cell, _ = rtx_cell_and_info(root, "q_output_type", V2)
     assert cell.options["plugins_registered"]["qdq_matrix::Int8IdentityV2"] == "registered"
-    assert cell.status == "fail" and "IPluginV3 plugins registered with an IPluginCreatorV3One creator only" in cell.error
+    assert cell.status == "fail"
+    assert "IPluginV3 plugins registered with an IPluginCreatorV3One creator only" in cell.error
 
 
 def test_a_python_v3_plugin_builds_with_the_library_link(root):

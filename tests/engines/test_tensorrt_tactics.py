@@ -15,8 +15,8 @@ import pytest
 from engines.base import EngineInfo
 from engines.tensorrt import Adapter
 from engines.tensorrt.inspect import tactic_source_names, tactic_sources_mask
-from tests.engines.trt_stand_in import libcuda_loads as _libcuda_loads
 from generators.bundle import Bundle
+from tests.engines.trt_stand_in import libcuda_loads as _libcuda_loads
 
 ALL = ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS"]
 
@@ -25,7 +25,8 @@ ALL = ["CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIO
 def bundle(tmp_path) -> Bundle:
     (tmp_path / "model.onnx").write_bytes(b"")  # the stand-in never reads it
     np.savez(tmp_path / "inputs.npz", x=np.zeros((1, 16, 8, 8), np.float32))
-    return Bundle(path=tmp_path, meta={"bundle": "grouped_conv/fake", "target_nodes": ["node_of_c"], "trt": {"int8": True}})
+    return Bundle(path=tmp_path, meta={"bundle": "grouped_conv/fake", "target_nodes": ["node_of_c"],
+                                       "trt": {"int8": True}})
 
 
 def test_default_tactics_unless_asked(monkeypatch):
@@ -163,7 +164,8 @@ def test_tensorrt_only_cells_get_a_variant_column_of_their_own():
     result = load_results([observed])
     only = [c for c in result.cells if c.variant == {"tactics": "tensorrt-only"}]
     assert only and all(c.hardware == "NVIDIA H200 (sm_90)" for c in only)
-    assert any(col.variant == "tactics=tensorrt-only" and col.hardware == "NVIDIA H200 (sm_90)" for col in result.columns)
+    assert any(col.variant == "tactics=tensorrt-only" and col.hardware == "NVIDIA H200 (sm_90)"
+               for col in result.columns)
 
 
 def test_bug_bundle_commands_follow_the_cells_tactics():

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from engines.tensorrt import Adapter, timing
 from engines.base import EngineInfo
+from engines.tensorrt import Adapter, timing
 
 
 class _Cache:
@@ -81,7 +81,8 @@ def test_the_cache_is_one_file_per_version_gpu_and_tactics_and_never_in_the_repo
     monkeypatch.setenv("QDQ_TIMING_CACHE_DIR", str(tmp_path))
     adapter = Adapter(tactics="tensorrt-only")
     adapter._info = EngineInfo("tensorrt", "8.6.0", "NVIDIA H100 80GB HBM3 (sm_90)", True)
-    assert adapter.timing_cache_path() == str(tmp_path / "tensorrt-8.6.0-nvidia-h100-80gb-hbm3-sm-90-tensorrt-only.cache")
+    expected = tmp_path / "tensorrt-8.6.0-nvidia-h100-80gb-hbm3-sm-90-tensorrt-only.cache"
+    assert adapter.timing_cache_path() == str(expected)
     assert Adapter(timing_cache="off").timing_cache_path() == ""
     monkeypatch.delenv("QDQ_TIMING_CACHE_DIR")
     plain = Adapter()

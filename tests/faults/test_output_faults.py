@@ -26,8 +26,8 @@ from generators.bundle import load_bundle
 from generators.write import write_all, write_bundle
 from matrix.__main__ import main
 from matrix.bugbundle import Refused, make
-from tests.matrix.conftest import cells_from_report
 from matrix.inputs import STAMP
+from tests.matrix.conftest import cells_from_report
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = "grouped_conv/cpg=3+weights=per_channel+activation=int8+output_qdq=yes+epilogue=none"
@@ -159,7 +159,8 @@ def test_injection_into_every_report_stays_text(results, tmp_path):
     assert all(p.resolve().parent == (out / "cells").resolve() for p in (out / "cells").iterdir())
 
 
-@pytest.mark.parametrize("engine, version", [("tensorrt", "8.6.0"), ("onnxruntime", "1.31.1"), ("openvino", "2026.4.1")])
+@pytest.mark.parametrize("engine, version",
+                         [("tensorrt", "8.6.0"), ("onnxruntime", "1.31.1"), ("openvino", "2026.4.1")])
 def test_injection_into_a_bug_bundle_stays_text(bundles, tmp_path, engine, version):
     digest = load_bundle(bundles / BUNDLE).meta["digest"]
     bad = cell(bundle=BUNDLE, digest=digest, engine=engine, engine_version=f"{version}{PAYLOAD}")

@@ -310,7 +310,8 @@ def test_a_tensorrt_rtx_cell_gets_the_worker_with_its_module_and_target(bundles,
     assert cell["recorded"]["status"] == "built" and cell["recorded"]["fused"] is True
     assert {p.name for p in (folder / "suite" / "tensorrt").iterdir()} == set(TRT_FILES)
     issue = (folder / "ISSUE.md").read_text()
-    assert 'pip install "tensorrt-rtx==1.5.0.114" numpy' in issue and "**Settings**: target=SM86, plugin_link=none; an ahead-of-time build" in issue
+    assert 'pip install "tensorrt-rtx==1.5.0.114" numpy' in issue
+    assert "**Settings**: target=SM86, plugin_link=none; an ahead-of-time build" in issue
 
 
 def test_the_bundle_ships_every_file_the_worker_loads():

@@ -35,8 +35,8 @@ def test_source_lines_addresses_folders_and_numbers_do_not_split_a_cause():
 def test_one_engine_bug_over_versions_and_targets_is_one_root_cause(make_cell):
     cells = [rtx_cell(make_cell, f"grouped_conv/g={g}", v, t, error=myelin(1250 + 9 * n))
              for n, v in enumerate(RTX[:3]) for t in ("", "SM75", "SM86") for g in (2, 4, 8)]
-    cells += [rtx_cell(make_cell, f"grouped_conv/g={g}", RTX[3], status="built", last_stage="build", verdict="undocumented",
-                       fused=True) for g in (2, 4, 8)]  # 1.7 builds: no cause
+    cells += [rtx_cell(make_cell, f"grouped_conv/g={g}", RTX[3], status="built", last_stage="build",
+                       verdict="undocumented", fused=True) for g in (2, 4, 8)]  # 1.7 builds: no cause
     cells += [make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", last_stage="build", fused=None,
                         verdict="regressed", error="no implementation")]
     [rtx, trt] = root_causes(cells)

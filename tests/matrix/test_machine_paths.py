@@ -1,4 +1,4 @@
-"""No path of a machine in anything published (issue 26.7): committed observations, recorded commands, reports."""
+"""No path of a machine in anything published: committed observations, recorded commands, reports."""
 
 from __future__ import annotations
 

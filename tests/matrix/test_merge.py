@@ -12,8 +12,8 @@ H200, A100 = "NVIDIA H200 (sm_90)", "NVIDIA A100 (sm_80)"
 
 def test_good_files_merge_into_rows_and_columns(make_cell, write_results):
     a = write_results("trt.jsonl", [make_cell("grouped_conv/g=2"), make_cell("q_output_type/out=int8")])
-    b = write_results("ort.jsonl", [make_cell("q_output_type/out=int8", engine="onnxruntime",
-                                              engine_version="1.23.2", hardware="cpu")])
+    write_results("ort.jsonl", [make_cell("q_output_type/out=int8", engine="onnxruntime", engine_version="1.23.2",
+                                          hardware="cpu")])
     result = load_results([a.parent])
     assert len(result.cells) == 3
     assert result.problems == ()

@@ -64,8 +64,8 @@ def test_no_compute_node_rests_on_a_helper_layer(path):
 
 
 def test_the_helper_layer_rule_inspects_the_committed_evidence():
-    """The rule above holds on thousands of compute nodes, not on none (a filter that lets nothing through checks
-    nothing: it once skipped every cell/2 record)."""
+    """The rule above holds on more than a thousand compute nodes, not on none: a filter that lets nothing through
+    checks nothing."""
     assert sum(_helper_evidence(path)[1] for path in FILES) >= 1000
 
 

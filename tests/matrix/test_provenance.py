@@ -1,6 +1,6 @@
-"""Provenance the merge can check: only files the observations manifest lists are observed (issue 26.1).
+"""Provenance the merge can check: only files the observations manifest lists are observed.
 
-The fakes are the issue's own: a results file that copies the committed H200 8.6.0 cells and claims to be an
+The fakes: a results file that copies the committed H200 8.6.0 cells and claims to be an
 observation of TensorRT 11.4.0.106, and one that claims the committed H200 8.6.0 column itself, dated 2099.
 """
 
@@ -66,7 +66,7 @@ def test_every_committed_results_file_merges_as_observed(committed):
 
 
 def test_every_tensorrt_only_cell_lands_in_its_own_column(committed):
-    """The H200's tensorrt-only files: their 258 parse-failure and not-run cells no longer fall into the default
+    """The H200's tensorrt-only files: their 258 parse-failure and not-run cells never fall into the default
     column as duplicates; each version's tensorrt-only column holds all 116 of its cells."""
     assert not [p for p in committed.problems if "duplicate" in p.message]
     only = [c for c in committed.columns if c.variant == "tactics=tensorrt-only"]

@@ -267,7 +267,7 @@ AOT = "no GPU: ahead-of-time build (default: SM80 SM86 SM89 SM120 SM121)"
 def _rtx_cells(bundles, precision_of, make_cell):
     """Synthetic TensorRT-RTX columns of a fresh clone's shape: four versions, each with its default build, the
     plugin link and five targets; every third reproducer fails 1.4-1.6's build with a Myelin check whose source lines
-    move from version to version (one root cause, as issue 27 saw it), with a log and a layer listing per cell."""
+    move from version to version (one root cause), with a log and a layer listing per cell."""
     out = []
     for n, version in enumerate(RTX):
         for variant in RTX_SETTINGS:
@@ -295,7 +295,8 @@ def _rtx_cells(bundles, precision_of, make_cell):
 @pytest.mark.slow
 @pytest.mark.skipif(not OBSERVED.is_dir(), reason="reports/observed is not in this checkout")
 def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
-    """Issue 27's budgets over a fresh clone's shape: the observations, synthetic CPU and TensorRT-RTX columns."""
+    """The reports' size budgets over a fresh clone's shape: the observations, synthetic CPU and TensorRT-RTX
+    columns."""
     from matrix.merge import catalogue_bundles, load_results
 
     catalogue = catalogue_bundles()
@@ -329,7 +330,7 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
 
 
 def test_counts_read_in_the_number_they_take(tmp_path, make_cell):
-    """A fresh clone's page once said "1 problems reading results": one of a thing is singular."""
+    """Never "1 problems reading results": one of a thing is singular."""
     from matrix.merge import Problem
 
     result = build([make_cell("q_output_type/out=int8")], [Problem("results", 0, "no such file or folder")])

@@ -1,9 +1,8 @@
-"""matrix report renders only when one of its inputs moved, and says so when none did (issue 27.4)."""
+"""matrix report renders only when one of its inputs moved, and says so when none did."""
 
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,4 @@
-"""Schema-checked results (issue 26.5, 26.6): a bad file is refused whole and named before anything renders,
+"""Schema-checked results: a bad file is refused whole and named before anything renders,
 the reports are swapped in together, and a run never resumes a file the schema refuses."""
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ def test_reports_are_swapped_in_together_or_not_at_all(make_cell, write_results,
     with pytest.raises(RuntimeError):
         main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)])
     assert {n: (out / n).read_bytes() for n in REPORTS} == before  # markdown and html were not swapped in alone
-    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS + ("plots.html", "cells", "diff", STAMP))  # no staging
+    # no staging folder left behind
+    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS + ("plots.html", "cells", "diff", STAMP))
     assert [p.name for p in (out / "cells").glob("*.jsonl")] == [before_cells]  # the side files were not swapped
 
 

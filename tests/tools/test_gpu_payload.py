@@ -61,7 +61,8 @@ def launcher(tmp_path):
     """bin/python-trt-8.6.0 as remote-setup writes it, over a stand-in python3.9 that prints its environment."""
     fake = tmp_path / "py39" / "usr" / "bin" / "python3.9"
     fake.parent.mkdir(parents=True)
-    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$PYTHONHOME" "$LD_LIBRARY_PATH" "$PYTHONPATH" "$QDQ_GPU_PAYLOAD" "$@"\n')
+    fake.write_text('#!/bin/sh\n'
+                    'printf "%s\\n" "$PYTHONHOME" "$LD_LIBRARY_PATH" "$PYTHONPATH" "$QDQ_GPU_PAYLOAD" "$@"\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     subprocess.run(["bash", str(SETUP), "--launcher", "8.6.0", "cu12"], cwd=tmp_path, check=True, timeout=30)
     return tmp_path / "bin" / "python-trt-8.6.0"

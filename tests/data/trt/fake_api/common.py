@@ -11,7 +11,6 @@ stage needs libcuda, so on a machine without a GPU every cell ends at "run" with
 
 import json
 import os
-import sys
 import types
 
 GENERATIONS = {"8": "8.6.1", "10": "10.16.1.11", "11": "11.4.0.106"}
@@ -207,8 +206,8 @@ class OnnxParser(_Recorded):
             if node.domain not in ("", "ai.onnx") and not {node.op_type, f"{node.domain}::{node.op_type}"} & have:
                 self._errors.append(_ParserError(f"fake: no plugin creator for {node.domain}::{node.op_type}", i))
                 return False
-            kind = LayerType.__members__.get(_OP_TYPES.get(node.op_type, ""), LayerType.__members__["PLUGIN_V3"]
-                                             if node.domain not in ("", "ai.onnx") else LayerType.__members__["ELEMENTWISE"])
+            other = "PLUGIN_V3" if node.domain not in ("", "ai.onnx") else "ELEMENTWISE"
+            kind = LayerType.__members__.get(_OP_TYPES.get(node.op_type, ""), LayerType.__members__[other])
             dtype = "INT8" if strong and node.op_type == "QuantizeLinear" else "FLOAT"
             outs = [_Tensor(o, DataType.__members__[dtype]) for o in node.output]
             tensors.update({t.name: t for t in outs})
@@ -267,8 +266,8 @@ def _io(t):
 
 
 def _inspector(layers):
-    data = {"Layers": [{"Name": l.name, "LayerType": l.type.name, "Inputs": [_io(t) for t in l._in],
-                        "Outputs": [_io(t) for t in l._out]} for l in layers]}
+    data = {"Layers": [{"Name": layer.name, "LayerType": layer.type.name, "Inputs": [_io(t) for t in layer._in],
+                        "Outputs": [_io(t) for t in layer._out]} for layer in layers]}
     if _GEN["name"] == "11":
         data["I/O Tensors"] = [{"Name": "x", "IOMode": "Input", "DataType": "Float"}]
     else:
@@ -362,22 +361,25 @@ _PLUGIN_CLASSES = {
 _PLUGIN_CLASSES["11"] = _PLUGIN_CLASSES["10"]
 # What the worker looks up on the engine and execution context classes (capabilities.detect): the bindings API
 # and set_binding_shape until 10.0, named I/O tensors and set_input_shape from 8.5 on.
+# execute_v2 is deprecated in 11 and still there; IPluginCreator is an IPluginCreatorInterface.
 _RUNTIME_CLASSES = {"ICudaEngine": ("num_bindings", "num_io_tensors", "get_tensor_name"),
-                    "IExecutionContext": ("set_binding_shape", "set_input_shape", "execute_v2", "execute_async_v3")}  # V2 deprecated in 11, still there; IPluginCreator is an IPluginCreatorInterface
+                    "IExecutionContext": ("set_binding_shape", "set_input_shape", "execute_v2", "execute_async_v3")}
 
 
 def install(module, generation):
     """Fill the `tensorrt` module of one API generation and record every attribute read on it."""
     global DataType, LayerType, NetworkDefinitionCreationFlag, BuilderFlag, ProfilingVerbosity
     _GEN["name"] = generation
-    DataType = _enum("DataType", "FLOAT HALF INT8 INT32 BOOL UINT8 FP8" + ("" if generation == "8" else " BF16 INT64 INT4 FP4"))
+    DataType = _enum("DataType", "FLOAT HALF INT8 INT32 BOOL UINT8 FP8"
+                     + ("" if generation == "8" else " BF16 INT64 INT4 FP4"))
     LayerType = _enum("LayerType", "CONSTANT QUANTIZE DEQUANTIZE CONVOLUTION DECONVOLUTION MATRIX_MULTIPLY "
                       "ELEMENTWISE CONCATENATION POOLING PLUGIN_V2 PLUGIN_V3")
     NetworkDefinitionCreationFlag = _enum("NetworkDefinitionCreationFlag", {
         "8": "EXPLICIT_BATCH EXPLICIT_PRECISION", "10": "EXPLICIT_BATCH STRONGLY_TYPED",
         "11": "STRONGLY_TYPED PREFER_AOT_PYTHON_PLUGINS PREFER_JIT_PYTHON_PLUGINS"}[generation])
-    BuilderFlag = _enum("BuilderFlag", "FP16 INT8 DEBUG GPU_FALLBACK REFIT TF32 SPARSE_WEIGHTS OBEY_PRECISION_CONSTRAINTS "
-                        "PREFER_PRECISION_CONSTRAINTS DIRECT_IO" + ("" if generation == "8" else " BF16 FP8 INT4 FP4 STRIP_PLAN"))
+    BuilderFlag = _enum("BuilderFlag", "FP16 INT8 DEBUG GPU_FALLBACK REFIT TF32 SPARSE_WEIGHTS "
+                        "OBEY_PRECISION_CONSTRAINTS PREFER_PRECISION_CONSTRAINTS DIRECT_IO"
+                        + ("" if generation == "8" else " BF16 FP8 INT4 FP4 STRIP_PLAN"))
     ProfilingVerbosity = _enum("ProfilingVerbosity", "LAYER_NAMES_ONLY NONE DETAILED")
     enums = {
         "DataType": DataType, "LayerType": LayerType, "NetworkDefinitionCreationFlag": NetworkDefinitionCreationFlag,
