@@ -51,6 +51,7 @@ CASE_MODULES = (
     "cases.float_qdq_types",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.user_model",
+    "cases.onnx_node_tests",
 )
 
 __all__ = ["Case", "CaseModuleError", "Expectation", "Signature", "all_cases", "get_case", "slug", "bundle_id"]

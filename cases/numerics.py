@@ -48,6 +48,39 @@ def comparison_step(expected: np.ndarray, step: Optional[float]) -> Tuple[float,
     return (peak / 127.0 if peak > 0 else 1.0 / 127.0), "max/127"
 
 
+# Outputs of a type numpy lacks (float8, int4, int2, float4; ml_dtypes' names): a bundle keeps an integer type's values
+# (int8, uint8) and a float type's bit codes (uint8), and says so in case.json (`outputs.<name>.codes`). An engine hands
+# them back as those, as ml_dtypes arrays, as decoded floats, or packed as ONNX stores them (two 4-bit or four 2-bit
+# values to a byte, the first in the low bits: OpenVINO's int4 output); each is read back to the bundle's form.
+PACKED_BITS = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
+
+
+def as_codes(actual: Any, codes: str, shape: Tuple[int, ...]) -> np.ndarray:
+    """An engine's output of the type `codes` (an ml_dtypes name) as the bundle keeps its reference."""
+    a = np.asarray(actual)
+    integer, signed = codes.startswith(("int", "uint")), codes.startswith("int")
+    kept = np.int8 if signed else np.uint8
+    if a.dtype.type.__module__.partition(".")[0] == "ml_dtypes":  # the type itself
+        return a.astype(kept) if integer else a.view(np.uint8)
+    if a.dtype.kind == "f":  # decoded values
+        if integer:
+            return a.astype(kept)
+        import ml_dtypes
+
+        return a.astype(getattr(ml_dtypes, codes)).view(np.uint8)
+    if a.dtype.kind not in "iu" or a.dtype.itemsize != 1:
+        return a.astype(kept) if integer else a
+    bits, n = PACKED_BITS.get(codes, 8), int(np.prod(shape, dtype=np.int64))
+    if bits < 8 and a.size != n and a.size == -(-n * bits // 8):  # packed
+        per = 8 // bits
+        raw = a.reshape(-1).view(np.uint8).astype(np.int16)
+        values = ((raw[:, None] >> (np.arange(per) * bits)) & ((1 << bits) - 1)).reshape(-1)[:n]
+        if signed:
+            values = np.where(values >= 1 << (bits - 1), values - (1 << bits), values)
+        return values.astype(kept).reshape(shape)
+    return a.astype(kept) if integer else a.view(np.uint8)
+
+
 def error_steps(expected: np.ndarray, actual: np.ndarray, step: float) -> float:
     """The largest difference between two outputs, in steps; inf for a shape or NaN mismatch."""
     expected, actual = np.asarray(expected), np.asarray(actual)
@@ -198,7 +231,8 @@ def compare(meta: Mapping[str, Any], outputs: Mapping[str, Any], expected: Mappi
         if name not in outputs:
             problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
             continue
-        got = np.asarray(outputs[name])
+        codes = ((meta.get("outputs") or {}).get(name) or {}).get("codes")
+        got = as_codes(outputs[name], codes, want.shape) if codes else np.asarray(outputs[name])
         if got.shape != want.shape:
             problems.append(f"output {name!r}: shape {list(got.shape)} differs from the reference's "
                             f"{list(want.shape)}")

@@ -13,8 +13,8 @@ runner (engines/runner.py, executed by pytest with --cells-plan), so the xdist w
 (one writer per results file, a crash costs one cell, timeouts). The flags name one column; `--column` names one
 more each time, as a JSON object of its fields: engine, version, python (a TensorRT-family interpreter, or one that
 has an in-process engine's version), results (a file), options (the engine's own options by name, cases.engines),
-only_cases (case ids) and plugins_only; a field it leaves out comes from the flags. `--version V[=PYTHON]` repeats
-every column for each version.
+only_cases (case ids), plugins_only and per_target (also the bundles built once per target); a field it leaves out
+comes from the flags. `--version V[=PYTHON]` repeats every column for each version.
 
 An in-process engine (ONNX Runtime, OpenVINO) runs under the interpreter that has its version: this one, or the
 column's python=; each such interpreter gets a pytest of its own, side by side with the others. A column with work
@@ -57,7 +57,7 @@ from generators.bundle import bundle_ids, bundles_root
 
 # A --column's fields and the JSON type each takes (engines.plan.Column's fields of the same names).
 SPEC_FIELDS = {"engine": str, "version": str, "python": str, "results": str, "options": dict, "only_cases": list,
-               "plugins_only": bool}
+               "plugins_only": bool, "per_target": bool}
 PYTEST_QUIET = ["-q", "-rN", "--no-header"]  # pytest says only its summary: engines.run passes on what matters
 RUNNER = "python -m engines.run"
 EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
@@ -88,6 +88,8 @@ def column_title(column: Column) -> str:
     variant = spec(column.engine).variant(column.options) if column.engine in ENGINES else {}
     cases = column.only_cases
     only = "plugin bundles" if column.plugins_only else (", ".join(cases) if len(cases) < 3 else f"{len(cases)} cases")
+    if column.per_target:
+        only = " and ".join(x for x in (only, "per-target bundles") if x)
     extra = ", ".join(x for x in (variant_label(variant), only and f"only {only}") if x)
     version = column.version or (installed_version(column.engine) if column.engine in ENGINES else "") or "(installed)"
     return f"{name} {version}" + (f" ({extra})" if extra else "")
@@ -138,7 +140,8 @@ def columns_from(args: argparse.Namespace) -> List[Column]:
         flags["timing_cache"] = "off"
     base = {"engine": args.engine, "version": args.engine_version or "", "python": "",
             "results": args.results or "", "options": {k: v for k, v in flags.items() if v is not None},
-            "only_cases": tuple(args.only_case), "plugins_only": args.plugin_bundles_only}
+            "only_cases": tuple(args.only_case), "plugins_only": args.plugin_bundles_only,
+            "per_target": args.per_target_bundles}
     specs = [{**base, **s, "options": {**base["options"], **s.get("options", {})}}
              for s in map(column_spec, args.column or ["{}"])]
     versions = [v.partition("=")[::2] for v in args.version] + [("", p) for p in args.trt_python]
@@ -154,7 +157,7 @@ def columns_from(args: argparse.Namespace) -> List[Column]:
             raise UsageError(f"{s['engine']} has no option {unknown[0]!r}; options: {', '.join(options) or 'none'}")
         column = Column(engine=s["engine"], options=options, version=s["version"], python=s["python"],
                         isolate=args.trt_isolate, results=s["results"], only_cases=tuple(s["only_cases"]),
-                        plugins_only=bool(s["plugins_only"]))
+                        plugins_only=bool(s["plugins_only"]), per_target=bool(s["per_target"]))
         columns.append(replace(column, label=column_label(column) if len(specs) > 1 else "",
                                command=_rerun_command(column)))
     return _unique(columns)
@@ -186,6 +189,8 @@ def _rerun_command(column: Column) -> str:
         words.append("--plugin-bundles-only")
     for case in column.only_cases:
         words += ["--only-case", case]
+    if column.per_target:
+        words.append("--per-target-bundles")
     return portable_command(words)
 
 
@@ -209,7 +214,8 @@ def bundle_metas(root: Path) -> Dict[str, Dict[str, Any]]:
 
 def selection(column: Column, metas: Dict[str, Dict[str, Any]]) -> List[str]:
     """The bundles a column runs (Column.select, the cell runner's choice too)."""
-    return column.select(list(metas), lambda i: bool((metas[i].get("trt") or {}).get("plugins")))
+    return column.select(list(metas), lambda i: bool((metas[i].get("trt") or {}).get("plugins")),
+                         lambda i: bool((metas[i].get("trt") or {}).get("per_target")))
 
 
 @dataclass(frozen=True)
@@ -533,7 +539,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="every column again for this version (with its TensorRT-family interpreter); repeatable")
     parser.add_argument("--column", action="append", default=[], metavar="JSON",
                         help="a column, as a JSON object of its fields (engine, version, python, results, options, "
-                             "only_cases, plugins_only) over the flags' values; repeatable; {} is the flags' own")
+                             "only_cases, plugins_only, per_target) over the flags' values; repeatable; {} is the flags' "
+                             "own")
     seen = set()
     for engine in ENGINES.values():
         for o in engine.options:
@@ -545,6 +552,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="TensorRT: build without the shared timing cache (as --trt-timing-cache off)")
     parser.add_argument("--only-case", action="append", default=[], metavar="CASE", help="only this case's bundles")
     parser.add_argument("--plugin-bundles-only", action="store_true", help="only the bundles that need a plugin")
+    parser.add_argument("--per-target-bundles", action="store_true",
+                        help="also the bundles built once per TensorRT-RTX target (their case.json's trt.per_target); "
+                             "alone: only those")
     parser.add_argument("--bundles", type=Path, default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     parser.add_argument("--results", default=None, help="the results file (one column only)")
     parser.add_argument("--results-dir", type=Path, default=None, help=argparse.SUPPRESS)
