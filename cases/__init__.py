@@ -50,8 +50,8 @@ CASE_MODULES = (
     "cases.dq_blocked_axis",
     "cases.float_qdq_types",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
-    "cases.user_model",
     "cases.onnx_node_tests",
+    "cases.user_model",
 )
 
 __all__ = ["Case", "CaseModuleError", "Expectation", "Signature", "all_cases", "get_case", "slug", "bundle_id"]

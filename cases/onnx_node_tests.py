@@ -1,4 +1,4 @@
-"""Conformance: the onnx package's own node tests for the quantization operators (onnx/backend/test/case/node).
+"""Conformance: onnx's node tests for the quantization operators (github.com/onnx/onnx, onnx/backend/test/case/node).
 
 Not a seed and not a sweep (`external=True`): its bundles are written at run time from the installed onnx package
 (`generators.onnx_node_tests`), each node test at its own opset and converted to every opset the engines read, with

@@ -315,16 +315,16 @@ class Change:
     setting: str
     before: str
     after: str
-    reason: str = ""  # the newer side's reason (refused, wrong), else the older side's
+    was: str = ""  # the older side's reason ("" where its word says it all)
+    now: str = ""  # the newer side's
 
 
 def diff_entries(cells: Sequence[Cell], engine: str, from_version: str, to_version: str) -> Tuple[List[Change], int]:
     """Every conformance entry that differs between two versions of one engine, per setting both ran on; and how
-    many entries were compared."""
-    mine = [c for c in cells if is_conformance(c) and c.engine == engine]
+    many entries were compared (an entry not run on either side is not)."""
     sides: Dict[str, Dict[Tuple[str, str, int], Entry]] = {from_version: {}, to_version: {}}
-    for c in mine:
-        if c.engine_version in sides:
+    for c in cells:
+        if is_conformance(c) and c.engine == engine and c.engine_version in sides:
             e = entry_of(c)
             sides[c.engine_version][(c.setting, e.test, e.opset)] = e
     changes, compared = [], 0
@@ -333,35 +333,56 @@ def diff_entries(cells: Sequence[Cell], engine: str, from_version: str, to_versi
         if NOT_RUN in (a.word, b.word):
             continue
         compared += 1
-        if (a.text, a.reason if a.word != RIGHT else "") != (b.text, b.reason if b.word != RIGHT else ""):
-            changes.append(Change(key[1], key[2], key[0], a.text, b.text, b.reason or a.reason))
+        was, now = (a.reason if _says_why(a) else ""), (b.reason if _says_why(b) else "")
+        if (a.text, was) != (b.text, now):
+            changes.append(Change(key[1], key[2], key[0], a.text, b.text, was, now))
     return changes, compared
 
 
 def diff_markdown(cells: Sequence[Cell], engine: str, from_version: str, to_version: str) -> str:
-    """The conformance section of `python -m matrix diff`: what each operator form does differently, grouped by the
-    change ("refused at load -> right"), each with its tests and opsets; "" where no conformance cell compares."""
-    from matrix.safe import md_cell, md_code
+    """The conformance section of `python -m matrix diff`: the entries that changed, grouped by what they became
+    ("refused at load -> right"), each group with the reasons it lost or gained and its tests and opsets; "" where no
+    conformance cell of both versions is there to compare."""
+    from matrix.safe import md_cell
 
     changes, compared = diff_entries(cells, engine, from_version, to_version)
     if not compared:
         return ""
+    settings = sorted({c.setting for c in changes})
+    on = f" on {md_cell(settings[0])}" if len(settings) == 1 else ""
     lines = [f"## Conformance: {md_cell(engine)} {md_cell(from_version)} → {md_cell(to_version)}", ""]
     if not changes:
         return "\n".join(lines + [f"No conformance entry changed ({many(compared, 'entry', 'entries')} compared: "
                                   "the onnx node tests for the quantization operators, per opset).", ""])
-    lines += [f"**{many(len(changes), 'entry', 'entries')} changed of {compared} compared** (the onnx node tests for "
-              "the quantization operators, per opset; docs/conformance.md says what each word means).", ""]
-    groups: Dict[Tuple[str, str, str], List[Change]] = {}
+    lines += [f"**{many(len(changes), 'entry', 'entries')} changed of {compared} compared{on}** (the onnx node tests "
+              "for the quantization operators, per opset; docs/conformance.md says what each word means).", ""]
+    groups: Dict[Tuple[str, str], List[Change]] = {}
     for c in changes:
-        groups.setdefault((c.before, c.after, c.reason), []).append(c)
-    for (before, after, reason), members in sorted(groups.items(), key=lambda g: -len(g[1])):
-        tests: Dict[Tuple[str, str], List[int]] = {}
-        for m in members:
-            tests.setdefault((m.test, m.setting), []).append(m.opset)
-        where = "; ".join(f"{md_cell(t)} at {', '.join(map(str, sorted(o)))}" for (t, _), o in tests.items())
-        settings = sorted({m.setting for m in members})
-        on = f" (on {md_cell(', '.join(settings))})" if len(settings) == 1 else ""
-        why = f" — {md_code(reason[:200]).replace('|', chr(92) + '|')}" if reason else ""
-        lines.append(f"- **{len(members)} × {md_cell(before)} → {md_cell(after)}**{why}{on}: {where}")
+        groups.setdefault((c.before, c.after), []).append(c)
+    for (before, after), members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+        lines.append(f"- **{len(members)} × {md_cell(before)} → {md_cell(after)}**: {_where(members, len(settings) > 1)}")
+        for side, word in (("was", "was"), ("now", "now")):
+            said: Dict[str, int] = {}
+            for m in members:
+                if getattr(m, side):
+                    said[getattr(m, side)] = said.get(getattr(m, side), 0) + 1
+            for text, n in sorted(said.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  - {word}: {_code(text)}" + (f" ({n})" if len(said) > 1 else ""))
     return "\n".join(lines + [""])
+
+
+def _where(members: Sequence[Change], per_setting: bool) -> str:
+    """"quantizelinear at 21, 23; matmulinteger at 25": each test once, with its opsets."""
+    from matrix.safe import md_cell
+
+    tests: Dict[Tuple[str, str], List[int]] = {}
+    for m in members:
+        tests.setdefault((m.test, m.setting if per_setting else ""), []).append(m.opset)
+    return "; ".join(f"{md_cell(t)} at {', '.join(map(str, sorted(o)))}" + (f" [{md_cell(s)}]" if s else "")
+                     for (t, s), o in tests.items())
+
+
+def _code(text: str) -> str:
+    from matrix.safe import md_code
+
+    return md_code(text[:200]).replace("|", "\\|")
