@@ -84,7 +84,7 @@ class Entry:
     def text(self) -> str:
         """The entry as a table says it, without its reason: "right", "wrong by 3 steps", "refused at load"."""
         if self.word == WRONG:
-            return f"wrong by {_steps(self.steps)}" if self.steps is not None else "wrong: output shape"
+            return f"wrong by {_steps(self.steps)}" if self.steps is not None else WRONG  # its reason says how
         if self.word in (REFUSED, CRASHED) and self.stage:
             return f"{self.word} at {self.stage}"
         return self.word
