@@ -270,7 +270,7 @@ def bundle_files(op: str, case: Any, form: Form, opset: int, model: Any) -> Dict
         "intentionally_invalid": "",
         "checker": "passed",
         "reference": f"onnx {_version('onnx')} node test {case.name}",
-        "notes": (f"constants (no numpy type to feed them): "
+        "notes": ("constants (no numpy type to feed them): "
                   + ", ".join(f"{k} ({v})" for k, v in constants.items())) if constants else "",
         "conformance": {"test": case.name, "op": op, "form": asdict(form), "opset": opset,
                         "source_opset": _opset(case.model), "constants": constants},
@@ -347,8 +347,9 @@ def entries_of(manifest: Dict[str, Any]) -> List[Entry]:
 
 
 def write_all(root: Optional[Path] = None, opsets: Sequence[int] = OPSETS) -> Written:
-    """Every node test at its own opset and each of `opsets` as a bundle under <root>/onnx_node_tests/, and the manifest;
-    nothing is rebuilt (and onnx not imported) while the cache key, the manifest and every bundle are as written."""
+    """Every node test at its own opset and each of `opsets` as a bundle under <root>/onnx_node_tests/, and the
+    manifest; nothing is rebuilt (and onnx not imported) while the cache key, the manifest and every bundle are as
+    written."""
     out = folder(root)
     key = cache_key()
     manifest = read_manifest(root)

@@ -97,8 +97,8 @@ def entry_of(cell: Cell) -> Entry:
     if cell.status == "fail":
         compared = said.failed_stage == "compare"
         word = WRONG if compared else REFUSED
-        reason = first_line(cell.error) if compared else (cell.engine_reason or cell.error_line or first_line(cell.error)
-                                                          or cell.reason)
+        said_why = cell.engine_reason or cell.error_line or first_line(cell.error) or cell.reason
+        reason = first_line(cell.error) if compared else said_why
         steps = cell.max_error_steps if compared and cell.max_error_steps not in (None, float("inf")) else None
         return Entry(str(p.get("test", "")), str(p.get("op", "")), str(p.get("form", "")), int(p.get("opset", 0)),
                      word, steps, reason, "" if compared else said.failed_stage)
@@ -360,7 +360,8 @@ def diff_markdown(cells: Sequence[Cell], engine: str, from_version: str, to_vers
     for c in changes:
         groups.setdefault((c.before, c.after), []).append(c)
     for (before, after), members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
-        lines.append(f"- **{len(members)} × {md_cell(before)} → {md_cell(after)}**: {_where(members, len(settings) > 1)}")
+        where = _where(members, len(settings) > 1)
+        lines.append(f"- **{len(members)} × {md_cell(before)} → {md_cell(after)}**: {where}")
         for side, word in (("was", "was"), ("now", "now")):
             said: Dict[str, int] = {}
             for m in members:

@@ -30,8 +30,9 @@ from matrix.targets import documented_view, target_view
 
 # 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
 REPORT_SCHEMA = "qdq-matrix/report/3"
-# conformance.json: every conformance entry (node test, opset, engine version: its word, steps, stage and reason), the
-# summary per engine version and opset, and the numbered reasons (matrix/conformance.py)
+# conformance.json: every conformance entry (node test, opset, engine version: its word, steps, stage, and its reason as
+# the number of a text in "texts"), the summary per engine version and opset, and the numbered reasons
+# (matrix/conformance.py)
 CONFORMANCE_SCHEMA = "qdq-matrix/conformance/1"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # What matrix.json keeps of a cell: what a reader judges it by. The rest (log, listing, evidence, options, timings)
@@ -90,8 +91,11 @@ def conformance_page(cells: Sequence[Cell], manifest: Dict[str, Any]) -> Dict[st
 def conformance_files(view: Dict[str, Any]) -> Dict[str, str]:
     """conformance.md, .html and .json from a report view that holds the conformance view."""
     page = {"generated": view["generated"], "conformance": view["conformance"]}
-    record = {"schema": CONFORMANCE_SCHEMA, "generated": view["generated"],
-              **{k: v for k, v in view["conformance"].items() if k != "ops"}}
+    texts: Dict[str, int] = {}  # each reason once: an entry names its number
+    entries = [dict(e, reason=texts.setdefault(e["reason"], len(texts))) if e["reason"] else e
+               for e in view["conformance"]["entries"]]
+    record = {"schema": CONFORMANCE_SCHEMA, "generated": view["generated"], "texts": list(texts),
+              **{k: v for k, v in view["conformance"].items() if k not in ("ops", "entries")}, "entries": entries}
     return {"conformance.md": render_template("conformance.md.j2", page, html=False),
             "conformance.html": render_template("conformance.html.j2", page, html=True),
             "conformance.json": json.dumps(record, separators=(",", ":"), sort_keys=True, default=str) + "\n"}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the conformance table's ONNX Runtime entries against ONNX Runtime run directly, with no cell runner.
 
-    python tools/conformance-ort.py [--bundles .bundles] [--results results]      # under an interpreter with onnxruntime
+    python tools/conformance-ort.py [--bundles .bundles] [--results results]   # under a Python that has onnxruntime
 
 Every conformance bundle (generators/onnx_node_tests.py) is loaded into a bare `onnxruntime.InferenceSession` (CPU,
 its default options), run on the bundle's inputs, and its outputs compared with ONNX's expected outputs by this
@@ -13,7 +13,6 @@ Exit 0 when they all agree, 1 when any differs, 2 when there is nothing to compa
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -23,6 +22,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from cases.cli import ArgumentParser  # noqa: E402 (the one-line usage parser of every command line)
 
 HALF = 0.5  # a float output is right within half of its step (generators/onnx_node_tests.py: TOLERANCE_STEPS)
 
@@ -59,7 +60,8 @@ def direct(bundle: Path, ort: Any) -> Tuple[str, Optional[float], str]:
         diff = np.where(np.isnan(have) & np.isnan(want), 0.0, diff)
         steps = float(np.max(diff)) / step if diff.size else 0.0
         if not steps <= HALF:
-            worst, why = max(worst, steps if np.isfinite(steps) else float("inf")), f"output {name}: {steps:.3g} steps off"
+            worst = max(worst, steps if np.isfinite(steps) else float("inf"))
+            why = f"output {name}: {steps:.3g} steps off"
     return ("wrong", worst, why) if why else ("right", None, "")
 
 
@@ -95,7 +97,7 @@ def _by(steps: Optional[float]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/conformance-ort.py", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="tools/conformance-ort.py", description=__doc__.splitlines()[0])
     parser.add_argument("--bundles", type=Path, default=REPO / ".bundles", help="bundle root (default: .bundles)")
     parser.add_argument("--results", type=Path, action="append",
                         help="results files or folders (repeatable; default: results/)")

@@ -94,6 +94,8 @@ def test_the_report_has_a_conformance_page_and_section(make_cell, write_results,
     assert 'href="conformance.html"' in (out / "matrix.html").read_text()
     record = json.loads((out / "conformance.json").read_text())
     assert {e["word"] for e in record["entries"]} == {"right", "refused"}
+    refused = next(e for e in record["entries"] if e["word"] == "refused")
+    assert record["texts"][refused["reason"]].startswith("Unsupported model IR version: 10")
     matrix = json.loads((out / "matrix.json").read_text())
     assert not [r for r in matrix["rows"] if r["case"] == "onnx_node_tests"]  # not in the catalogue's grid
 
