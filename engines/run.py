@@ -593,6 +593,10 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
     done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
+    if done.status in (0, 1):  # each column that now stands whole is remembered, so the next run need not read it
+        after = Store(results or REPO / "results")
+        for d in here:
+            decide(d.column, metas, after, False)
     reused += done.reused - sum(d.reused for d in here)  # the launched columns' own count, whoever decided it
     missing = sum(len(d.run) + d.reused for d in here) - done.written - done.reused
     lost = f", {missing} not recorded" if missing > 0 else ""
