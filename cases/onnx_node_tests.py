@@ -33,6 +33,7 @@ CASE = Case(
     external=True,
 )
 # The quantized types whose TensorRT-RTX support the GPU architecture decides (its support matrix: FP8 from SM89, FP4
-# from SM120, INT4 weights from SM80; docs/tensorrt-rtx.md): a form of these types is built once per target (case.json
-# trt.per_target), every other form once, for the default target set.
+# from SM120, INT4 weights from SM80; docs/tensorrt-rtx.md): a form of these types is built once per target at the
+# first opset that has the type (case.json trt.per_target), and, like every other form, for the default target set at
+# every opset.
 PER_TARGET_TYPES = ("float8_e4m3fn", "float8_e5m2", "float4_e2m1fn", "int4", "uint4")

@@ -208,9 +208,10 @@ def _reason(error: BaseException) -> str:
     return re.sub(r"DataType \((\d+)\)", name, (reason if said else line).strip())[:300]
 
 
-def bundle_files(op: str, case: Any, form: Form, opset: int, model: Any) -> Dict[str, Any]:
+def bundle_files(op: str, case: Any, form: Form, opset: int, model: Any, per_target: bool = False) -> Dict[str, Any]:
     """Everything one bundle holds: the model (named nodes, inputs numpy cannot hold made constants), inputs.npz,
-    expected.npz (codes where numpy has no type) and case.json."""
+    expected.npz (codes where numpy has no type) and case.json (trt.per_target: built once per TensorRT-RTX
+    target)."""
     import onnx
     from onnx import numpy_helper
 
@@ -266,7 +267,7 @@ def bundle_files(op: str, case: Any, form: Form, opset: int, model: Any) -> Dict
         "inputs": {n: _describe(a) for n, a in fed.items()},
         "outputs": described,
         "tolerance_steps": TOLERANCE_STEPS,
-        "trt": dict(TRT, per_target=True) if form.quantized in PER_TARGET_TYPES else dict(TRT),
+        "trt": dict(TRT, per_target=True) if per_target else dict(TRT),
         "intentionally_invalid": "",
         "checker": "passed",
         "reference": f"onnx {_version('onnx')} node test {case.name}",
@@ -364,12 +365,15 @@ def write_all(root: Optional[Path] = None, opsets: Sequence[int] = OPSETS) -> Wr
         form = form_of(op, case, inputs, outputs)
         source = _opset(case.model)
         test = case.name[len("test_"):]
-        for opset in dict.fromkeys([source, *opsets]):
-            model, refused = at_opset(case.model, opset)
+        converted = {opset: at_opset(case.model, opset) for opset in dict.fromkeys([source, *opsets])}
+        # a form whose support the GPU architecture decides is built per target once, at the first opset that has it
+        per_target = min((o for o, (m, _) in converted.items() if m is not None), default=None) \
+            if form.quantized in PER_TARGET_TYPES else None
+        for opset, (model, refused) in converted.items():
             if model is None:
                 entries.append(Entry(test, op, form.label, opset, source, refused=refused))
                 continue
-            bundle = bundle_files(op, case, form, opset, model)
+            bundle = bundle_files(op, case, form, opset, model, per_target=opset == per_target)
             meta = bundle["case.json"]
             files[meta["bundle"]] = bundle
             entries.append(Entry(test, op, form.label, opset, source, bundle=meta["bundle"],
