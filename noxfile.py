@@ -1,6 +1,7 @@
-"""Sessions: tests, generate, one per engine version, matrix (the main job), report, diff, lock.
+"""Sessions: tests, generate, one per engine version, matrix (the main job), conformance, report, diff, lock.
 
     nox -s matrix                 # every engine version this machine can run, then the reports
+    nox -s conformance            # the conformance table alone (nox -s matrix includes it)
     nox -s tests                  # the unit tests (what CI runs)
     nox -s lock                   # refresh uv.lock, which every session installs from
     nox -s trt_existing -- /path/to/python-with-tensorrt [...]
@@ -30,6 +31,7 @@ from nox.logger import logger
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases import all_cases  # noqa: E402
+from cases.onnx_node_tests import ID as ONNX_NODE_TESTS  # noqa: E402
 from core.engines import ENGINES, pin_group  # noqa: E402
 
 # The pin table, read from the engine descriptors (core/engines.py, where each pin says why), never typed here:
@@ -52,6 +54,7 @@ ENGINE_PINS.update({f"openvino({v})": (f"openvino=={v}", *pins) for v, pins in O
 # (Case.arch_dependent); the rest build for the default.
 RTX_SWEEP = list(ENGINES["tensorrt-rtx"].option("target").sweep)
 ARCH_CASES = [c.id for c in all_cases() if c.arch_dependent]
+CONFORMANCE = ONNX_NODE_TESTS  # the conformance bundles' case (cases/onnx_node_tests.py; nox -s conformance)
 NVIDIA_INDEX = _TRT10.index
 # NVIDIA ModelOpt as a producer (`nox -s "producers(modelopt)"`, opt-in, never in the test group or CI): its [onnx]
 # extra pins onnx 1.21 and onnxruntime-gpu (which runs on the CPU provider), and it needs a torch >= 2.8. A local CPU
@@ -310,9 +313,10 @@ def rtx(session: nox.Session, version: str) -> None:
 def _rtx_columns() -> List[Dict[str, object]]:
     """A TensorRT for RTX version's columns, all in one pytest run: its default build; the plugin reproducers again
     with a libtensorrt_rtx.so link (1.7's parser aborts on a Python IPluginV3 node unless it resolves, and the wheel
-    ships only .so.1); and every target architecture for the cases whose outcome depends on it."""
+    ships only .so.1); and every target architecture for the cases whose outcome depends on it and the conformance
+    bundles of the types whose support it decides (their case.json's trt.per_target)."""
     columns: List[Dict[str, object]] = [{}, {"options": {"plugin_link": "libtensorrt_rtx.so"}, "plugins_only": True}]
-    columns += [{"options": {"target": t}, "only_cases": list(ARCH_CASES)} for t in RTX_SWEEP]
+    columns += [{"options": {"target": t}, "only_cases": list(ARCH_CASES), "per_target": True} for t in RTX_SWEEP]
     return columns
 
 
@@ -451,6 +455,45 @@ def bugs(session: nox.Session) -> None:
     session.run("python", "-m", "matrix", "bugs", *_results_args(), *session.posargs, env=_env())
 
 
+def _columns_here(session: nox.Session, py: Dict[str, Path], gpu: bool) -> List[Dict[str, object]]:
+    """Every column `nox -s matrix` runs in its one engines.run: TensorRT's "not run here" columns where no GPU is
+    (its sessions run where one is), every TensorRT-RTX version's, and the CPU engines' under their interpreters."""
+    idle = [] if gpu else [{"engine": "tensorrt", "version": v} for v in TRT_PYPI + TRT_NVIDIA]
+
+    def engine(name: str, version: str, session_name: str) -> Dict[str, object]:
+        return {"engine": name, "version": version, "python": str(py[f"{session_name}({version})"])}
+
+    columns = idle + [{**engine("tensorrt-rtx", v, "rtx"), **c} for v in RTX_VERSIONS for c in _rtx_columns()]
+    columns += [{**engine("onnxruntime", v, "ort"), **c} for v in ORT_VERSIONS for c in _ort_columns(session)]
+    return columns + [engine("openvino", v, "openvino") for v in OPENVINO_VERSIONS]
+
+
+@nox.session(requires=["bundles"])
+def conformance(session: nox.Session) -> None:
+    """The conformance table alone (nox -s matrix runs it too): which Q/DQ operator forms each engine version accepts.
+
+    The onnx package's node tests for the quantization operators (written by the bundles session, each at its own
+    opset and converted to every opset the engines read) on every engine version this machine can run, reused like
+    every cell, then reports/conformance.{md,html,json} (docs/conformance.md). With a GPU, the TensorRT sessions run
+    their conformance bundles and the report session follows."""
+    _sync(session, "generate", "cells", "report")
+    gpu = has_nvidia_gpu()
+    with contextlib.ExitStack() as locks:
+        py = _session_envs(session, ENGINE_PINS, locks)
+        columns = [dict(c, only_cases=[CONFORMANCE]) if not c.get("per_target") else dict(c, only_cases=[])
+                   for c in _columns_here(session, py, gpu) if not c.get("plugins_only")]
+        session.run("python", "-m", "engines.run", *_column_args(columns), "-n", _workers("tensorrt-rtx"),
+                    CELL_TIMEOUT, *session.posargs, env=_env(), success_codes=[0, 1])
+    if gpu:
+        for version in TRT_PYPI:
+            session.notify(f"trt({version})", ["--only-case", CONFORMANCE])
+        for version in TRT_NVIDIA:
+            session.notify(f"trt10({version})", ["--only-case", CONFORMANCE])
+        session.notify("report")
+        return
+    session.run("python", "-m", "matrix", "conformance", *_results_args(), "--out", str(HERE / "reports"), env=_env())
+
+
 @nox.session(requires=["bundles"])
 def matrix(session: nox.Session) -> None:
     """The main job: bundles (the bundles session), every engine version this machine can run, then the reports.
@@ -462,25 +505,16 @@ def matrix(session: nox.Session) -> None:
     an input moved."""
     _sync(session, "generate", "cells")
     gpu = has_nvidia_gpu()
-    idle = []
     if gpu:  # 10.x/11.x come from NVIDIA's index; where it is out of reach their cells say so
         for version in TRT_PYPI:
             session.notify(f"trt({version})")
         for version in TRT_NVIDIA:
             session.notify(f"trt10({version})")
-    else:  # honest "not run here" cells, never guessed: every TensorRT column in one pass, no pytest
-        idle = [{"engine": "tensorrt", "version": v} for v in TRT_PYPI + TRT_NVIDIA]
+    # without a GPU, honest "not run here" TensorRT cells, never guessed: every TensorRT column in one pass, no pytest
     with contextlib.ExitStack() as locks:  # rtx with or without a GPU: the build is real
         py = _session_envs(session, ENGINE_PINS, locks)
-
-        def engine(name: str, version: str, session_name: str) -> Dict[str, object]:
-            return {"engine": name, "version": version, "python": str(py[f"{session_name}({version})"])}
-
-        columns = idle + [{**engine("tensorrt-rtx", v, "rtx"), **c} for v in RTX_VERSIONS for c in _rtx_columns()]
-        columns += [{**engine("onnxruntime", v, "ort"), **c} for v in ORT_VERSIONS for c in _ort_columns(session)]
-        columns += [engine("openvino", v, "openvino") for v in OPENVINO_VERSIONS]
-        session.run("python", "-m", "engines.run", *_column_args(columns), "-n", _workers("tensorrt-rtx"),
-                    CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
+        session.run("python", "-m", "engines.run", *_column_args(_columns_here(session, py, gpu)), "-n",
+                    _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
     if _trt_pythons_from_env():
         session.notify("trt_existing")
     if gpu or _trt_pythons_from_env() or not _reports_current():

@@ -48,6 +48,83 @@ def comparison_step(expected: np.ndarray, step: Optional[float]) -> Tuple[float,
     return (peak / 127.0 if peak > 0 else 1.0 / 127.0), "max/127"
 
 
+# Outputs of a type numpy lacks (float8, int4, int2, float4; ml_dtypes' names): a bundle keeps an integer type's values
+# (int8, uint8) and a float type's bit codes (uint8), and says so in case.json (`outputs.<name>.codes`). An engine hands
+# them back as those, as ml_dtypes arrays, as decoded floats, or packed as ONNX stores them (two 4-bit or four 2-bit
+# values to a byte, the first in the low bits: OpenVINO's int4 output); each is read back to the bundle's form.
+PACKED_BITS = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
+
+
+def as_codes(actual: Any, codes: str, shape: Tuple[int, ...]) -> np.ndarray:
+    """An engine's output of the type `codes` (an ml_dtypes name) as the bundle keeps its reference."""
+    a = np.asarray(actual)
+    integer, signed = codes.startswith(("int", "uint")), codes.startswith("int")
+    kept = np.int8 if signed else np.uint8
+    if a.dtype.type.__module__.partition(".")[0] == "ml_dtypes":  # the type itself
+        return a.astype(kept) if integer else a.view(np.uint8)
+    if a.dtype.kind == "f":  # decoded values
+        return a.astype(kept) if integer else _encode(a, codes)
+    if a.dtype.kind not in "iu" or a.dtype.itemsize != 1:
+        return a.astype(kept) if integer else a
+    bits, n = PACKED_BITS.get(codes, 8), int(np.prod(shape, dtype=np.int64))
+    if bits < 8 and a.size != n and a.size == -(-n * bits // 8):  # packed
+        per = 8 // bits
+        raw = a.reshape(-1).view(np.uint8).astype(np.int16)
+        values = ((raw[:, None] >> (np.arange(per) * bits)) & ((1 << bits) - 1)).reshape(-1)[:n]
+        if signed:
+            values = np.where(values >= 1 << (bits - 1), values - (1 << bits), values)
+        return values.astype(kept).reshape(shape)
+    return a.astype(kept) if integer else a.view(np.uint8)
+
+
+# The small float types by (exponent bits, mantissa bits, exponent bias, NaN and infinity rule): "fn" has no infinity
+# and one NaN mantissa, "fnuz" no infinity and no negative zero (0x80 is its NaN), "ieee" infinities and NaNs.
+SMALL_FLOATS = {"float8_e4m3fn": (4, 3, 7, "fn"), "float8_e4m3fnuz": (4, 3, 8, "fnuz"),
+                "float8_e5m2": (5, 2, 15, "ieee"), "float8_e5m2fnuz": (5, 2, 16, "fnuz"),
+                "float4_e2m1fn": (2, 1, 1, "none")}
+
+
+def small_float_values(name: str) -> np.ndarray:
+    """The value of every code of a small float type (NaN where the code is one), by code."""
+    exp_bits, man_bits, bias, special = SMALL_FLOATS[name]
+    codes = np.arange(1 << (1 + exp_bits + man_bits))
+    sign = np.where(codes >> (exp_bits + man_bits) & 1, -1.0, 1.0)
+    exponent, mantissa = (codes >> man_bits) & ((1 << exp_bits) - 1), codes & ((1 << man_bits) - 1)
+    normal = (1 + mantissa / (1 << man_bits)) * np.exp2(exponent.astype(np.float64) - bias)
+    values = sign * np.where(exponent == 0, mantissa / (1 << man_bits) * 2.0 ** (1 - bias), normal)
+    top = exponent == (1 << exp_bits) - 1
+    if special == "fn":
+        values[top & (mantissa == (1 << man_bits) - 1)] = np.nan
+    elif special == "ieee":
+        values[top] = np.where(mantissa[top] == 0, sign[top] * np.inf, np.nan)
+    elif special == "fnuz":
+        values[1 << (exp_bits + man_bits)] = np.nan
+    return values
+
+
+def _encode(values: np.ndarray, name: str) -> np.ndarray:
+    """Decoded small-float values as their codes (the nearest code where a value is none of them; NaN as the type's
+    NaN, a zero by its sign)."""
+    if name not in SMALL_FLOATS:
+        return values
+    table = small_float_values(name)
+    finite = np.flatnonzero(~np.isnan(table))
+    order = finite[np.argsort(table[finite], kind="stable")]
+    v = np.asarray(values, dtype=np.float64)
+    at = np.clip(np.searchsorted(table[order], v), 1, len(order) - 1)
+    with np.errstate(invalid="ignore"):  # inf - inf: an infinity is matched exactly below
+        nearer = np.where(np.abs(table[order][at - 1] - v) <= np.abs(table[order][at] - v), at - 1, at)
+    codes = order[nearer]
+    for code in np.flatnonzero(np.isinf(table)):
+        codes = np.where(v == table[code], code, codes)
+    zeros = np.flatnonzero(table == 0)  # +0, then -0 where the type has one
+    codes = np.where(v == 0, np.where(np.signbit(v), zeros[-1], zeros[0]), codes)
+    nans = np.flatnonzero(np.isnan(table))
+    if nans.size:
+        codes = np.where(np.isnan(v), nans[0], codes)
+    return codes.astype(np.uint8).reshape(np.shape(values))
+
+
 def error_steps(expected: np.ndarray, actual: np.ndarray, step: float) -> float:
     """The largest difference between two outputs, in steps; inf for a shape or NaN mismatch."""
     expected, actual = np.asarray(expected), np.asarray(actual)
@@ -198,7 +275,8 @@ def compare(meta: Mapping[str, Any], outputs: Mapping[str, Any], expected: Mappi
         if name not in outputs:
             problems.append(f"output {name!r} is missing (got {sorted(outputs)})")
             continue
-        got = np.asarray(outputs[name])
+        codes = ((meta.get("outputs") or {}).get(name) or {}).get("codes")
+        got = as_codes(outputs[name], codes, want.shape) if codes else np.asarray(outputs[name])
         if got.shape != want.shape:
             problems.append(f"output {name!r}: shape {list(got.shape)} differs from the reference's "
                             f"{list(want.shape)}")

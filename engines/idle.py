@@ -12,6 +12,7 @@ can run here is refused: its cells come from the cell runner (`python -m engines
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import platform
 import sys
@@ -68,15 +69,23 @@ def run_record(engine: str, argv: Sequence[str]) -> Dict[str, Any]:
 
 def write_column(info: EngineInfo, bundles: List[Bundle], run: Dict[str, Any], path: Optional[Path] = None,
                  wait: float = 0.0) -> Dict[str, int]:
-    """Every bundle as a not-run cell of this column; returns counts of cells written and left as they were."""
-    writer = ResultsWriter(path or default_path(info), info, run, wait=wait)
+    """Every bundle as a not-run cell of this column; returns counts of cells written and left as they were. Where
+    the file is as this column left it last time, for the same bundles and reason, it is not read at all (its stamp,
+    `.<file>.idle`, says so)."""
+    path = path or default_path(info)
+    if _stamp(info, bundles, run, path) == _stamp_of(path):
+        return {"written": 0, "unchanged": len(bundles), "path": str(path)}
+    writer = ResultsWriter(path, info, run, wait=wait)
     if writer.notice:
         print(f"engines.idle: {writer.notice}", file=sys.stderr)
     try:
         stored = stored_cells(writer.path, writer.resume_offset)
         written = unchanged = 0
+        cases: Dict[str, Any] = {}  # each case looked up once, not once per bundle
         for bundle in bundles:
-            cell = not_run_cell(get_case(bundle.meta["case"]), bundle, info, run)
+            name = bundle.meta["case"]
+            case = cases[name] if name in cases else cases.setdefault(name, get_case(name))
+            cell = not_run_cell(case, bundle, info, run)
             if same_not_run(cell, stored.get(info_key(info, bundle.id, cell.digest, run["cell_options"]))):
                 unchanged += 1
                 continue
@@ -84,7 +93,37 @@ def write_column(info: EngineInfo, bundles: List[Bundle], run: Dict[str, Any], p
             written += 1
     finally:
         writer.close()
+    try:
+        _stamp_path(writer.path).write_text(_stamp(info, bundles, run, writer.path), encoding="utf-8")
+    except OSError:  # no stamp: the next run reads the file, as it always could
+        pass
     return {"written": written, "unchanged": unchanged, "path": str(writer.path)}
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.idle")
+
+
+def _stamp_of(path: Path) -> str:
+    try:
+        return _stamp_path(path).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _stamp(info: EngineInfo, bundles: List[Bundle], run: Dict[str, Any], path: Path) -> str:
+    """What an idle column's cells are made of (its engine, version, hardware, variant, reason and options, every
+    bundle's id and digest: a not-run cell stands while its status and reason do) and the results file's bytes."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return "missing"
+    key = {"engine": info.name, "version": info.version, "hardware": info.hardware, "variant": info.variant,
+           "status": info.unavailable_status, "reason": info.reason, "options": run.get("cell_options"),
+           "bundles": [[b.id, b.meta.get("digest")] for b in bundles]}
+    h = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8"))
+    h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
 
 
 def catalogue_bundles(root: Path) -> List[Bundle]:

@@ -35,6 +35,9 @@ class Column:
     bundles: Tuple[str, ...] = ()  # the bundle ids to run, in order; () for every bundle the filters below keep
     only_cases: Tuple[str, ...] = ()
     plugins_only: bool = False
+    # also every bundle whose case.json asks for a build per target (trt.per_target: the conformance bundles of types
+    # whose support the GPU architecture decides), beside only_cases' bundles; alone, only those
+    per_target: bool = False
     label: str = ""  # its test ids' prefix ("" in a run of one column)
     command: str = ""  # how to run it again, as its cells record it
     reused: int = 0  # stored cells of it that engines.run found standing (not among `bundles`): counted, never run
@@ -50,15 +53,16 @@ class Column:
         known["options"] = {str(k): str(v) for k, v in (known.get("options") or {}).items()}
         return cls(**known)
 
-    def select(self, present: Sequence[str], needs_plugin: Callable[[str], bool]) -> List[str]:
+    def select(self, present: Sequence[str], needs_plugin: Callable[[str], bool],
+               per_target: Callable[[str], bool] = lambda bundle: False) -> List[str]:
         """The bundles this column runs, of those present: the ones it names (else every one), less what its filters
-        leave out (plugins only; only some cases)."""
+        leave out (plugins only; only some cases and, with per_target, the bundles built per target)."""
         have = set(present)
         chosen = [i for i in self.bundles if i in have] if self.bundles else list(present)
         if self.plugins_only:
             chosen = [i for i in chosen if needs_plugin(i)]
-        if self.only_cases:
-            chosen = [i for i in chosen if i.split("/", 1)[0] in self.only_cases]
+        if self.only_cases or self.per_target:
+            chosen = [i for i in chosen if i.split("/", 1)[0] in self.only_cases or (self.per_target and per_target(i))]
         return chosen
 
 
@@ -70,13 +74,13 @@ class CellRef:
     bundle: str
 
 
-def cell_refs(columns: Sequence[Column], present: Sequence[str],
-              needs_plugin: Callable[[str], bool]) -> Dict[str, CellRef]:
+def cell_refs(columns: Sequence[Column], present: Sequence[str], needs_plugin: Callable[[str], bool],
+              per_target: Callable[[str], bool] = lambda bundle: False) -> Dict[str, CellRef]:
     """Every cell test of a run by its test id ("<column label>|<bundle>", or the bundle alone in a run of one
     column), in order; ValueError where two columns would give one id (a plan of several columns labels each)."""
     refs: Dict[str, CellRef] = {}
     for index, column in enumerate(columns):
-        for bundle in column.select(present, needs_plugin):
+        for bundle in column.select(present, needs_plugin, per_target):
             name = f"{column.label}{COLUMN_MARK}{bundle}" if column.label else bundle
             if name in refs:
                 raise ValueError(f"two columns of the plan give the test id {name!r}: a plan of several columns "

@@ -153,15 +153,24 @@ def running_cells(config: pytest.Config) -> bool:
     return bool(config.getoption("--cells-plan"))
 
 
-def _needs_plugin(bundle_id: str) -> bool:
-    """Whether a bundle's model needs a plugin (its case.json's trt.plugins)."""
+def _trt_setting(bundle_id: str, name: str) -> bool:
+    """Whether a bundle's case.json sets one of its TensorRT settings (trt.plugins: its model needs a plugin;
+    trt.per_target: it is built once per TensorRT-RTX target)."""
     from generators.bundle import bundles_root
 
     try:
         meta = json.loads((bundles_root() / bundle_id / "case.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return bool((meta.get("trt") or {}).get("plugins"))
+    return bool((meta.get("trt") or {}).get(name))
+
+
+def _needs_plugin(bundle_id: str) -> bool:
+    return _trt_setting(bundle_id, "plugins")
+
+
+def _per_target(bundle_id: str) -> bool:
+    return _trt_setting(bundle_id, "per_target")
 
 
 def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
@@ -173,7 +182,7 @@ def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
     if not present:
         raise pytest.UsageError(f"no bundles under {bundles_root()}: run `python -m generators write` first")
     try:
-        return cell_refs(columns, present, _needs_plugin)
+        return cell_refs(columns, present, _needs_plugin, _per_target)
     except ValueError as e:
         raise pytest.UsageError(f"--cells-plan: {e}") from None
 

@@ -13,8 +13,8 @@ runner (engines/runner.py, executed by pytest with --cells-plan), so the xdist w
 (one writer per results file, a crash costs one cell, timeouts). The flags name one column; `--column` names one
 more each time, as a JSON object of its fields: engine, version, python (a TensorRT-family interpreter, or one that
 has an in-process engine's version), results (a file), options (the engine's own options by name, core.engines),
-only_cases (case ids) and plugins_only; a field it leaves out comes from the flags. `--version V[=PYTHON]` repeats
-every column for each version.
+only_cases (case ids), plugins_only and per_target (also the bundles built once per target); a field it leaves out
+comes from the flags. `--version V[=PYTHON]` repeats every column for each version.
 
 An in-process engine (ONNX Runtime, OpenVINO) runs under the interpreter that has its version: this one, or the
 column's python=; each such interpreter gets a pytest of its own, side by side with the others. A column with work
@@ -32,6 +32,7 @@ reused; 2 a usage error; 3 a results folder that cannot be written; 5 no bundle 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -57,7 +58,7 @@ from generators.bundle import bundle_ids, bundles_root
 
 # A --column's fields and the JSON type each takes (engines.plan.Column's fields of the same names).
 SPEC_FIELDS = {"engine": str, "version": str, "python": str, "results": str, "options": dict, "only_cases": list,
-               "plugins_only": bool}
+               "plugins_only": bool, "per_target": bool}
 PYTEST_QUIET = ["-q", "-rN", "--no-header"]  # pytest says only its summary: engines.run passes on what matters
 RUNNER = "python -m engines.run"
 EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
@@ -88,6 +89,8 @@ def column_title(column: Column) -> str:
     variant = spec(column.engine).variant(column.options) if column.engine in ENGINES else {}
     cases = column.only_cases
     only = "plugin bundles" if column.plugins_only else (", ".join(cases) if len(cases) < 3 else f"{len(cases)} cases")
+    if column.per_target:
+        only = " and ".join(x for x in (only, "per-target bundles") if x)
     extra = ", ".join(x for x in (variant_label(variant), only and f"only {only}") if x)
     version = column.version or (installed_version(column.engine) if column.engine in ENGINES else "") or "(installed)"
     return f"{name} {version}" + (f" ({extra})" if extra else "")
@@ -138,7 +141,8 @@ def columns_from(args: argparse.Namespace) -> List[Column]:
         flags["timing_cache"] = "off"
     base = {"engine": args.engine, "version": args.engine_version or "", "python": "",
             "results": args.results or "", "options": {k: v for k, v in flags.items() if v is not None},
-            "only_cases": tuple(args.only_case), "plugins_only": args.plugin_bundles_only}
+            "only_cases": tuple(args.only_case), "plugins_only": args.plugin_bundles_only,
+            "per_target": args.per_target_bundles}
     specs = [{**base, **s, "options": {**base["options"], **s.get("options", {})}}
              for s in map(column_spec, args.column or ["{}"])]
     versions = [v.partition("=")[::2] for v in args.version] + [("", p) for p in args.trt_python]
@@ -154,7 +158,7 @@ def columns_from(args: argparse.Namespace) -> List[Column]:
             raise UsageError(f"{s['engine']} has no option {unknown[0]!r}; options: {', '.join(options) or 'none'}")
         column = Column(engine=s["engine"], options=options, version=s["version"], python=s["python"],
                         isolate=args.trt_isolate, results=s["results"], only_cases=tuple(s["only_cases"]),
-                        plugins_only=bool(s["plugins_only"]))
+                        plugins_only=bool(s["plugins_only"]), per_target=bool(s["per_target"]))
         columns.append(replace(column, label=column_label(column) if len(specs) > 1 else "",
                                command=_rerun_command(column)))
     return _unique(columns)
@@ -186,6 +190,8 @@ def _rerun_command(column: Column) -> str:
         words.append("--plugin-bundles-only")
     for case in column.only_cases:
         words += ["--only-case", case]
+    if column.per_target:
+        words.append("--per-target-bundles")
     return portable_command(words)
 
 
@@ -209,7 +215,8 @@ def bundle_metas(root: Path) -> Dict[str, Dict[str, Any]]:
 
 def selection(column: Column, metas: Dict[str, Dict[str, Any]]) -> List[str]:
     """The bundles a column runs (Column.select, the cell runner's choice too)."""
-    return column.select(list(metas), lambda i: bool((metas[i].get("trt") or {}).get("plugins")))
+    return column.select(list(metas), lambda i: bool((metas[i].get("trt") or {}).get("plugins")),
+                         lambda i: bool((metas[i].get("trt") or {}).get("per_target")))
 
 
 @dataclass(frozen=True)
@@ -266,17 +273,36 @@ def runs_here(column: Column) -> str:
 
 
 class Store:
-    """Results files read once each: their cells by reuse key, or none where the schema refuses the file."""
+    """Results files read once each: their cells by reuse key, or none where the schema refuses the file; and the
+    digests a column's decision is remembered by (`decided`)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._files: Dict[Path, Dict[Tuple[str, ...], Cell]] = {}
+        self._digests: Dict[Path, str] = {}
+        self._metas: Dict[str, str] = {}
 
     def cells(self, path: Path) -> Dict[Tuple[str, ...], Cell]:
         if path not in self._files:
             # nothing from a file that is missing, unreadable, or refused by its schema (the writer sets it aside)
             self._files[path] = stored_cells(path) if path.is_file() else {}
         return self._files[path]
+
+    def digest(self, path: Path) -> str:
+        """sha256 of a results file's bytes ("" for none)."""
+        if path not in self._digests:
+            try:
+                self._digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                self._digests[path] = ""
+        return self._digests[path]
+
+    def meta_digest(self, bundle: str, meta: Dict[str, Any]) -> str:
+        """What a bundle's case.json says, as one digest (its own meta_digest where it has one)."""
+        if bundle not in self._metas:
+            self._metas[bundle] = str(meta.get("meta_digest") or hashlib.sha256(
+                json.dumps(meta, sort_keys=True, default=str).encode("utf-8")).hexdigest())
+        return self._metas[bundle]
 
     def candidates(self, column: Column, version: str) -> List[Path]:
         if column.results:
@@ -285,32 +311,99 @@ class Store:
 
 
 def decide(column: Column, metas: Dict[str, Dict[str, Any]], store: Store, fresh: bool) -> Decision:
-    """Which of a column's bundles must run; the others' stored cells stand."""
+    """Which of a column's bundles must run; the others' stored cells stand. A column found whole before, from the
+    same results files, bundles, catalogue and code on the same machine, is not read again (`decided`)."""
     wanted = selection(column, metas)
     why = runs_here(column)
     key = None if fresh else expected(column)
     if key is None:
         return Decision(column, tuple(wanted), 0, not why, why)
+    paths = store.candidates(column, key.version)
+    remembered = _decided(column, key, wanted, metas, paths, store)
+    said = _remembered(remembered)
+    if said is not None and all(key.same_machine(h, d) == m for h, d, m in said.get("machines", [])):
+        return Decision(column, (), len(wanted), not why, why)
     found: Dict[str, Cell] = {}
-    for path in store.candidates(column, key.version):
+    machines: Dict[str, Tuple[str, Dict[str, str]]] = {}
+    for path in paths:
         for cell in store.cells(path).values():
+            machines.setdefault(json.dumps([cell.hardware, cell.hardware_detail], sort_keys=True),
+                                (cell.hardware, dict(cell.hardware_detail)))
             if (cell.engine == column.engine and cell.engine_version == key.version and cell.variant == key.variant
                     and cell.run.get("cell_options") == key.cell_options
                     and key.same_machine(cell.hardware, cell.hardware_detail)
                     and cell.digest == metas.get(cell.bundle, {}).get("digest")):  # as results.info_key keys it
                 found[cell.bundle] = cell
-    run = tuple(b for b in wanted if not _stands(found.get(b), metas[b], key.static_not_run))
+    cases: Dict[str, Any] = {}  # each case looked up once per column (a column holds hundreds of one case's cells)
+    run = tuple(b for b in wanted if not _stands(found.get(b), metas[b], key.static_not_run, cases))
+    if not run and wanted:
+        _remember(remembered, [[h, d, key.same_machine(h, d)] for h, d in machines.values()])
     return Decision(column, run, len(wanted) - len(run), not why, why)
 
 
-def _stands(cell: Optional[Cell], meta: Dict[str, Any], static_not_run: bool) -> bool:
+DECIDED = ".decided"  # <results folder>/.decided/<column>.json: a column whose stored cells all stood, and from what
+
+
+def _decided(column: Column, key: Expected, wanted: Sequence[str], metas: Dict[str, Dict[str, Any]],
+             paths: Sequence[Path], store: Store) -> Tuple[Path, str]:
+    """Where a column's decision is remembered, and the digest of everything it rests on: the column, the reuse key
+    without the machine, every wanted bundle's case.json, the results files' bytes, and the catalogue's and the
+    runner's code (what engines.reuse judges by). The machine is checked apart (its recorded hardware labels)."""
+    ident = json.dumps([column.engine, column.version, column.python, sorted(column.options.items()), column.results,
+                        list(column.only_cases), column.plugins_only, column.per_target, list(column.bundles)])
+    h = hashlib.sha256(ident.encode("utf-8"))
+    h.update(json.dumps([key.version, key.variant, key.cell_options, key.static_not_run, _code_digest()],
+                        sort_keys=True).encode("utf-8"))
+    for b in wanted:
+        h.update(f"\0{b}\0{store.meta_digest(b, metas[b])}".encode("utf-8"))
+    for path in paths:
+        h.update(f"\0{path.name}\0{store.digest(path)}".encode("utf-8"))
+    folder = Path(column.results).parent if column.results else store.folder
+    return folder / DECIDED / (hashlib.sha256(ident.encode("utf-8")).hexdigest()[:24] + ".json"), h.hexdigest()
+
+
+def _remembered(decided: Tuple[Path, str]) -> Optional[Dict[str, Any]]:
+    """The remembered decision, where it was made from exactly this (None where not)."""
+    path, digest = decided
+    try:
+        said = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return said if isinstance(said, dict) and said.get("digest") == digest else None
+
+
+def _remember(decided: Tuple[Path, str], machines: List[List[Any]]) -> None:
+    path, digest = decided
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"digest": digest, "machines": machines}, sort_keys=True), encoding="utf-8")
+    except OSError:  # not remembered: the next run reads the files, as it always could
+        pass
+
+
+_CODE: List[str] = []
+
+
+def _code_digest() -> str:
+    """sha256 of the catalogue's and the engines' Python sources: what judges whether a stored cell stands."""
+    if not _CODE:
+        h = hashlib.sha256()
+        for folder in ("cases", "engines"):
+            for path in sorted((REPO / folder).rglob("*.py")):
+                h.update(path.relative_to(REPO).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def _stands(cell: Optional[Cell], meta: Dict[str, Any], static_not_run: bool, cases: Dict[str, Any]) -> bool:
     if cell is None or not meta:
         return False
-    try:
-        case = get_case(cell.case)
-    except KeyError:
-        case = None
-    return reusable(cell, meta, case, static_not_run)
+    if cell.case not in cases:
+        try:
+            cases[cell.case] = get_case(cell.case)
+        except KeyError:
+            cases[cell.case] = None
+    return reusable(cell, meta, cases[cell.case], static_not_run)
 
 
 # ---- running the rest -----------------------------------------------------------------------------------------
@@ -500,6 +593,10 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
     done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
+    if done.status in (0, 1):  # each column that now stands whole is remembered, so the next run need not read it
+        after = Store(results or REPO / "results")
+        for d in here:
+            decide(d.column, metas, after, False)
     reused += done.reused - sum(d.reused for d in here)  # the launched columns' own count, whoever decided it
     missing = sum(len(d.run) + d.reused for d in here) - done.written - done.reused
     lost = f", {missing} not recorded" if missing > 0 else ""
@@ -533,7 +630,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="every column again for this version (with its TensorRT-family interpreter); repeatable")
     parser.add_argument("--column", action="append", default=[], metavar="JSON",
                         help="a column, as a JSON object of its fields (engine, version, python, results, options, "
-                             "only_cases, plugins_only) over the flags' values; repeatable; {} is the flags' own")
+                             "only_cases, plugins_only, per_target) over the flags' values; repeatable; {} is the "
+                             "flags' own")
     seen = set()
     for engine in ENGINES.values():
         for o in engine.options:
@@ -545,6 +643,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="TensorRT: build without the shared timing cache (as --trt-timing-cache off)")
     parser.add_argument("--only-case", action="append", default=[], metavar="CASE", help="only this case's bundles")
     parser.add_argument("--plugin-bundles-only", action="store_true", help="only the bundles that need a plugin")
+    parser.add_argument("--per-target-bundles", action="store_true",
+                        help="also the bundles built once per TensorRT-RTX target (their case.json's trt.per_target); "
+                             "alone: only those")
     parser.add_argument("--bundles", type=Path, default=None, help="bundle folder (default $QDQ_BUNDLES or .bundles)")
     parser.add_argument("--results", default=None, help="the results file (one column only)")
     parser.add_argument("--results-dir", type=Path, default=None, help=argparse.SUPPRESS)

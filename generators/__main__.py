@@ -1,4 +1,5 @@
-"""`python -m generators list|write`: list bundle ids, or build and write bundles."""
+"""`python -m generators list|write`: list bundle ids, or build and write bundles (`write` without --case or --param:
+the catalogue's, then the conformance bundles of generators.onnx_node_tests)."""
 
 from __future__ import annotations
 
@@ -102,6 +103,10 @@ def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) ->
         print(f"error: cannot write bundles in {root}: {e.strerror or e} ({e.filename or root})", file=sys.stderr)
         return EXIT_USAGE
     print(f"{len(paths)} bundles in {root}: {counts['written']} written, {counts['cached']} cached")
+    if not case_ids and not wanted:  # the whole catalogue: the conformance bundles too (docs/conformance.md)
+        from generators import onnx_node_tests
+
+        return onnx_node_tests.main([] if out is None else ["--out", str(out)])
     return 0
 
 

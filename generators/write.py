@@ -25,6 +25,10 @@ GENERATORS = Path(__file__).resolve().parent
 # Bump when the bundle format changes (the source of every generators/ module is part of the cache key anyway).
 GENERATOR_VERSION = "3"  # 2: case.json carries meta_digest; 3: its ORT cross-check names the CPU INT8 level
 
+# Modules of generators/ that no catalogue builder imports and that key their own bundles: an edit to one rebuilds
+# only its own (the conformance bundles, generators/onnx_node_tests.py).
+OWN_KEYS = ("onnx_node_tests",)
+
 # progress(done, total, bundle id, "written" or "cached")
 Progress = Callable[[int, int, str, str], None]
 # axis -> values kept; a variant is kept when every filtered axis holds one of its values
@@ -68,7 +72,7 @@ def source_files(case_id: str, builder: str) -> List[Path]:
             source = None
         if source and Path(source).resolve().parent != GENERATORS:
             found.append(Path(source))
-    return found + sorted(GENERATORS.glob("*.py"))
+    return found + sorted(p for p in GENERATORS.glob("*.py") if p.stem not in OWN_KEYS)
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,10 +117,13 @@ def write_all(
 
 
 def prune(keep: List[Path], root: Optional[Path] = None) -> List[Path]:
-    """Remove bundle folders the catalogue no longer has (a changed sweep), so no stale model runs."""
+    """Remove bundle folders the catalogue no longer has (a changed sweep), so no stale model runs; an external case's
+    folder (the conformance bundles, generators.onnx_node_tests) is its own writer's to keep."""
     root = bundles_root() if root is None else Path(root)
     wanted = {p.resolve() for p in keep}
-    stale = [m.parent for m in root.glob("*/*/case.json") if m.parent.resolve() not in wanted]
+    external = {c.id for c in all_cases(external=True) if c.external}
+    stale = [m.parent for m in root.glob("*/*/case.json")
+             if m.parent.resolve() not in wanted and m.parent.parent.name not in external]
     for path in stale:
         shutil.rmtree(path)
     return stale

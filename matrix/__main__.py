@@ -1,4 +1,5 @@
-"""Command line: report writes the matrix, diff compares two versions, bugs bundles bugs, observe lists observations."""
+"""Command line: report writes the matrix, diff compares two versions, bugs bundles bugs, conformance writes the
+conformance page alone, observe lists observations."""
 
 from __future__ import annotations
 
@@ -49,31 +50,34 @@ def report(args: argparse.Namespace) -> int:
         for line in done.get("summary", [])[:1]:
             print(line)
         return int(done.get("status", 0))
-    result = _load(args.results, catalogue_bundles(args.bundles))
-    if result is None:
+    loaded = _load(args.results, catalogue_bundles(args.bundles))
+    if loaded is None:
         return 2
     try:
-        paths = _write_all_reports(result, Path(args.out), Path(args.bundles))
+        paths = _write_all_reports(loaded, Path(args.out), Path(args.bundles))
     except OSError as e:
         return _unwritable("report", Path(args.out), e)
     from core.words import many
     from matrix.causes import root_causes
+    from matrix.conformance import split
 
+    result, conformance = split(loaded)  # the conformance cells have a page of their own, and words of their own
     unexpected = sum(s["unexpected"] for s in _summary(result))
     causes = f" from {many(len(root_causes(result.cells)), 'root cause')}" if unexpected else ""
     harness = sum(c.status == "harness_error" for c in result.cells)
     summary = [f"{many(len(result.cells), 'cell')} from {many(len(result.files), 'file')}, "
                f"{many(len(result.rows), 'reproducer')}, {many(len(result.columns), 'column')}, {unexpected} unexpected"
-               f"{causes}" + (f", {many(harness, 'harness error')} (the suite's own code failed)" if harness else "")]
+               f"{causes}" + (f", {many(harness, 'harness error')} (the suite's own code failed)" if harness else "")
+               + (f"; {many(len(conformance), 'conformance cell')} (conformance.md)" if conformance else "")]
     for s in _summary(result):
         counts = ", ".join(f"{n} {v}" for v, n in s["verdicts"].items() if n)
         summary.append(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
     print("\n".join(summary))
     for p in paths:
         print(f"wrote {p}")
-    refused = sorted({p.file for p in result.errors if p.whole_file})
-    cells = [p for p in result.errors if not p.whole_file]
-    status = 1 if result.errors else 0
+    refused = sorted({p.file for p in loaded.errors if p.whole_file})
+    cells = [p for p in loaded.errors if not p.whole_file]
+    status = 1 if loaded.errors else 0
     try:
         inputs.remember(Path(args.out), key, paths, status, summary)
     except OSError as e:
@@ -115,6 +119,7 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Pa
     import shutil
     import tempfile
 
+    from matrix.conformance import read_manifest
     from matrix.nodes import write_all
     from matrix.render import write_reports
 
@@ -124,7 +129,8 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Pa
         (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
     try:
         nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
-        written = write_reports(result, staging, node_reports=nodes) + [Path(n["html"]) for n in nodes]
+        written = write_reports(result, staging, node_reports=nodes, conformance_manifest=read_manifest(bundles)) \
+            + [Path(n["html"]) for n in nodes]
         old = staging / ".old"
         old.mkdir()
         for entry in sorted(p for p in staging.iterdir() if p.name != ".old"):
@@ -138,12 +144,14 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Pa
 
 def diff_cmd(args: argparse.Namespace) -> int:
     """Print what changed between two versions of one engine, as Markdown."""
+    from matrix.conformance import diff_markdown, is_conformance
     from matrix.diff import diff
 
     result = _load(args.results, ())
     if result is None:
         return 2
-    cells = result.cells
+    conformance = [c for c in result.cells if is_conformance(c)]  # their own section, in their own words
+    cells = tuple(c for c in result.cells if not is_conformance(c))
     if args.model:  # a user's model: its bundle only (python -m check made it)
         from cases.user_model import bundle_ids_for
 
@@ -159,6 +167,9 @@ def diff_cmd(args: argparse.Namespace) -> int:
         print(f"matrix diff: {e}", file=sys.stderr)
         return 2
     text = found.markdown()
+    if not args.model:
+        extra = diff_markdown(conformance, args.engine, args.from_version, args.to_version)
+        text += ("\n\n" + extra.rstrip("\n")) if extra else ""
     print(text)
     if args.out:
         try:
@@ -200,8 +211,10 @@ def bugs_cmd(args: argparse.Namespace) -> int:
                   f"{', '.join(known) or 'none (run python -m check MODEL first)'}", file=sys.stderr)
             return 2
         cells = [c for c in mine if wanted(c)]
-    else:
-        cells = [c for c in result.cells if wanted(c)]
+    else:  # a conformance entry is a table's answer, not a bug to file: named with --cell, it gets its bundle
+        from matrix.conformance import is_conformance
+
+        cells = [c for c in result.cells if wanted(c) and not is_conformance(c)]
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
@@ -240,6 +253,37 @@ def _say_needs_model(made: Sequence, root: Path) -> None:
     if by_model:
         print(f"  a user model's bundle is not in the repository: its owner runs `python -m check MODEL.onnx` (bundle "
               f"in {show(root)}) or `nox -s bugs -- --model MODEL.onnx --user-bundles DIR`")
+
+
+def conformance_cmd(args: argparse.Namespace) -> int:
+    """Write the conformance page alone (conformance.md, .html, .json in --out) and print its table per engine
+    version; `report` writes it too, with the rest."""
+    import datetime as _dt
+
+    from matrix.conformance import read_manifest, split
+    from matrix.render import conformance_files, conformance_page
+
+    result = _load(args.results, ())
+    if result is None:
+        return 2
+    _, cells = split(result)
+    view = {"generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "conformance": conformance_page(cells, read_manifest(Path(args.bundles)))}
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in conformance_files(view).items():
+            (out / name).write_text(text, encoding="utf-8")
+    except OSError as e:
+        return _unwritable("conformance", out, e)
+    page = view["conformance"]
+    print(f"conformance: {page['headline']}")
+    for r in page["summary"]:
+        print(f"  {r['column']}: {r['all']['text']}")
+    for g in page["idle"]:
+        print(f"  {', '.join(g['columns'])}: not run ({g['reason']})")
+    print(f"wrote {out / 'conformance.md'}, {out / 'conformance.html'} and {out / 'conformance.json'}")
+    return 0
 
 
 def observe_cmd(args: argparse.Namespace) -> int:
@@ -338,6 +382,13 @@ def _parser() -> argparse.ArgumentParser:
     bug.add_argument("--user-bundles", default=str(REPO / ".bundles-user"),
                      help="where python -m check wrote the user models' bundles (default: .bundles-user)")
     bug.set_defaults(func=bugs_cmd)
+    con = sub.add_parser("conformance", help="the conformance page alone: conformance.md, .html and .json")
+    con.add_argument("--results", action="append", metavar="PATH",
+                     help="a results file or folder (repeatable; default: results/ and reports/observed/)")
+    con.add_argument("--bundles", default=os.environ.get("QDQ_BUNDLES", str(REPO / ".bundles")),
+                     help="the bundle folder whose conformance manifest lists the conversions (default: .bundles)")
+    con.add_argument("--out", default=str(REPO / "reports"), help="folder for the page (default: reports/)")
+    con.set_defaults(func=conformance_cmd)
     obs = sub.add_parser("observe", help="list files under reports/observed/ as observations in its MANIFEST.json")
     obs.add_argument("files", nargs="*", metavar="FILE", help="files under reports/observed/ (committed with it)")
     obs.add_argument("--machine", help="what it ran on: GPU or CPU, driver, CUDA, libraries (a new file needs it)")

@@ -18,6 +18,8 @@ from core.cell import VERDICTS, Cell
 from core.words import JUNIT, clip, many
 from matrix.causes import cause_key, root_causes
 from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, write_columns, write_details
+from matrix.conformance import conformance_view, split
+from matrix.conformance import headline as conformance_headline
 from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import Column, MergeResult, Problem, column_key
 from matrix.models import models_view
@@ -28,6 +30,10 @@ from matrix.upgrade import DIFFS, upgrade_view
 
 # 3: a cell is an index record (verdict, error, signature, its root cause); the whole cell is in its column's file
 REPORT_SCHEMA = "qdq-matrix/report/3"
+# conformance.json: every conformance entry (node test, opset, engine version: its word, steps, stage, and its reason as
+# the number of a text in "texts"), the summary per engine version and opset, and the numbered reasons
+# (matrix/conformance.py)
+CONFORMANCE_SCHEMA = "qdq-matrix/conformance/1"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # What matrix.json keeps of a cell: what a reader judges it by. The rest (log, listing, evidence, options, timings)
 # is in cells/<column>.jsonl, named by the column's "cells".
@@ -37,14 +43,19 @@ TEXT_FIELDS = ("error", "reason", "explanation")  # said once in "texts", a cell
 
 
 def write_reports(result: MergeResult, out: Path, generated: Optional[str] = None,
-                  node_reports: Sequence[Dict[str, Any]] = ()) -> List[Path]:
+                  node_reports: Sequence[Dict[str, Any]] = (),
+                  conformance_manifest: Optional[Dict[str, Any]] = None) -> List[Path]:
     """Write the four reports into out (with the per-node reports given, matrix.nodes.write_all's records, as the
-    "Your models" table) and their side folders cells/ and diff/; return the reports' and the folders' paths."""
+    "Your models" table) and their side folders cells/ and diff/, and the conformance page (conformance.md, .html and
+    .json: the conformance cells, taken out of every other view, and the bundles' manifest where given); return the
+    reports' and the folders' paths."""
     out = Path(out)
     for folder in (out / FOLDER, out / DIFFS):
         folder.mkdir(parents=True, exist_ok=True)
+    result, conformance_cells = split(result)
     view = build_view(result, generated)
     view["models"] = models_view([_node_model(n, out) for n in node_reports])
+    view["conformance"] = conformance_page(conformance_cells, conformance_manifest or {})
     written = {
         "matrix.md": render_template("matrix.md.j2", view, html=False),
         "matrix.html": render_template("matrix.html.j2", view, html=True),
@@ -52,6 +63,7 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
         "matrix.json": json.dumps(report_json(result, view), separators=(",", ":"), sort_keys=True,
                                   default=str) + "\n",
         GRID_MD: render_template("grid.md.j2", view, html=False),
+        **conformance_files(view),
     }
     for e in view["upgrade"]:
         for p in e["pairs"]:
@@ -63,8 +75,30 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
     write_details(view["grid"]["details"], out)
     junit = out / "junit.xml"
     junit.write_bytes(junit_xml(result))
-    reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html")]
+    reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html", *CONFORMANCE_FILES)]
     return reports + [junit, out / FOLDER, out / DIFFS]
+
+
+CONFORMANCE_FILES = ("conformance.md", "conformance.html", "conformance.json")
+
+
+def conformance_page(cells: Sequence[Cell], manifest: Dict[str, Any]) -> Dict[str, Any]:
+    """The conformance view (matrix.conformance) with its headline."""
+    view = conformance_view(cells, manifest)
+    return dict(view, headline=conformance_headline(view))
+
+
+def conformance_files(view: Dict[str, Any]) -> Dict[str, str]:
+    """conformance.md, .html and .json from a report view that holds the conformance view."""
+    page = {"generated": view["generated"], "conformance": view["conformance"]}
+    texts: Dict[str, int] = {}  # each reason once: an entry names its number
+    entries = [dict(e, reason=texts.setdefault(e["reason"], len(texts))) if e["reason"] else e
+               for e in view["conformance"]["entries"]]
+    record = {"schema": CONFORMANCE_SCHEMA, "generated": view["generated"], "texts": list(texts),
+              **{k: v for k, v in view["conformance"].items() if k not in ("ops", "entries")}, "entries": entries}
+    return {"conformance.md": render_template("conformance.md.j2", page, html=False),
+            "conformance.html": render_template("conformance.html.j2", page, html=True),
+            "conformance.json": json.dumps(record, separators=(",", ":"), sort_keys=True, default=str) + "\n"}
 
 
 def render_template(name: str, view: Dict[str, Any], html: bool) -> str:
@@ -110,6 +144,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "files": list(result.files),
         "totals": dict(_totals(result), causes=len(causes)),
         "models": models_view([]),
+        "conformance": conformance_page([], {}),  # write_reports sets the conformance cells' own
         "side": {"folder": FOLDER, "details": DETAILS, "grid": GRID_MD},
     }
 

@@ -107,6 +107,19 @@ def test_cells_job_runs_on_gpu_runners_over_the_pin_table(workflow):
         assert family in sessions and e["session"] == f"{family}({e['trt']})", e
 
 
+def test_versions_fan_out_over_the_runners(workflow):
+    """Each TensorRT version is a job of its own on a GPU runner, and nothing serialises them: with N free runners, N
+    versions run at once (a runner takes one job at a time, so one GPU still runs one version)."""
+    from core.engines import pin_group
+
+    strategy = workflow["jobs"]["cells"]["strategy"]
+    assert "max-parallel" not in strategy, strategy
+    assert strategy["fail-fast"] is False  # one version's failure does not cancel the others
+    entries = pins_github("trt", "trt10")["include"]
+    assert len({e["trt"] for e in entries}) == len(entries) == len(pin_group("trt").versions) + len(
+        pin_group("trt10").versions)
+
+
 def test_cells_job_installs_nox_runs_sessions_and_uploads_results(workflow):
     cells = workflow["jobs"]["cells"]
     runs = "\n".join(steps_running(cells))
@@ -140,3 +153,6 @@ def test_merge_job_reports_and_writes_the_diff_to_the_step_summary(workflow):
     assert {"report", "diff"} <= set(nox_sessions())
     uploads = [s for s in merge["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert any("reports/matrix.md" in s["with"]["path"] for s in uploads)
+    # the conformance page, with the opsets a node test could not be converted to (the bundles' manifest)
+    assert any("reports/conformance.html" in s["with"]["path"] for s in uploads)
+    assert runs.index("nox -s generate") < runs.index("nox -s report")

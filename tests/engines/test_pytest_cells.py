@@ -182,3 +182,22 @@ def test_a_cell_test_is_found_in_the_plans_table_and_an_unknown_one_stops_the_ru
         cell_of(config, "engines/runner.py::test_cell[ort-1.16.3|grouped_conv/a]")
     with pytest.raises(ValueError, match="two columns of the plan give the test id"):
         cell_refs([Column("onnxruntime"), Column("openvino")], present, lambda bundle: False)
+
+
+def test_a_target_column_builds_its_cases_and_the_bundles_built_per_target() -> None:
+    """A TensorRT-RTX target column (per_target) takes its only_cases' bundles and every bundle whose case.json says
+    trt.per_target (the conformance bundles of float8, float4 and int4 forms), and no other; engines.run decides the
+    same from the bundles' case.json."""
+    from engines.plan import Column
+    from engines.run import selection
+
+    present = ["fp8_qdq/a", "onnx_node_tests/quantizelinear_e4m3fn-opset21", "onnx_node_tests/quantizelinear-opset21",
+               "grouped_conv/b"]
+    flagged = {"onnx_node_tests/quantizelinear_e4m3fn-opset21"}
+    column = Column("tensorrt-rtx", options={"target": "SM89"}, only_cases=("fp8_qdq",), per_target=True)
+    assert column.select(present, lambda b: False, lambda b: b in flagged) == [
+        "fp8_qdq/a", "onnx_node_tests/quantizelinear_e4m3fn-opset21"]
+    assert Column("tensorrt-rtx", per_target=True).select(present, lambda b: False, lambda b: b in flagged) == \
+        sorted(flagged)
+    metas = {b: {"trt": {"per_target": True}} if b in flagged else {"trt": {}} for b in present}
+    assert selection(column, metas) == ["fp8_qdq/a", "onnx_node_tests/quantizelinear_e4m3fn-opset21"]

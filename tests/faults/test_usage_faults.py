@@ -34,18 +34,21 @@ BAD = [
     ("-m matrix", "diff tensorrt 8.5.3.1 8.6.0 --drift many"),
     ("-m matrix", "bugs --no-such-flag"),
     ("-m matrix", "observe --no-such-flag"),
+    ("-m matrix", "conformance --no-such-flag"),
     ("-m engines.run", "--ort-x64quantprecision 7"),
     ("-m engines.run", "--workers some"),
     ("-m engines.pins", "--no-such-flag"),
     ("-m engines.idle", "--engine tensorrt"),
     ("-m engines.tensorrt.rederive", ""),
     ("-m generators", "no-such-command"),
+    ("-m generators.onnx_node_tests", "--no-such-flag"),
     ("-m cases.catalogue", "--no-such-flag"),
     ("tools/benchmark.py", "--check no-such-engine"),
     ("tools/benchmark.py", "--batch 4"),
     ("tools/matrix-benchmark.py", "--runs 7"),
     ("tools/migrate-observed.py", "--no-such-flag"),
     ("tools/lint-vs-observed.py", "--no-such-flag"),
+    ("tools/conformance-ort.py", "--no-such-flag"),
 ]
 
 

@@ -35,8 +35,8 @@ def reports(tmp_path, make_cell):
 
 def test_all_four_reports_are_written_with_their_side_files(reports):
     out, paths = reports
-    assert sorted(p.name for p in paths) == ["cells", "diff", "junit.xml", "matrix.html", "matrix.json", "matrix.md",
-                                            "plots.html"]
+    assert sorted(p.name for p in paths) == ["cells", "conformance.html", "conformance.json", "conformance.md", "diff",
+                                            "junit.xml", "matrix.html", "matrix.json", "matrix.md", "plots.html"]
     assert all((out / p.name).stat().st_size > 0 for p in paths if p.is_file())
     columns = sorted(p.name for p in (out / "cells").glob("*.jsonl"))
     assert len(columns) == 2 and columns[0].startswith("onnxruntime_1.23.2_local_cpu_")

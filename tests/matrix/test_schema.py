@@ -18,6 +18,7 @@ from matrix.__main__ import main
 from matrix.inputs import STAMP
 
 REPORTS = ("matrix.md", "matrix.html", "matrix.json", "junit.xml")
+CONFORMANCE = ("conformance.md", "conformance.html", "conformance.json")
 
 
 def schema() -> dict:
@@ -80,8 +81,8 @@ def test_reports_are_swapped_in_together_or_not_at_all(make_cell, write_results,
     with pytest.raises(RuntimeError):
         main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)])
     assert {n: (out / n).read_bytes() for n in REPORTS} == before  # markdown and html were not swapped in alone
-    # no staging folder left behind
-    assert sorted(p.name for p in out.iterdir()) == sorted(REPORTS + ("plots.html", "cells", "diff", STAMP))
+    names = sorted(REPORTS + ("plots.html", "cells", "diff", STAMP, *CONFORMANCE))
+    assert sorted(p.name for p in out.iterdir()) == names  # no staging
     assert [p.name for p in (out / "cells").glob("*.jsonl")] == [before_cells]  # the side files were not swapped
 
 

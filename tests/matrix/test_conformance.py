@@ -1,0 +1,118 @@
+"""The conformance table: each conformance cell in its own word, on a page of its own, out of the catalogue's views,
+and in the version diff."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from matrix.conformance import conformance_view, diff_markdown, entry_of, split
+from matrix.merge import build
+
+CPU = "cpu: Intel(R) Xeon(R) (avx512_vnni)"
+
+
+def conf(make_cell: Any, test: str = "quantizelinear_axis", opset: int = 21, **fields: Any):
+    """A conformance cell of one node test at one opset (ONNX Runtime 1.31.1 unless said)."""
+    base = dict(case="onnx_node_tests", params={"op": "QuantizeLinear", "form": "per-axis uint8", "test": test,
+                                                 "opset": opset},
+                engine="onnxruntime", engine_version="1.31.1", hardware=CPU, verdict="undocumented",
+                expectation={}, precision={}, fused=None)
+    base.update(fields)
+    return make_cell(f"onnx_node_tests/{test}-opset{opset}", **base)
+
+
+def refused_at_load(make_cell: Any, **fields: Any):
+    return conf(make_cell, status="fail", verdict="new failure", last_stage="", max_error_steps=None,
+                error="[ONNXRuntimeError] : 1 : FAIL : Load model from /x/model.onnx failed:Unsupported model IR "
+                      "version: 10, max supported IR version: 9", **fields)
+
+
+def test_each_status_has_its_word(make_cell):
+    assert entry_of(conf(make_cell)).text == "right"
+    wrong = conf(make_cell, status="fail", last_stage="run", max_error_steps=3.0,
+                 error="output 'y' differs from the reference by 3 steps (tolerance 0.5)")
+    assert entry_of(wrong).text == "wrong by 3 steps"
+    refused = entry_of(refused_at_load(make_cell))
+    assert (refused.text, refused.reason) == ("refused at load",
+                                              "Unsupported model IR version: 10, max supported IR version: 9")
+    at_run = conf(make_cell, status="fail", last_stage="build", max_error_steps=None,
+                  error="No corresponding Numpy type for Tensor Type. Int4x2")
+    assert entry_of(at_run).text == "refused at run"
+    assert entry_of(conf(make_cell, status="built", last_stage="build", engine="tensorrt-rtx")).text == "built only"
+    idle = entry_of(conf(make_cell, status="not_run", reason="no NVIDIA GPU", engine="tensorrt"))
+    assert (idle.text, idle.reason) == ("not run", "no NVIDIA GPU")
+
+
+def test_conformance_cells_leave_the_catalogue_views(make_cell):
+    catalogue = make_cell("q_output_type/out=uint8", engine="onnxruntime", engine_version="1.31.1", hardware=CPU)
+    result = build([catalogue, conf(make_cell), refused_at_load(make_cell, engine_version="1.16.3")],
+                   catalogue=["q_output_type/out=uint8", "onnx_node_tests/quantizelinear_axis-opset21"])
+    rest, mine = split(result)
+    assert [c.bundle for c in rest.cells] == ["q_output_type/out=uint8"]
+    assert [r.bundle for r in rest.rows] == ["q_output_type/out=uint8"]
+    assert len(mine) == 2
+
+
+def test_the_view_groups_opsets_by_word_and_says_each_reason_once(make_cell):
+    cells = [conf(make_cell, opset=o) for o in (13, 19)] + [refused_at_load(make_cell, opset=o) for o in (21, 23)]
+    manifest = {"libraries": {"onnx": "1.23.2"}, "entries": [
+        {"test": "quantizelinear_axis", "op": "QuantizeLinear", "form": "per-axis uint8", "opset": o,
+         "bundle": f"onnx_node_tests/quantizelinear_axis-opset{o}", "refused": ""} for o in (13, 19, 21, 23)] + [
+        {"test": "quantizelinear_axis", "op": "QuantizeLinear", "form": "per-axis uint8", "opset": 25, "bundle": "",
+         "refused": "converter: no"}]}
+    view = conformance_view(cells, manifest)
+    row = view["ops"][0]["rows"][0]
+    parts = row["entries"][0]["parts"]
+    assert [(p["text"], p["opsets"]) for p in parts] == [("right", [13, 19]), ("refused at load", [21, 23])]
+    reasons = {r["ref"]: r["text"] for r in view["reasons"]}
+    assert reasons[parts[1]["ref"]].startswith("Unsupported model IR version: 10")
+    assert row["not_converted"][0]["opset"] == 25 and reasons[row["not_converted"][0]["ref"]] == "converter: no"
+    assert view["summary"][0]["all"]["text"] == "2 right, 2 refused"
+
+
+def test_columns_that_ran_nothing_are_one_line(make_cell):
+    idle = [conf(make_cell, engine="tensorrt", engine_version=v, hardware="no NVIDIA GPU", status="not_run",
+                 reason="no NVIDIA GPU") for v in ("8.6.0", "10.8.0.43")]
+    view = conformance_view(idle + [conf(make_cell)], {})
+    assert view["idle"] == [{"reason": "no NVIDIA GPU", "columns": ["TensorRT 8.6.0", "TensorRT 10.8.0.43"]}]
+    assert [r["column"] for r in view["summary"]] == ["ONNX Runtime 1.31.1"]
+
+
+def test_the_report_has_a_conformance_page_and_section(make_cell, write_results, tmp_path):
+    from matrix.__main__ import main
+
+    cells = [make_cell("q_output_type/out=uint8", engine="onnxruntime", engine_version="1.31.1", hardware=CPU),
+             conf(make_cell), refused_at_load(make_cell, opset=23)]
+    path = write_results("ort.jsonl", cells)
+    out = tmp_path / "reports"
+    assert main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path / "none")]) == 0
+    page = (out / "conformance.md").read_text()
+    assert "| quantizelinear_axis | per-axis uint8 |" in page and "refused at load [1]: 23" in page
+    assert "1. `Unsupported model IR version: 10, max supported IR version: 9`" in page
+    assert "## Conformance" in (out / "matrix.md").read_text()
+    assert 'href="conformance.html"' in (out / "matrix.html").read_text()
+    record = json.loads((out / "conformance.json").read_text())
+    assert {e["word"] for e in record["entries"]} == {"right", "refused"}
+    refused = next(e for e in record["entries"] if e["word"] == "refused")
+    assert record["texts"][refused["reason"]].startswith("Unsupported model IR version: 10")
+    matrix = json.loads((out / "matrix.json").read_text())
+    assert not [r for r in matrix["rows"] if r["case"] == "onnx_node_tests"]  # not in the catalogue's grid
+
+
+def test_the_diff_says_what_each_form_does_differently(make_cell, write_results, capsys):
+    from matrix.__main__ import main
+
+    old = [make_cell("q_output_type/out=uint8", engine="onnxruntime", engine_version="1.16.3", hardware=CPU)]
+    old += [refused_at_load(make_cell, engine_version="1.16.3", opset=o) for o in (21, 23)]
+    new = [make_cell("q_output_type/out=uint8", engine="onnxruntime", engine_version="1.31.1", hardware=CPU)]
+    new += [conf(make_cell, opset=21), refused_at_load(make_cell, opset=23)]
+    text = diff_markdown(old + new, "onnxruntime", "1.16.3", "1.31.1")
+    assert "**1 entry changed of 2 compared" in text
+    assert "- **1 × refused at load → right**: quantizelinear_axis at 21" in text
+    assert "  - was: `Unsupported model IR version: 10, max supported IR version: 9`" in text
+    path = write_results("ort.jsonl", old + new)
+    assert main(["diff", "onnxruntime", "1.16.3", "1.31.1", "--results", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "## onnxruntime 1.16.3 → 1.31.1" in out and "## Conformance: onnxruntime 1.16.3 → 1.31.1" in out
+    assert "no changes between onnxruntime 1.16.3 and 1.31.1" in out  # the catalogue's diff: its one reproducer
