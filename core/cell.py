@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
 from core import numerics
@@ -129,8 +129,13 @@ class Cell:
         """The matrix column: engine@version on hardware, with its option variant."""
         return f"{self.engine}@{self.engine_version} [{self.setting}]"
 
+    def as_dict(self) -> Dict[str, Any]:
+        """The cell's fields by name, its own values (not copies: a cell's values are plain JSON data, so a reader
+        that serialises them needs none, and dataclasses.asdict's deep copy was most of a report's time)."""
+        return {name: getattr(self, name) for name in _FIELD_NAMES}
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, default=_jsonable)
+        return json.dumps(self.as_dict(), sort_keys=True, default=_jsonable)
 
     def to_record(self) -> Dict[str, Any]:
         """The cell as the JSON object its results line holds (numpy values made plain numbers)."""
@@ -153,6 +158,9 @@ class Cell:
             raise ValueError(f"missing fields {missing}")
         return cls(**data)
 
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Cell))
 
 
 def _jsonable(value: Any) -> Any:

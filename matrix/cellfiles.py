@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List
 
-from core.cell import Cell
 from core.words import COLUMNS, file_name
-from matrix.merge import Column, MergeResult, column_key
+from matrix.merge import Column, MergeResult
 
 FOLDER = "cells"
 DETAILS = f"{FOLDER}/details.js"  # the HTML page's per-cell details: qdqDetails({...}), read by a <script> on demand
@@ -37,9 +36,7 @@ def column_file(column: Column) -> str:
 def write_columns(result: MergeResult, out: Path) -> List[Path]:
     """One JSONL file per column under out/cells/, each cell whole, in row order; return the paths."""
     rows = {r.bundle: i for i, r in enumerate(result.rows)}
-    by_column: Dict[Any, List[Cell]] = {c.key: [] for c in result.columns}
-    for cell in result.cells:
-        by_column.setdefault(column_key(cell), []).append(cell)
+    by_column = result.by_column()
     paths = []
     for column in result.columns:
         cells = sorted(by_column[column.key], key=lambda c: (rows.get(c.bundle, len(rows)), c.bundle))

@@ -129,6 +129,14 @@ class MergeResult:
         """(bundle, column key) -> cell."""
         return {(c.bundle, column_key(c)): c for c in self.cells}
 
+    def by_column(self) -> Dict[ColumnKey, List[Cell]]:
+        """column key -> its cells in merge order, every column present (one pass over the cells, not one per
+        column)."""
+        out: Dict[ColumnKey, List[Cell]] = {c.key: [] for c in self.columns}
+        for cell in self.cells:
+            out.setdefault(column_key(cell), []).append(cell)
+        return out
+
     @property
     def errors(self) -> Tuple[Problem, ...]:
         return tuple(p for p in self.problems if p.level == "error")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import takewhile
-from typing import Any, Collection, Dict, List, Mapping
+from typing import Any, Collection, Dict, List, Mapping, Tuple
 
 from core.cell import Cell
 from core.engines import ENGINES
@@ -58,8 +58,10 @@ def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
     cases = list(dict.fromkeys(r.case for r in result.rows))
     width, row_h, left, cell_w = 0, 16, 190, 44
     bars: List[Dict[str, Any]] = []
-    grid = [(case, col, [c for c in result.cells if c.case == case and column_key(c) == col.key])
-            for case in cases for col in cols]
+    by_place: Dict[Tuple[str, Any], List[Any]] = {}
+    for c in result.cells:
+        by_place.setdefault((c.case, column_key(c)), []).append(c)
+    grid = [(case, col, by_place.get((case, col.key), [])) for case in cases for col in cols]
     for case, col, cells in grid:
         i, j = cases.index(case), cols.index(col)
         x, y = left + j * cell_w, TOP + 84 + i * row_h

@@ -21,7 +21,7 @@ from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, write_column
 from matrix.conformance import conformance_view, split
 from matrix.conformance import headline as conformance_headline
 from matrix.grid import collapsed_columns, grid_view
-from matrix.merge import Column, MergeResult, Problem, column_key
+from matrix.merge import MergeResult, Problem
 from matrix.models import models_view
 from matrix.plots import plots_view
 from matrix.safe import clean, md_cell, md_code
@@ -152,8 +152,9 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
 def summary(result: MergeResult) -> List[Dict[str, Any]]:
     """Counts per verdict and per status for each column."""
     out = []
+    by_column = result.by_column()
     for col in result.columns:
-        cells = [c for c in result.cells if _in(c, col)]
+        cells = by_column[col.key]
         out.append({
             "column": col.id, "heading": col.heading, "hardware": col.setting, "provenance": col.provenance,
             "verdicts": {v: sum(c.verdict == v for c in cells) for v in VERDICTS},
@@ -206,9 +207,7 @@ def report_json(result: MergeResult, view: Optional[Dict[str, Any]] = None) -> D
     """
     view = view or build_view(result)
     keys = [c.key for c in result.columns]
-    by_column: Dict[Any, List[Cell]] = {k: [] for k in keys}
-    for c in result.cells:
-        by_column[column_key(c)].append(c)
+    by_column = result.by_column()
     causes = {(k["engine"], k["did"], k["symptom"]): k["index"] for k in view["causes"]}
     texts: Dict[str, int] = {}
     cells = []
@@ -260,7 +259,7 @@ CELL_DEFAULTS = {f.name: (f.default if f.default is not MISSING else f.default_f
 
 def compact_cell(cell: Cell) -> Dict[str, Any]:
     """A cell as a dict without the fields at their default value: Cell.from_dict gives the same cell back."""
-    return {k: v for k, v in asdict(cell).items() if k not in CELL_DEFAULTS or v != CELL_DEFAULTS[k] or k == "schema"}
+    return {k: v for k, v in cell.as_dict().items() if k not in CELL_DEFAULTS or v != CELL_DEFAULTS[k] or k == "schema"}
 
 
 def junit_xml(result: MergeResult) -> bytes:
@@ -269,8 +268,9 @@ def junit_xml(result: MergeResult) -> bytes:
     skip."""
     root = ET.Element("testsuites", name="qdq-matrix")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    by_column = result.by_column()
     for col in result.columns:
-        cells = sorted((c for c in result.cells if _in(c, col)), key=lambda c: c.bundle)
+        cells = sorted(by_column[col.key], key=lambda c: c.bundle)
         suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.setting, timestamp=col.date)
         counts = {"tests": len(cells), "failures": 0, "errors": 0, "skipped": 0}
         for cell in cells:
@@ -358,10 +358,6 @@ def _totals(result: MergeResult) -> Dict[str, int]:
             "baseline": sum(c.verdict == "as observed before" for c in result.cells),
             "harness_errors": sum(c.status == "harness_error" for c in result.cells),
             "errors": len(result.errors)}
-
-
-def _in(cell: Cell, col: Column) -> bool:
-    return column_key(cell) == col.key
 
 
 def _count(values: Any) -> Dict[str, int]:
