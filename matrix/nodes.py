@@ -444,17 +444,53 @@ def write_all(cells: Sequence[Cell], out: Path, bundles: Union[None, Path, Seque
         digests[bundle] = digests.get(bundle, 0) + 1
     written = []
     stems: Dict[str, int] = {}
+    recorded: Optional[Dict[Tuple[str, str], Dict[str, Any]]] = None
     for (bundle, digest), mine in sorted(by_model.items()):
         shared = digests[bundle] > 1
         stem = file_stem(bundle) + (f"-{digest[:10]}" if shared else "")
         stems[stem] = stems.get(stem, 0) + 1
         stem += f"-{stems[stem]}" if stems[stem] > 1 else ""
-        report = node_report(mine, read_meta(bundles, bundle))
+        meta = read_meta(bundles, bundle)
+        report = node_report(mine, meta)
+        if not meta:  # no bundle here (a fresh clone has no .bundles-user): the model as its observation recorded it
+            recorded = observed_node_reports() if recorded is None else recorded
+            report.update(recorded_form(recorded.get((bundle, digest), {})))
         if shared:
             report["model"] = f"{report.get('model') or bundle} ({digest[:10]})"
         paths = write_node_reports(report, out, stem)
         written.append({"bundle": bundle, "report": report, "md": paths[0], "html": paths[1], "json": paths[2]})
     return written
+
+
+def observed_node_reports(root: Optional[Path] = None) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    """The per-node reports committed with GPU observations (reports/observed/**/nodes/*.json), by (bundle, digest):
+    only those the manifest lists at their exact content, as every observed file."""
+    from matrix import observed
+
+    root = observed.OBSERVED if root is None else root
+    try:
+        manifest = observed.load(root)
+    except Exception:  # no manifest, or one that does not parse: nothing recorded is trusted
+        return {}
+    found: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for path in sorted(root.rglob("nodes/*.json")):
+        try:
+            data = path.read_bytes()
+            report = json.loads(data) if not manifest.observed(path, data) else None
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and report.get("schema") == NODES_SCHEMA and report.get("bundle"):
+            found.setdefault((str(report["bundle"]), str(report.get("digest", ""))), report)
+    return found
+
+
+def recorded_form(report: Mapping[str, Any]) -> Dict[str, Any]:
+    """What a committed node report says of the model's quantization form (its form, the forms other than Q/DQ with
+    the catalogue case that documents each, whether it is a float model): {} where none was recorded."""
+    if not report.get("form"):
+        return {}
+    return {"form": report["form"], "forms": list(report.get("forms") or []),
+            "float_model": bool(report.get("float_model"))}
 
 
 def file_stem(bundle: str) -> str:

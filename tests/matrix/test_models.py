@@ -180,3 +180,26 @@ def test_a_dynamic_models_row_names_its_form_and_the_seed_that_documents_it():
     report = node_report([cell], {"target_nodes": ["conv"], "quantization": {"form": "dynamic", "forms": forms}})
     row, = models_view([{"bundle": cell.bundle, "report": report, "html": "n.html", "md": "n.md"}])["rows"]
     assert row["form"] == "dynamic quantization (quantize_dynamic), seed 002"
+
+
+def test_a_fresh_clone_names_the_dynamic_models_seed_from_its_committed_node_report(tmp_path):
+    """No .bundles-user in a fresh clone: the quantize_dynamic producer model's row takes its form from the node report
+    committed with its GPU cells, which the manifest lists at its exact content; an edited one is not read."""
+    import shutil
+
+    from matrix.nodes import observed_node_reports
+
+    forms = OBSERVED / "nvidia-h100" / "check-forms"
+    result = load_results([forms])
+    models = write_all(result.cells, tmp_path / "nodes", bundles=[tmp_path / "no-bundles"])
+    view = models_view([dict(m, report=json.loads(Path(m["json"]).read_text())) for m in models])
+    said = {r["model"]: r["form"] for r in view["rows"]}
+    assert said["ocr_rec_dynamic.onnx"].endswith("seed 002")
+    assert said["ocr_rec_qoperator.onnx"].startswith("QOperator format")
+    copy = tmp_path / "observed"
+    shutil.copytree(OBSERVED, copy)
+    node = next((copy / "nvidia-h100" / "check-forms" / "nodes").glob("ocr_rec_dynamic-*.json"))
+    node.write_text(node.read_text().replace('"seed": "002"', '"seed": "003"'))
+    assert len(observed_node_reports(OBSERVED)) >= 3
+    recorded = observed_node_reports(copy)
+    assert not [r for r in recorded.values() if "ocr_rec_dynamic" in r["bundle"]], "an edited report is not trusted"
