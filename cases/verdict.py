@@ -145,6 +145,17 @@ def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
     }
 
 
+THE_BASELINE_ITSELF = ("this cell is that observation: the baseline later runs are compared with, not a second run "
+                       "that agrees with it")
+
+
+def is_the_baseline(cell: Cell, expectation: Expectation) -> bool:
+    """Whether a cell is the very observation a baseline expectation cites (its results file is the source)."""
+    shown = str(cell.run.get("file") or "").replace("\\", "/")
+    return expectation.basis == "baseline" and bool(shown) and \
+        (shown == expectation.source or shown.endswith("/" + expectation.source))
+
+
 def rejudge(cell: Cell, case: Case) -> Cell:
     """A stored cell judged again against the catalogue as it is now: observations stay, knowledge moves.
 
@@ -157,6 +168,8 @@ def rejudge(cell: Cell, case: Case) -> Cell:
     expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params,
                                        cell_context(cell.hardware_detail, cell.variant))
     verdict, why = judge(expectation, cell.status, cell.fused)
+    if expectation is not None and verdict == AGREES["baseline"] and is_the_baseline(cell, expectation):
+        why += f"; {THE_BASELINE_ITSELF}"
     if cell.status == "crashed":
         why = f"the engine's process died before it reported a result; {why}"
     return replace(

@@ -44,6 +44,19 @@ def test_no_explanation_calls_a_baseline_documented(committed):
         assert "documented" not in c.explanation and "observed" in c.explanation, (c.verdict, c.explanation)
 
 
+def test_the_baselines_own_cells_say_they_are_the_baseline(committed):
+    """A committed cell that is the very observation its baseline cites agrees with itself: its explanation says it is
+    the baseline, never that a second run agreed; a cell from any other file does not say so."""
+    from cases.verdict import THE_BASELINE_ITSELF
+
+    baseline = [c for c in committed.cells if c.verdict == "as observed before"]
+    itself = [c for c in baseline if c.run.get("file") == c.expectation["source"]]
+    others = [c for c in baseline if c.run.get("file") != c.expectation["source"]]
+    assert len(itself) >= 16 and others, (len(itself), len(others))  # seed 032's 16 TensorRT 8.x cells among them
+    assert all(c.explanation.endswith(THE_BASELINE_ITSELF) for c in itself)
+    assert not [c for c in others if THE_BASELINE_ITSELF in c.explanation]
+
+
 def test_the_reports_count_baseline_matches_apart(committed, tmp_path):
     from matrix.render import build_view, write_reports
 
