@@ -119,9 +119,11 @@ def _steps(steps: Optional[float]) -> str:
 
 
 def column_title(col: Column) -> str:
-    """"ONNX Runtime 1.31.1", "TensorRT for RTX 1.7.1.116 · target=SM89": an engine version as the table heads it."""
+    """"ONNX Runtime 1.31.1", "TensorRT for RTX 1.7.1.116 · target=SM89", "TensorRT 8.6.0 · observed on NVIDIA H100
+    80GB HBM3 (sm_90)": an engine version as the table heads it, and where it ran when not on this machine."""
     title = ENGINES[col.engine].title if col.engine in ENGINES else col.engine
-    return f"{title} {col.engine_version}" + (f" · {col.variant}" if col.variant else "")
+    observed = f" · observed on {col.hardware}" if col.source == "observed" else ""  # a committed GPU run, not here
+    return f"{title} {col.engine_version}" + (f" · {col.variant}" if col.variant else "") + observed
 
 
 def _engine_order(col: Column) -> Tuple[Any, ...]:
