@@ -302,7 +302,8 @@ def headline(view: Mapping[str, Any]) -> str:
     said = ", ".join(f"{n} {w}" for w, n in view["totals"].items() if n)
     return (f"{many(view['tests'], 'node test')} of onnx {view['onnx'] or '(version unknown)'} at "
             f"{many(len(view['opsets']), 'opset')} ({many(view['bundles'], 'bundle')}, "
-            f"{view['not_converted']} not converted): {said or 'no entries yet'}")
+            f"{view['not_converted']} not converted), over the {many(len(view['columns']), 'engine version')} "
+            f"below that ran them: {said or 'no entries yet'}")
 
 
 # ---- the version diff ------------------------------------------------------------------------------------------
