@@ -29,6 +29,7 @@ FOUND_HERE = "reports/observed/nvidia-h100/reduce-choosehigherprecision/"
 # Observed (a baseline): the reduced detector graph, and then these reproducers, on TensorRT 8.5.3.1 and 8.6.0, an H100.
 OBSERVED = "reports/observed/nvidia-h100/reduce-choosehigherprecision/tensorrt-{}.jsonl"
 OBSERVED_REPRO = "reports/observed/nvidia-h100/seed-032/trt-{}.jsonl"
+OBSERVED_EARLIER = "reports/observed/nvidia-h100/seeds-026-032-x4/trt-{}.jsonl"  # 8.5.1.7, 8.5.2.2: a 4x H100 host
 REDUCED = {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",)}
 TRIGGER = {"consumers": ("two",), "output_qdq": ("yes",)}  # both Convs read the one Q/DQ, both outputs requantized
 H100 = "NVIDIA H100 80GB HBM3"
@@ -90,6 +91,22 @@ CASE = Case(
             "tensorrt", "==8.5.3.1", "int8", OBSERVED_REPRO.format("8.5.3.1"), where={"output_qdq": ("no",)},
             hardware=H100, basis="baseline", note="float outputs: both Convs build in INT8 and match",
         ),
+        *(e for v in ("8.5.1.7", "8.5.2.2") for e in (
+            Expectation(
+                "tensorrt", f"=={v}", "fail", OBSERVED_EARLIER.format(v), stage="build",
+                signature=CHOOSE_HIGHER_PRECISION.name, where=TRIGGER, hardware=H100, basis="baseline",
+                note="observed at both sizes, as on 8.5.3.1: the log's chooseHigherPrecision assertion, then "
+                "'Assertion engine != nullptr failed' as the error",
+            ),
+            Expectation(
+                "tensorrt", f"=={v}", "int8", OBSERVED_EARLIER.format(v), where={"consumers": ("one",)},
+                hardware=H100, basis="baseline", note="one Conv: it builds in INT8 and matches, requantized or not",
+            ),
+            Expectation(
+                "tensorrt", f"=={v}", "int8", OBSERVED_EARLIER.format(v), where={"output_qdq": ("no",)},
+                hardware=H100, basis="baseline", note="float outputs: both Convs build in INT8 and match",
+            ),
+        )),
     ),
     builder="generators.two_conv_fanout_qdq:build",
 )
