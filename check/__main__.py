@@ -278,8 +278,8 @@ def check_shapes(models: Sequence[Path], shapes: Mapping[str, InputShape], sever
     known = {name for declared in inputs.values() for name in declared}
     unmatched = [n for n in shapes if n not in known]
     if unmatched and len(inputs) == len(models):
-        raise CheckError(f"--shape names no input {unmatched[0]!r} of the model{'s' if several else ''} given; their "
-                         f"inputs: {', '.join(sorted(known)) or 'none'}")
+        raise CheckError(f"--shape names no input {unmatched[0]!r} of the model{'s' if several else ''} given "
+                         f"({'their' if several else 'its'} inputs: {', '.join(sorted(known)) or 'none'})")
     for name in unmatched:
         print(f"warning: --shape {name} names no input of the models that could be read")
 

@@ -232,8 +232,10 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     _say_needs_model([m for m in made if m.needs_model], Path(args.user_bundles))
     refused = sum(1 for m in made if m.refused and not m.needs_model)
     waiting = sum(1 for m in made if m.needs_model)
+    models = len({m.cell.bundle for m in made if m.needs_model})
     print(f"{many(len(made) - refused - waiting, 'bug bundle')} written to {args.out}" + (f", {refused} refused"
-          if refused else "") + (f", {waiting} need the model" if waiting else ""))
+          if refused else "") + (f", {many(waiting, 'cell')} of {many(models, 'user model')} need the model"
+                                 if waiting else ""))
     older = earlier(Path(args.out), made)
     if older:
         print(f"  {many(len(older), 'other bug bundle')} in {args.out} from an earlier run, not written now (first: "

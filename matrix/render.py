@@ -24,7 +24,7 @@ from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import MergeResult, Problem
 from matrix.models import models_view
 from matrix.plots import plots_view
-from matrix.safe import clean, md_cell, md_code
+from matrix.safe import clean, md_cell, md_code, md_with_code
 from matrix.targets import documented_view, target_view
 from matrix.upgrade import DIFFS, upgrade_view
 
@@ -122,6 +122,7 @@ def template_environment(html: bool) -> Any:
     )
     env.filters["md"] = md_escape
     env.filters["mdcode"] = md_code
+    env.filters["mdspans"] = md_with_code
     env.filters["many"] = many
     return env
 

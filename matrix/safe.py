@@ -50,6 +50,16 @@ def md_code(value: Any) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+_CODE_SPAN = re.compile(r"(`[^`\n]+`)")
+
+
+def md_with_code(value: Any) -> str:
+    """md_cell, except that a `...` span of the text stays a code span (a command to copy): its inside is literal in
+    Markdown, so it can hold no link or HTML either."""
+    parts = _CODE_SPAN.split(clean(str(value)))
+    return "".join(md_code(p[1:-1]) if i % 2 else md_cell(p) for i, p in enumerate(parts))
+
+
 def md_fence(text: Any) -> str:
     """A fenced code block's fence, longer than any backtick run inside it (at least three)."""
     return "`" * max(3, _longest_run(clean(str(text)), "`") + 1)

@@ -144,14 +144,18 @@ def test_a_memory_bomb_beside_a_good_model_is_refused_by_its_size_and_the_good_m
     (["--max-model-bytes", "100"], "weights need 121 bytes (w_q: 4x3x3x3 int8, s_x: scalar float32, s_w: scalar "
                                    "float32 and 2 more), over the 100 bytes budget (--max-model-bytes"),
     (["--max-input-bytes", "1000"], "the tensor c: 1x4x8x8 float32 computed from these inputs needs 1 KiB, over the "
-                                    "1000 bytes budget (--max-input-bytes"),
+                                    "1000 bytes budget (--max-input-bytes or $QDQ_MAX_INPUT_BYTES); its inputs' shapes "
+                                    "are fixed, so only a larger --max-input-bytes lets it through"),
+    (["--max-input-bytes", "1000", "--shape", "x:1x3x8x8"], "computed from these inputs needs 1 KiB, over the 1000 "
+                                                            "bytes budget (--max-input-bytes or $QDQ_MAX_INPUT_BYTES); "
+                                                            "give a smaller shape with --shape"),
     (["--max-input-bytes", "700"], "inputs need 768 bytes (x: 1x3x8x8 float32), over the 700 bytes budget"),
     (["--max-input-bytes", "1000", "--shape", "x:1x3x8x8,2x3x8x8,4x3x8x8"],
      "inputs need 1.5 KiB (x: 2x3x8x8 float32)"),
 ])
 def test_the_budgets_are_settable_and_the_reason_says_the_size(flags, reason, tmp_path, capsys):
     """Weights, inputs at the opt shape (--shape's opt counts) and the largest computed tensor each have their line."""
-    model = qdq_conv(tmp_path / "conv.onnx", dynamic_batch="--shape" in flags)
+    model = qdq_conv(tmp_path / "conv.onnx", dynamic_batch="--shape" in flags)  # --shape: its batch is open
     assert main([str(model), *flags, *_out(tmp_path)]) == 4
     printed = capsys.readouterr().out
     assert reason in printed, printed

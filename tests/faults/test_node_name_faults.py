@@ -24,6 +24,16 @@ def test_live_links_finds_a_link_and_no_escaped_or_code_one():
     assert live_links(r"a \[click\](javascript:alert(3)) `[x](y)` b") == []
 
 
+def test_a_message_keeps_its_commands_as_code_and_its_links_as_text():
+    """A problem's message shows `git checkout -- FILE` as code to copy; a link in a file name around it stays text."""
+    from matrix.safe import md_with_code
+
+    said = md_with_code(f"results/{LINK}.jsonl was changed: restore it with `git checkout -- {LINK}.jsonl`, or ...")
+    assert "`git checkout -- [click](javascript:alert(3)).jsonl`" in said  # a code span: literal, never a link
+    assert said.startswith(r"results/\[click\](javascript:alert(3)).jsonl was changed")
+    assert live_links(said) == []
+
+
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory) -> Path:
     """The network with those names, checked on TensorRT-RTX (an ahead-of-time build, no GPU needed) and OpenVINO:
