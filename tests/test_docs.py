@@ -22,7 +22,7 @@ CODE = re.compile(r"`([^`\n]+)`")
 PACKAGES = ("core", "cases", "generators", "engines", "matrix", "check")
 # Folders a run writes (git-ignored): a page names what lands there, not what is committed.
 GENERATED = ("results/", ".bundles", "reports/matrix", "reports/cells", "reports/diff", "reports/nodes",
-             "reports/conformance", "reports/check")
+             "reports/conformance", "reports/check", "reports/junit.xml", "reports/plots.html")
 
 
 def pages() -> List[Path]:
