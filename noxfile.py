@@ -146,9 +146,11 @@ def _sync_into(session: nox.Session, env: Path, groups: tuple, pins: tuple = ())
         return
     stamp.unlink(missing_ok=True)
     # `uv sync` rather than `uv export` to a requirements file: one command, --locked stops on a lock that
-    # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one included.
+    # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one included. VIRTUAL_ENV names
+    # the same environment: the matrix session syncs its engines' environments from its own, whose VIRTUAL_ENV uv
+    # would otherwise warn about once per environment.
     done = session.run_install("uv", "sync", "--locked", "--no-install-project", *(f"--group={g}" for g in groups),
-                               env={"UV_PROJECT_ENVIRONMENT": str(env)})
+                               env={"UV_PROJECT_ENVIRONMENT": str(env), "VIRTUAL_ENV": str(env)})
     if pins and done is not None:
         # The group's ranges go in again so that one resolve moves only what the pin forces (ORT 1.16.3's
         # numpy<2 also takes ml-dtypes back from 0.6); every other package keeps its locked version.
