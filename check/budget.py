@@ -265,21 +265,15 @@ def check_inputs(found: Sequence[Sized], budget: Budget, where: str = "inputs") 
                          f"budget ({INPUT_FLAG} or ${INPUT_ENV})")
 
 
-def check_computed(model: Any, shapes: Mapping[str, Any], budget: Budget) -> None:
-    """CheckError where one tensor the graph computes from its inputs is over the inputs' budget."""
+def check_computed(model: Any, shapes: Mapping[str, Any], budget: Budget, settable: bool) -> None:
+    """CheckError where one tensor the graph computes from its inputs is over the inputs' budget; `settable`: an
+    input leaves a dimension open, so --shape can make it smaller."""
     largest = largest_computed(model, shapes)
     if largest is not None and largest.bytes > budget.inputs:
-        remedy = "give a smaller shape with --shape" if _has_open_dims(model) else \
+        remedy = "give a smaller shape with --shape" if settable else \
             f"its inputs' shapes are fixed, so only a larger {INPUT_FLAG} lets it through"
         raise CheckError(f"the tensor {largest.said()} computed from these inputs needs {show_size(largest.bytes)}, "
                          f"over the {show_size(budget.inputs)} budget ({INPUT_FLAG} or ${INPUT_ENV}); {remedy}")
-
-
-def _has_open_dims(model: Any) -> bool:
-    """Whether a graph input leaves a dimension open (named or unknown): one --shape can set."""
-    fed = {t.name for t in model.graph.initializer}
-    return any(not d.HasField("dim_value") or d.dim_value <= 0
-               for i in model.graph.input if i.name not in fed for d in i.type.tensor_type.shape.dim)
 
 
 def _largest(found: Sequence[Sized]) -> str:

@@ -433,7 +433,8 @@ def _within(model: Any, declared: Declared, npz: Optional[PathLike], given: Mapp
     else:
         shapes, _ = resolve({name: dims for name, (_, dims) in declared.items()}, given)
         sizes.check_inputs(sizes.inputs_at(declared, shapes), budget)
-    sizes.check_computed(model, shapes, budget)
+    open_dims = any(isinstance(d, str) for _, dims in declared.values() for d in dims)  # graph_inputs' dynamic dims
+    sizes.check_computed(model, shapes, budget, settable=open_dims)
 
 
 def _ask_for_inputs(error: str, made: MadeInputs) -> str:
