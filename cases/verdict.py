@@ -75,20 +75,17 @@ class Said:
         return AGREES[self.expectation.basis]
 
     def where(self) -> str:
-        """The source, and the hardware where one is named."""
-        e = self.expectation
-        on = f", on {e.hardware}" if e.hardware else ""
-        if e.basis == "baseline":
-            return f"observed before in {e.source}{on}"
-        return f"documented ({e.source}{on})"
+        """The source, and the hardware where one is named: "documented (source)", "observed before in file, on ..."."""
+        return self.claim()
 
-    def claim(self, what: str) -> str:
+    def claim(self, what: str = "") -> str:
         """ "documented to fail (source)" or "observed to fail before in file, on hardware"."""
         e = self.expectation
-        on = f", on {e.hardware}" if e.hardware else ""
+        at = e.source + (f", on {e.hardware}" if e.hardware else "")
+        to = f" to {what}" if what else ""
         if e.basis == "baseline":
-            return f"observed to {what} before in {e.source}{on}"
-        return f"documented to {what} ({e.source}{on})"
+            return f"observed{to} before in {at}"
+        return f"documented{to} ({at})"
 
     def agreeing(self, did: str) -> str:
         """ "fails as documented (source)" or "fails as observed before in file, on hardware"."""
