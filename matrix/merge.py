@@ -48,6 +48,7 @@ class Problem:
     level: str = "error"  # error: file (or one cell) refused; warning: part of a file dropped; note: nothing lost
     duplicate: Optional[Duplicate] = None  # a note about a duplicate cell: the record, for a report to group
     whole_file: bool = True  # an error that refuses its line's cell only: the file's other cells stand
+    refuses_file: bool = False  # the file gave no cell at all: every answer is without it (_file_refused)
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -296,10 +297,10 @@ def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Prob
     name = _show(path)
     found = read_results(path)
     if found.unreadable:
-        return [], [Problem(name, 0, f"{found.unreadable}; file refused")]
+        return [], [_file_refused(name, 0, found.unreadable)]
     changed = manifest.refusal(path, found.data)
     if changed:
-        return [], [Problem(name, 0, f"{changed}; file refused")]
+        return [], [_file_refused(name, 0, changed)]
     if found.older and found.refused and manifest.observed(path, found.data):  # a local file of an older version
         return [], [Problem(name, 0, f"written by an older version of this suite ({found.older}): not read; running "
                                      "its cells again rewrites it (nox -s matrix, or the command in its header)",
@@ -373,10 +374,15 @@ def _with_run(cell: Cell, shown: str, source: str) -> Cell:
 
 
 def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:
-    out = [Problem(p.file, p.line, p.message + "; file refused") for p in bad[:shown]]
+    out = [_file_refused(p.file, p.line, p.message) for p in bad[:shown]]
     if len(bad) > shown:
-        out.append(Problem(name, 0, f"{len(bad) - shown} more bad lines; file refused"))
+        out.append(_file_refused(name, 0, f"{len(bad) - shown} more bad lines"))
     return out
+
+
+def _file_refused(file: str, line: int, why: str) -> Problem:
+    """An error that keeps the whole file out of every answer: said so in its words and in its field."""
+    return Problem(file, line, f"{why}; file refused", refuses_file=True)
 
 
 

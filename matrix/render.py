@@ -142,7 +142,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "verdicts": [v for v in VERDICTS if any(c.verdict == v for c in result.cells)],  # the columns table's
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
         # the results files that gave no cell at all (a digest mismatch, a schema break): every answer is without them
-        "refused_files": sorted({p.file for p in result.problems if p.message.endswith("; file refused")}),
+        "refused_files": sorted({p.file for p in result.problems if p.refuses_file}),
         "notes": group_notes([p for p in result.problems if p.level == "note"]),
         "files": list(result.files),
         "totals": dict(_totals(result), causes=len(causes)),
