@@ -60,6 +60,7 @@ class ModelCheck:
     bundle: str = ""
     unusable: str = ""  # the model's own failure: nothing could run
     notes: Tuple[str, ...] = ()  # said once before the engines run: assumed shapes, checker warning, ...
+    form: str = ""  # what the model is, as its summary line starts: "Q/DQ", "float model (no Q/DQ)", "dynamic ..."
     reference_error: str = ""
     cells: Tuple[str, ...] = field(default_factory=tuple)  # "<column>: <status>" once the engines ran, as said
     statuses: Tuple[str, ...] = field(default_factory=tuple)  # each cell's status, in the order of `cells`
@@ -138,13 +139,15 @@ def print_model_check(root: Path, result: ModelCheck) -> None:
 def model_check(root: Path, bundle: str) -> ModelCheck:
     """A model's check from its bundle's case.json: the notes it carries and its reference error."""
     from check.shapes import AssumedDim, InputShape, describe
-    from matrix.nodes import forms_view, read_meta, shape_notes
+    from matrix.models import form_words
+    from matrix.nodes import forms_view, main_form, read_meta, shape_notes
 
     meta = read_meta(root, bundle)
     notes: List[str] = []
     if meta.get("checker_warning"):
         notes.append(f"warning: {meta['checker_warning']}")
-    for f in forms_view(meta):
+    forms = forms_view(meta)
+    for f in forms:
         said = f"seed {f['seed']} ({f['case']}) documents it" if f["case"] else f["detail"]
         notes.append(f"quantization: {f['words']}: {f['ops']}; {said}; fix: {f['fix']}")
     prof = meta.get("profile") or {}
@@ -159,7 +162,8 @@ def model_check(root: Path, bundle: str) -> ModelCheck:
     if error:
         notes.append(f"numerics not compared: {error}")
     model = (meta.get("source_model") or {}).get("name") or (meta.get("params") or {}).get("model") or bundle
-    return ModelCheck(model=str(model), bundle=bundle, notes=tuple(notes), reference_error=error)
+    form = {"float": "float model (no Q/DQ)", "qdq": "Q/DQ"}.get(main_form(meta)) or form_words({"forms": forms})
+    return ModelCheck(model=str(model), bundle=bundle, notes=tuple(notes), reference_error=error, form=form)
 
 
 def print_lint(root: Path, ids: Sequence[str]) -> None:
@@ -377,6 +381,7 @@ def summary(checks: Sequence[ModelCheck], ran: bool = True) -> int:
             line = f"unusable: {o.unusable}"
         else:
             line = "; ".join(o.cells) if o.cells else ("bundle ready, no engine run" if not ran else "no cell")
+            line = f"{o.form}; {line}" if o.form else line
             if o.reference_error:
                 line += f"; numerics not compared: {o.reference_error}"
         print(f"  {o.model}: {line}")

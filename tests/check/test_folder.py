@@ -68,6 +68,8 @@ def test_every_model_gets_a_report_and_a_summary_line(checked):
     assert "unusable: not an ONNX model" in lines["junk.onnx"]
     assert "numerics not compared: the reference" in lines["per_axis.onnx"]
     assert "tensorrt-rtx@" in lines["bert.onnx"] and ": built" in lines["bert.onnx"]
+    assert "float.onnx: float model (no Q/DQ); onnxruntime@" in lines["float.onnx"]  # what each model is, first
+    assert "conv_dyn.onnx: Q/DQ; " in lines["conv_dyn.onnx"]
     assert summary[6].startswith("exit status 5: an engine failed a model and a model could not be (fully) checked")
     reports = {json.loads(p.read_text()).get("model") for p in (root / "rep").glob("*.json")}
     assert reports == set(lines), "a report per model, the unusable one included"
