@@ -59,7 +59,9 @@ from generators.bundle import bundle_ids, bundles_root
 # A --column's fields and the JSON type each takes (engines.plan.Column's fields of the same names).
 SPEC_FIELDS = {"engine": str, "version": str, "python": str, "results": str, "options": dict, "only_cases": list,
                "plugins_only": bool, "per_target": bool}
-PYTEST_QUIET = ["-q", "-rN", "--no-header"]  # pytest says only its summary: engines.run passes on what matters
+# pytest says only its summary (engines.run passes on what matters); --tb=no: no failures section, whose text
+# nobody reads (a failing cell is its results line) and which pytest builds in time quadratic in the cells
+PYTEST_QUIET = ["-q", "-rN", "--no-header", "--tb=no"]
 RUNNER = "python -m engines.run"
 EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
 
