@@ -79,12 +79,22 @@ class Bundle:
         onnx is not installed or the model is unreadable."""
         targets = set(self.meta.get("target_nodes") or [])
         try:
-            import onnx
-
-            graph = onnx.load(str(self.model_path), load_external_data=False).graph
-        except Exception:  # no onnx here, or an unreadable model: attribution without op types
+            st = os.stat(self.model_path)
+        except OSError:
             return {}
-        return {n.name: n.op_type for n in graph.node if n.name in targets}
+        key = (str(self.model_path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if key not in _OP_TYPES:  # read once per model file and process (a worker meets it once per column)
+            try:
+                import onnx
+
+                graph = onnx.load(str(self.model_path), load_external_data=False).graph
+            except Exception:  # no onnx here, or an unreadable model: attribution without op types
+                return {}
+            _OP_TYPES[key] = {n.name: n.op_type for n in graph.node}
+        return {name: op for name, op in _OP_TYPES[key].items() if name in targets}
+
+
+_OP_TYPES: Dict[tuple, Dict[str, str]] = {}  # Bundle.target_ops: a model file's node op types by its identity
 
 
 def digest(model_bytes: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> str:
@@ -112,9 +122,38 @@ def float_digest(bundle: Bundle) -> str:
         return ""
 
 
+# Bundles this process verified: folder -> (its files' identities when checked, case.json's text). A cell runner's
+# worker meets one bundle once per column (a TensorRT-RTX worker up to a dozen times); a file written since, in place
+# or replaced, has another inode, size, mtime or ctime, and is hashed again.
+_VERIFIED: Dict[str, tuple] = {}
+
+
+def _identities(path: Path) -> tuple:
+    found = []
+    for name in (*FILES, FLOAT_FILE):
+        try:
+            st = os.stat(path / name)
+        except OSError:
+            found.append((name,))
+            continue
+        found.append((name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(found)
+
+
 def verify_bundle(path: Path) -> Bundle:
-    """Load a bundle and check every file against its digests; raise BundleCorrupt saying what is wrong."""
+    """Load a bundle and check every file against its digests; raise BundleCorrupt saying what is wrong. A bundle this
+    process verified before, none of whose files changed since, is not hashed again."""
     path = Path(path)
+    key, identities = str(path.resolve()), _identities(path)
+    earlier = _VERIFIED.get(key)
+    if earlier is not None and earlier[0] == identities:
+        return Bundle(path=path, meta=json.loads(earlier[1]))
+    bundle = _verified(path)
+    _VERIFIED[key] = (identities, json.dumps(bundle.meta))
+    return bundle
+
+
+def _verified(path: Path) -> Bundle:
     missing = [n for n in FILES if not (path / n).is_file()]
     if missing:
         raise BundleCorrupt(f"bundle corrupt: {', '.join(missing)} missing in {path}")
