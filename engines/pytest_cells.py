@@ -63,7 +63,7 @@ from engines.results import (
     info_key,
     stored_cells,
 )
-from engines.tensorrt import lifeline
+from engines.tensorrt import adopt_probe_answers, lifeline, probe_answers
 
 EXIT_UNWRITABLE = int(pytest.ExitCode.INTERNAL_ERROR)  # a results file the disk refused: a broken run, not judged
 CELL_KEY = "qdq_cell"
@@ -196,6 +196,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         config._qdq_columns = [ColumnRun.from_dict(c) for c in config.workerinput["qdq_columns"]]
         config._qdq_cells = {name: CellRef(column, bundle) for name, column, bundle in config.workerinput["qdq_cells"]}
+        adopt_probe_answers(config.workerinput.get("qdq_probes", []))
         return
     os.environ[lifeline.PARENT_ENV] = str(os.getpid())  # what the xdist workers started from here are told
     try:
@@ -421,6 +422,7 @@ class _ControllerHooks:
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["qdq_columns"] = [r.to_dict() for r in node.config._qdq_columns]
         node.workerinput["qdq_cells"] = [[name, ref.column, ref.bundle] for name, ref in node.config._qdq_cells.items()]
+        node.workerinput["qdq_probes"] = probe_answers()  # the columns' probes, asked once, here
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         cell_of(self._config, nodeid)  # a test that is no cell of the plan stops the run here

@@ -156,7 +156,7 @@ class Adapter:
     def _worker_probe(self) -> Dict[str, Any]:
         """The worker's report for this interpreter and module: asked once per process (every column of one
         engine version shares it; what a column sets goes in its requests, not in the probe)."""
-        key = (self.python, self.module, _environment_key(None))
+        key = _probe_key(self.python, self.module)
         if key not in _PROBES:
             _PROBES[key] = self._ask_probe()
         return _PROBES[key]
@@ -242,7 +242,7 @@ class Adapter:
             "out": str(tmp / "out"),
         }
         path = tmp / "request.json"
-        path.write_text(json.dumps(request, indent=1))
+        path.write_text(json.dumps(request))
         return path
 
     def _run_worker(self, request: Path, tmp: Path) -> tuple:
@@ -377,6 +377,29 @@ def unpack_listing(listing: Dict[str, str]) -> str:
 
 _PROBES: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
 _SERVERS: "OrderedDict[Tuple[str, str, str], _Server]" = OrderedDict()
+
+
+# Who runs a probe, which its answer does not depend on: pytest's test, the xdist worker, the lifeline parent.
+_RUNNER_ONLY = ("PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                lifeline.PARENT_ENV)
+
+
+def _probe_key(python: str, module: str) -> Tuple[str, str, str]:
+    """A probe's answer is asked once per interpreter, module and environment (but who runs it)."""
+    return python, module, json.dumps(sorted((k, v) for k, v in os.environ.items() if k not in _RUNNER_ONLY))
+
+
+def probe_answers() -> List[List[Any]]:
+    """The probe answers this process holds, as JSON: an xdist worker takes its controller's (adopt_probe_answers)
+    rather than start the same probe again, once per worker and engine version."""
+    return [[list(key), answer] for key, answer in _PROBES.items()]
+
+
+def adopt_probe_answers(answers: List[List[Any]]) -> None:
+    """Answers another process got (probe_answers); one is used only where this process's interpreter, module and
+    environment (but who runs it) are the same."""
+    for key, answer in answers:
+        _PROBES.setdefault(tuple(key), answer)
 
 
 def _environment_key(env: Optional[Dict[str, str]]) -> str:

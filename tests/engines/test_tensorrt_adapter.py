@@ -258,3 +258,26 @@ def test_native_instancenorm_before_8_6_still_needs_cudnn(bundle, version, why):
     meta = {**bundle.meta, "trt": {"parser_flags": ["NATIVE_INSTANCENORM"]}}
     reason = adapter.cannot_run(Bundle(path=bundle.path, meta=meta))
     assert (why in reason and "needs cuDNN" in reason) if why else reason == ""
+
+
+def test_an_xdist_worker_takes_its_controllers_probe_answer(monkeypatch):
+    """The controller's probe answer is handed to each xdist worker (probe_answers -> adopt_probe_answers), which then
+    starts no probe of its own; an answer from another environment is not taken."""
+    import engines.tensorrt as family
+
+    monkeypatch.setattr(family, "_PROBES", {})
+    adapter = Adapter(python=sys.executable)
+    answer = {"version": "8.6.0", "library": "/x/libnvinfer.so.8"}
+    handed = [[list(family._probe_key(sys.executable, adapter.module)), answer]]
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")  # who runs it is no part of the answer
+    monkeypatch.setenv(family.lifeline.PARENT_ENV, "12345")
+    family.adopt_probe_answers(json.loads(json.dumps(handed)))  # as xdist's workerinput carries it
+
+    def no_probe(self):
+        raise AssertionError("a probe process was started")
+
+    monkeypatch.setattr(Adapter, "_ask_probe", no_probe)
+    assert adapter._worker_probe() == answer
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/elsewhere")  # another environment: its own probe
+    with pytest.raises(AssertionError, match="probe process"):
+        adapter._worker_probe()
