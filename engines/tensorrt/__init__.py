@@ -379,9 +379,10 @@ _PROBES: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
 _SERVERS: "OrderedDict[Tuple[str, str, str], _Server]" = OrderedDict()
 
 
-# Who runs a probe, which its answer does not depend on: pytest's test, the xdist worker, the lifeline parent.
+# Who runs a probe, which its answer does not depend on: pytest's test, the xdist worker and the terminal size it
+# was given, the lifeline parent.
 _RUNNER_ONLY = ("PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                lifeline.PARENT_ENV)
+                "LINES", "COLUMNS", lifeline.PARENT_ENV)
 
 
 def _probe_key(python: str, module: str) -> Tuple[str, str, str]:

@@ -271,6 +271,7 @@ def test_an_xdist_worker_takes_its_controllers_probe_answer(monkeypatch):
     handed = [[list(family._probe_key(sys.executable, adapter.module)), answer]]
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")  # who runs it is no part of the answer
     monkeypatch.setenv(family.lifeline.PARENT_ENV, "12345")
+    monkeypatch.setenv("COLUMNS", "80")  # xdist gives its workers a terminal size
     family.adopt_probe_answers(json.loads(json.dumps(handed)))  # as xdist's workerinput carries it
 
     def no_probe(self):
