@@ -36,10 +36,10 @@ def problems(record: Any) -> List[str]:
     if not isinstance(kind, str) or kind not in SCHEMA_FILES:  # a list or object there is as wrong as any other
         return [f"not a qdq-matrix record: schema is {_short(repr(kind))}, expected {CELL_SCHEMA!r} or "
                 f"{SESSION_SCHEMA!r}"]
-    validator = _validator(kind)
     accepts = _accepts(kind)
     if accepts is not None and accepts(record):  # the common case: a line that meets every constraint, said fast
         return []
+    validator = _validator(kind)  # jsonschema, imported only where a line may be wrong (about 0.4 s a process)
     errors = sorted(validator.iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path])
     found = [f"{_where(e.absolute_path)}: {_short(e.message)}" for e in errors[:SHOWN]]
     if len(errors) > SHOWN:
@@ -220,6 +220,7 @@ def _inlined(schema: Dict[str, Any]) -> Dict[str, Any]:
 # not accept goes to jsonschema, which says what is wrong (or that nothing is: the predicate may be stricter than the
 # schema, never looser; tests/core/test_schema_fast.py holds it to jsonschema on every committed line and on
 # thousands of broken ones). A schema with any other keyword gets no predicate, and jsonschema checks every line.
+# jsonschema is imported only when a line is not accepted, so a process that meets only good lines never loads it.
 
 _ANNOTATIONS = {"$schema", "$id", "$defs", "$comment", "title", "description"}
 _KINDS: Dict[str, Any] = {

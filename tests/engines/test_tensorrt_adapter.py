@@ -282,3 +282,20 @@ def test_an_xdist_worker_takes_its_controllers_probe_answer(monkeypatch):
     monkeypatch.setenv("LD_LIBRARY_PATH", "/elsewhere")  # another environment: its own probe
     with pytest.raises(AssertionError, match="probe process"):
         adapter._worker_probe()
+
+
+def test_request_folders_go_in_memory_only_where_there_is_room(monkeypatch, tmp_path):
+    """$QDQ_SCRATCH wins; else /dev/shm with 1 GiB free; a container's 64 MiB /dev/shm is left alone."""
+    import engines.tensorrt as family
+
+    monkeypatch.setattr(family, "_SCRATCH", [])
+    monkeypatch.setenv(family.SCRATCH_ENV, str(tmp_path))
+    assert family.scratch() == str(tmp_path)
+    monkeypatch.delenv(family.SCRATCH_ENV)
+
+    class Small:
+        f_bavail, f_frsize = (64 << 20) // 4096, 4096
+
+    monkeypatch.setattr(family, "_SCRATCH", [])
+    monkeypatch.setattr(family.os, "statvfs", lambda path: Small())
+    assert family.scratch() is None
