@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from core.cell import Cell
@@ -16,7 +16,10 @@ BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
 # same stage and catalogue signature, other words (or the same words from other engine source lines): collapsed
 REWORDED = "error reworded"
-CHANGES = BAD + GOOD + ("error changed", "numeric drift", REWORDED)  # a Change's kinds, in reading order
+# an error change where the version on one side fails the reproducer at different stages on machines of one GPU
+# architecture (an H100 and an H200, say): the two cells differ as that version's own runs do, which no upgrade caused
+UNSTABLE = "machines disagree"
+CHANGES = BAD + GOOD + ("error changed", "numeric drift", UNSTABLE, REWORDED)  # a Change's kinds, in reading order
 ERROR_DETAIL = ("regressed", "fixed", "now crashes", "no longer crashes")  # the detail is an engine's error text
 
 
@@ -158,6 +161,8 @@ def diff(
                 continue
             compared += 1
             changes.extend(compare_cells(a, b, label, drift))
+    disagree = {v: disagreeing(mine, v) for v in (from_version, to_version)}
+    changes = [_unstable(c, disagree) for c in changes]
     return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), compared,
                       tuple(not_compared), tuple(notes))
 
@@ -203,6 +208,45 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
             add("numeric drift", f"{a.max_error_steps:.3g} steps", f"{b.max_error_steps:.3g} steps",
                 f"changed by more than {drift:g} steps", gist=(DRIFT_GIST, DRIFT_GIST))
     return out
+
+
+def disagreeing(cells: Sequence[Cell], version: str) -> Dict[str, str]:
+    """The reproducers this version fails at different stages (or fails and passes) on machines of one GPU
+    architecture with one option variant, each with the words that say so: "8.6.0 fails it at load on NVIDIA H200
+    (sm_90) and at build on NVIDIA H100 80GB HBM3 (sm_90)". CPU cells are left out (their ISA is their architecture)."""
+    groups: Dict[Tuple[str, str, str], Dict[str, Cell]] = {}
+    for c in cells:
+        arch = str((c.hardware_detail or {}).get("compute_capability") or "")
+        if c.engine_version != version or not arch or c.status not in ("pass", "fail", "built", "crashed"):
+            continue
+        groups.setdefault((c.bundle, arch, json_key(c.variant)), {})[c.hardware] = c
+    found: Dict[str, str] = {}
+    for (bundle, _, _), by_hardware in groups.items():
+        seen: Dict[Tuple[str, str], List[str]] = {}
+        for hardware, c in sorted(by_hardware.items()):
+            seen.setdefault((c.status, outcome(c).failed_stage), []).append(hardware)
+        if len(seen) > 1:
+            said = [f"{_DOES[status]}{' at ' + stage if status == 'fail' else ''} on {say_list(where)}"
+                    for (status, stage), where in seen.items()]
+            found[bundle] = f"{version} {' and '.join(said)}: the same version differs between machines"
+    return found
+
+
+_DOES = {"pass": "passes it", "fail": "fails it", "built": "builds it", "crashed": "crashes on it"}
+
+
+def json_key(value: Dict[str, str]) -> str:
+    return "&".join(f"{k}={v}" for k, v in sorted((value or {}).items()))
+
+
+def _unstable(change: Change, disagree: Dict[str, Dict[str, str]]) -> Change:
+    """An error change whose either side's version disagrees with itself between machines: said as that."""
+    if change.kind != "error changed":
+        return change
+    said = [d[change.bundle] for d in disagree.values() if change.bundle in d]
+    if not said:
+        return change
+    return replace(change, kind=UNSTABLE, detail="; ".join(said))
 
 
 def _check_version(cells: List[Cell], engine: str, version: str) -> None:
@@ -324,6 +368,7 @@ CHANGE_NOUNS = {
     "now crashes": ("new crash", "new crashes"), "no longer crashes": ("crash gone", "crashes gone"),
     "fusion lost": ("fusion lost", "fusion lost"), "fusion gained": ("fusion gained", "fusion gained"),
     "error changed": ("error text changed", "error texts changed"), "numeric drift": ("numeric drift", "numeric drift"),
+    UNSTABLE: ("error the machines disagree on", "errors the machines disagree on"),
     REWORDED: ("error reworded", "errors reworded"),
 }
 

@@ -9,7 +9,7 @@ from core.engines import variant_label
 from core.words import IDLE, STATUS_WORDS, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
-from matrix.diff import BAD, CHANGES, GOOD, REWORDED, Change, DiffReport, _plural, diff
+from matrix.diff import BAD, CHANGES, GOOD, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
 from matrix.merge import version_key
 
 FOLD = 5  # more changes than this on one hardware: said by cause, every reproducer in the pair's file under diff/
@@ -63,11 +63,12 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
     groups = []
     for labels, changes in report.by_hardware():
         changes = sorted(changes, key=lambda c: (CHANGES.index(c.kind), c.bundle))
-        main = [c for c in changes if c.kind != REWORDED]
+        main = [c for c in changes if c.kind not in (REWORDED, UNSTABLE)]
         groups.append({"where": "on " + say_settings([settings.get(h, (h, "")) for h in labels]) if several else "",
                        "changes": [_change(c) for c in main], "by_cause": by_cause(main) if len(main) > FOLD else [],
                        "by_kind": by_kind(main),
-                       "reworded": reworded_summary([c for c in changes if c.kind == REWORDED])})
+                       "reworded": reworded_summary([c for c in changes if c.kind == REWORDED]),
+                       "unstable": [dict(_change(c), detail=c.detail) for c in changes if c.kind == UNSTABLE]})
     return {
         "engine": engine, "from": old, "to": new, "headline": headline(report, settings), "tone": tone(report),
         "counts": [{"kind": k, "n": report.count(k)} for k in CHANGES if report.count(k)],
