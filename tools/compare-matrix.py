@@ -4,7 +4,9 @@ target node's precision where the report's cells/ folder is beside it.
     python3 tools/compare-matrix.py OLD/reports/matrix.json NEW/reports/matrix.json
 
 A cell is keyed by its bundle and its column's id (engine@version [hardware · setting] (source)), so two runs of the
-same commit on the same machine compare equal whatever order they wrote their files in. matrix.json holds an index
+same commit on the same machine compare equal whatever order they wrote their files in. Two user models can share a
+bundle id in one column (each reduction is named "reduced"); matrix.json does not tell them apart, so such a key holds
+the cells of both, compared as a set, and each is counted. matrix.json holds an index
 record per cell; the per-node precision is in the column's file under cells/, which a copy of matrix.json alone
 (tools/matrix-benchmark.py keeps one) does not have: then it is not compared, and the summary line says so. Prints
 how many cells each has, how many differ and the first differences; exits 1 when any cell differs or is in one
@@ -21,31 +23,34 @@ from typing import Any, Dict, List, Sequence, Tuple
 SHOWN = 20  # differences printed
 
 
-def cells(path: Path) -> Tuple[Dict[Tuple[str, str], Dict[str, Any]], bool]:
-    """(bundle, column id) -> what is compared, for every cell of a report; and whether its cells/ files were here."""
+def cells(path: Path) -> Tuple[Dict[Tuple[str, str], Dict[str, Any]], bool, int]:
+    """(bundle, column id) -> what is compared, for every cell of a report (the cells under one key as a sorted list,
+    so that two user models of one bundle id are both kept); whether its cells/ files were here; how many cells."""
     report = json.loads(path.read_text(encoding="utf-8"))
     columns = report["columns"]
-    precision: Dict[Tuple[int, str], Dict[str, Any]] = {}  # (column index, bundle) -> node -> precision
+    precision: Dict[Tuple[int, str], List[str]] = {}  # (column index, bundle) -> each cell's node -> precision
     whole = all((path.parent / c["cells"]).is_file() for c in columns)
     for index, column in enumerate(columns if whole else []):
         for line in (path.parent / column["cells"]).read_text(encoding="utf-8").splitlines():
             if line.strip():
                 cell = json.loads(line)
-                precision[(index, cell["bundle"])] = {n: p.get("precision")
-                                                      for n, p in sorted((cell.get("precision") or {}).items())}
-    found = {}
+                nodes = {n: p.get("precision") for n, p in sorted((cell.get("precision") or {}).items())}
+                precision.setdefault((index, cell["bundle"]), []).append(json.dumps(nodes, sort_keys=True))
+    found: Dict[Tuple[str, str], Dict[str, Any]] = {}
     for cell in report["cells"]:
         key = (cell["bundle"], columns[cell["column"]]["id"])
-        found[key] = {"status": cell["status"], "verdict": cell["verdict"], "fused": cell.get("fused"),
-                      "precision": precision.get((cell["column"], cell["bundle"]))}
-    return found, whole
+        record = found.setdefault(key, {"cells": [], "precision": sorted(precision.get((cell["column"],
+                                                                                         cell["bundle"]), []))})
+        record["cells"] = sorted(record["cells"] + [json.dumps(
+            {"status": cell["status"], "verdict": cell["verdict"], "fused": cell.get("fused")}, sort_keys=True)])
+    return found, whole, len(report["cells"])
 
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) != 2:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    (old, old_whole), (new, new_whole) = (cells(Path(p)) for p in argv)
+    (old, old_whole, old_n), (new, new_whole, new_n) = (cells(Path(p)) for p in argv)
     if not (old_whole and new_whole):  # one side has no per-node precision: compare what both have
         for found in (old, new):
             for record in found.values():
@@ -56,7 +61,7 @@ def main(argv: Sequence[str]) -> int:
             lines.append(f"{key[1]} {key[0]}: {old.get(key)} -> {new.get(key)}")
     compared = "status, verdict, fused, per-node precision" if old_whole and new_whole else \
         "status, verdict, fused; per-node precision not compared: a report's cells/ folder is not beside it"
-    print(f"{len(old)} cells in {argv[0]}, {len(new)} in {argv[1]}; {len(lines)} differ ({compared})")
+    print(f"{old_n} cells in {argv[0]}, {new_n} in {argv[1]}; {len(lines)} differ ({compared})")
     for line in lines[:SHOWN]:
         print("  " + line)
     return 1 if lines else 0
