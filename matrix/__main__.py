@@ -183,6 +183,9 @@ def diff_cmd(args: argparse.Namespace) -> int:
     return 1 if args.strict and found.regressions else 0
 
 
+MANY_BUGS = 100  # more bug bundles than this to write: a line says how many before the work starts
+
+
 def bugs_cmd(args: argparse.Namespace) -> int:
     """Write a bug bundle for every failing or unexpected cell, or for the one cell named, or for the failing cells of
     the user models named; a user model whose bundle is not here is listed as needing the model, not refused."""
@@ -218,6 +221,10 @@ def bugs_cmd(args: argparse.Namespace) -> int:
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
+    if len(cells) > MANY_BUGS:  # minutes of work and hundreds of MB: say so before it starts, not after
+        print(f"writing {many(len(cells), 'bug bundle')} to {args.out}, a model, its data and repro.py each (the whole "
+              "catalogue's: minutes and several hundred MB); --cell CELL --engine E --version V, or --model M, "
+              "writes one", flush=True)
     try:
         made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip,
                         user_bundles=Path(args.user_bundles))

@@ -378,3 +378,13 @@ def test_repro_builds_a_tensorrt_rtx_cell_with_the_profile_it_recorded(dynamic_u
     assert done.returncode == 0, done.stdout + done.stderr
     assert "note: optimization profile x: min [1, 3, 8, 8], opt [2, 3, 8, 8], max [4, 3, 8, 8]" in done.stdout
     assert done.stdout.strip().splitlines()[-1].startswith("REPRODUCED: built ahead of time")
+
+
+def test_many_bug_bundles_are_announced_before_the_work_starts(bundles, tmp_path, capsys, monkeypatch):
+    """More than MANY_BUGS to write (the whole catalogue's took minutes and 0.7 GB): the first line says how many."""
+    import matrix.__main__ as cli
+
+    monkeypatch.setattr(cli, "MANY_BUGS", 0)
+    bugs("--results", str(OBSERVED), "--bundles", str(bundles), "--out", str(tmp_path / "out"))
+    first = capsys.readouterr().out.splitlines()[0]
+    assert re.match(r"writing \d+ bug bundles? to .*--model M, writes one$", first), first
