@@ -19,6 +19,11 @@ without saying that a later opset fails to parse: no 8.x expectation either.
 The sweep: a Conv and a MatMul on float16 activations with INT8 weights (per tensor, or per output channel), every
 scale float16; and #4832's pattern, an INT8 activation through Reshape/Transpose/Reshape/Slice into a DQ with a
 scalar float16 scale whose output a Cast makes float32. Targets: the Conv or MatMul, or that DQ.
+
+TensorRT 8.5.1.7 to 8.6.0 fail the Conv and MatMul forms on an H100 and an H200 alike, but not at one stage: some
+machines refuse them at parse ("Scale coefficients must all be positive", every scale being positive), others fail at
+build, as seed 029's float16 scale does (reports/observed/nvidia-h100/fp16-repeat/README.md). The upgrade answer says
+such a pair "machines disagree", never an error the upgrade changed.
 """
 
 from __future__ import annotations
