@@ -20,7 +20,7 @@ all four exactly. OpenVINO (no source) rounds both int8 forms exactly; 2024.6.0 
 at load ("data_type_ok"), 2026.4.1 runs it. TensorRT-RTX 1.5 to 1.7 build all four for every target, the int8 forms
 quantized, the dequantized ones not (1.4.0.76 needs a GPU to build them). TensorRT 8.5.3.1 and 8.6.0 fail all four on
 an H100 and an H200; the int8 forms fail at parse ("Scale coefficients must all be positive", the scale being
-positive) on some machines and at build on others, so file their status, not their stage
+positive) in some runs and at build in others, on one machine too, so file their status, not their stage
 (reports/observed/nvidia-h100/fp16-repeat/README.md).
 """
 

@@ -20,10 +20,10 @@ The sweep: a Conv and a MatMul on float16 activations with INT8 weights (per ten
 scale float16; and #4832's pattern, an INT8 activation through Reshape/Transpose/Reshape/Slice into a DQ with a
 scalar float16 scale whose output a Cast makes float32. Targets: the Conv or MatMul, or that DQ.
 
-TensorRT 8.5.1.7 to 8.6.0 fail the Conv and MatMul forms on an H100 and an H200 alike, but not at one stage: some
-machines refuse them at parse ("Scale coefficients must all be positive", every scale being positive), others fail at
+TensorRT 8.5.1.7 to 8.6.0 fail every form on an H100 and an H200 alike, but not always at one stage: a run may
+refuse one at parse ("Scale coefficients must all be positive", every scale being positive) that another run fails at
 build, as seed 029's float16 scale does (reports/observed/nvidia-h100/fp16-repeat/README.md). The upgrade answer says
-such a pair "machines disagree", never an error the upgrade changed.
+such a pair "runs disagree", never an error the upgrade changed.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
 # same stage and catalogue signature, other words (or the same words from other engine source lines): collapsed
 REWORDED = "error reworded"
-# an error change where the version on one side fails the reproducer at different stages on machines of one GPU
-# architecture (an H100 and an H200, say): the two cells differ as that version's own runs do, which no upgrade caused
-UNSTABLE = "machines disagree"
+# an error change where the version on one side fails the reproducer at different stages in two runs (on GPUs of one
+# architecture, an H100 and an H200, say): the two cells differ as that version's own runs do, which no upgrade caused
+UNSTABLE = "runs disagree"
 CHANGES = BAD + GOOD + ("error changed", "numeric drift", UNSTABLE, REWORDED)  # a Change's kinds, in reading order
 ERROR_DETAIL = ("regressed", "fixed", "now crashes", "no longer crashes")  # the detail is an engine's error text
 
@@ -211,7 +211,7 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
 
 
 def disagreeing(cells: Sequence[Cell], version: str) -> Dict[str, str]:
-    """The reproducers this version fails at different stages (or fails and passes) on machines of one GPU
+    """The reproducers this version fails at different stages (or fails and passes) in its runs on GPUs of one
     architecture with one option variant, each with the words that say so: "8.6.0 fails it at load on NVIDIA H200
     (sm_90) and at build on NVIDIA H100 80GB HBM3 (sm_90)". CPU cells are left out (their ISA is their architecture)."""
     groups: Dict[Tuple[str, str, str], Dict[str, Cell]] = {}
@@ -228,7 +228,7 @@ def disagreeing(cells: Sequence[Cell], version: str) -> Dict[str, str]:
         if len(seen) > 1:
             said = [f"{_DOES[status]}{' at ' + stage if status == 'fail' else ''} on {say_list(where)}"
                     for (status, stage), where in seen.items()]
-            found[bundle] = f"{version} {' and '.join(said)}: the same version differs between machines"
+            found[bundle] = f"{version} {' and '.join(said)}: the same version differs from run to run"
     return found
 
 
@@ -368,7 +368,7 @@ CHANGE_NOUNS = {
     "now crashes": ("new crash", "new crashes"), "no longer crashes": ("crash gone", "crashes gone"),
     "fusion lost": ("fusion lost", "fusion lost"), "fusion gained": ("fusion gained", "fusion gained"),
     "error changed": ("error text changed", "error texts changed"), "numeric drift": ("numeric drift", "numeric drift"),
-    UNSTABLE: ("error the machines disagree on", "errors the machines disagree on"),
+    UNSTABLE: ("error that differs run to run", "errors that differ run to run"),
     REWORDED: ("error reworded", "errors reworded"),
 }
 

@@ -183,7 +183,7 @@ def test_text_from_results_files_stays_text_in_the_markdown(make_cell):
 
 def test_an_error_change_the_versions_own_machines_disagree_on_is_said_so(make_cell):
     """8.6.0 fails one reproducer at parse on an H200 and at build on an H100 (both sm_90): its change from 8.5.3.1 on
-    the H100 is no upgrade's doing, and the diff says what the machines did instead of "error changed"."""
+    the H100 is no upgrade's doing, and the diff says what each run did instead of "error changed"."""
     h100 = dict(hardware="NVIDIA H100 80GB HBM3 (sm_90)", hardware_detail={"compute_capability": "9.0"})
     h200 = dict(hardware="NVIDIA H200 (sm_90)", hardware_detail={"compute_capability": "9.0"})
     parse = dict(status="fail", last_stage="", error="ONNX parse failed: scaleAllPositive", fused=None)
@@ -200,9 +200,9 @@ def test_an_error_change_the_versions_own_machines_disagree_on_is_said_so(make_c
              make_cell(steady, engine_version="8.6.0", **h200, **build)]
     report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
     kinds = {(c.bundle, c.hardware): c.kind for c in report.changes}
-    assert kinds == {(b, h100["hardware"]): "machines disagree", (steady, h100["hardware"]): "error changed",
+    assert kinds == {(b, h100["hardware"]): "runs disagree", (steady, h100["hardware"]): "error changed",
                      (steady, h200["hardware"]): "error changed"}
-    said = next(c.detail for c in report.changes if c.kind == "machines disagree")
+    said = next(c.detail for c in report.changes if c.kind == "runs disagree")
     assert said == ("8.6.0 fails it at build on NVIDIA H100 80GB HBM3 (sm_90) and fails it at load on NVIDIA H200 "
-                    "(sm_90): the same version differs between machines")
-    assert "1 error the machines disagree on" in report.verdict
+                    "(sm_90): the same version differs from run to run")
+    assert "1 error that differs run to run" in report.verdict
