@@ -214,7 +214,8 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path) -> Pa
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
     shipped = shipped_files(cell)
-    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source), indent=2) + "\n", "log.txt": log_text(cell, meta),
+    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source, everything), indent=2) + "\n",
+             "log.txt": log_text(cell, meta),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
         texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, view(cell, meta, everything))
@@ -290,16 +291,33 @@ def log_text(cell: Cell, meta: Optional[Dict[str, Any]] = None) -> str:
     return clean("\n".join(head + body) + "\n")  # terminal colours dropped, control characters made visible
 
 
-def recorded(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
-    """What repro.py compares against: the recorded outcome, with the signature as a regex."""
+def recorded(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell] = ()) -> Dict[str, Any]:
+    """What repro.py compares against: the recorded outcome, with the signature as a regex; where this version's runs
+    of the reproducer on GPUs of the cell's architecture failed it at other stages too (matrix.diff.disagreeing),
+    every last stage they reached, which repro.py takes as the same failure."""
     tolerance = cell.tolerance_steps if cell.tolerance_steps is not None else meta.get("tolerance_steps", 1.0)
+    seen = stages_seen(cell, everything)
     return {
+        "stages_seen": seen, "failed_stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
         "bundle": cell.bundle, "engine": cell.engine, "engine_version": cell.engine_version,
         "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "last_stage": cell.last_stage,
         "failed_stage": failed_stage(cell), "error_first_line": first_line(cell.error), "reason": cell.reason,
         "signature": cell.signature, "signature_regex": signature_pattern(cell),
         "max_error_steps": cell.max_error_steps, "tolerance_steps": float(tolerance), "fused": cell.fused,
     }
+
+
+def stages_seen(cell: Cell, everything: Sequence[Cell]) -> List[str]:
+    """The last stages this version's failing cells of the reproducer reached on GPUs of the cell's architecture and
+    variant, where there are several ([] where every run failed it at one stage, or the cell is no GPU failure)."""
+    arch = str((cell.hardware_detail or {}).get("compute_capability") or "")
+    if cell.status != "fail" or not arch:
+        return []
+    seen = {c.last_stage for c in everything
+            if c.bundle == cell.bundle and c.engine == cell.engine and c.engine_version == cell.engine_version
+            and c.status == "fail" and c.variant == cell.variant
+            and str((c.hardware_detail or {}).get("compute_capability") or "") == arch} | {cell.last_stage}
+    return sorted(seen) if len(seen) > 1 else []
 
 
 def signature_pattern(cell: Cell) -> str:
@@ -321,13 +339,15 @@ def _signature(cell: Cell) -> Any:
     return cell_signature(cell.case, cell.engine, cell.signature)
 
 
-def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None) -> Dict[str, Any]:
+def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None,
+               everything: Sequence[Cell] = ()) -> Dict[str, Any]:
     """cell.json: the recorded outcome, the engine, and how the adapter ran it (TensorRT: the worker's request
     without its paths and GPU, which repro.py fills in)."""
     spec = ENGINES[cell.engine]
     engine = {"name": cell.engine, "family": spec.family, "module": spec.module, "title": spec.title,
               "requirement": spec.requirement}
-    out = {"recorded": recorded(cell, meta), "failed_stages": dict(FAILED_STAGE), "timeout_s": REPRO_TIMEOUT_S,
+    out = {"recorded": recorded(cell, meta, everything), "failed_stages": dict(FAILED_STAGE),
+           "timeout_s": REPRO_TIMEOUT_S,
            "engine": engine, "options": _engine_options(cell)}
     if spec.family == "tensorrt":
         trt = dict(spec.settings, **(meta.get("trt") or {}))
@@ -405,6 +425,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
         "trt": trt, "tactic_sources": cell.tactic_sources, "tensorrt_only": tensorrt_only(cell),
         "settings": settings(cell),
+        "stages_seen": [FAILED_STAGE.get(s, "compare") for s in stages_seen(cell, everything)],
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),

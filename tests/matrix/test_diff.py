@@ -206,3 +206,4 @@ def test_an_error_change_the_versions_own_machines_disagree_on_is_said_so(make_c
     assert said == ("8.6.0 fails it at build on NVIDIA H100 80GB HBM3 (sm_90) and fails it at load on NVIDIA H200 "
                     "(sm_90): the same version differs from run to run")
     assert "1 error that differs run to run" in report.verdict
+
