@@ -148,6 +148,7 @@ def diff(
     changes: List[Change] = []
     not_compared: List[str] = []
     compared = 0
+    disagree = {v: disagreeing(mine, v) for v in (from_version, to_version)}
     for pair in pairs:
         before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
         after = _newest(c for c in mine if c.engine_version == to_version and c.setting == pair[1])
@@ -160,9 +161,8 @@ def diff(
                 not_compared.append(f"{bundle} [{label}]: {why}")
                 continue
             compared += 1
-            changes.extend(compare_cells(a, b, label, drift))
-    disagree = {v: disagreeing(mine, v) for v in (from_version, to_version)}
-    changes = [_unstable(c, disagree) for c in changes]
+            moved = outcome(a).failed_stage != outcome(b).failed_stage
+            changes.extend(_unstable(c, disagree) if moved else c for c in compare_cells(a, b, label, drift))
     return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), compared,
                       tuple(not_compared), tuple(notes))
 
@@ -240,7 +240,8 @@ def json_key(value: Dict[str, str]) -> str:
 
 
 def _unstable(change: Change, disagree: Dict[str, Dict[str, str]]) -> Change:
-    """An error change whose either side's version disagrees with itself between machines: said as that."""
+    """An error change from one stage to another where either side's version fails the reproducer at several stages
+    in its runs: said as that (an error text that changed at one stage is still the versions' difference)."""
     if change.kind != "error changed":
         return change
     said = [d[change.bundle] for d in disagree.values() if change.bundle in d]

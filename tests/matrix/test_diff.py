@@ -207,3 +207,20 @@ def test_an_error_change_the_versions_own_machines_disagree_on_is_said_so(make_c
                     "(sm_90): the same version differs from run to run")
     assert "1 error that differs run to run" in report.verdict
 
+
+
+def test_an_error_text_changed_at_one_stage_is_still_an_error_change(make_cell):
+    """8.6.0's stage varies (parse on the H200, build on the H100), but on the H100 both versions failed at build with
+    other words: that text is the versions' own difference, and stays "error changed"."""
+    h100 = dict(hardware="NVIDIA H100 80GB HBM3 (sm_90)", hardware_detail={"compute_capability": "9.0"})
+    h200 = dict(hardware="NVIDIA H200 (sm_90)", hardware_detail={"compute_capability": "9.0"})
+    b = "fp16_scale_qdq/graph=conv+weights=per_tensor"
+    old_build = dict(status="fail", last_stage="load", error="Assertion engine != nullptr failed", fused=None)
+    new_build = dict(status="fail", last_stage="load", error="weightsPtr.h: Assertion type() failed", fused=None)
+    parse = dict(status="fail", last_stage="", error="ONNX parse failed: scaleAllPositive", fused=None)
+    cells = [make_cell(b, engine_version="8.5.3.1", **h100, **old_build),
+             make_cell(b, engine_version="8.5.3.1", **h200, **old_build),
+             make_cell(b, engine_version="8.6.0", **h100, **new_build),
+             make_cell(b, engine_version="8.6.0", **h200, **parse)]
+    kinds = {c.hardware: c.kind for c in diff(cells, "tensorrt", "8.5.3.1", "8.6.0").changes}
+    assert kinds == {h100["hardware"]: "error changed", h200["hardware"]: "runs disagree"}
