@@ -298,7 +298,7 @@ def recorded(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell] = ()) 
     tolerance = cell.tolerance_steps if cell.tolerance_steps is not None else meta.get("tolerance_steps", 1.0)
     seen = stages_seen(cell, everything)
     return {
-        "stages_seen": seen, "failed_stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
+        "last_stages_seen": seen, "failed_stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
         "bundle": cell.bundle, "engine": cell.engine, "engine_version": cell.engine_version,
         "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "last_stage": cell.last_stage,
         "failed_stage": failed_stage(cell), "error_first_line": first_line(cell.error), "reason": cell.reason,
@@ -413,7 +413,8 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
     """Everything ISSUE.md and commands.md show, in one dict."""
     trt = dict(meta.get("trt") or {})
     return {
-        "cell": cell, "meta": meta, "title": title(cell), "params": params_text(cell, meta),
+        "cell": cell, "meta": meta, "title": title(cell, stages_seen(cell, everything)),
+        "params": params_text(cell, meta),
         "engine_title": engine_title(cell.engine),
         "engine_family": ENGINES[cell.engine].family if cell.engine in ENGINES else "",
         "is_trt": cell.engine == "tensorrt", "failed_stage": failed_stage(cell), "device": device(cell),
@@ -483,14 +484,20 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     # TensorRT 11 removed --int8/--fp16 (weak typing): every network is strongly typed, as the worker's capability
     # record says. NOT VERIFIED ON REAL TENSORRT
     v11 = strongly_typed_only(cell)
+    # what the build did, where the worker recorded it: TensorRT 8.x has no strongly typed networks, and built the
+    # suite's strongly typed request weakly typed, with the INT8 and FP16 flags
+    strong = bool((cell.options or {}).get("strongly_typed", trt.get("strongly_typed")))
     for key in ("int8", "fp16"):
-        if trt.get(key, key == "int8") and not trt.get("strongly_typed") and not v11:
+        if trt.get(key, key == "int8") and not strong and not v11:
             trtexec.append(f"--{key}")
             polygraphy.append(f"--{key}")
+    if trt.get("strongly_typed") and not strong and not v11:
+        notes.append(f"the suite asks for a strongly typed network; {engine_title(cell.engine)} {cell.engine_version} "
+                     "has none and built it weakly typed, with INT8 and FP16 allowed, as these commands do")
     if v11:
         notes.append("TensorRT 11 builds every network strongly typed (no --int8/--fp16/--stronglyTyped): the "
                      "model's Q/DQ nodes set the precision")
-    elif trt.get("strongly_typed"):
+    elif strong:
         trtexec.append("--stronglyTyped")
         polygraphy.append("--strongly-typed")
     # A cell built with TensorRT's default tactic sources needs no option; one built without cuBLAS/cuDNN does.
@@ -539,16 +546,22 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
     if trt.get("plugins"):
         notes.append(f"the model needs plugins {', '.join(trt['plugins'])}: load their library with "
                      "trtexec --plugins / polygraphy --plugins")
-    return {"trtexec": trtexec, "polygraphy": polygraphy, "tool_notes": notes, "profile_lines": shapes["lines"]}
+    return {"trtexec": trtexec, "polygraphy": polygraphy, "tool_notes": notes, "profile_lines": shapes["lines"],
+            "strongly_typed": strong}
 
 
-def title(cell: Cell) -> str:
-    """The issue title, after NVIDIA/TensorRT's "XXX failure of TensorRT X.Y when running XXX on GPU XXX"."""
+def title(cell: Cell, varies: Sequence[str] = ()) -> str:
+    """The issue title, after NVIDIA/TensorRT's "XXX failure of TensorRT X.Y when running XXX on GPU XXX"; a failure
+    whose stage varies between runs (`varies`: the last stages reached, stages_seen) names each stage seen."""
     running = f"when running {cell.case} ({params_text(cell)})"
     where = f"{engine_title(cell.engine)} {cell.engine_version} {running} INT8 ONNX model on " \
             f"{device(cell)}"
     if cell.status == "crashed":
         return f"Crash failure of {where}"
+    if cell.status == "fail" and varies:
+        words = [STAGE_WORDS.get(FAILED_STAGE.get(s, "compare"), "Unknown-stage") for s in varies]
+        stages = " or ".join([words[0]] + [w.lower() for w in words[1:]])
+        return f"{stages} failure (the stage varies) of {where}"
     if cell.status == "fail":
         return f"{STAGE_WORDS.get(failed_stage(cell), 'Unknown-stage')} failure of {where}"
     if cell.status == "pass" and cell.verdict == "regressed":

@@ -282,7 +282,7 @@ def verdict(recorded: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]
     same = found["status"] == want and want in ("pass", "fail", "crashed", "built", "not_applicable")
     marks = []
     if same and want in ("fail", "built"):
-        seen = recorded.get("stages_seen") or []  # this version failed it at several stages in the suite's runs
+        seen = recorded.get("last_stages_seen") or []  # this version failed it at several stages in the suite's runs
         same = found.get("stage", "") == recorded["last_stage"] or (want == "fail" and found.get("stage", "") in seen)
         if seen and want == "fail":
             stages = recorded.get("failed_stages_seen") or seen

@@ -403,10 +403,10 @@ def test_a_bug_bundle_of_a_failure_whose_stage_varies_reproduces_at_either_stage
     build = make_cell(b, engine_version="8.6.0", hardware="NVIDIA H100 80GB HBM3 (sm_90)", hardware_detail=sm90,
                       status="fail", last_stage="load", error="build_serialized_network returned None", fused=None)
     said = recorded(parse, {}, [parse, build])
-    assert said["stages_seen"] == ["", "load"] and said["failed_stages_seen"] == ["load", "build"]
+    assert said["last_stages_seen"] == ["", "load"] and said["failed_stages_seen"] == ["load", "build"]
     ok, line = verdict(said, {"status": "fail", "stage": "load", "error": "build_serialized_network returned None",
                               "failed_stage": "build"})
     assert ok and "its stage varies from run to run" in line and "at load and at build" in line, line
     alone = recorded(parse, {}, [parse])
-    assert alone["stages_seen"] == []
+    assert alone["last_stages_seen"] == []
     assert not verdict(alone, {"status": "fail", "stage": "load", "error": "x", "failed_stage": "build"})[0]

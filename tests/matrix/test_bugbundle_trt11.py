@@ -54,3 +54,18 @@ def test_implicit_int8_reproducer_is_not_applicable_on_11(observed):
     strong = _built(observed, "11.4.0.106", "always strong")
     assert "not applicable on TensorRT 11" in _text(tool_commands(strong, meta))
     assert "not applicable" not in _text(tool_commands(_built(observed, "10.16.1.11", "optional"), meta))
+
+
+def test_a_strongly_typed_request_built_weakly_gets_the_weak_commands(observed):
+    """The suite asks for a strongly typed network; TensorRT 8.x has none and builds it weakly typed with INT8 and
+    FP16 (the worker records strongly_typed false): trtexec gets --int8 --fp16, never --stronglyTyped, which 8.x's
+    trtexec does not know. A build that was strongly typed keeps --stronglyTyped."""
+    meta = dict(META, trt={"int8": True, "fp16": True, "strongly_typed": True})
+    weak = replace(observed, options=dict(observed.options, strongly_typed=False))
+    commands = tool_commands(weak, meta)
+    assert "--int8" in commands["trtexec"] and "--fp16" in commands["trtexec"]
+    assert "--stronglyTyped" not in commands["trtexec"] and "--strongly-typed" not in commands["polygraphy"]
+    assert any("built it weakly typed" in n for n in commands["tool_notes"])
+    strong = _built(replace(observed, options=dict(observed.options, strongly_typed=True)), "10.16.1.11", "optional")
+    commands = tool_commands(strong, meta)
+    assert "--stronglyTyped" in commands["trtexec"] and "--int8" not in commands["trtexec"]
