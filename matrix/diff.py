@@ -148,7 +148,8 @@ def diff(
     changes: List[Change] = []
     not_compared: List[str] = []
     compared = 0
-    disagree = {v: disagreeing(mine, v) for v in (from_version, to_version)}
+    disagree = {v: disagreeing(mine, v) for v in sorted({c.engine_version for c in mine}, key=version_key)}
+    own = {v: disagree[v] for v in (from_version, to_version)}
     for pair in pairs:
         before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
         after = _newest(c for c in mine if c.engine_version == to_version and c.setting == pair[1])
@@ -162,7 +163,7 @@ def diff(
                 continue
             compared += 1
             moved = outcome(a).failed_stage != outcome(b).failed_stage
-            changes.extend(_unstable(c, disagree) if moved else c for c in compare_cells(a, b, label, drift))
+            changes.extend(_unstable(c, own, disagree) if moved else c for c in compare_cells(a, b, label, drift))
     return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), compared,
                       tuple(not_compared), tuple(notes))
 
@@ -228,7 +229,7 @@ def disagreeing(cells: Sequence[Cell], version: str) -> Dict[str, str]:
         if len(seen) > 1:
             said = [f"{_DOES[status]}{' at ' + stage if status == 'fail' else ''} on {say_list(where)}"
                     for (status, stage), where in seen.items()]
-            found[bundle] = f"{version} {' and '.join(said)}: the same version differs from run to run"
+            found[bundle] = f"{version} {' and '.join(said)}"
     return found
 
 
@@ -239,12 +240,15 @@ def json_key(value: Dict[str, str]) -> str:
     return "&".join(f"{k}={v}" for k, v in sorted((value or {}).items()))
 
 
-def _unstable(change: Change, disagree: Dict[str, Dict[str, str]]) -> Change:
-    """An error change from one stage to another where either side's version fails the reproducer at several stages
-    in its runs: said as that (an error text that changed at one stage is still the versions' difference)."""
+def _unstable(change: Change, own: Dict[str, Dict[str, str]], every: Dict[str, Dict[str, str]]) -> Change:
+    """An error change from one stage to another of a reproducer whose stage is not stable: either side's version, or
+    else another version of the engine, failed it at different stages in two runs on GPUs of one architecture. Said
+    as that, naming those runs (an error text that changed at one stage is still the versions' difference)."""
     if change.kind != "error changed":
         return change
-    said = [d[change.bundle] for d in disagree.values() if change.bundle in d]
+    said = [d[change.bundle] for d in own.values() if change.bundle in d]
+    if not said:
+        said = [d[change.bundle] for d in every.values() if change.bundle in d][:1]
     if not said:
         return change
     return replace(change, kind=UNSTABLE, detail="; ".join(said))
@@ -369,7 +373,7 @@ CHANGE_NOUNS = {
     "now crashes": ("new crash", "new crashes"), "no longer crashes": ("crash gone", "crashes gone"),
     "fusion lost": ("fusion lost", "fusion lost"), "fusion gained": ("fusion gained", "fusion gained"),
     "error changed": ("error text changed", "error texts changed"), "numeric drift": ("numeric drift", "numeric drift"),
-    UNSTABLE: ("error that differs run to run", "errors that differ run to run"),
+    UNSTABLE: ("stage change not counted (runs disagree)", "stage changes not counted (runs disagree)"),
     REWORDED: ("error reworded", "errors reworded"),
 }
 
