@@ -199,7 +199,9 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     if a.status == "fail" and b.status == "fail":
         stage = outcome(a).failed_stage == outcome(b).failed_stage
         same_symptom = stage and a.signature == b.signature and (a.signature != "" or a.error_line == b.error_line)
-        if same_symptom and first_line(a.error) != first_line(b.error):
+        if stage and first_line(a.error) == first_line(b.error):
+            pass  # the engine said the same: a signature matched on one side only is the catalogue's doing, not its
+        elif same_symptom and first_line(a.error) != first_line(b.error):
             add(REWORDED, _error_text(a), _error_text(b), signature=b.signature, gist=(_error_gist(a), _error_gist(b)))
         elif first_line(a.error) != first_line(b.error) or a.signature != b.signature or not stage:
             add("error changed", _error_text(a), _error_text(b), signature=b.signature,

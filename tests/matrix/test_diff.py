@@ -240,3 +240,14 @@ def test_a_stage_change_of_a_reproducer_another_version_is_unstable_on_is_not_co
              make_cell(b, engine_version="8.6.0", **h200, **parse)]
     [change] = diff(cells, "tensorrt", "8.5.2.2", "8.5.3.1").changes
     assert change.kind == "runs disagree" and change.detail.startswith("8.6.0 fails it at build on NVIDIA H100")
+
+
+def test_the_same_error_with_a_signature_matched_on_one_side_only_is_no_change(make_cell):
+    """Both versions fail at parse with the very same words; only the newer cell names the catalogue's signature (it
+    was recorded after the signature was added). The engine did not change: nothing is reported."""
+    said = dict(status="fail", last_stage="", fused=None,
+                error='ONNX parse failed: Assertion failed: creator && "Plugin not found"')
+    b = "dynamic_quantize/form=conv"
+    cells = [make_cell(b, engine_version="8.5.3.1", **said),
+             make_cell(b, engine_version="8.6.0", **said, signature="dql_plugin_not_found")]
+    assert diff(cells, "tensorrt", "8.5.3.1", "8.6.0").changes == ()
