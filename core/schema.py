@@ -189,10 +189,16 @@ def _validator(kind: str) -> Any:
                                 f"{SCHEMA_FILES[kind].name}: install it (it is in the report, cells and check "
                                 "groups, and in tools/gpu-requirements.txt)") from e
 
-    schema = json.loads(SCHEMA_FILES[kind].read_text(encoding="utf-8"))
+    schema = _schema(kind)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(_inlined(schema))
+
+
+@functools.lru_cache(maxsize=None)
+def _schema(kind: str) -> Dict[str, Any]:
+    """A schema file as written (jsonschema's validator and the fast path each read it once, from here)."""
+    return json.loads(SCHEMA_FILES[kind].read_text(encoding="utf-8"))
 
 
 def _inlined(schema: Dict[str, Any]) -> Dict[str, Any]:
@@ -242,7 +248,7 @@ class _Unsupported(Exception):
 def _accepts(kind: str) -> Optional[Any]:
     """The compiled predicate of a schema (its $refs inlined), or None where it uses what _compile does not know."""
     try:
-        return _compile(_inlined(json.loads(SCHEMA_FILES[kind].read_text(encoding="utf-8"))))
+        return _compile(_inlined(_schema(kind)))
     except _Unsupported:
         return None
 
@@ -257,7 +263,7 @@ def _compile(node: Any) -> Any:
     for key, value in node.items():
         if key in _ANNOTATIONS or key in ("properties", "additionalProperties"):
             continue
-        checks.append(_keyword(key, value, node))
+        checks.append(_keyword(key, value))
     if "properties" in node or "additionalProperties" in node:
         checks.append(_object(node.get("properties", {}), node.get("additionalProperties", True)))
     return _all(checks)
@@ -281,7 +287,7 @@ def _all(checks: List[Any]) -> Any:
     return every
 
 
-def _keyword(key: str, value: Any, node: Dict[str, Any]) -> Any:
+def _keyword(key: str, value: Any) -> Any:
     if key == "type":
         kinds = [value] if isinstance(value, str) else value
         if not isinstance(kinds, list) or not all(k in _KINDS for k in kinds):

@@ -37,6 +37,7 @@ from core.outcome import FAILED_STAGE, outcome
 from core.portable import portable_path
 from core.words import FAILED, file_name
 from matrix.cellfiles import safe_name
+from matrix.diff import runs_key
 from matrix.merge import Column, column_key, version_key
 from matrix.nodes import network_words
 from matrix.safe import clean, md_cell, md_code, md_fence
@@ -214,15 +215,16 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path) -> Pa
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
     shipped = shipped_files(cell)
-    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source, everything), indent=2) + "\n",
+    shown = view(cell, meta, everything)
+    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source, shown["last_stages_seen"]), indent=2) + "\n",
              "log.txt": log_text(cell, meta),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
-        texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, view(cell, meta, everything))
+        texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, shown)
         texts["data_loader.py"] = render("data_loader.py.j2", {})
     sources = [*SOURCE_FILES, *(n for n in OPTIONAL_FILES if (source / n).is_file())]
     files = sorted([*sources, *texts, "repro.py", "suite/", "ISSUE.md"])
-    texts["ISSUE.md"] = render("ISSUE.md.j2", dict(view(cell, meta, everything), files=files))
+    texts["ISSUE.md"] = render("ISSUE.md.j2", dict(shown, files=files))
     _clear(target)  # only now: a cell that cannot be rendered leaves nothing behind
     target.mkdir(parents=True)
     for name in sources:
@@ -291,14 +293,13 @@ def log_text(cell: Cell, meta: Optional[Dict[str, Any]] = None) -> str:
     return clean("\n".join(head + body) + "\n")  # terminal colours dropped, control characters made visible
 
 
-def recorded(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell] = ()) -> Dict[str, Any]:
-    """What repro.py compares against: the recorded outcome, with the signature as a regex; where this version's runs
-    of the reproducer on GPUs of the cell's architecture failed it at other stages too (matrix.diff.disagreeing),
-    every last stage they reached, which repro.py takes as the same failure."""
+def recorded(cell: Cell, meta: Dict[str, Any], seen: Sequence[str] = ()) -> Dict[str, Any]:
+    """What repro.py compares against: the recorded outcome, with the signature as a regex; and `seen`, the last
+    stages this version's runs of the reproducer reached where they failed it at several (stages_seen), which repro.py
+    takes as the same failure."""
     tolerance = cell.tolerance_steps if cell.tolerance_steps is not None else meta.get("tolerance_steps", 1.0)
-    seen = stages_seen(cell, everything)
     return {
-        "last_stages_seen": seen, "failed_stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
+        "last_stages_seen": list(seen), "failed_stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
         "bundle": cell.bundle, "engine": cell.engine, "engine_version": cell.engine_version,
         "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "last_stage": cell.last_stage,
         "failed_stage": failed_stage(cell), "error_first_line": first_line(cell.error), "reason": cell.reason,
@@ -310,13 +311,11 @@ def recorded(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell] = ()) 
 def stages_seen(cell: Cell, everything: Sequence[Cell]) -> List[str]:
     """The last stages this version's failing cells of the reproducer reached on GPUs of the cell's architecture and
     variant, where there are several ([] where every run failed it at one stage, or the cell is no GPU failure)."""
-    arch = str((cell.hardware_detail or {}).get("compute_capability") or "")
-    if cell.status != "fail" or not arch:
+    key = runs_key(cell)
+    if cell.status != "fail" or not key[-1]:
         return []
     seen = {c.last_stage for c in everything
-            if c.bundle == cell.bundle and c.engine == cell.engine and c.engine_version == cell.engine_version
-            and c.status == "fail" and c.variant == cell.variant
-            and str((c.hardware_detail or {}).get("compute_capability") or "") == arch} | {cell.last_stage}
+            if c.bundle == cell.bundle and c.status == "fail" and runs_key(c) == key} | {cell.last_stage}
     return sorted(seen) if len(seen) > 1 else []
 
 
@@ -340,13 +339,13 @@ def _signature(cell: Cell) -> Any:
 
 
 def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None,
-               everything: Sequence[Cell] = ()) -> Dict[str, Any]:
+               seen: Sequence[str] = ()) -> Dict[str, Any]:
     """cell.json: the recorded outcome, the engine, and how the adapter ran it (TensorRT: the worker's request
     without its paths and GPU, which repro.py fills in)."""
     spec = ENGINES[cell.engine]
     engine = {"name": cell.engine, "family": spec.family, "module": spec.module, "title": spec.title,
               "requirement": spec.requirement}
-    out = {"recorded": recorded(cell, meta, everything), "failed_stages": dict(FAILED_STAGE),
+    out = {"recorded": recorded(cell, meta, seen), "failed_stages": dict(FAILED_STAGE),
            "timeout_s": REPRO_TIMEOUT_S,
            "engine": engine, "options": _engine_options(cell)}
     if spec.family == "tensorrt":
@@ -412,8 +411,9 @@ def _engine_options(cell: Cell) -> Dict[str, Any]:
 def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[str, Any]:
     """Everything ISSUE.md and commands.md show, in one dict."""
     trt = dict(meta.get("trt") or {})
+    seen = stages_seen(cell, everything)
     return {
-        "cell": cell, "meta": meta, "title": title(cell, stages_seen(cell, everything)),
+        "cell": cell, "meta": meta, "title": title(cell, seen),
         "params": params_text(cell, meta),
         "engine_title": engine_title(cell.engine),
         "engine_family": ENGINES[cell.engine].family if cell.engine in ENGINES else "",
@@ -426,7 +426,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[s
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
         "trt": trt, "tactic_sources": cell.tactic_sources, "tensorrt_only": tensorrt_only(cell),
         "settings": settings(cell),
-        "stages_seen": [FAILED_STAGE.get(s, "compare") for s in stages_seen(cell, everything)],
+        "last_stages_seen": seen, "stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),

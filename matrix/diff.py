@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from core.cell import Cell
+from core.engines import variant_label
 from core.outcome import outcome
 from core.words import FAILED, STATUS_WORDS, WORKED, first_line, say_list
 from matrix.merge import version_key
@@ -148,8 +149,7 @@ def diff(
     changes: List[Change] = []
     not_compared: List[str] = []
     compared = 0
-    disagree = {v: disagreeing(mine, v) for v in sorted({c.engine_version for c in mine}, key=version_key)}
-    own = {v: disagree[v] for v in (from_version, to_version)}
+    disagree = disagreeing(mine)
     for pair in pairs:
         before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
         after = _newest(c for c in mine if c.engine_version == to_version and c.setting == pair[1])
@@ -163,7 +163,8 @@ def diff(
                 continue
             compared += 1
             moved = outcome(a).failed_stage != outcome(b).failed_stage
-            changes.extend(_unstable(c, own, disagree) if moved else c for c in compare_cells(a, b, label, drift))
+            changes.extend(_unstable(c, disagree, (from_version, to_version)) if moved else c
+                           for c in compare_cells(a, b, label, drift))
     return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), compared,
                       tuple(not_compared), tuple(notes))
 
@@ -213,44 +214,49 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     return out
 
 
-def disagreeing(cells: Sequence[Cell], version: str) -> Dict[str, str]:
-    """The reproducers this version fails at different stages (or fails and passes) in its runs on GPUs of one
-    architecture with one option variant, each with the words that say so: "8.6.0 fails it at load on NVIDIA H200
-    (sm_90) and at build on NVIDIA H100 80GB HBM3 (sm_90)". CPU cells are left out (their ISA is their architecture)."""
-    groups: Dict[Tuple[str, str, str], Dict[str, Cell]] = {}
+def runs_key(c: Cell) -> Tuple[str, str, str, str, str]:
+    """What makes two cells runs of one reproducer on one engine version and option variant, on GPUs of one
+    architecture: the last field is the compute capability ("" for a cell without a GPU, which has no such twin)."""
+    return (c.engine, c.engine_version, c.bundle, variant_label(c.variant),
+            str((c.hardware_detail or {}).get("compute_capability") or ""))
+
+
+def disagreeing(cells: Sequence[Cell]) -> Dict[str, Dict[str, str]]:
+    """Per engine version, the reproducers it fails at different stages (or fails and passes) in its runs on GPUs of
+    one architecture with one option variant (runs_key), each with the words that say so: "8.6.0 fails it at load on
+    NVIDIA H200 (sm_90) and fails it at build on NVIDIA H100 80GB HBM3 (sm_90)". CPU cells are left out (their ISA is
+    their architecture)."""
+    groups: Dict[Tuple[str, str, str, str, str], Dict[str, Cell]] = {}
     for c in cells:
-        arch = str((c.hardware_detail or {}).get("compute_capability") or "")
-        if c.engine_version != version or not arch or c.status not in ("pass", "fail", "built", "crashed"):
-            continue
-        groups.setdefault((c.bundle, arch, json_key(c.variant)), {})[c.hardware] = c
-    found: Dict[str, str] = {}
-    for (bundle, _, _), by_hardware in groups.items():
+        key = runs_key(c)
+        if key[-1] and c.status in ("pass", "fail", "built", "crashed"):
+            groups.setdefault(key, {})[c.hardware] = c
+    found: Dict[str, Dict[str, str]] = {}
+    for (_, version, bundle, _, _), by_hardware in groups.items():
         seen: Dict[Tuple[str, str], List[str]] = {}
         for hardware, c in sorted(by_hardware.items()):
             seen.setdefault((c.status, outcome(c).failed_stage), []).append(hardware)
         if len(seen) > 1:
             said = [f"{_DOES[status]}{' at ' + stage if status == 'fail' else ''} on {say_list(where)}"
                     for (status, stage), where in seen.items()]
-            found[bundle] = f"{version} {' and '.join(said)}"
+            found.setdefault(version, {})[bundle] = f"{version} {' and '.join(said)}"
     return found
 
 
 _DOES = {"pass": "passes it", "fail": "fails it", "built": "builds it", "crashed": "crashes on it"}
 
 
-def json_key(value: Dict[str, str]) -> str:
-    return "&".join(f"{k}={v}" for k, v in sorted((value or {}).items()))
-
-
-def _unstable(change: Change, own: Dict[str, Dict[str, str]], every: Dict[str, Dict[str, str]]) -> Change:
+def _unstable(change: Change, disagree: Dict[str, Dict[str, str]], versions: Tuple[str, str]) -> Change:
     """An error change from one stage to another of a reproducer whose stage is not stable: either side's version, or
-    else another version of the engine, failed it at different stages in two runs on GPUs of one architecture. Said
-    as that, naming those runs (an error text that changed at one stage is still the versions' difference)."""
+    else another version of the engine (the oldest such), failed it at different stages in two runs on GPUs of one
+    architecture. Said as that, naming those runs (an error text that changed at one stage is still the versions'
+    difference)."""
     if change.kind != "error changed":
         return change
-    said = [d[change.bundle] for d in own.values() if change.bundle in d]
+    said = [disagree[v][change.bundle] for v in versions if change.bundle in disagree.get(v, {})]
     if not said:
-        said = [d[change.bundle] for d in every.values() if change.bundle in d][:1]
+        said = [disagree[v][change.bundle] for v in sorted(disagree, key=version_key)
+                if change.bundle in disagree[v]][:1]
     if not said:
         return change
     return replace(change, kind=UNSTABLE, detail="; ".join(said))

@@ -9,6 +9,7 @@ listing): `RtxAdapter` reuses every stage.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import select
@@ -384,21 +385,19 @@ _PROBES: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
 _SERVERS: "OrderedDict[Tuple[str, str, str], _Server]" = OrderedDict()
 
 
-_SCRATCH: List[Optional[str]] = []
-
-
+@functools.lru_cache(maxsize=None)
 def scratch() -> Optional[str]:
-    """The folder request folders are made in (SCRATCH_ENV); None: the system's temporary folder."""
-    if not _SCRATCH:
-        chosen = os.environ.get(SCRATCH_ENV) or None
-        if chosen is None and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK):
-            try:
-                st = os.statvfs("/dev/shm")
-                chosen = "/dev/shm" if st.f_bavail * st.f_frsize >= SCRATCH_FREE else None
-            except OSError:
-                chosen = None
-        _SCRATCH.append(chosen)
-    return _SCRATCH[0]
+    """The folder request folders are made in (SCRATCH_ENV), chosen once per process; None: the system's temporary
+    folder."""
+    if os.environ.get(SCRATCH_ENV):
+        return os.environ[SCRATCH_ENV]
+    if not (os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK)):
+        return None
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return "/dev/shm" if st.f_bavail * st.f_frsize >= SCRATCH_FREE else None
 
 
 # Who runs a probe, which its answer does not depend on: pytest's test, the xdist worker and the terminal size it

@@ -288,7 +288,7 @@ def test_request_folders_go_in_memory_only_where_there_is_room(monkeypatch, tmp_
     """$QDQ_SCRATCH wins; else /dev/shm with 1 GiB free; a container's 64 MiB /dev/shm is left alone."""
     import engines.tensorrt as family
 
-    monkeypatch.setattr(family, "_SCRATCH", [])
+    family.scratch.cache_clear()
     monkeypatch.setenv(family.SCRATCH_ENV, str(tmp_path))
     assert family.scratch() == str(tmp_path)
     monkeypatch.delenv(family.SCRATCH_ENV)
@@ -296,6 +296,9 @@ def test_request_folders_go_in_memory_only_where_there_is_room(monkeypatch, tmp_
     class Small:
         f_bavail, f_frsize = (64 << 20) // 4096, 4096
 
-    monkeypatch.setattr(family, "_SCRATCH", [])
+    family.scratch.cache_clear()
     monkeypatch.setattr(family.os, "statvfs", lambda path: Small())
-    assert family.scratch() is None
+    try:
+        assert family.scratch() is None
+    finally:
+        family.scratch.cache_clear()  # the next test chooses again, with the real statvfs

@@ -393,7 +393,7 @@ def test_many_bug_bundles_are_announced_before_the_work_starts(bundles, tmp_path
 def test_a_bug_bundle_of_a_failure_whose_stage_varies_reproduces_at_either_stage(make_cell):
     """The suite's runs of 8.6.0 refused the reproducer at parse (an H200) and failed it at build (an H100): the bug
     bundle's repro.py takes either as the recorded failure, and says the stage varies; one stage seen is as before."""
-    from matrix.bugbundle import recorded
+    from matrix.bugbundle import recorded, stages_seen
     from matrix.repro import verdict
 
     sm90 = {"compute_capability": "9.0"}
@@ -402,11 +402,11 @@ def test_a_bug_bundle_of_a_failure_whose_stage_varies_reproduces_at_either_stage
                       last_stage="", error="ONNX parse failed: scaleAllPositive", fused=None)
     build = make_cell(b, engine_version="8.6.0", hardware="NVIDIA H100 80GB HBM3 (sm_90)", hardware_detail=sm90,
                       status="fail", last_stage="load", error="build_serialized_network returned None", fused=None)
-    said = recorded(parse, {}, [parse, build])
+    said = recorded(parse, {}, stages_seen(parse, [parse, build]))
     assert said["last_stages_seen"] == ["", "load"] and said["failed_stages_seen"] == ["load", "build"]
     ok, line = verdict(said, {"status": "fail", "stage": "load", "error": "build_serialized_network returned None",
                               "failed_stage": "build"})
     assert ok and "its stage varies from run to run" in line and "at load and at build" in line, line
-    alone = recorded(parse, {}, [parse])
+    alone = recorded(parse, {}, stages_seen(parse, [parse]))
     assert alone["last_stages_seen"] == []
     assert not verdict(alone, {"status": "fail", "stage": "load", "error": "x", "failed_stage": "build"})[0]
