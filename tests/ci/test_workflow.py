@@ -156,3 +156,31 @@ def test_merge_job_reports_and_writes_the_diff_to_the_step_summary(workflow):
     # the conformance page, with the opsets a node test could not be converted to (the bundles' manifest)
     assert any("reports/conformance.html" in s["with"]["path"] for s in uploads)
     assert runs.index("nox -s generate") < runs.index("nox -s report")
+
+
+def zizmor_findings(path: Path) -> subprocess.CompletedProcess:
+    """zizmor (the locked test group's) on one workflow file, offline, at medium severity and above."""
+    if sys.version_info < (3, 11):
+        pytest.skip("zizmor needs Python 3.11+ (the test group installs it there only)")
+    exe = shutil.which("zizmor") or str(Path(sys.executable).with_name("zizmor"))
+    if not Path(exe).exists():
+        pytest.fail("zizmor is not installed: it is in the test group of pyproject.toml (uv.lock pins it)")
+    return subprocess.run([exe, "--offline", "--no-progress", "--min-severity", "medium", "--format", "plain",
+                           str(path)], capture_output=True, text=True, timeout=120)
+
+
+def test_the_template_passes_zizmor_at_medium_and_above() -> None:
+    # Pinned actions (by commit, the tag in a comment), no persisted credentials, least-privilege permissions.
+    done = zizmor_findings(WORKFLOW)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_zizmor_finds_an_unpinned_action_and_persisted_credentials(tmp_path: Path) -> None:
+    # The audit can fail: the template as it was before it was hardened.
+    text = re.sub(r"@[0-9a-f]{40}  # (v[\d.]+)", r"@v4", WORKFLOW.read_text())
+    text = re.sub(r"\n        with:\n          persist-credentials: false[^\n]*", "", text)
+    bad = tmp_path / "gpu-matrix.yml"
+    bad.write_text(text)
+    done = zizmor_findings(bad)
+    assert done.returncode != 0
+    assert "unpinned-uses" in done.stdout and "artipacked" in done.stdout, done.stdout
