@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import errno
 import gzip
+import io
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -56,19 +58,73 @@ class ResultsFile:
         return f"line {self.bad[0][0]}: {self.bad[0][1]}" if self.bad else ""
 
 
+# What one results file may hold, so that no file can take a report down: the largest committed file is 2.3 MB and
+# its longest line (a cell with its whole layer listing) 0.11 MB.
+MAX_FILE_BYTES = 256 * 2**20  # a file (after gunzip) over this is refused whole, unread
+MAX_LINE_BYTES = 4 * 2**20  # a line over this refuses its file, by its line number
+
+
+def not_regular(path: Path) -> str:
+    """Why `path` is not read as a results file ("" where it may be): anything but a regular file (a FIFO, a device,
+    a socket), or a symbolic link to something outside the folder that holds the link."""
+    try:
+        link = os.lstat(path)
+        if stat.S_ISLNK(link.st_mode):
+            target = Path(os.path.realpath(path))
+            if Path(os.path.realpath(path.parent)) not in target.parents:
+                return "a symbolic link out of its folder: not read (copy the file in instead)"
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        return f"cannot read: {e}"
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else (
+            "a folder" if stat.S_ISDIR(mode) else "not a regular file")
+        return f"{kind}, not a regular file: not read"
+    return ""
+
+
+def _read_bounded(path: Path, upto: Optional[int]) -> Tuple[bytes, bytes]:
+    """The file's bytes as stored and as text (gunzipped for .gz), at most `upto` of them; ValueError past
+    MAX_FILE_BYTES, read no further."""
+    limit = MAX_FILE_BYTES + 1 if upto is None else min(upto, MAX_FILE_BYTES + 1)
+    with open(path, "rb") as f:
+        data = f.read(limit)
+    plain = data
+    if path.name.endswith(".gz"):
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as g:
+            plain = g.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES or len(plain) > MAX_FILE_BYTES:
+        raise ValueError(f"over {MAX_FILE_BYTES // 2**20} MiB: refused unread (a results file is a few MB)")
+    return data, plain
+
+
+def _long_lines(text: str) -> List[Tuple[int, str]]:
+    """(line, why) for each line over MAX_LINE_BYTES (counted in characters, a lower bound of its bytes)."""
+    if len(text) <= MAX_LINE_BYTES:
+        return []
+    return [(n, f"a line of {len(line):,} characters, over the {MAX_LINE_BYTES // 2**20} MiB a cell may take")
+            for n, line in enumerate(text.split("\n"), 1) if len(line) > MAX_LINE_BYTES]
+
+
 def read_results(path: Union[str, Path], upto: Optional[int] = None) -> ResultsFile:
     """Every line of one results file (.jsonl, or .jsonl.gz), or its first `upto` bytes, checked against its JSON
     Schema and read into cells; core.schema.SchemaUnavailable where jsonschema is not installed. The part of a file
-    an earlier check found clean is not validated again while its bytes and the schemas are unchanged."""
+    an earlier check found clean is not validated again while its bytes and the schemas are unchanged. Only a regular
+    file is opened, and at most MAX_FILE_BYTES of it; a line over MAX_LINE_BYTES refuses the file by its number."""
     from core.schema import check_file
 
     path = Path(path)
+    why = not_regular(path)
+    if why:
+        return ResultsFile(path, unreadable=why)
     try:
-        with open(path, "rb") as f:
-            data = f.read() if upto is None else f.read(upto)
-        text = (gzip.decompress(data) if path.name.endswith(".gz") else data).decode("utf-8")
-    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as e:
+        data, plain = _read_bounded(path, upto)
+        text = plain.decode("utf-8")
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile, ValueError) as e:
         return ResultsFile(path, unreadable=f"cannot read: {e}")
+    long_lines = _long_lines(text)
+    if long_lines:
+        return ResultsFile(path, bad=tuple(long_lines))
     checked = check_file(path, text)
     bad: List[Tuple[int, str]] = list(checked.bad)
     headers: List[Dict[str, Any]] = []

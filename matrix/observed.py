@@ -197,7 +197,15 @@ def verify(manifest: Manifest, files: Optional[Iterable[Path]] = None) -> List[s
         elif sha256(path.read_bytes()) != entry.sha256:
             problems.append(f"{rel}: its sha256 is not the listed one (changed since it was observed; if a committed "
                             "migration changed it on purpose, run `nox -s observe -- FILE` again)")
-    present = files if files is not None else [p for p in manifest.root.rglob("*") if p.is_file()]
+    if files is None:
+        from core.results import not_regular
+
+        for path in sorted(manifest.root.rglob("*")):
+            why = "" if path.is_dir() and not path.is_symlink() else not_regular(path)
+            if why:
+                problems.append(f"{path.relative_to(manifest.root).as_posix()}: {why}")
+    present = files if files is not None else [
+        p for p in manifest.root.rglob("*") if p.is_file() and not p.is_symlink()]
     for path in sorted(present):
         rel = manifest.relative(path)
         if rel and rel != MANIFEST_NAME and rel not in manifest.entries:

@@ -286,3 +286,48 @@ def test_a_run_waiting_for_the_lock_writes_to_the_file_the_first_run_replaced(tm
     cells = {c["bundle"]: c["status"] for c in _cells(results)}
     assert len(_cells(results)) == len(NAMES) == len(cells)  # one each: the first run's, then the second's b00
     assert cells["grouped_conv/b00"] == "not_run" and f"cells: {len(NAMES) - 1} reused" in out
+
+
+def test_a_line_over_the_limit_refuses_its_file_by_line(tmp_path: Path) -> None:
+    from core.results import MAX_LINE_BYTES
+
+    path = tmp_path / "huge.jsonl"
+    path.write_text(_good_line("grouped_conv/a") + "\n" + '{"x": "' + "x" * MAX_LINE_BYTES + '"}\n')
+    merged = load_results([path])
+    refused = [p for p in merged.errors if "huge.jsonl" in p.file]
+    assert not merged.cells and refused and refused[0].line == 2 and "4 MiB" in refused[0].message, merged.problems
+
+
+def _in_child(code: str, *args: str) -> subprocess.CompletedProcess:
+    """Python code in a child with a deadline: a reader that blocks on a FIFO or reads /dev/zero forever fails the
+    test by its timeout instead of hanging the suite."""
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_dev_zero_link_and_a_fifo_in_results_are_refused_at_once(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "good.jsonl").write_text(_good_line("grouped_conv/a") + "\n")
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    os.mkfifo(folder / "fifo.jsonl")
+    code = ("import sys, time; from matrix.merge import load_results; t = time.monotonic(); "
+            "m = load_results([sys.argv[1]]); print(round(time.monotonic() - t, 3)); "
+            "print(*sorted(f'{p.file}: {p.message}' for p in m.errors), sep='\\n'); print(len(m.cells))")
+    done = _in_child(code, str(folder))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "1"  # the regular file's cell stands
+    assert any("fifo.jsonl" in s and "FIFO" in s for s in lines), lines
+    assert any("zero.jsonl" in s and "symbolic link out of its folder" in s for s in lines), lines
+
+
+def test_observe_check_names_a_link_to_a_device_in_the_observed_folder(tmp_path: Path) -> None:
+    from matrix import observed
+
+    root = tmp_path / "observed"
+    root.mkdir()
+    manifest = observed.Manifest(root)
+    (root / "trt.jsonl").symlink_to("/dev/zero")
+    assert any("trt.jsonl" in p and "symbolic link" in p for p in observed.verify(manifest)), observed.verify(manifest)
