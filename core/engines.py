@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,21 @@ CPU_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.device =
 LINT_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.lint)
 # What every bug bundle's repro.py needs, whatever the engine: itself and the suite's one judge of outputs.
 REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/numerics.py": "core/numerics.py"}
+
+
+# The files an NVIDIA driver leaves: this machine has an NVIDIA GPU where either exists (the TensorRT adapter then asks
+# the CUDA driver itself).
+NVIDIA_DEVICE_FILES = ("/dev/nvidia0", "/proc/driver/nvidia/version")
+
+
+def nvidia_gpu_present(device_files: Sequence[str] = NVIDIA_DEVICE_FILES) -> bool:
+    """An NVIDIA driver is on this machine (no engine is imported to say so)."""
+    return any(os.path.exists(f) for f in device_files)
+
+
+def runs_here(name: str) -> bool:
+    """This machine can run the engine at all: a CPU or ahead-of-time engine anywhere, a GPU engine with a GPU."""
+    return spec(name).device != "nvidia-gpu" or nvidia_gpu_present()
 
 
 def spec(name: str) -> EngineSpec:

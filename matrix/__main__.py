@@ -303,11 +303,14 @@ def observe_cmd(args: argparse.Namespace) -> int:
         manifest = observed.load(Path(args.root))
         if args.check:
             problems = observed.verify(manifest)
-            for p in problems:
+            commit, changed = observed.since_commit(manifest)
+            for p in problems + changed:
                 print(f"matrix observe: {p}", file=sys.stderr)
             print(f"{len(manifest.entries)} observed files listed in {observed.show(manifest.path)}"
-                  + (f", {len(problems)} problems" if problems else ", all present with their digests"))
-            return 1 if problems else 0
+                  + (f", {len(problems)} problems" if problems else ", all present with their digests")
+                  + (f"; {len(changed)} entries differ from the manifest of commit {commit} (commit them, or "
+                     "`git checkout` the folder)" if changed else f"; the manifest is the one of commit {commit}"))
+            return 1 if problems or changed else 0
         if not args.files:
             raise observed.ManifestError("name the files to list (under reports/observed/), or --check")
         new = observed.add(manifest, [Path(f) for f in args.files], args.machine or "", args.command or "")

@@ -12,6 +12,7 @@ from core.cell import SOURCES, Cell
 from core.engines import variant_label
 from core.portable import portable_path, portable_text, scrub
 from core.results import read_results
+from core.words import IDLE
 from matrix import observed
 from matrix.observed import Manifest
 
@@ -314,6 +315,8 @@ def read_file(path: Path, manifest: Manifest) -> Tuple[List[_Located], List[Prob
         try:
             claims.add(str(cell.run.get("source") or header.get("source") or ""))
             _refuse_stand_in(cell, header)
+            if why_local:
+                _refuse_unrunnable(cell)
             cells.append(_Located(_with_run(cell, name, "local" if why_local else "observed"), name, stored.line))
         except ValueError as e:
             bad.append(Problem(name, stored.line, str(e)))
@@ -339,6 +342,20 @@ def _refuse_stand_in(cell: Cell, header: Dict[str, Any]) -> None:
     if cell.engine not in ENGINES:
         raise ValueError(f"engine {cell.engine!r} is not one of {', '.join(ENGINES)}: cells of an engine the suite "
                          "does not know never reach a report")
+
+
+def _refuse_unrunnable(cell: Cell) -> None:
+    """ValueError for a local cell that says an engine ran which this machine cannot run (TensorRT with no NVIDIA
+    GPU here): only an observation listed in the manifest speaks for such an engine. A cell that says it did not run
+    (not run, skipped, not applicable) is what this machine would write, and stands."""
+    from core.engines import ENGINES, runs_here
+
+    if cell.status in IDLE or cell.engine not in ENGINES or runs_here(cell.engine):
+        return
+    raise ValueError(f"a local cell of {cell.engine} {cell.engine_version} that says it {cell.status}, but this "
+                     "machine has no NVIDIA GPU to run it: only an observation listed in "
+                     "reports/observed/MANIFEST.json speaks for an engine this machine cannot run; cell refused from "
+                     "every answer")
 
 
 def case_catalogue() -> Dict[str, CaseInfo]:
@@ -388,22 +405,33 @@ def _file_refused(file: str, line: int, why: str) -> Problem:
 
 
 def _dedupe(located: List[_Located]) -> Tuple[List[Cell], List[Problem]]:
-    """One cell per (bundle, column): the newest by run date, later files winning ties. A user model is its bytes: two
-    models under one bundle id (reductions name theirs "reduced") are two models, never duplicates; a catalogue
-    reproducer is its id, whichever generator version built it."""
+    """One cell per (bundle, column): the newest by run date, later files winning ties, where they agree on the
+    status; cells that give one reproducer and column different statuses are all refused, naming each line. A user
+    model is its bytes: two models under one bundle id (reductions name theirs "reduced") are two models, never
+    duplicates; a catalogue reproducer is its id, whichever generator version built it."""
     kept: Dict[Tuple[str, ColumnKey, str], _Located] = {}
     notes: List[Problem] = []
+    disputed: Dict[Tuple[str, ColumnKey, str], List[_Located]] = {}
     for item in located:
         key = (item.cell.bundle, column_key(item.cell), item.cell.digest if item.cell.case == USER_MODEL.id else "")
         old = kept.get(key)
         if old is None:
             kept[key] = item
             continue
+        if old.cell.status != item.cell.status or key in disputed:
+            disputed.setdefault(key, [old]).append(item)
+            continue
         new, lost = (item, old) if item.cell.run.get("date", "") >= old.cell.run.get("date", "") else (old, item)
         kept[key] = new
         same = Duplicate(item.cell.bundle, item.cell.column, new.file, new.line, new.cell.run.get("date", ""),
                          lost.file, lost.line, lost.cell.run.get("date", ""))
         notes.append(Problem(item.file, item.line, same.message, "note", same))
+    for key, items in disputed.items():
+        del kept[key]
+        said = "; ".join(f"{i.file}:{i.line} says {i.cell.status}" for i in items)
+        notes.extend(Problem(i.file, i.line, f"cell {i.cell.bundle} in {i.cell.column} is given {len(items)} times "
+                                             f"with different statuses ({said}): every one refused, none chosen",
+                             whole_file=False) for i in items)
     return [k.cell for k in kept.values()], notes
 
 

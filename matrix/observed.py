@@ -214,6 +214,37 @@ def verify(manifest: Manifest, files: Optional[Iterable[Path]] = None) -> List[s
     return problems
 
 
+def since_commit(manifest: Manifest) -> Tuple[str, List[str]]:
+    """The manifest against its last commit (the newest commit that touched the observed folder): (that commit, or
+    why there is none to compare with; one line per entry added, re-digested or dropped since). The manifest attests
+    the files, and git history attests the manifest: an uncommitted edit of a file *and* its digest shows here."""
+    import subprocess
+
+    root = os.path.realpath(manifest.root)
+
+    def git(where: str, *args: str) -> str:
+        return subprocess.run(["git", "-C", where, *args], capture_output=True, text=True, check=True,
+                              timeout=60).stdout
+
+    try:
+        top = git(root, "rev-parse", "--show-toplevel").strip()
+        rel = Path(os.path.relpath(os.path.realpath(manifest.path), top)).as_posix()
+        commit = git(top, "log", "-1", "--format=%H", "--", Path(os.path.relpath(root, top)).as_posix()).strip()
+        if not commit:
+            return "no commit has touched the observed folder", [f"{e}: not in any commit" for e in manifest.entries]
+        committed = json.loads(git(top, "show", f"{commit}:{rel}"))
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return f"no git history to compare with ({type(e).__name__}): the digests are only as sound as the copy", []
+    was = {e["path"]: e.get("sha256", "") for e in committed.get("files", [])}
+    now = {rel_: e.sha256 for rel_, e in manifest.entries.items()}
+    short = commit[:12]
+    changed = [f"{f}: listed since commit {short} (not committed yet)" for f in sorted(set(now) - set(was))]
+    changed += [f"{f}: its digest changed since commit {short} (the file and its manifest entry were both edited, "
+                "not committed)" for f in sorted(set(now) & set(was)) if now[f] != was[f]]
+    changed += [f"{f}: dropped from the manifest since commit {short}" for f in sorted(set(was) - set(now))]
+    return short, changed
+
+
 def show(path: Any) -> str:
     """A path relative to the repository where it lies inside it, else its name with "…/" (never a machine path)."""
     p = Path(os.path.realpath(path))

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional
 
-DEVICE_FILES = ("/dev/nvidia0", "/proc/driver/nvidia/version")
+DEVICE_FILES = ("/dev/nvidia0", "/proc/driver/nvidia/version")  # core.engines.NVIDIA_DEVICE_FILES (no core here)
 LIBCUDA = "libcuda.so.1"
 # CUdevice_attribute values from cuda.h
 COMPUTE_CAPABILITY_MAJOR = 75

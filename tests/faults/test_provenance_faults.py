@@ -148,3 +148,80 @@ def test_the_lint_refuses_an_edited_committed_observation_named_to_it(tmp_path: 
     _flip_one_failure(target, copy / "nvidia-h100" / "trt-8.5.3.1.jsonl")
     with pytest.raises(LintInputError, match="git checkout -- "):
         engine_cells([target])
+
+
+def _session_and_cell(version: str, status: str) -> List[Dict]:
+    """A TensorRT session header and one cell of it, as a local GPU run would write them, relabelled `version`."""
+    header = dict(_lines(H100 / "trt-8.6.0.jsonl")[0], engine_version=version, source="local")
+    cell = _forged_line()
+    cell.update(engine_version=version, status=status)
+    cell["run"]["source"] = "local"
+    return [header, cell]
+
+
+def test_a_local_file_claiming_a_gpu_engine_on_a_machine_without_one_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """A results file of this machine's, not in the manifest, saying TensorRT 11.5.0 passed where no NVIDIA GPU is:
+    refused from every answer with file:line, and no answer changes."""
+    import core.engines
+
+    monkeypatch.setattr(core.engines, "nvidia_gpu_present", lambda *a: False)
+    path = tmp_path / "results" / f"tensorrt-{FORGED_VERSION}.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in _session_and_cell(FORGED_VERSION, "pass")))
+    before = load_results([OBSERVED])
+    after = load_results([path.parent, OBSERVED])
+    refused = [p for p in after.errors if p.file.endswith(path.name)]
+    assert refused and refused[0].line == 2 and "no NVIDIA GPU" in refused[0].message, after.problems
+    assert {c.id for c in after.columns} == {c.id for c in before.columns}
+    assert sorted((c.bundle, c.column, c.status) for c in after.cells) == sorted(
+        (c.bundle, c.column, c.status) for c in before.cells)
+
+
+def test_a_local_not_run_cell_of_a_gpu_engine_stands(tmp_path: Path, monkeypatch) -> None:
+    import core.engines
+
+    monkeypatch.setattr(core.engines, "nvidia_gpu_present", lambda *a: False)
+    path = tmp_path / "results" / "tensorrt-8.6.0.jsonl"
+    path.parent.mkdir()
+    header, cell = _session_and_cell("8.6.0", "not_run")
+    path.write_text(json.dumps(header, sort_keys=True) + "\n" + json.dumps(cell, sort_keys=True) + "\n")
+    assert not [p for p in load_results([path]).errors if p.file.endswith(path.name)]
+
+
+def test_two_cells_of_one_reproducer_and_column_with_different_statuses_are_both_refused(tmp_path: Path) -> None:
+    rows = _lines(ORT)
+    first = next(r for r in rows if r.get("status") == "pass")
+    other = dict(first, status="fail", error="forged", last_stage="compare")
+    a, b = tmp_path / "a" / "ort.jsonl", tmp_path / "b" / "ort.jsonl"
+    for path, extra in ((a, first), (b, other)):
+        path.parent.mkdir()
+        path.write_text(json.dumps(rows[0], sort_keys=True) + "\n" + json.dumps(extra, sort_keys=True) + "\n")
+    merged = load_results([a, b])
+    assert not [c for c in merged.cells if c.bundle == first["bundle"]]
+    refused = [p for p in merged.errors if "different statuses" in p.message]
+    assert sorted((Path(p.file).parent.name, p.line) for p in refused) == [("a", 2), ("b", 2)], merged.problems
+    assert "a/ort.jsonl:2 says pass" in refused[0].message and "b/ort.jsonl:2 says fail" in refused[0].message
+
+
+def _git(where: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(where), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True, timeout=60)
+
+
+def test_observe_check_sees_a_file_and_its_digest_edited_since_the_last_commit(observations: Path) -> None:
+    """The manifest attests the files; git history attests the manifest: an edit of both is not 'observed' quietly."""
+    _git(observations.parent, "init", "-q")  # a repository that holds the observed folder, as this one does
+    _git(observations.parent, "add", "-A")
+    _git(observations.parent, "commit", "-qm", "observed")
+    manifest = observed.load(observations)
+    assert observed.since_commit(manifest)[1] == []
+    path = observations / "nvidia-h100" / "trt-8.6.0.jsonl"
+    _flip_one_failure(path, observations / "nvidia-h100" / "trt-8.5.3.1.jsonl")
+    observed.save(observed.add(manifest, [path], "an H100", "tools/gpu-round.sh"))  # the digest "repaired" too
+    assert observed.verify(observed.load(observations)) == []  # the manifest alone attests itself
+    commit, changed = observed.since_commit(observed.load(observations))
+    assert changed == [f"nvidia-h100/trt-8.6.0.jsonl: its digest changed since commit {commit} (the file and its "
+                       "manifest entry were both edited, not committed)"]
+    assert main(["observe", "--check", "--root", str(observations)]) == 1
