@@ -520,4 +520,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
+    from engines.tensorrt import lifeline
+
+    lifeline.keep()  # nox, or whoever named itself in $QDQ_PARENT_PID: this check, and so its engines, end with it
     sys.exit(main())

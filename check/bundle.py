@@ -29,6 +29,7 @@ from check.forms import like_params
 from check.forms import record as quantization_record
 from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
 from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
+from core.tempdirs import owned
 from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
@@ -647,7 +648,7 @@ def twin_reference(model: Path, inputs: Mapping[str, np.ndarray], expected: Mapp
         return {}, {"error": f"the float twin could not be derived: {type(e).__name__}: {_first(e)}"}
     if not done["pairs"] and not done["folded"]:
         return {}, dict(done, error="no QuantizeLinear -> DequantizeLinear pair and no quantized constant to undo")
-    with tempfile.TemporaryDirectory(prefix="qdq-twin-") as tmp:
+    with owned("qdq-twin-") as tmp:
         path = Path(tmp) / "twin.onnx"
         large = twin.ByteSize() > 1_800_000_000  # protobuf's 2 GB limit: the weights go beside it
         onnx.save_model(twin, str(path), save_as_external_data=large, location="twin.data")

@@ -37,7 +37,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from importlib import metadata
@@ -49,6 +48,7 @@ from core.cell import Cell
 from core.cli import ArgumentParser
 from core.engines import ENGINES, spec, variant_label
 from core.portable import portable_command
+from core.tempdirs import owned
 from engines.base import EngineInfo
 from engines.plan import PROGRESS_PREFIX, Column, pytest_command, summary_path, write_plan
 from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells
@@ -435,7 +435,7 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
     env = lifeline.child_env(dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
-    with tempfile.TemporaryDirectory(prefix="qdq-plan-") as tmp:
+    with owned("qdq-plan-") as tmp:  # reaped by the next run where this one was killed
         runs = []
         plans = []
         for i, (python, columns) in enumerate(groups.items()):

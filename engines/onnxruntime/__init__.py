@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from core.engines import ENGINES
 from core.isa import cpu_label
+from core.tempdirs import owned
 from engines.base import EngineInfo, Observation, no_custom_ops
 from engines.hardware import captured_stderr, not_installed, python_versions
 from engines.onnxruntime import stages
@@ -106,7 +106,7 @@ class Adapter:
             obs.error = f"onnxruntime is not installed: {exc}"
             return obs
         logs: List[str] = []
-        with tempfile.TemporaryDirectory(prefix="qdq-ort-") as tmp:
+        with owned("qdq-ort-") as tmp:
             try:
                 with captured_stderr(logs):
                     self._run_stages(ort, bundle, Path(tmp), obs)

@@ -160,3 +160,57 @@ def test_a_killed_runs_owner_file_is_recognised_and_removed(tmp_path: Path) -> N
     finally:
         holder.kill()
         holder.wait()
+
+
+def _check_argv(model: Path, root: Path) -> List[str]:
+    return ["-m", "check", str(model), "--engine", "tensorrt-rtx", "--out", str(root / "b"), "--results",
+            str(root / "r"), "--reports", str(root / "rep")]
+
+
+# What nox is to `python -m check`: a parent that names itself in $QDQ_PARENT_PID (the noxfile's _env()) and waits.
+_LIKE_NOX = ("import os, subprocess, sys; "
+             "sys.exit(subprocess.call(sys.argv[1:], env=dict(os.environ, QDQ_PARENT_PID=str(os.getpid()))))")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_sigkill_of_the_caller_of_check_during_an_rtx_build_leaves_nothing(tmp_path: Path) -> None:
+    """`kill -9` of what started `python -m check` (nox) while TensorRT-RTX builds: check, its pytest and the engine
+    workers all end within seconds, the plan folder goes with the next run, and an immediate rerun runs."""
+    pytest.importorskip("tensorrt_rtx", reason="TensorRT for RTX is in the test group on x86-64")
+    from tests.check.models import qdq_conv_stack
+
+    model = qdq_conv_stack(tmp_path / "stack.onnx", blocks=60)
+    mark = uuid.uuid4().hex
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, MARK: mark, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
+    env.pop("QDQ_PARENT_PID", None)
+    caller = subprocess.Popen([sys.executable, "-c", _LIKE_NOX, sys.executable, *_check_argv(model, tmp_path)],
+                              cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        _wait(lambda: any(p != caller.pid and _is_worker(p) for p in _marked(mark)), 240, "no TensorRT-RTX worker "
+              "started")
+        os.kill(caller.pid, signal.SIGKILL)
+        caller.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while _marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _marked(mark), "left running 5 s after the kill: " + "; ".join(_described(_marked(mark)))
+        assert list(tmp.glob("qdq-plan-*")), "the killed run's plan folder should still be there, to be reaped"
+        again = subprocess.run([sys.executable, *_check_argv(model, tmp_path)], cwd=REPO, env=env,
+                               capture_output=True, text=True, timeout=500)
+        assert "in use by another run" not in again.stdout + again.stderr
+        assert again.returncode in (0, 1), again.stdout[-2000:] + again.stderr[-2000:]
+        assert not list(tmp.glob("qdq-plan-*")), "the killed run's plan folder was not reaped"
+    finally:
+        _clean_up(caller, mark)
+
+
+def _is_worker(pid: int) -> bool:
+    """A TensorRT-family worker process (worker.py), the one that holds a build."""
+    try:
+        return any(a.endswith(b"worker.py") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
+    except OSError:
+        return False

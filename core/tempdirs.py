@@ -1,0 +1,76 @@
+"""Temporary folders that a killed process does not leave behind: each names its owner, and the next run reaps those
+whose owner is gone.
+
+    with owned("qdq-plan-") as tmp: ...   # removed on every exit but SIGKILL
+    reap("qdq-plan-")                     # what a SIGKILLed owner left: removed by the next process that asks
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator, Optional
+
+OWNER = ".owner"  # in each folder: "<pid> <start time>" of the process that made it
+
+
+def _start_time(pid: int) -> Optional[str]:
+    """A process's start time in clock ticks since boot (Linux /proc), "" where this system cannot say, None for a
+    process that does not exist."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return ""
+    return "" if not Path("/proc").is_dir() else None
+
+
+def _me() -> str:
+    return f"{os.getpid()} {_start_time(os.getpid()) or ''}".strip()
+
+
+def alive(owner: str) -> bool:
+    """Whether the process an .owner line names still runs (a reused pid with another start time does not count)."""
+    pid, _, started = owner.strip().partition(" ")
+    if not pid.isdigit():
+        return False
+    now = _start_time(int(pid))
+    return now is not None and (not started or not now or now == started)
+
+
+def reap(prefix: str, where: Optional[str] = None) -> int:
+    """Remove the folders `prefix`* in the temporary folder whose owner no longer runs; returns how many."""
+    removed = 0
+    root = Path(where or tempfile.gettempdir())
+    for folder in root.glob(prefix + "*"):
+        try:
+            owner = (folder / OWNER).read_text()
+        except OSError:
+            continue  # not ours, or still being made: never removed on a guess
+        if not alive(owner):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def owned(prefix: str, where: Optional[str] = None) -> Iterator[str]:
+    """A temporary folder that names this process as its owner; removed on leaving, and reaped by the next caller
+    with the same prefix where this process was killed before it could remove it."""
+    reap(prefix, where)
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=where)
+    try:
+        Path(tmp, OWNER).write_text(_me())
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
