@@ -24,12 +24,14 @@ Exit status: 0 every model checked and no engine failed one; 1 an engine failed 
 crashed cell); 4 a model could not be checked (unreadable, unsafe external data, over the size budget, inputs that do
 not fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad
 flag or number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
-the one model given or has another rank than an open input of one of several).
+the one model given or has another rank than an open input of one of several); 3 a folder that cannot be written
+(a full disk, a read-only or forbidden --out, --results or --reports: one line naming it and the errno).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import sys
@@ -49,7 +51,9 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / ".bundles-user"
 DEFAULT_RESULTS = REPO / "results" / "check"
 DEFAULT_REPORTS = REPO / "reports" / "check"
-EXIT_OK, EXIT_ENGINE_FAILED, EXIT_USAGE, EXIT_MODEL_UNUSABLE = 0, 1, 2, 4
+EXIT_OK, EXIT_ENGINE_FAILED, EXIT_USAGE, EXIT_UNWRITABLE, EXIT_MODEL_UNUSABLE = 0, 1, 2, 3, 4
+# What the machine refuses: a full disk or quota, a read-only or forbidden folder (exit 3, as engines.run's).
+UNWRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG)
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class ModelCheck:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from engines.results import ResultsUnwritable
+
     args = _parser().parse_args(argv)
     if args.bug:  # bug bundles for a checked model's failing cells (check/bug.py)
         from check.bug import bug_bundles
@@ -80,6 +86,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CheckError as e:
         print(f"check: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except (OSError, ResultsUnwritable) as e:  # a folder that cannot be written: the machine's fault
+        why = unwritable(e)
+        if not why:
+            raise
+        print(f"check: {why}", file=sys.stderr)
+        return EXIT_UNWRITABLE
+
+
+def unwritable(error: Exception) -> str:
+    """"cannot write in …/results/check/: ENOSPC (No space left on device)" for a folder the machine refuses to
+    write, "" for any other error."""
+    from core.results import disk_error
+    from engines.results import ResultsUnwritable
+
+    if isinstance(error, ResultsUnwritable):
+        return str(error)
+    if not isinstance(error, OSError) or error.errno not in UNWRITABLE:
+        return ""
+    if error.filename:
+        return disk_error(Path(error.filename).parent, error)
+    code = errno.errorcode.get(error.errno or 0, f"errno {error.errno}")
+    return f"cannot write in --out, --results or --reports: {code} ({error.strerror or error})"
 
 
 def check(args: argparse.Namespace) -> int:

@@ -135,3 +135,27 @@ def test_a_read_only_reports_folder_is_one_line_naming_it_and_the_errno(tmp_path
     errors = [line for line in done.stderr.splitlines() if line.startswith("matrix report: ")]
     assert len(errors) == 1 and "/reports/: EROFS (Read-only file system)" in errors[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _check_model(tmp_path: Path) -> Path:
+    from tests.check.models import qdq_conv
+
+    return qdq_conv(tmp_path / "mine.onnx")
+
+
+@confined
+@pytest.mark.parametrize("flag,mount", [("--results", READ_ONLY), ("--reports", READ_ONLY), ("--out", READ_ONLY),
+                                        ("--results", FULL), ("--reports", FULL), ("--out", FULL)])
+def test_check_on_a_folder_it_cannot_write_is_one_line_and_exit_3(tmp_path: Path, flag: str, mount: str) -> None:
+    """A full disk or a read-only folder is the machine's fault: one line with the errno and exit 3 (an environment
+    error), never a traceback, never exit 2 (a usage error) or 1 (an engine failed the model)."""
+    folder = tmp_path / "refusing"
+    folder.mkdir()
+    model = _check_model(tmp_path)
+    paths = {"--out": tmp_path / "b", "--results": tmp_path / "r", "--reports": tmp_path / "rep", flag: folder}
+    done = _run(["-m", "check", str(model), "--engine", "onnxruntime",
+                 *[a for k, v in paths.items() for a in (k, str(v))]], folder, mount)
+    assert done.returncode == 3, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("check: ")]
+    assert len(errors) == 1 and ("EROFS" if mount == READ_ONLY else "ENOSPC") in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
