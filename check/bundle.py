@@ -26,8 +26,8 @@ from check import budget as sizes
 from check import inputs as generated
 from check.budget import Budget
 from check.forms import like_params, quantized_op
-from check.reference import needs_independent
 from check.forms import record as quantization_record
+from check.reference import needs_independent
 from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
 from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
@@ -572,8 +572,9 @@ def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray]
 
 def independent_outputs(model: Path, inputs: Mapping[str, np.ndarray]
                         ) -> Tuple[Dict[str, np.ndarray], Dict[str, Any], str]:
-    """reference_outputs for a model whose quantized operators ONNX Runtime runs as its own integer kernels: onnx.reference
-    on its standard form, else ONNX Runtime on that form where no integer operator is left in it (check.reference)."""
+    """reference_outputs for a model whose quantized operators ONNX Runtime runs as its own integer kernels:
+    onnx.reference on its standard form, else ONNX Runtime on that form where no integer operator is left in it
+    (check.reference)."""
     from check import reference as independent
 
     onnx = _onnx()

@@ -34,8 +34,7 @@ QUANTIZED_OPS = frozenset({"ConvInteger", "MatMulInteger", "QGemm", "QEmbedLayer
 
 
 def quantized_op(op_type: str) -> bool:
-    """An op that computes on quantized integers itself: ConvInteger, MatMulInteger, QLinear*, QGemm, DynamicQuantizeLSTM,
-    ..."""
+    """An op that computes on quantized integers itself: ConvInteger, MatMulInteger, QLinear*, QGemm, ..."""
     return op_type in QUANTIZED_OPS or op_type.startswith("QLinear")
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 FLOAT_COMPUTE = ("Conv", "ConvTranspose", "MatMul", "Gemm")
@@ -77,7 +76,7 @@ def forms(model: Any) -> List[Form]:
             "dynamic", "dynamic quantization (quantize_dynamic)",
             "dynamic quantization (DynamicQuantizeLinear, ConvInteger/MatMulInteger: onnxruntime's quantize_dynamic)",
             dynamic, DYNAMIC_CASE, {DYNAMIC_AXIS: dynamic_variant(model)}, fix=FIX_STATIC_QDQ))
-    elif dynamic:  # com.microsoft ops alone: seed 002's expectations (DynamicQuantizeLinear's parse failure) say nothing
+    elif dynamic:  # com.microsoft ops alone: seed 002 (DynamicQuantizeLinear's parse failure) says nothing of them
         found.append(Form(
             "dynamic", "dynamic quantization (quantize_dynamic)",
             "dynamic quantization (onnxruntime's com.microsoft quantized ops: quantize_dynamic)", dynamic,

@@ -6,10 +6,10 @@ a float, Unsqueeze, Squeeze, Flatten, ...) is drawn uniform over the range that 
 per-tensor scale s and zero point z: [s (qmin - z), s (qmax - z)] (uint8 z = 0: [0, 255 s]; int8 z = 0:
 [-128 s, 127 s]). A calibrated model declares the range of its data there; [-1, 1) lands on a few of a pixel model's
 256 levels. Where no such quantizer is found (a per-channel one, a float8 one, a computed scale), floats are
-uniform in [-1, 1). An integer input that reaches the indices of a Gather, GatherElements or GatherND (or the ids of ONNX Runtime's
-EmbedLayerNormalization), directly or through ops that keep its values (Cast, Unsqueeze, Reshape, Squeeze,
-Flatten, Expand, ...), is drawn in [0, size of the indexed dimension), the size read from the table's initializer,
-Constant, or the initializer behind its DequantizeLinear. A mask: see MASK_RULE. Every input's rule
+uniform in [-1, 1). An integer input that reaches the indices of a Gather, GatherElements or GatherND (or the ids
+of ONNX Runtime's EmbedLayerNormalization), directly or through ops that keep its values (Cast, Unsqueeze, Reshape,
+Squeeze, Flatten, Expand, ...), is drawn in [0, size of the indexed dimension), the size read from the table's
+initializer, Constant, or the initializer behind its DequantizeLinear. A mask: see MASK_RULE. Every input's rule
 is recorded with its reason (case.json `input_generation`); an integer input with no indexing use gets small
 integers and is named as a guess, so that a reference that then fails can ask for `--inputs`.
 """

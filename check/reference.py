@@ -112,7 +112,7 @@ def _scaled(helper: Any, node: Any, acc: str, scales: List[str], bias: str) -> L
 
 
 def _dynamic_matmul(helper: Any, node: Any) -> List[Any]:
-    """DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias) as DynamicQuantizeLinear(A) -> MatMulInteger -> scales."""
+    """DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias) as DynamicQuantizeLinear(A), MatMulInteger, scales."""
     base = f"{node.name}__std"
     a = [f"{base}_aq", f"{base}_as", f"{base}_az"]
     made = [helper.make_node("DynamicQuantizeLinear", [node.input[0]], a, name=f"{base}_dql"),
@@ -225,7 +225,8 @@ def onnx_reference_run(model: Any, inputs: Mapping[str, np.ndarray]) -> Dict[str
 
 def _newest(module: Any, op: str) -> Any:
     """onnx.reference's class of the op at its newest opset (the one whose schema the evaluator gives attributes of)."""
-    versions = [int(n.rsplit("_", 1)[1]) for n in dir(module) if n.startswith(op + "_") and n.rsplit("_", 1)[1].isdigit()]
+    suffixes = [n[len(op) + 1:] for n in dir(module) if n.startswith(op + "_")]
+    versions = [int(v) for v in suffixes if v.isdigit()]
     return getattr(module, f"{op}_{max(versions)}")
 
 

@@ -257,7 +257,8 @@ def _from_graph(target: str, index: _Trace, kernels: Dict[str, Dict[str, Any]]) 
         evidence = f"optimized graph: {target} runs as integer kernel {where}" if same else \
             f"optimized graph: {target} fused into {where}"
         if not is_integer_kernel(kernel.op_type):
-            evidence = f"optimized graph and profile: {target} runs {where} on {kernels[kernel.name]['types'][0]} inputs"
+            ran_on = kernels[kernel.name]["types"][0]
+            evidence = f"optimized graph and profile: {target} runs {where} on {ran_on} inputs"
         precision = "int8"
     else:
         fed = " with DequantizeLinear inputs" if index.dq_outputs & set(kernel.input) else ""

@@ -97,7 +97,8 @@ def test_a_float_input_is_drawn_over_its_quantizers_range_and_a_src_mask_is_not_
              helper.make_node("QuantizeLinear", ["xt", "s", "zp"], ["xq"], name="q_x"),
              helper.make_node("DequantizeLinear", ["xq", "s", "zp"], ["xd"]),
              helper.make_node("Where", ["src_mask", "zero", "xd"], ["y"])]
-    inits = [numpy_helper.from_array(np.array(1.0, np.float32), "s"), numpy_helper.from_array(np.array(0, np.uint8), "zp"),
+    inits = [numpy_helper.from_array(np.array(1.0, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.uint8), "zp"),
              numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
     bundle = bundle_from_model(_model(tmp_path / "pixels.onnx", nodes, [x, mask], inits), tmp_path / "b")
     data = bundle.inputs()

@@ -67,9 +67,9 @@ def test_a_qoperator_models_reference_is_onnx_reference_never_onnxruntime(tmp_pa
 
 def test_qoperator_reference_matches_onnxruntime_within_the_line_not_by_identity(tmp_path):
     """The reference and ONNX Runtime's integer kernels are two implementations: both close, neither the other."""
+    from cases import get_case
     from engines import get_engine
     from engines.cells import judge_observation
-    from cases import get_case
 
     bundle = bundle_from_model(quantize_qoperator(float_convnet(tmp_path / "c.onnx"), tmp_path / "q.onnx"),
                                tmp_path / "b")

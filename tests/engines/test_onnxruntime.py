@@ -173,8 +173,8 @@ def test_importing_the_adapter_does_not_import_onnxruntime():
 
 
 def test_a_maxpool_ort_runs_on_uint8_is_int8_whatever_its_op_name(tmp_path):
-    """x -> Q -> DQ -> MaxPool -> Q -> DQ: ORT drops the pairs around MaxPool and runs it on uint8 (its profile says so);
-    the node is INT8 by what ran, not float by its op name."""
+    """x -> Q -> DQ -> MaxPool -> Q -> DQ: ORT drops the pairs around MaxPool and runs it on uint8 (its profile says
+    so); the node is INT8 by what ran, not float by its op name."""
     s, zp = np.float32(0.02), np.uint8(128)
     nodes = [node("QuantizeLinear", ["x", "s", "zp"], ["xq"]), node("DequantizeLinear", ["xq", "s", "zp"], ["xd"]),
              node("MaxPool", ["xd"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
