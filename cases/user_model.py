@@ -22,15 +22,15 @@ from core.words import MODELS, file_name
 
 ID = "user_model"
 ID_DIGITS = 10  # hex digits of the content digest in a model's bundle id
-# A user model's compute nodes: the ops that do a network's arithmetic on weights. With any node that takes weights
-# through a DequantizeLinear of an initializer, they are the denominator of "N of M quantized compute nodes INT8";
-# the other quantized nodes (activations, Concat, Resize, ...) are counted apart (check.bundle.target_details).
-COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "ConvInteger", "MatMulInteger", "QLinearConv",
-                         "QLinearMatMul"})
-# Elementwise ops whose constant operand (YOLO's anchors and strides, a scale) may be Q/DQ'd too: a constant operand
-# is no weight, so these stay "other" nodes however their inputs are quantized.
-ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Where", "Clip",
-                             "Concat", "Equal", "Greater", "Less"})
+# A user model's compute nodes: the convolutions, matrix products and recurrent or attention layers that do a
+# network's arithmetic on weights, in float and in their quantized forms (the integer ops, QOperator's and onnxruntime's
+# com.microsoft ones). Quantized, they are the denominator of "N of M quantized compute nodes INT8"; the other
+# quantized nodes (activations, Concat, Resize, and LayerNormalization, Gather or BatchNormalization even where their
+# weights are quantized) are counted apart (check.bundle.target_details).
+COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "LSTM", "GRU", "RNN", "Attention",
+                         "ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul", "QGemm", "QAttention",
+                         "DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "MatMulNBits",
+                         "QOrderedMatMul", "QOrderedAttention"})
 
 
 def catalogue_signatures() -> Tuple[Signature, ...]:

@@ -166,6 +166,7 @@ def print_model_check(root: Path, result: ModelCheck) -> None:
 
 def model_check(root: Path, bundle: str) -> ModelCheck:
     """A model's check from its bundle's case.json: the notes it carries and its reference error."""
+    from check.inputs import MASK_RULE
     from check.shapes import AssumedDim, InputShape, describe
     from matrix.models import form_words
     from matrix.nodes import forms_view, main_form, read_meta, shape_notes
@@ -182,8 +183,10 @@ def model_check(root: Path, bundle: str) -> ModelCheck:
     shapes = {n: InputShape(tuple(p["min"]), tuple(p["opt"]), tuple(p["max"])) for n, p in prof.items()}
     assumed = [AssumedDim(a["input"], a["axis"], a["dim"], a["value"]) for a in meta.get("assumed_dims") or []]
     notes += describe(shapes, assumed, prof) + shape_notes(meta)
-    notes += [f"input {n}: {g['why']}" for n, g in (meta.get("input_generation") or {}).items() if g.get("rule") not in
-              ("uniform", "booleans")]
+    generation = meta.get("input_generation") or {}
+    notes += [f"input {n}: {g['why']}" for n, g in generation.items() if g.get("rule") not in ("uniform", "booleans")]
+    if any(g.get("rule") in ("ones", "padded_tail") and "mask" in g.get("why", "") for g in generation.values()):
+        notes.append(f"mask rule: {MASK_RULE} (give real masks with --inputs)")
     if meta.get("inputs_file"):
         notes.append(f"inputs from {meta['inputs_file']}")
     error = str(meta.get("reference_error") or "")

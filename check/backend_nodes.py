@@ -3,8 +3,9 @@
 The onnx wheel ships the node test generators (onnx/backend/test/case/node/*.py; the prebuilt .pb data
 left the wheel with onnx#7959). For QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv,
 QLinearMatMul, ConvInteger and MatMulInteger each test's model and data set 0 become a bundle through
-check.bundle.bundle_from_model, with the test's inputs; the reference is ONNX Runtime (optimizations off)
-where it runs the model, else the test's own expected outputs. Each model is pinned to the first of
+check.bundle.bundle_from_model, with the test's inputs; the reference is check.bundle's (ONNX Runtime, optimizations
+off, for Q/DQ; onnx.reference for the integer and QLinear ops, never an engine under test) where it runs the model,
+else the test's own expected outputs. Each model is pinned to the first of
 opsets 13, 11 and 10 that passes onnx's full check, and IR 8, so TensorRT 8.x and ONNX Runtime 1.16 read
 it; a test whose types no such opset allows (float8, int4, int16, blocked) is listed as left out.
 
@@ -40,7 +41,7 @@ class NodeTest:
     op: str
     opset: int
     bundle: str = ""  # bundle id, "" when left out
-    reference: str = ""  # "onnxruntime <version>" or "onnx backend test data <onnx version>"
+    reference: str = ""  # "onnxruntime <version>", "onnx.reference <version>" or "onnx backend test data <version>"
     left_out: str = ""
 
 
@@ -81,21 +82,23 @@ def test_data_reference(expected: Dict[str, np.ndarray]) -> Iterator[None]:
 
     import check.bundle as cb
 
-    original = cb.reference_outputs
+    originals = cb.reference_outputs, cb.independent_outputs
 
-    def reference(model: Path, inputs: Any) -> Tuple[Dict[str, np.ndarray], Dict[str, Any], str]:
-        outputs, record, error = original(model, inputs)
-        if not error:
-            return outputs, record, ""
-        record = {"engine": "onnx backend test data", "version": onnx.__version__,
-                  "why": f"ONNX Runtime cannot run it: {error}"}
-        return dict(expected), record, ""
+    def falling_back(original: Any) -> Any:
+        def reference(model: Path, inputs: Any) -> Tuple[Dict[str, np.ndarray], Dict[str, Any], str]:
+            outputs, record, error = original(model, inputs)
+            if not error:
+                return outputs, record, ""
+            record = {"engine": "onnx backend test data", "version": onnx.__version__,
+                      "why": f"{record.get('engine', 'the reference')} cannot run it: {error}"}
+            return dict(expected), record, ""
+        return reference
 
-    cb.reference_outputs = reference
+    cb.reference_outputs, cb.independent_outputs = (falling_back(f) for f in originals)
     try:
         yield
     finally:
-        cb.reference_outputs = original
+        cb.reference_outputs, cb.independent_outputs = originals
 
 
 def write(out: Path, ops: Sequence[str] = OPS) -> List[NodeTest]:

@@ -20,13 +20,14 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 
 import numpy as np
 
-from cases.user_model import CASE, COMPUTE_OPS, ELEMENTWISE_OPS, model_id
+from cases.user_model import CASE, COMPUTE_OPS, model_id
 from check import CheckError
 from check import budget as sizes
 from check import inputs as generated
 from check.budget import Budget
-from check.forms import like_params
+from check.forms import like_params, quantized_op
 from check.forms import record as quantization_record
+from check.reference import needs_independent
 from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
 from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
 from core.tempdirs import owned
@@ -37,8 +38,9 @@ from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
 # kinds, graph counts, the network measure, the float model; 4: a weight Constant and an elementwise op with a
 # quantized constant operand are no compute node; 5: the quantization form and the seed case it matches (params
 # like_case, like_<axis>), integer and QLinear ops as target nodes, the --shape dimensions a model kept; 6: the float
-# twin's outputs where no float model is given).
-FORMAT_VERSION = "user-6"
+# twin's outputs where no float model is given; 7: floats over the range their QuantizeLinear represents, masks with a
+# padded tail, a reference that is no engine under test for integer and com.microsoft quantized ops).
+FORMAT_VERSION = "user-7"
 DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
 QUANTIZE = "QuantizeLinear"
@@ -120,7 +122,9 @@ def bundle_from_model(
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile((model_path.parent / rel).resolve(), staging / rel)
         warning = checker_warning(onnx, staging / "model.onnx", model, model_path.name)
-        expected, reference, failed = reference_outputs(staging / "model.onnx", made.arrays)
+        independent = needs_independent(model)
+        reference_of = independent_outputs if independent else reference_outputs
+        expected, reference, failed = reference_of(staging / "model.onnx", made.arrays)
         if failed:
             failed = _ask_for_inputs(failed, made)
             expected = {}
@@ -137,7 +141,8 @@ def bundle_from_model(
             np.savez(staging / FLOAT_FILE, **float_outputs)
             meta["float_reference"] = float_record(floats, float_outputs, expected)
         elif not failed:  # no float model given: the quantized model's float twin (check.twin) stands in for it
-            float_outputs, meta["float_twin"] = twin_reference(staging / "model.onnx", made.arrays, expected)
+            float_outputs, meta["float_twin"] = twin_reference(staging / "model.onnx", made.arrays, expected,
+                                                               qdq_first=independent)
             if float_outputs:
                 np.savez(staging / FLOAT_FILE, **float_outputs)
                 meta["float_reference"] = float_record(None, float_outputs, expected, model_path.name)
@@ -264,8 +269,9 @@ def target_nodes(model: Any) -> List[str]:
 
 
 def integer_op(op_type: str) -> bool:
-    """An op that computes on quantized integers itself: ConvInteger, MatMulInteger, QLinear*."""
-    return op_type in ("ConvInteger", "MatMulInteger") or op_type.startswith("QLinear")
+    """An op that computes on quantized integers itself: ConvInteger, MatMulInteger, QLinear*, and onnxruntime's
+    com.microsoft quantized ops (check.forms.quantized_op)."""
+    return quantized_op(op_type)
 
 
 def widened_nodes(model: Any) -> Dict[str, str]:
@@ -294,7 +300,7 @@ def target_details(model: Any) -> Dict[str, Dict[str, Any]]:
     for n in nodes:
         for i in n.input:
             consumers.setdefault(i, []).append(n)
-    stored = {i.name for i in model.graph.initializer} | {o for n in nodes if n.op_type == "Constant" for o in n.output}
+    sizes_of = quantized_weights(model)
     widened = widened_nodes(model)
     details = {}
     by_name = {n.name: n for n in nodes}
@@ -302,22 +308,69 @@ def target_details(model: Any) -> Dict[str, Dict[str, Any]]:
         node = by_name[name]
         dq = [producer[i] for i in node.input if i in producer and producer[i].op_type == DEQUANTIZE]
         q = [c.name for o in node.output for c in consumers.get(o, []) if c.op_type == QUANTIZE]
-        weighted = (any(d.input and d.input[0] in stored for d in dq) and node.op_type not in ELEMENTWISE_OPS
-                    or name in widened)
-        kind = "compute" if node.op_type in COMPUTE_OPS or weighted else "other"
+        kind = "compute" if node.op_type in COMPUTE_OPS else "other"
         details[name] = {"op": node.op_type, "kind": kind, "dequantize": list(dict.fromkeys(d.name for d in dq)),
                          "quantize": list(dict.fromkeys(q))}
+        held = held_weights(node, producer, sizes_of)
+        if held:
+            details[name]["weights"] = held
         if name in widened:
             details[name]["widened_weights"] = widened[name]
     return details
 
 
 def quantization_summary(model: Any) -> Dict[str, Any]:
-    """What the graph holds: Q/DQ node counts and its compute nodes (quantized or not), for the report's first line."""
+    """What the graph holds: Q/DQ node counts, its compute nodes (quantized or not) and how many quantized weight
+    values it stores, for the report's first line."""
     nodes = list(model.graph.node)
     compute = [n.name for n in nodes if n.op_type in COMPUTE_OPS]
     return {"quantize": sum(n.op_type == QUANTIZE for n in nodes),
-            "dequantize": sum(n.op_type == DEQUANTIZE for n in nodes), "compute": len(compute), "nodes": len(nodes)}
+            "dequantize": sum(n.op_type == DEQUANTIZE for n in nodes), "compute": len(compute), "nodes": len(nodes),
+            "quantized_weights": sum(quantized_weights(model).values())}
+
+
+# TensorProto element types of quantized weights: INT8, UINT8, UINT4, INT4, the float8s and FLOAT4E2M1 (int32 biases
+# are not counted: they are the weights' products, not weights).
+QUANTIZED_TYPES = frozenset({2, 3, 17, 18, 19, 20, 21, 22, 23})
+
+
+# The inputs that are zero points, by op (onnx and com.microsoft schemas): a quantized constant there is no weight.
+ZERO_POINTS = {"DequantizeLinear": (2,), "QuantizeLinear": (2,), "QLinearConv": (2, 5, 7), "QLinearMatMul": (2, 5, 7),
+               "ConvInteger": (2, 3), "MatMulInteger": (2, 3), "DynamicQuantizeLSTM": (9, 11),
+               "DynamicQuantizeMatMul": (3,), "MatMulIntegerToFloat": (4, 5), "QGemm": (2, 5, 8), "QAttention": (6, 7)}
+
+
+def quantized_weights(model: Any) -> Dict[str, int]:
+    """Initializers and Constants of a quantized element type that are no zero point (of one value, or at a zero
+    point's place): name -> how many values it holds."""
+    found = {t.name: _count(t.dims) for t in model.graph.initializer if t.data_type in QUANTIZED_TYPES}
+    for n in model.graph.node:
+        value = next((a.t for a in n.attribute if a.name == "value" and a.HasField("t")), None) \
+            if n.op_type == "Constant" and n.output else None
+        if value is not None and value.data_type in QUANTIZED_TYPES:
+            found[n.output[0]] = _count(value.dims)
+    zero_points = {n.input[k] for n in model.graph.node for k in ZERO_POINTS.get(n.op_type, ()) if k < len(n.input)}
+    return {name: size for name, size in found.items() if size > 1 and name not in zero_points}
+
+
+def _count(dims: Sequence[int]) -> int:
+    total = 1
+    for d in dims:
+        total *= int(d)
+    return total
+
+
+def held_weights(node: Any, producer: Mapping[str, Any], sizes: Mapping[str, int]) -> int:
+    """How many quantized weight values a node reads: its quantized constants, directly or through a DequantizeLinear
+    or a Cast, each once."""
+    held: Dict[str, int] = {}
+    for name in node.input:
+        source = producer.get(name)
+        if source is not None and source.op_type in (DEQUANTIZE, "Cast", "Identity") and source.input:
+            name = source.input[0]
+        if name in sizes:
+            held[name] = sizes[name]
+    return sum(held.values())
 
 
 def external_files(model: Any, base: Path) -> List[str]:
@@ -419,7 +472,7 @@ def _inputs(model: Any, declared: Declared, npz: Optional[PathLike], given: Mapp
     rules = generated.rules(model, {n: dtype for n, (dtype, _) in declared.items()})
     rng = np.random.default_rng(seed)
     arrays = {n: generated.generate(rng, dtype, shapes[n].opt, rules[n]) for n, (dtype, _) in declared.items()}
-    generation = {n: {"rule": r.kind, "why": r.why, "known": r.known} for n, r in rules.items()}
+    generation = {n: r.to_json() for n, r in rules.items()}
     return MadeInputs(arrays, profile(dims, shapes), tuple(assumed), generation)
 
 
@@ -516,6 +569,35 @@ def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray]
         why = f"the reference (ONNX Runtime {ort.__version__}, CPU, optimizations off) cannot run it: {said}"
         return {}, reference, why
     return {n: np.asarray(a) for n, a in outputs.items()}, reference, ""
+
+
+def independent_outputs(model: Path, inputs: Mapping[str, np.ndarray]
+                        ) -> Tuple[Dict[str, np.ndarray], Dict[str, Any], str]:
+    """reference_outputs for a model whose quantized operators ONNX Runtime runs as its own integer kernels:
+    onnx.reference on its standard form, else ONNX Runtime on that form where no integer operator is left in it
+    (check.reference)."""
+    from check import reference as independent
+
+    onnx = _onnx()
+    standard, rewritten = independent.standard_form(onnx.load(str(model)))
+    record: Dict[str, Any] = {"engine": "onnx.reference", "version": onnx.__version__, "rewritten": rewritten}
+    try:
+        outputs = independent.onnx_reference_run(standard, inputs)
+    except Exception as e:  # an op onnx.reference does not define, or one it cannot run on these inputs
+        said = f"onnx.reference {onnx.__version__} cannot run it: {type(e).__name__}: {_first(e)}"
+        left = independent.left_integer_ops(standard)
+        if left:
+            return {}, dict(record, words=independent.words(record)), (
+                f"no reference that is not an engine under test: {said}; ONNX Runtime would run {', '.join(left)} as "
+                "the integer kernels its own column is judged on")
+        with tempfile.TemporaryDirectory(prefix="qdq-standard-") as tmp:
+            path = Path(tmp) / "standard.onnx"
+            onnx.save_model(standard, str(path))
+            outputs, runner, failed = reference_outputs(path, inputs)
+        record = dict(runner, rewritten=rewritten, instead_of=said)
+        if failed:
+            return {}, dict(record, words=independent.words(record)), failed.replace(path.name, model.name)
+    return outputs, dict(record, words=independent.words(record)), ""
 
 
 def output_steps(model: Any, base: Path = Path(".")) -> Dict[str, Optional[float]]:
@@ -634,16 +716,21 @@ def float_record(path: Optional[Path], outputs: Mapping[str, np.ndarray], expect
                 loss={n: output_stats(outputs[n], expected[n]) for n in expected})
 
 
-def twin_reference(model: Path, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]
-                   ) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+def twin_reference(model: Path, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                   qdq_first: bool = False) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
     """The float twin's outputs (check.twin: the model with its Q/DQ pairs removed and its quantized constants folded)
     from the reference's runner, and case.json's `float_twin`: what was removed, folded and kept, or why there are no
-    outputs ({} then). A model without Q/DQ has no twin."""
+    outputs ({} then). A model without Q/DQ has no twin. `qdq_first`: its QLinear and com.microsoft quantized ops are
+    written as Q/DQ and standard operators first (check.reference.qdq_form), and `float_twin.rewritten` says which."""
+    from check.reference import qdq_form
     from check.twin import float_twin
 
     onnx = _onnx()
     try:
-        twin, done = float_twin(onnx.load(str(model)))
+        loaded, rewritten = qdq_form(onnx.load(str(model))) if qdq_first else (onnx.load(str(model)), {})
+        twin, done = float_twin(loaded)
+        if rewritten:
+            done = dict(done, rewritten=rewritten)
     except Exception as e:  # a graph the derivation was not written for: the bundle goes on without a twin
         return {}, {"error": f"the float twin could not be derived: {type(e).__name__}: {_first(e)}"}
     if not done["pairs"] and not done["folded"]:

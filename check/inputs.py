@@ -1,9 +1,15 @@
-"""Generated inputs a model accepts: indices inside the table they index, masks of ones, floats in [-1, 1).
+"""Generated inputs a model accepts: floats over the range the model's first QuantizeLinear of them was calibrated for,
+indices inside the table they index, masks that leave a real sequence unpadded.
 
-An integer input that reaches the indices of a Gather, GatherElements or GatherND (or the ids of ONNX Runtime's
-EmbedLayerNormalization), directly or through ops that keep its values (Cast, Unsqueeze, Reshape, Squeeze,
-Flatten, Expand, ...), is drawn in [0, size of the indexed dimension), the size read from the table's initializer,
-Constant, or the initializer behind its DequantizeLinear. An input named like a mask is ones. Every input's rule
+A float input that reaches a QuantizeLinear through ops that keep its values (Identity, Reshape, Transpose, Cast to
+a float, Unsqueeze, Squeeze, Flatten, ...) is drawn uniform over the range that quantizer represents, read from its
+per-tensor scale s and zero point z: [s (qmin - z), s (qmax - z)] (uint8 z = 0: [0, 255 s]; int8 z = 0:
+[-128 s, 127 s]). A calibrated model declares the range of its data there; [-1, 1) lands on a few of a pixel model's
+256 levels. Where no such quantizer is found (a per-channel one, a float8 one, a computed scale), floats are
+uniform in [-1, 1). An integer input that reaches the indices of a Gather, GatherElements or GatherND (or the ids
+of ONNX Runtime's EmbedLayerNormalization), directly or through ops that keep its values (Cast, Unsqueeze, Reshape,
+Squeeze, Flatten, Expand, ...), is drawn in [0, size of the indexed dimension), the size read from the table's
+initializer, Constant, or the initializer behind its DequantizeLinear. A mask: see MASK_RULE. Every input's rule
 is recorded with its reason (case.json `input_generation`); an integer input with no indexing use gets small
 integers and is named as a guess, so that a reference that then fails can ask for `--inputs`.
 """
@@ -27,6 +33,18 @@ INDEXING = {"Gather": (1, 0), "GatherElements": (1, 0), "GatherND": (1, 0)}
 EMBED = {0: 2, 1: 4}
 EMBED_MASK = 7
 MASK_NAME = re.compile(r"mask", re.IGNORECASE)
+# A mask whose name says padding (key_padding_mask, src_key_padding_mask, pad_mask) or names a side (src_mask,
+# tgt_mask, memory_mask: PyTorch's nn.Transformer, where True means "ignore"): 1 / True marks what is left out.
+PADDING_NAME = re.compile(r"pad|(^|[_.])(src|tgt|source|target|memory|enc|dec|encoder|decoder)_?mask", re.IGNORECASE)
+REAL_SHARE = 0.75  # a padded sequence: the first 3/4 of the mask's last axis is real, the rest padding
+MASK_RULE = ("masks leave a real sequence: an attention_mask-style integer or float mask (1 = attend) is ones; a "
+             "boolean mask, or one named for padding or a side (key_padding_mask, src_mask: 1 = left out), is 0 / "
+             "False on the first 3/4 of its last axis and 1 / True on the rest, so that neither reading of it makes "
+             "every token padding")
+# Ops whose output holds the values of their first input, for a float input on its way to its QuantizeLinear.
+KEEP_FLOAT = ("Identity", "Reshape", "Transpose", "Cast", "CastLike", "Unsqueeze", "Squeeze", "Flatten", "Expand",
+              "Tile", "Slice", "Concat", "Split")
+FLOAT_TYPES = (1, 10, 11, 16)  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16: a Cast to one of them keeps the values
 SEGMENT_NAME = re.compile(r"token_type|segment", re.IGNORECASE)
 GUESS_HIGH = 10  # integers with no known range: [0, 10)
 
@@ -35,10 +53,18 @@ GUESS_HIGH = 10  # integers with no known range: [0, 10)
 class Rule:
     """How one input is generated, and why: `known` is False where the valid range is a guess."""
 
-    kind: str  # uniform, indices, ones, zeros, integers, booleans
+    kind: str  # uniform, quantizer_range, indices, ones, zeros, padded_tail, integers, booleans
     why: str
     high: int = 0  # indices and integers: values in [0, high)
     known: bool = True
+    span: Tuple[float, float] = (-1.0, 1.0)  # uniform and quantizer_range: floats in [span[0], span[1])
+
+    def to_json(self) -> Dict[str, Any]:
+        """case.json's `input_generation` entry: {rule, why, known}, and `range` for floats."""
+        said: Dict[str, Any] = {"rule": self.kind, "why": self.why, "known": self.known}
+        if self.kind in ("uniform", "quantizer_range"):
+            said["range"] = [float(self.span[0]), float(self.span[1])]
+        return said
 
 
 def index_bounds(model: Any) -> Dict[str, Tuple[int, str]]:
@@ -143,20 +169,95 @@ def _embed_masks(model: Any) -> Dict[str, str]:
     return found
 
 
+def quantizer_ranges(model: Any) -> Dict[str, Tuple[float, float, str]]:
+    """Per float graph input that reaches a per-tensor integer QuantizeLinear through value-keeping ops: (low, high,
+    which quantizer says so) of the range that quantizer represents; the first such quantizer in graph order."""
+    graph = model.graph
+    consumers: Dict[str, List[Tuple[Any, int]]] = {}
+    order: Dict[int, int] = {}
+    for position, node in enumerate(graph.node):
+        order[id(node)] = position
+        for k, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, k))
+    constants = _constants(graph)
+    found: Dict[str, Tuple[float, float, str]] = {}
+    for vi in graph.input:
+        quantizers = sorted(_quantizers_of(vi.name, consumers), key=lambda n: order[id(n)])
+        for q in quantizers[:1]:
+            span = _represented(q, constants)
+            if span is not None:
+                found[vi.name] = span
+    return found
+
+
+def _quantizers_of(start: str, consumers: Mapping[str, List[Tuple[Any, int]]]) -> List[Any]:
+    """The QuantizeLinear nodes a tensor reaches as their data through ops that keep its values."""
+    found: List[Any] = []
+    seen, todo = {start}, [start]
+    while todo:
+        tensor = todo.pop()
+        for node, k in consumers.get(tensor, []):
+            if node.domain not in ("", "ai.onnx") or k != 0:
+                continue
+            if node.op_type == "QuantizeLinear":
+                found.append(node)
+            elif node.op_type in KEEP_FLOAT and (node.op_type != "Cast" or _attr(node, "to", 0) in FLOAT_TYPES):
+                for out in node.output:
+                    if out and out not in seen:
+                        seen.add(out)
+                        todo.append(out)
+    return found
+
+
+def _constants(graph: Any) -> Dict[str, Any]:
+    """Initializers and Constant outputs by name (tensor protos, not read)."""
+    found = {t.name: t for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            value = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
+            if value is not None:
+                found[node.output[0]] = value
+    return found
+
+
+def _represented(q: Any, constants: Mapping[str, Any]) -> Optional[Tuple[float, float, str]]:
+    """(low, high, words) of what a per-tensor integer QuantizeLinear represents, None where it is not one."""
+    from onnx import numpy_helper
+
+    scale_name = q.input[1] if len(q.input) > 1 else ""
+    zp_name = q.input[2] if len(q.input) > 2 else ""
+    if scale_name not in constants or (zp_name and zp_name not in constants):
+        return None
+    if any(constants[n].data_location == 1 for n in (scale_name, zp_name) if n):  # external data: not read here
+        return None
+    scale = numpy_helper.to_array(constants[scale_name])
+    zp = numpy_helper.to_array(constants[zp_name]) if zp_name else np.zeros((), np.uint8)
+    if scale.size != 1 or zp.size != 1 or zp.dtype.kind not in "iu" or zp.dtype.itemsize > 2:
+        return None  # per-channel or blocked, or a type numpy does not know as an integer (int4, float8)
+    s, z, info = float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0]), np.iinfo(zp.dtype)
+    if not np.isfinite(s) or s <= 0:
+        return None
+    low, high = s * (info.min - z), s * (info.max - z)
+    where = f"the range QuantizeLinear {q.name or q.output[0]} represents ({zp.dtype.name}, scale {s:.6g}, " \
+            f"zero point {z})"
+    return low, high, where
+
+
 def rules(model: Any, declared: Mapping[str, np.dtype]) -> Dict[str, Rule]:
     """How each declared input is generated, with the reason."""
     bounds = index_bounds(model)
     masks = _embed_masks(model)
+    ranges = quantizer_ranges(model)
     found: Dict[str, Rule] = {}
     for name, dtype in declared.items():
-        found[name] = _rule(name, np.dtype(dtype), bounds.get(name), masks.get(name))
+        found[name] = _rule(name, np.dtype(dtype), bounds.get(name), masks.get(name), ranges.get(name))
     return found
 
 
-def _rule(name: str, dtype: np.dtype, bound: Optional[Tuple[int, str]], mask_of: Optional[str]) -> Rule:
+def _rule(name: str, dtype: np.dtype, bound: Optional[Tuple[int, str]], mask_of: Optional[str],
+          span: Optional[Tuple[float, float, str]] = None) -> Rule:
     if mask_of or MASK_NAME.search(name):
-        why = f"the mask of {mask_of}" if mask_of else "a mask, by its name"
-        return Rule("ones", f"ones ({why})")
+        return _mask_rule(name, dtype, mask_of)
     if dtype.kind in "iu" and bound is not None:
         high, where = bound
         return Rule("indices", f"integers in [0, {high}): {where}", high=high)
@@ -167,9 +268,32 @@ def _rule(name: str, dtype: np.dtype, bound: Optional[Tuple[int, str]], mask_of:
                     high=GUESS_HIGH, known=False)
     if dtype.kind == "b":
         return Rule("booleans", "booleans at random")
+    if dtype.kind == "f" and span is not None:
+        low, high, where = span
+        return Rule("quantizer_range", f"floats uniform in [{low:.6g}, {high:.6g}): {where}", span=(low, high))
     if dtype.kind == "f":
-        return Rule("uniform", "floats uniform in [-1, 1)")
+        return Rule("uniform", "floats uniform in [-1, 1) (no per-tensor QuantizeLinear of it declares a range)")
     raise CheckError(f"input {name!r}: cannot generate data of type {dtype}; give it with --inputs x.npz")
+
+
+def _mask_rule(name: str, dtype: np.dtype, mask_of: Optional[str]) -> Rule:
+    """A mask's rule (MASK_RULE): ones where 1 means attend, else a padded tail."""
+    if mask_of:
+        return Rule("ones", f"ones (the mask of {mask_of}: 1 = attend)")
+    if dtype.kind != "b" and not PADDING_NAME.search(name):
+        return Rule("ones", "ones (a mask, by its name: 1 = attend, as an attention_mask)")
+    said = "named for padding or a side, 1 = left out" if PADDING_NAME.search(name) else "a boolean mask"
+    return Rule("padded_tail", f"a padded sequence ({said}): 0 / False on the first {REAL_SHARE:.0%} of its last axis, "
+                               "1 / True on the rest")
+
+
+def padded_tail(dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
+    """0 / False on the first REAL_SHARE of the last axis, 1 / True after it (a scalar: 0)."""
+    shape = list(shape)
+    data = np.zeros(shape, dtype)
+    if shape:
+        data[..., int(np.ceil(REAL_SHARE * shape[-1])):] = 1
+    return data
 
 
 def generate(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int], rule: Rule) -> np.ndarray:
@@ -179,11 +303,13 @@ def generate(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int], ru
         return np.ones(shape, dtype)
     if rule.kind == "zeros":
         return np.zeros(shape, dtype)
+    if rule.kind == "padded_tail":
+        return padded_tail(dtype, shape)
     if rule.kind in ("indices", "integers"):
         return rng.integers(0, rule.high, size=list(shape)).astype(dtype)
     if rule.kind == "booleans":
         return rng.integers(0, 2, size=list(shape)).astype(bool)
-    return rng.uniform(-1.0, 1.0, size=list(shape)).astype(dtype)
+    return rng.uniform(rule.span[0], rule.span[1], size=list(shape)).astype(dtype)
 
 
 def guessed(generation: Mapping[str, Mapping[str, Any]]) -> List[str]:

@@ -96,6 +96,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
         "targets": len(targets), "compute": compute, "other": len(targets) - compute, "graph": graph,
         "float_model": form == "float", "form": form, "forms": forms_view(meta), "shape_notes": shape_notes(meta),
+        "weights": weight_shares(nodes, details, graph), "inputs": inputs_view(meta),
         "judge": dict(meta.get("judge") or {}), "float_reference": _loss(meta.get("float_reference")),
         "float_twin": dict(meta.get("float_twin") or {}), "float_name": float_source(meta),
         "fidelity": fidelity(cells, meta), "fragile_margin_db": FRAGILE_MARGIN_DB,
@@ -108,6 +109,31 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "built_note": {"text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
         if any(c.status == "built" for c in cells) else {},
     }
+
+
+def weight_shares(nodes: Sequence[Mapping[str, Any]], details: Mapping[str, Any],
+                  graph: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Per op of the quantized compute nodes: how many nodes, the quantized weight values they hold and their share of
+    the model's (case.json `target_details[...].weights`, `graph.quantized_weights`); [] where the bundle has none."""
+    total = int(graph.get("quantized_weights") or 0)
+    rows: Dict[str, Dict[str, Any]] = {}
+    for n in nodes:
+        if n["kind"] != "compute":
+            continue
+        row = rows.setdefault(n["op"], {"op": n["op"], "nodes": 0, "weights": 0})
+        row["nodes"] += 1
+        row["weights"] += int(details.get(n["name"], {}).get("weights") or 0)
+    if not total:
+        return []
+    return [dict(r, share=r["weights"] / total, total=total)
+            for r in sorted(rows.values(), key=lambda r: (-r["weights"], r["op"]))]
+
+
+def inputs_view(meta: Mapping[str, Any]) -> List[str]:
+    """Which inputs the engines were given: the file they came from, else each input's generation rule."""
+    if meta.get("inputs_file"):
+        return [f"all inputs from {meta['inputs_file']}"]
+    return [f"{name}: {g.get('why', '')}" for name, g in (meta.get("input_generation") or {}).items()]
 
 
 def main_form(meta: Mapping[str, Any]) -> str:

@@ -178,7 +178,8 @@ class _Trace:
             self.original.setdefault(n.name, n)
         self.producers = {o: n for n in original.node for o in n.output}
         self.initializers = {i.name: i for i in original.initializer}
-        self.candidates = [n for n in optimized.node if n.op_type not in PLUMBING]  # graph order
+        # graph order; a plumbing node only where it is a target itself (a Transpose or Reshape ORT runs on uint8)
+        self.candidates = [n for n in optimized.node if n.op_type not in PLUMBING or _kept_node(n, self.original)]
         self.by_name: Dict[str, List[int]] = {}  # a target -> candidates named after it ("<target>", "<target>_...")
         self.by_output: Dict[str, List[int]] = {}
         self.by_input: Dict[str, List[int]] = {}
@@ -214,6 +215,18 @@ class _Trace:
         return sorted({k for name in names for k in index.get(name, [])})
 
 
+def _kept_node(node: Any, original: Mapping[str, Any]) -> bool:
+    """A node of the optimized graph that is the original graph's node of that name and op type."""
+    return node.name in original and original[node.name].op_type == node.op_type
+
+
+def integer_inputs(kernel: Optional[Mapping[str, Any]]) -> bool:
+    """Whether a profiled kernel's first input is an 8-bit integer: ORT ran the node on quantized data (a MaxPool,
+    Resize, Transpose or Concat between the Q/DQ pairs ORT dropped), whatever its op name."""
+    types = (kernel or {}).get("types") or []
+    return bool(types and types[0] in QUANT_TYPES)
+
+
 def _prefixes(name: str, original: bool) -> List[str]:
     """The target names a node of this name traces to: itself, and where it is no node of the original graph, every
     "<target>" of "<target>_<suffix>" (ORT names a fused or transformed node after its origin)."""
@@ -236,13 +249,16 @@ def _from_graph(target: str, index: _Trace, kernels: Dict[str, Dict[str, Any]]) 
     traced = index.traced(target)
     if not traced:
         return {"precision": "unknown", "evidence": f"optimized graph: no node traces back to {target}"}
-    integer = [n for n in traced if is_integer_kernel(n.op_type)]
+    integer = [n for n in traced if is_integer_kernel(n.op_type) or integer_inputs(kernels.get(n.name))]
     kernel = (integer or traced)[0]
     where = f"{kernel.op_type} '{kernel.name}'"
     if integer:
         same = kernel.name == target and kernel.op_type == index.original[target].op_type
         evidence = f"optimized graph: {target} runs as integer kernel {where}" if same else \
             f"optimized graph: {target} fused into {where}"
+        if not is_integer_kernel(kernel.op_type):
+            ran_on = kernels[kernel.name]["types"][0]
+            evidence = f"optimized graph and profile: {target} runs {where} on {ran_on} inputs"
         precision = "int8"
     else:
         fed = " with DequantizeLinear inputs" if index.dq_outputs & set(kernel.input) else ""
@@ -278,7 +294,7 @@ def _from_profile_only(target: str, kernels: Dict[str, Dict[str, Any]], name: Op
         return {"precision": "unknown", "evidence": f"no optimized graph, and no profiled kernel named after {target}"}
     kernel = kernels[name]
     types = kernel["types"]
-    integer = is_integer_kernel(kernel["op"]) or bool(types and types[0] in QUANT_TYPES)
+    integer = is_integer_kernel(kernel["op"]) or integer_inputs(kernel)
     note = _profile_note(kernel).lstrip("; ")
     return {"precision": "int8" if integer else "float", "evidence": f"no optimized graph; {note} ('{name}')",
             "layer": name, "layer_type": kernel["op"], "inputs": [_dtype(t) for t in types], "weights": [],

@@ -26,10 +26,11 @@ def test_usable_tests_become_bundles_and_the_rest_say_why(written):
     assert json.loads((out / "backend_nodes.json").read_text())
 
 
-def test_the_reference_is_the_test_data_where_onnxruntime_cannot_run_it(written):
+def test_an_integer_op_is_referenced_by_onnx_reference_never_by_onnxruntime(written):
     out, tests = written
     padded = tests["test_convinteger_with_padding"]  # ORT: per-channel weight zero point not supported
-    assert padded.reference.startswith("onnx backend test data")
+    assert padded.reference.startswith("onnx.reference")
+    assert tests["test_qlinearmatmul_2D_int8_float32"].reference.startswith("onnx.reference")
     assert tests["test_dequantizelinear"].reference.startswith("onnxruntime")
 
 

@@ -85,3 +85,38 @@ def test_an_integer_input_with_no_range_to_infer_is_named_when_the_reference_the
     np.savez(tmp_path / "computed.npz", idx=np.arange(16, dtype=np.int64) % 3)
     given = bundle_from_model(path, tmp_path / "b", inputs_npz=tmp_path / "computed.npz")
     assert given.meta["reference_error"] == "" and given.meta["inputs_file"] == "computed.npz"
+
+
+def test_a_float_input_is_drawn_over_its_quantizers_range_and_a_src_mask_is_not_all_padding(tmp_path):
+    """x's first QuantizeLinear (through a Transpose) is uint8, scale 1, zero point 0: it was calibrated on pixels in
+    [0, 255], so x is drawn there, not in [-1, 1) (2 of its 256 levels); `src_mask` (True = padding) is mostly False
+    with a True tail, never all True."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16])
+    mask = helper.make_tensor_value_info("src_mask", TensorProto.BOOL, [1, 8, 16])
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 1, 2]),
+             helper.make_node("QuantizeLinear", ["xt", "s", "zp"], ["xq"], name="q_x"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "zp"], ["xd"]),
+             helper.make_node("Where", ["src_mask", "zero", "xd"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(1.0, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.uint8), "zp"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    bundle = bundle_from_model(_model(tmp_path / "pixels.onnx", nodes, [x, mask], inits), tmp_path / "b")
+    data = bundle.inputs()
+    assert data["x"].min() >= 0 and data["x"].max() > 200 and len(np.unique(np.rint(data["x"]))) > 64
+    how = bundle.meta["input_generation"]
+    assert how["x"]["rule"] == "quantizer_range" and how["x"]["range"] == [0.0, 255.0]
+    assert how["x"]["why"].startswith("floats uniform in [0, 255): the range QuantizeLinear q_x represents (uint8")
+    assert not data["src_mask"].all() and data["src_mask"].any(), "all True would make every token padding"
+    assert not data["src_mask"][..., :12].any() and data["src_mask"][..., 12:].all()
+    assert how["src_mask"]["rule"] == "padded_tail" and bundle.meta["reference_error"] == ""
+
+
+def test_a_per_channel_or_unreadable_quantizer_falls_back_to_the_unit_range(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["xq"], axis=1),
+             helper.make_node("DequantizeLinear", ["xq", "s", "zp"], ["y"], axis=1)]
+    inits = [numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "s"),
+             numpy_helper.from_array(np.array([0, 0], np.uint8), "zp")]
+    model = onnx.load(str(_model(tmp_path / "axis.onnx", nodes, [x], inits)))
+    rule = rules(model, {"x": np.dtype(np.float32)})["x"]
+    assert rule.kind == "uniform" and rule.span == (-1.0, 1.0)

@@ -40,7 +40,16 @@ def fragile(tmp_path_factory):
     (tests.check.models.quantize_fragile): its Q/DQ reference is about 9 dB from the float model."""
     folder = tmp_path_factory.mktemp("fragile")
     floats = deep_convnet(folder / "fragile_float.onnx", layers=8)
-    return floats, quantize_fragile(floats, folder / "fragile.onnx")
+    return floats, quantize_fragile(floats, folder / "fragile.onnx"), _data_in_unit_range(floats, folder / "data.npz")
+
+
+def _data_in_unit_range(model: Path, npz: Path) -> Path:
+    """The data the fragile model meets, uniform in [-1, 1): its quantizers declare twenty times that range, which
+    check's own inputs would be drawn over (check.inputs), so the tests give the data as --inputs does."""
+    vi = onnx.load(str(model)).graph.input[0]
+    shape = [d.dim_value or 1 for d in vi.type.tensor_type.shape.dim]
+    np.savez(npz, **{vi.name: np.random.default_rng(0).uniform(-1.0, 1.0, shape).astype(np.float32)})
+    return npz
 
 
 def _run(bundle, engine_name: str):
@@ -219,13 +228,14 @@ def test_a_quantized_output_one_step_off_passes_however_low_its_sqnr(tmp_path, o
 
 def test_a_fragile_models_bundle_measures_its_quantization_loss_with_the_float_twin(fragile, tmp_path):
     """Without --float-model the bundle derives the float twin; its loss is the float model's within 1 dB."""
-    floats, quantized = fragile
-    bundle = verify_bundle(bundle_from_model(quantized, tmp_path / "b").path)
+    floats, quantized, _ = fragile
+    bundle = verify_bundle(bundle_from_model(quantized, tmp_path / "b", inputs_npz=fragile[2]).path)
     twin = bundle.meta["float_reference"]
     assert twin["derived"] and twin["model"] == "the float twin of fragile.onnx" and "path" not in twin
     assert bundle.meta["float_twin"]["pairs"] > 8 and bundle.meta["float_twin"]["error"] == ""
     (name, loss), = twin["loss"].items()
-    real = bundle_from_model(quantized, tmp_path / "real", float_model=floats).meta["float_reference"]["loss"][name]
+    real = bundle_from_model(quantized, tmp_path / "real", float_model=floats, inputs_npz=fragile[2])
+    real = real.meta["float_reference"]["loss"][name]
     assert loss["sqnr_db"] < 12 and abs(loss["sqnr_db"] - real["sqnr_db"]) < 1.0, (loss, real)
     assert measure(bundle.meta)["float_digest"] == twin["digest"]
 
@@ -234,7 +244,7 @@ def test_a_fragile_models_bundle_measures_its_quantization_loss_with_the_float_t
 def test_on_a_fragile_model_a_cpu_engine_is_not_a_failure(fragile, tmp_path, engine_name):
     """ONNX Runtime rounds otherwise than the reference and lands about 15 dB from it (on AMX; any CPU: exact to a few
     dB below the line), as close to the float twin as the reference is: a pass that says the model is fragile."""
-    bundle = bundle_from_model(fragile[1], tmp_path / "b")
+    bundle = bundle_from_model(fragile[1], tmp_path / "b", inputs_npz=fragile[2])
     _, info, obs = _run(bundle, engine_name)
     cell = judge_observation(CASE, bundle, info, obs, {"source": "local"})
     (name, stats), = cell.output_stats["outputs"].items()
@@ -253,7 +263,7 @@ def test_on_a_fragile_model_a_cpu_engine_is_not_a_failure(fragile, tmp_path, eng
     (lambda ref, twin: np.where(np.arange(ref.size).reshape(ref.shape) % 5 == 0, np.nan, ref), "fail"),
 ], ids=["halfway-to-the-float-twin", "zeros", "scaled-by-2", "sign-flipped", "nan"])
 def test_on_a_fragile_model_a_really_wrong_output_still_fails(fragile, tmp_path, wrong, status):
-    bundle = bundle_from_model(fragile[1], tmp_path / "b")
+    bundle = bundle_from_model(fragile[1], tmp_path / "b", inputs_npz=fragile[2])
     _, info, obs = _run(bundle, "onnxruntime")
     (name, reference), = bundle.expected().items()
     obs.outputs = {name: wrong(reference, bundle.float_outputs()[name]).astype(np.float32)}
@@ -288,7 +298,8 @@ def test_the_cli_reports_quantization_loss_beside_engine_fidelity_for_a_fragile_
     """`python -m check fragile.onnx` (no --float-model): exit 0, the report gives the loss per output beside each
     engine's fidelity, and a column below the line says the model is fragile."""
     out = ["--out", str(tmp_path / "b"), "--results", str(tmp_path / "r"), "--reports", str(tmp_path / "rep")]
-    assert main([str(fragile[1]), "--engine", "onnxruntime", "--engine", "openvino", *out]) == 0
+    given = ["--inputs", str(fragile[2])]
+    assert main([str(fragile[1]), "--engine", "onnxruntime", "--engine", "openvino", *given, *out]) == 0
     printed = capsys.readouterr().out
     report = json.loads(report_file(tmp_path / "rep", "fragile").read_text())
     (name, loss), = report["float_reference"]["loss"].items()

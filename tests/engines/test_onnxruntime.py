@@ -170,3 +170,24 @@ def test_importing_the_adapter_does_not_import_onnxruntime():
     code = "import sys, engines.onnxruntime; sys.exit('onnxruntime' in sys.modules)"
     root = Path(__file__).resolve().parents[2]
     assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
+
+
+def test_a_maxpool_ort_runs_on_uint8_is_int8_whatever_its_op_name(tmp_path):
+    """x -> Q -> DQ -> MaxPool -> Q -> DQ: ORT drops the pairs around MaxPool and runs it on uint8 (its profile says
+    so); the node is INT8 by what ran, not float by its op name."""
+    s, zp = np.float32(0.02), np.uint8(128)
+    nodes = [node("QuantizeLinear", ["x", "s", "zp"], ["xq"]), node("DequantizeLinear", ["xq", "s", "zp"], ["xd"]),
+             node("MaxPool", ["xd"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("QuantizeLinear", ["p", "s", "zp"], ["pq"]), node("DequantizeLinear", ["pq", "s", "zp"], ["y"])]
+    model = make_model("maxpool", nodes, [value_info("x", np.float32, (1, 4, 8, 8))],
+                       [value_info("y", np.float32, (1, 4, 4, 4))], [const("s", s), const("zp", zp)])
+    x = np.random.default_rng(0).uniform(-2, 2, (1, 4, 8, 8)).astype(np.float32)
+    q = (np.clip(np.rint(x / s) + 128, 0, 255) - 128) * s
+    y = q.reshape(1, 4, 4, 2, 4, 2).max(axis=(3, 5)).astype(np.float32)
+    bundle = write_bundle(tmp_path / "maxpool", model, {"x": x}, {"y": y}, ["node_of_p"], {"y": float(s)})
+    obs = Adapter().run(bundle)
+    assert (obs.stage, obs.error) == ("run", "")
+    evidence = obs.precision["node_of_p"]
+    assert evidence["precision"] == "int8", evidence["evidence"]
+    assert evidence["layer_type"] == "MaxPool" and evidence["inputs"][0] == "uint8"
+    assert "runs MaxPool 'node_of_p' on uint8 inputs" in evidence["evidence"]
