@@ -435,7 +435,8 @@ def check(session: nox.Session) -> None:
         if e.return_code is None:
             raise
         # nox's own exit status is 0 or 1: leave with check's documented one (1 an engine failed a model, 2 usage
-        # error, 4 a model could not be checked, 5 both), so a script or CI job can tell them apart.
+        # error, 3 a folder it cannot write, 4 a model could not be checked, 5 both), so a script or CI job can tell
+        # them apart.
         if e.return_code == 1:  # nox's own failure status: nox ends the session and says so
             session.error("python -m check exited with status 1: an engine failed a model")
         session.log(f"python -m check exited with status {e.return_code} (see `python -m check --help`)")
