@@ -35,6 +35,9 @@ PLUMBING = frozenset({
     "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Transpose", "Cast", "Reshape",
     "ReorderInput", "ReorderOutput", "Identity",
 })
+# Of those, the ones that convert between float and integer: a target of theirs is never judged by its input type (a
+# DequantizeLinear always reads integers and a QuantizeLinear floats; neither says what precision the network ran in).
+CONVERSIONS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Cast"})
 QUANT_TYPES = ("int8", "uint8")
 
 
@@ -217,7 +220,7 @@ class _Trace:
 
 def _kept_node(node: Any, original: Mapping[str, Any]) -> bool:
     """A node of the optimized graph that is the original graph's node of that name and op type."""
-    return node.name in original and original[node.name].op_type == node.op_type
+    return node.op_type not in CONVERSIONS and node.name in original and original[node.name].op_type == node.op_type
 
 
 def integer_inputs(kernel: Optional[Mapping[str, Any]]) -> bool:
