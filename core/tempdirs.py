@@ -40,10 +40,11 @@ def _me() -> str:
 
 
 def alive(owner: str) -> bool:
-    """Whether the process an .owner line names still runs (a reused pid with another start time does not count)."""
+    """Whether the process an .owner line names still runs (a reused pid with another start time does not count);
+    a line that names no pid counts as running."""
     pid, _, started = owner.strip().partition(" ")
     if not pid.isdigit():
-        return False
+        return True  # not a line this module wrote whole: never removed on a guess
     now = _start_time(int(pid))
     return now is not None and (not started or not now or now == started)
 
@@ -70,7 +71,9 @@ def owned(prefix: str, where: Optional[str] = None) -> Iterator[str]:
     reap(prefix, where)
     tmp = tempfile.mkdtemp(prefix=prefix, dir=where)
     try:
-        Path(tmp, OWNER).write_text(_me())
+        part = Path(tmp, OWNER + ".part")  # written whole, then renamed: a reaper never reads half a line
+        part.write_text(_me())
+        os.replace(part, Path(tmp, OWNER))
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,28 @@
+"""core/tempdirs.py: a killed owner's folder is reaped by the next run; a live owner's, or one being made, never is."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from core.tempdirs import OWNER, owned, reap
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_dead_owners_folder_is_reaped_and_a_live_ones_kept(tmp_path: Path) -> None:
+    dead, live, making, torn = (tmp_path / f"qdq-x-{n}" for n in ("dead", "live", "making", "torn"))
+    for folder in (dead, live, making, torn):
+        folder.mkdir()
+    (dead / OWNER).write_text(f"{_dead_pid()} 1")
+    with owned("qdq-x-", str(tmp_path)) as mine:
+        (live / OWNER).write_text(Path(mine, OWNER).read_text())  # this process: running
+        (torn / OWNER).write_text("")  # half-written by a process that is making it: not a line to act on
+        assert reap("qdq-x-", str(tmp_path)) == 1
+        assert not dead.exists() and live.exists() and making.exists() and torn.exists() and Path(mine).exists()
+    assert not Path(mine).exists()
