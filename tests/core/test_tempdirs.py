@@ -20,9 +20,10 @@ def test_a_dead_owners_folder_is_reaped_and_a_live_ones_kept(tmp_path: Path) -> 
     for folder in (dead, live, making, torn):
         folder.mkdir()
     (dead / OWNER).write_text(f"{_dead_pid()} 1")
-    with owned("qdq-x-", str(tmp_path)) as mine:
+    (torn / OWNER).write_text("")  # half-written by a process that is making it: not a line to act on
+    with owned("qdq-x-", str(tmp_path)) as mine:  # reaps first
+        assert not dead.exists()
         (live / OWNER).write_text(Path(mine, OWNER).read_text())  # this process: running
-        (torn / OWNER).write_text("")  # half-written by a process that is making it: not a line to act on
-        assert reap("qdq-x-", str(tmp_path)) == 1
+        assert reap("qdq-x-", str(tmp_path)) == 0
         assert not dead.exists() and live.exists() and making.exists() and torn.exists() and Path(mine).exists()
     assert not Path(mine).exists()
