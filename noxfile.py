@@ -340,11 +340,15 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
-@_helps("-m", "generators", "write")
+@_helps("-m", "generators", posargs="they go to `python -m generators write`, or to `python -m generators` where the "
+                                     "first is list or write")
 def generate(session: nox.Session) -> None:
-    """Write reproducer bundles (cached by digest) to .bundles/: nox -s generate [-- --case ID --param K=V]."""
+    """Write reproducer bundles (cached by digest) to .bundles/: nox -s generate [-- --case ID --param K=V].
+
+    `nox -s generate -- list [--case ID]` prints the bundle ids instead."""
     _sync(session, "generate")
-    session.run("python", "-m", "generators", "write", *session.posargs, env=_env())
+    command = [] if session.posargs[:1] in (["list"], ["write"]) else ["write"]
+    session.run("python", "-m", "generators", *command, *session.posargs, env=_env())
 
 
 @nox.session
