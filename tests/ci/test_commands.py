@@ -142,7 +142,8 @@ def test_the_main_jobs_help_returns_in_seconds(nox_sessions, tmp_path):
 def test_every_nox_command_names_a_session_whose_help_runs(every_command, nox_sessions):
     """The session named exists; its help runs in test_each_sessions_help_is_its_own_and_does_no_work."""
     nox = [(w, c) for w, c in every_command if re.sub(r"^(?:[A-Z_]+=\S+ )+", "", c).startswith("nox ")]
-    named = {session_of(c): w for w, c in nox if c != "nox -l"}  # nox -l: the nox_sessions fixture runs it
+    assert not [c for _, c in nox if " -s " not in c and c != "nox -l"]  # nox -l: the nox_sessions fixture runs it
+    named = {session_of(c): w for w, c in nox if c != "nox -l"}
     assert {"matrix", "check", "diff", "bugs"} <= set(named)
     # a parametrized session's base name runs each of its versions; NAME(V) stands for any one, NAME for any session
     missing = [f"{w}: {n}" for n, w in named.items() if n not in nox_sessions and not re.fullmatch("[A-Z]+", n)
