@@ -5,6 +5,7 @@
     nox -s tests                  # the unit tests (what CI runs)
     nox -s lock                   # refresh uv.lock, which every session installs from
     nox -s trt_existing -- /path/to/python-with-tensorrt [...]
+    nox -s NAME -- --help         # what a session does and where its posargs go; it does nothing else
 """
 
 from __future__ import annotations
@@ -13,15 +14,19 @@ import concurrent.futures
 import contextlib
 import datetime
 import fcntl
+import functools
 import hashlib
 import importlib.util
+import inspect
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List
 
 import nox
 import nox.sessions
@@ -71,9 +76,23 @@ CELL_TIMEOUT = "--timeout=600"  # seconds one cell may take before it is a crash
 SYNCED = ".qdq-synced"  # in an environment: what it was last synced from (_sync)
 PYCACHE = HERE / ".nox" / "pycache"  # the bytecode of every process a session starts (_env)
 
+LONG_COMMAND = 400  # characters: a command line longer than this is said short (its --column count), in full with -v
+
+
+def _help_asked(argv: List[str]) -> bool:
+    """Whether this nox run is `nox -s NAME -- --help` (or -h among the arguments after --)."""
+    return "--" in argv and bool({"-h", "--help"} & set(argv[argv.index("--") + 1:]))
+
+
+# `nox -s NAME -- --help`: each session named prints its help (_helps) and does no work: no environment is made or
+# synced (the "none" backend), none is waited for, no bundle is written.
+HELP = _help_asked(sys.argv)
+
 nox.options.default_venv_backend = "uv"  # the environments come from uv.lock, through uv
 nox.options.reuse_venv = "yes"  # kept between runs; _sync says when one is as its lock and pins ask (nox -N: anew)
 nox.options.sessions = ["tests"]
+if HELP:
+    nox.options.force_venv_backend = "none"
 
 
 @contextlib.contextmanager
@@ -122,7 +141,56 @@ def _one_run_per_environment() -> None:
     runner.execute = locked  # type: ignore[method-assign]
 
 
-_one_run_per_environment()
+if not HELP:  # a help request makes no environment, so it takes no lock and waits for no run
+    _one_run_per_environment()
+
+
+def _helps(*command: str, posargs: str = "") -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The session, or, for `nox -s NAME -- --help`, its help alone: its docstring and where its posargs go (to
+    `python COMMAND`, or as `posargs` says), then that command's own --help where the session's environment is made."""
+    where = (posargs or f"they go to `python {' '.join(command)}`") + (
+        ", whose options follow where its environment is made" if command else "")
+
+    def wrap(func: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(func)
+        def session_or_help(session: nox.Session, **params: str) -> None:
+            if not HELP:
+                return func(session, **params)
+            if not _named(session):
+                session.log(f"{session.name}: required by a session named for --help; nothing done")
+                return None
+            print(f"nox -s \"{session.name}\": {inspect.cleandoc(func.__doc__ or '')}")
+            print(textwrap.fill(f"posargs (after --): {where}.", width=120))
+            if command:
+                _command_help(session, command)
+            return None
+
+        return session_or_help
+
+    return wrap
+
+
+def _named(session: nox.Session) -> bool:
+    """Whether the session was named on the command line (or none was), not only required by one that was."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    names = list(getattr(config, "sessions", None) or [])
+    return not names or session.name in names or session.name.split("(")[0] in names
+
+
+def _command_help(session: nox.Session, command: tuple) -> None:
+    """The options of the command a session's posargs go to, from the session's environment where it is made (a
+    help request makes none: the command's imports need the environment's packages)."""
+    runner = getattr(session, "_runner", None)
+    python = Path(getattr(runner, "envdir", HERE / ".nox" / session.name)) / "bin" / "python"
+    said = f"`python {' '.join(command)} --help`"
+    if not python.is_file():
+        session.log(f"{said} is not listed: its environment {_show(python.parent.parent)} is made by the session's "
+                    "first run (without --help), and this help lists them after that")
+        return
+    try:
+        session.run(str(python), *command, "--help", env=_env(), external=True)
+    except nox.command.CommandFailed:
+        session.log(f"{said} failed in {_show(python.parent.parent)}: a run of the session syncs it again")
 
 
 def _group(name: str) -> list[str]:
@@ -218,13 +286,43 @@ def _workers(engine: str = "") -> str:
     return str(max(1, min(4 if engine == "tensorrt" else 8, (os.cpu_count() or 2))))
 
 
+RUN_POSARGS = ("they go to `python -m engines.run` after this version's columns (its own flags, `--only-case CASE`, "
+               "`--fresh`; what it does not know goes on to pytest)")
+
+
 def _run_cells(session: nox.Session, engine: str, *args: str) -> None:
     """Every bundle on one engine version, its columns in one pytest run, through engines.run: it reuses what the
     results files hold and says "N reused"; a column with nothing to run starts nothing. Exit 1 is failing cells,
     which are results, not a broken session; any other status fails it: 3 a broken run (collection or set-up
     errors), 5 no cell at all, 2 a usage error, 4 pytest's own interruption. posargs go to it (and on to pytest)."""
-    session.run("python", "-m", "engines.run", "--engine", engine, "-n", _workers(engine), *args, CELL_TIMEOUT,
-                *session.posargs, env=_env(), success_codes=[0, 1])
+    _run_columns(session, "python", "-m", "engines.run", "--engine", engine, "-n", _workers(engine), *args,
+                 CELL_TIMEOUT, *session.posargs, env=_env(), success_codes=[0, 1])
+
+
+def _run_columns(session: nox.Session, *args: str, **kwargs: object) -> None:
+    """session.run of an engines.run whose command line, over LONG_COMMAND characters, is said short: its --column
+    JSON objects as their count (nox -v says it whole)."""
+    line = shlex.join(args)
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    if len(line) <= LONG_COMMAND or getattr(config, "verbose", False):
+        session.run(*args, **kwargs)
+        return
+    session.log(_short_command(args))
+    session.run(*args, log=False, **kwargs)
+
+
+def _short_command(args: tuple) -> str:
+    """A command line with each `--column JSON` left out and counted: "python -m engines.run -n 2 ... (63 columns
+    given as --column JSON, which nox -v shows)"."""
+    kept, columns, skip = [], 0, False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--column":
+            columns, skip = columns + 1, True
+        else:
+            kept.append(a)
+    return f"{shlex.join(kept)} ({columns} columns given as --column JSON, which nox -v shows)"
 
 
 def has_nvidia_gpu() -> bool:
@@ -233,6 +331,7 @@ def has_nvidia_gpu() -> bool:
 
 
 @nox.session
+@_helps("-m", "pytest", posargs="they go to `python -m pytest` (with `-n 2` unless they give -n)")
 def tests(session: nox.Session) -> None:
     """Unit tests: catalogue, generators, adapters (real ORT/OpenVINO), matrix; no GPU needed."""
     _sync(session, "test")
@@ -241,13 +340,19 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+@_helps("-m", "generators", posargs="they go to `python -m generators write`, or to `python -m generators` where the "
+                                     "first is list or write")
 def generate(session: nox.Session) -> None:
-    """Write reproducer bundles (cached by digest) to .bundles/: nox -s generate [-- --case ID --param K=V]."""
+    """Write reproducer bundles (cached by digest) to .bundles/: nox -s generate [-- --case ID --param K=V].
+
+    `nox -s generate -- list [--case ID]` prints the bundle ids instead."""
     _sync(session, "generate")
-    session.run("python", "-m", "generators", "write", *session.posargs, env=_env())
+    command = [] if session.posargs[:1] in (["list"], ["write"]) else ["write"]
+    session.run("python", "-m", "generators", *command, *session.posargs, env=_env())
 
 
 @nox.session
+@_helps(posargs="none: every bundle is written whatever they say (a session that requires this one keeps them)")
 def bundles(session: nox.Session) -> None:
     """Every reproducer bundle (cached by digest), no arguments: each session that runs cells requires it.
 
@@ -258,6 +363,7 @@ def bundles(session: nox.Session) -> None:
 
 @nox.session(name="ort", requires=["bundles"])
 @nox.parametrize("version", list(ORT_VERSIONS), ids=list(ORT_VERSIONS))
+@_helps("-m", "engines.run", posargs=RUN_POSARGS)
 def ort(session: nox.Session, version: str) -> None:
     """Every bundle on one ONNX Runtime version (CPU); without VNNI also with session.x64quantprecision=1."""
     _sync_with_engine(session, "cells", *ENGINE_PINS[f"ort({version})"])
@@ -291,6 +397,7 @@ _ASKED: dict = {}  # what this nox run asked the machine once
 
 @nox.session(name="openvino", requires=["bundles"])
 @nox.parametrize("version", list(OPENVINO_VERSIONS), ids=list(OPENVINO_VERSIONS))
+@_helps("-m", "engines.run", posargs=RUN_POSARGS)
 def openvino(session: nox.Session, version: str) -> None:
     """Every bundle on one OpenVINO version (CPU, f32 inference precision)."""
     _sync_with_engine(session, "cells", *ENGINE_PINS[f"openvino({version})"])
@@ -320,6 +427,7 @@ def _trt_requirement(version: str) -> str:
 
 @nox.session(name="trt", python=TRT_PYTHON, requires=["bundles"])
 @nox.parametrize("version", TRT_PYPI, ids=TRT_PYPI)
+@_helps("-m", "engines.run", posargs=RUN_POSARGS)
 def trt(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 8.5/8.6.0 version from PyPI (needs an NVIDIA GPU)."""
     _trt_impl(session, version, None, *TRT_PYPI_REQUIRES)  # 8.x's trt.nptype uses np.bool, gone in numpy 1.24
@@ -327,6 +435,7 @@ def trt(session: nox.Session, version: str) -> None:
 
 @nox.session(name="trt10", python=TRT10_PYTHON, requires=["bundles"])
 @nox.parametrize("version", TRT_NVIDIA, ids=TRT_NVIDIA)
+@_helps("-m", "engines.run", posargs=RUN_POSARGS)
 def trt10(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT 10.x or 11.x from NVIDIA's index (not verified on real TensorRT here)."""
     _trt_impl(session, version, NVIDIA_INDEX)
@@ -334,6 +443,7 @@ def trt10(session: nox.Session, version: str) -> None:
 
 @nox.session(name="rtx", requires=["bundles"])
 @nox.parametrize("version", RTX_VERSIONS, ids=RTX_VERSIONS)
+@_helps("-m", "engines.run", posargs=RUN_POSARGS)
 def rtx(session: nox.Session, version: str) -> None:
     """Every bundle on one TensorRT for RTX version: parse and ahead-of-time build here, run only on its GPUs."""
     _sync_with_engine(session, "cells", *ENGINE_PINS[f"rtx({version})"])
@@ -378,6 +488,8 @@ def _env_dir(session: nox.Session, name: str) -> Path:
 
 
 @nox.session(requires=["bundles"])
+@_helps("-m", "engines.run", posargs="interpreters that have TensorRT (else $QDQ_TRT_PYTHON), and flags, which "
+                                     "go to `python -m engines.run`")
 def trt_existing(session: nox.Session) -> None:
     """The TensorRT column with interpreters that already have TensorRT: nox -s trt_existing -- PY [PY ...]."""
     pythons = [a for a in session.posargs if not a.startswith("-")] or _trt_pythons_from_env()
@@ -395,6 +507,7 @@ def _trt_pythons_from_env() -> list[str]:
 
 
 @nox.session
+@_helps("-m", "matrix", "report")
 def report(session: nox.Session) -> None:
     """Merge results/ and reports/observed/ into reports/matrix.{md,html,json} and JUnit XML."""
     _sync(session, "report")
@@ -409,6 +522,7 @@ def _results_args() -> List[str]:
 
 
 @nox.session
+@_helps("-m", "matrix", "observe")
 def observe(session: nox.Session) -> None:
     """List files under reports/observed/ as observations: nox -s observe -- FILE... --machine M [--command C].
 
@@ -419,6 +533,7 @@ def observe(session: nox.Session) -> None:
 
 
 @nox.session
+@_helps("-m", "matrix", "diff")
 def diff(session: nox.Session) -> None:
     """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO."""
     _sync(session, "report")
@@ -426,6 +541,7 @@ def diff(session: nox.Session) -> None:
 
 
 @nox.session
+@_helps("-m", "check")
 def check(session: nox.Session) -> None:
     """Your own quantized model on every engine here, with a per-node INT8 report: nox -s check -- model.onnx [...]."""
     _sync(session, "check")
@@ -444,6 +560,7 @@ def check(session: nox.Session) -> None:
 
 
 @nox.session
+@_helps("-m", "check.lint")
 def lint(session: nox.Session) -> None:
     """TensorRT readiness of a model without any engine: nox -s lint -- model.onnx [--json]."""
     _sync(session, "generate")
@@ -451,6 +568,7 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
+@_helps("-m", "check.reduce")
 def reduce(session: nox.Session) -> None:
     """A failing model -> minimal reproducer -> bug bundle: nox -s reduce -- model.onnx --engine E --out DIR."""
     _sync(session, "check")
@@ -458,6 +576,7 @@ def reduce(session: nox.Session) -> None:
 
 
 @nox.session
+@_helps("-m", "check.producers")
 def producers(session: nox.Session) -> None:
     """Write the onnxruntime-quantized producer models: nox -s producers -- --out DIR [--archs [--large] | --forms]."""
     _sync(session, "generate")
@@ -465,6 +584,7 @@ def producers(session: nox.Session) -> None:
 
 
 @nox.session(name="producers(modelopt)")
+@_helps("-m", "check.producers", posargs="they go to `python -m check.producers --producer modelopt`")
 def producers_modelopt(session: nox.Session) -> None:
     """ModelOpt's INT8, FP8 and INT4 models of the same blocks, in an environment of their own: -- --out DIR."""
     session.install(*MODELOPT)
@@ -472,6 +592,7 @@ def producers_modelopt(session: nox.Session) -> None:
 
 
 @nox.session
+@_helps("tools/benchmark.py")
 def benchmark(session: nox.Session) -> None:
     """Bundle generation, CPU-engine cell throughput, `-- --check`: python -m check on ~300/900-node models."""
     _sync(session, "check")  # generate's packages and the locked OpenVINO
@@ -479,6 +600,7 @@ def benchmark(session: nox.Session) -> None:
 
 
 @nox.session(requires=["bundles"])
+@_helps("-m", "matrix", "bugs")
 def bugs(session: nox.Session) -> None:
     """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip].
 
@@ -501,6 +623,8 @@ def _columns_here(session: nox.Session, py: Dict[str, Path], gpu: bool) -> List[
 
 
 @nox.session(requires=["bundles"])
+@_helps("-m", "engines.run", posargs="they go to its one `python -m engines.run` over every column here (with a"
+                                     " GPU, nox gives them to the report session it starts as well)")
 def conformance(session: nox.Session) -> None:
     """The conformance table alone (nox -s matrix runs it too): which Q/DQ operator forms each engine version accepts.
 
@@ -514,8 +638,8 @@ def conformance(session: nox.Session) -> None:
         py = _session_envs(session, ENGINE_PINS, locks)
         columns = [dict(c, only_cases=[CONFORMANCE]) if not c.get("per_target") else dict(c, only_cases=[])
                    for c in _columns_here(session, py, gpu) if not c.get("plugins_only")]
-        session.run("python", "-m", "engines.run", *_column_args(columns), "-n", _workers("tensorrt-rtx"),
-                    CELL_TIMEOUT, *session.posargs, env=_env(), success_codes=[0, 1])
+        _run_columns(session, "python", "-m", "engines.run", *_column_args(columns), "-n", _workers("tensorrt-rtx"),
+                     CELL_TIMEOUT, *session.posargs, env=_env(), success_codes=[0, 1])
     if gpu:
         for version in TRT_PYPI:
             session.notify(f"trt({version})", ["--only-case", CONFORMANCE])
@@ -527,6 +651,9 @@ def conformance(session: nox.Session) -> None:
 
 
 @nox.session(requires=["bundles"])
+@_helps(posargs="none of its own: nox gives them to the sessions it starts (the report session, where an input "
+                "moved, whose options are `nox -s report -- --help`; with a GPU or $QDQ_TRT_PYTHON, trt(V), "
+                "trt10(V) and trt_existing)")
 def matrix(session: nox.Session) -> None:
     """The main job: bundles (the bundles session), every engine version this machine can run, then the reports.
 
@@ -545,8 +672,8 @@ def matrix(session: nox.Session) -> None:
     # without a GPU, honest "not run here" TensorRT cells, never guessed: every TensorRT column in one pass, no pytest
     with contextlib.ExitStack() as locks:  # rtx with or without a GPU: the build is real
         py = _session_envs(session, ENGINE_PINS, locks)
-        session.run("python", "-m", "engines.run", *_column_args(_columns_here(session, py, gpu)), "-n",
-                    _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
+        _run_columns(session, "python", "-m", "engines.run", *_column_args(_columns_here(session, py, gpu)), "-n",
+                     _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
     if _trt_pythons_from_env():
         session.notify("trt_existing")
     if gpu or _trt_pythons_from_env() or not _reports_current():
@@ -571,6 +698,7 @@ def _show(path: Path) -> str:
 
 
 @nox.session
+@_helps(posargs="they go to `uv lock` (without any: --upgrade)")
 def lock(session: nox.Session) -> None:
     """Refresh uv.lock to the newest versions pyproject.toml allows: nox -s lock [-- --upgrade-package onnx]."""
     session.run("uv", "lock", *(session.posargs or ["--upgrade"]))

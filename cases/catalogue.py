@@ -37,7 +37,7 @@ HEADER = """\
 
 {cases} cases (seeds {first}-{last}), {reproducers} reproducers. Each case is a module in `cases/` that cites the
 upstream threads it reproduces; its parameter axes are swept, and every valid combination is one reproducer,
-a bundle that `python -m generators write` builds from its seed. What the engines did with them is in
+a bundle that `nox -s generate` builds from its seed. What the engines did with them is in
 [findings.md](findings.md) (seeds 000-018), [low-precision.md](low-precision.md) (seeds 019-023),
 [real-architectures.md](real-architectures.md) (seeds 024-025) and [cross-check-engines.md](cross-check-engines.md)
 (seeds 026-031); how a case is declared, in [design.md](design.md).

@@ -604,8 +604,15 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
     lost = f", {missing} not recorded" if missing > 0 else ""
     why = f" ({done.unknown})" if done.unknown and (missing > 0 or done.status not in (0, 1)) else ""
     out(f"engines.run: {reused} cells reused, {done.written} run{lost}{why} ({time.perf_counter() - start:.1f} s, "
-        f"pytest exit {done.status})")
+        f"{exit_words(done.status)})")
     return done.status
+
+
+def exit_words(status: int) -> str:
+    """pytest's exit status as the run's last line says it: 1 is cells with unexpected verdicts, which are results."""
+    if status == 1:
+        return "pytest exit 1: some cells have unexpected verdicts, which are results, not a failed run"
+    return f"pytest exit {status}"
 
 
 def writable(columns: Sequence[Column], folder: Path, out: Callable[[str], None]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -102,6 +103,21 @@ def detail_texts(cell: Cell) -> List[Tuple[str, str]]:
 
 
 
+def bugs_options(column: Column) -> str:
+    """`--engine E --version V --hardware "H" --variant X`: what names one cell of this column besides its bundle, for
+    the page's bug-bundle command (`nox -s bugs -- --cell BUNDLE ...`; matrix.bugbundle.select finds exactly one)."""
+    return (f"--engine {column.engine} --version {column.engine_version} --hardware {_shell_quoted(column.hardware)} "
+            f"--variant {_shell_quoted(column.variant or 'default')}")
+
+
+def _shell_quoted(text: str) -> str:
+    """text as one shell word: as it is where that is safe, in double quotes where nothing in it means anything there
+    ("NVIDIA H200 (sm_90)"), else in single quotes."""
+    if text and all(ch.isalnum() or ch in "._=+-,/:@" for ch in text):
+        return text
+    return shlex.quote(text) if any(ch in '"$`\\!' for ch in text) else f'"{text}"'
+
+
 def grid_view(result: MergeResult) -> Dict[str, Any]:
     """Columns shown, collapsed columns, rows grouped by case with a code per cell, each row's codes as one string
     for the page, and every cell's details (said once per distinct text) for the page's side file."""
@@ -113,7 +129,8 @@ def grid_view(result: MergeResult) -> Dict[str, Any]:
     hardware = list(dict.fromkeys(c.setting for c in shown))
     columns = [{"heading": c.heading, "engine": c.engine, "version": c.engine_version, "hardware": c.setting,
                 "provenance": c.provenance, "id": c.id, "nth": i + 2, "index": result.columns.index(c) + 1,
-                "e": engines.index(c.engine), "h": hardware.index(c.setting), "file": column_file(c)}
+                "e": engines.index(c.engine), "h": hardware.index(c.setting), "file": column_file(c),
+                "bugs": bugs_options(c)}
                for i, c in enumerate(shown)]
     details = Details()
     palette: Dict[Tuple[str, str], int] = {}

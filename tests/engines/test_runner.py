@@ -157,3 +157,16 @@ def test_the_cell_runner_is_product_code_and_tests_hold_tests_only():
     assert RUNNER.is_file() and RUNNER.parent == repo / "engines"
     assert not any("tests" in Path(a).parts for a in pytest_args(Path("p.json")))
     assert not (repo / "tests" / "cells").exists()
+
+
+def test_a_run_with_unexpected_cells_says_what_pytest_exit_1_means_in_the_same_line(bundles, tmp_path, monkeypatch,
+                                                                                       capsys):
+    """Exit 1 is cells with unexpected verdicts, results like any other: the session succeeds, and its last line says
+    why pytest's status is 1 (issue 40: a successful nox -s matrix said only "pytest exit 1")."""
+    monkeypatch.setattr(runner, "launch", lambda decisions, *args, **kwargs: runner.Launched(
+        1, sum(len(d.run) for d in decisions), 0))  # plumbing only: what a pytest run with failing cells reports
+    argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "--results", str(tmp_path / "ort.jsonl")]
+    assert runner.main(argv) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("engines.run: 0 cells reused, 2 run (") and last.endswith(
+        "pytest exit 1: some cells have unexpected verdicts, which are results, not a failed run)"), last

@@ -168,7 +168,10 @@ def test_a_cell_click_shows_its_details(page):
     page.click("#g td.vu")
     details = wait_for(page, "(t => !t.includes('loading') && t)(document.getElementById('dp').innerText)")
     assert "regressed" in details and "no implementation" in details
-    assert "python -m matrix bugs --cell grouped_conv/g=2" in details
+    # the cell whole: its hardware quoted, as a shell takes it pasted (three TensorRT 8.6.0 cells of this bundle could
+    # be H100, H200 and H200 with tensorrt-only tactics)
+    assert ('nox -s bugs -- --cell grouped_conv/g=2 --engine tensorrt --version 8.6.0 --hardware "NVIDIA H200 (sm_90)" '
+            "--variant default") in details
     link = page.evaluate("document.querySelector('#dp a').getAttribute('href')")
     assert link.startswith("cells/tensorrt_8.6.0") and link.endswith(".jsonl")  # the whole cell, with its log
     page.evaluate("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'}))")
@@ -197,7 +200,7 @@ def test_without_its_side_file_a_cell_says_where_its_details_are(tmp_path):
         browser.click("#g td.vu")
         said = wait_for(browser, "(t => !t.includes('loading') && t)(document.getElementById('dp').innerText)")
         assert "details are in cells/details.js beside this page, which is not there" in said
-        assert "python -m matrix bugs --cell q_output_type/out=uint8" in said  # the command needs no side file
+        assert "nox -s bugs -- --cell q_output_type/out=uint8 --engine tensorrt" in said  # it needs no side file
     finally:
         browser.close()
 
