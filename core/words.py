@@ -44,11 +44,11 @@ STATUS_WORDS = {"pass": "pass", "fail": "fail", "crashed": "crashed", "skipped":
                 "not_applicable": "not applicable", "built": "built", "harness_error": "harness error"}
 # A mark after a grid cell's letter per verdict: the verdicts a reader must not miss, and a cell that agrees with this
 # project's own earlier run rather than with an upstream document.
-VERDICT_MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "regressed": "!", "new failure": "*",
-                 "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
+VERDICT_MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "fails against expectation": "!",
+                 "new failure": "*", "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
 # What JUnit makes of each verdict: a failure, an error (the harness's), a skip, or a passed test ("").
-JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures", "regressed": "failures",
-         "new failure": "failures", "undocumented": "", "not run": "skipped", "not applicable": "skipped",
+JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures",
+         "fails against expectation": "failures", "new failure": "failures", "undocumented": "", "not run": "skipped", "not applicable": "skipped",
          "harness error": "errors"}
 
 # ---- outcome kinds (core.outcome.KINDS) ----

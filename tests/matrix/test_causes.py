@@ -38,7 +38,7 @@ def test_one_engine_bug_over_versions_and_targets_is_one_root_cause(make_cell):
     cells += [rtx_cell(make_cell, f"grouped_conv/g={g}", RTX[3], status="built", last_stage="build",
                        verdict="undocumented", fused=True) for g in (2, 4, 8)]  # 1.7 builds: no cause
     cells += [make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", last_stage="build", fused=None,
-                        verdict="regressed", error="no implementation")]
+                        verdict="fails against expectation", error="no implementation")]
     [rtx, trt] = root_causes(cells)
     assert (rtx["n"], rtx["bundles"], rtx["title"], rtx["versions"], rtx["did"]) == \
         (27, 3, "TensorRT for RTX", "1.4.0.76 to 1.6.1.120", "fails at build")
@@ -46,7 +46,7 @@ def test_one_engine_bug_over_versions_and_targets_is_one_root_cause(make_cell):
     assert rtx["example"].startswith("build_serialized_network returned None")
     assert [(g["case"], g["slugs"], g["cells"]) for g in rtx["groups"]] == [("grouped_conv", ["g=2", "g=4", "g=8"], 27)]
     assert (trt["n"], trt["title"], trt["versions"], trt["verdicts"]) == \
-        (1, "TensorRT", "8.6.0", [{"verdict": "regressed", "n": 1}])
+        (1, "TensorRT", "8.6.0", [{"verdict": "fails against expectation", "n": 1}])
 
 
 def test_a_signature_and_the_parsers_fields_name_a_cause_whatever_the_node(make_cell):

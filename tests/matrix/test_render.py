@@ -22,7 +22,7 @@ def reports(tmp_path, make_cell):
         make_cell("q_output_type/out=uint8", status="fail", last_stage="load", verdict="as documented", fused=None,
                   error="could not find any supported formats consistent with input/output data types",
                   signature="no_supported_formats"),
-        make_cell("grouped_conv/g=2", status="fail", last_stage="build", verdict="regressed", fused=None,
+        make_cell("grouped_conv/g=2", status="fail", last_stage="build", verdict="fails against expectation", fused=None,
                   error="<script>alert(1)</script> broke", explanation="documented to pass, but it fail"),
         make_cell("grouped_conv/g=2", engine="onnxruntime", engine_version="1.23.2", hardware="cpu",
                   verdict="fixed"),
@@ -68,7 +68,7 @@ def test_json_holds_cells_columns_rows_and_summary(reports):
     data = json.loads((reports[0] / "matrix.json").read_text())
     assert len(data["cells"]) == 5 and len(data["columns"]) == 2
     trt = next(s for s in data["summary"] if s["heading"] == "tensorrt@10.3.0")
-    assert trt["verdicts"]["regressed"] == 1 and trt["verdicts"]["as documented"] == 2
+    assert trt["verdicts"]["fails against expectation"] == 1 and trt["verdicts"]["as documented"] == 2
 
 
 def test_junit_counts_unexpected_verdicts_as_failures(reports):
@@ -78,7 +78,7 @@ def test_junit_counts_unexpected_verdicts_as_failures(reports):
     trt = suites["tensorrt@10.3.0 [NVIDIA H200 (sm_90)] (local)"]
     assert trt.get("failures") == "1"
     [failure] = trt.iter("failure")
-    assert failure.get("type") == "regressed" and "<script>" in failure.text
+    assert failure.get("type") == "fails against expectation" and "<script>" in failure.text
     whole = failure.text.splitlines()[-1]  # the file with its log and listing, as the reports folder has it
     assert whole.startswith("whole cell: cells/tensorrt_10.3.0_local_") and (reports[0] / whole[12:]).is_file()
 
@@ -86,7 +86,7 @@ def test_junit_counts_unexpected_verdicts_as_failures(reports):
 def test_cli_report_writes_reports_and_exits_1_naming_a_refused_file(make_cell, write_results, tmp_path, capsys):
     from matrix.__main__ import main
 
-    path = write_results("trt.jsonl", [make_cell(status="fail", verdict="regressed", fused=None)])
+    path = write_results("trt.jsonl", [make_cell(status="fail", verdict="fails against expectation", fused=None)])
     (path.parent / "junk.jsonl").write_text("garbage\n")
     out = tmp_path / "out"
     code = main(["report", "--results", str(path.parent), "--out", str(out), "--bundles", str(tmp_path / "none")])
@@ -120,7 +120,7 @@ def test_no_emoji_in_html_or_markdown(reports):
 def test_json_is_compact_and_gives_every_cell_back(tmp_path, make_cell):
     cells = [make_cell("grouped_conv/g=2", log="x" * 50),
              make_cell("grouped_conv/g=4", error="boom", status="fail", last_stage="build", fused=None,
-                       verdict="regressed")]
+                       verdict="fails against expectation")]
     result = build(cells)
     write_reports(result, tmp_path, generated="2026-01-01")
     text = (tmp_path / "matrix.json").read_text()
@@ -183,7 +183,7 @@ def test_the_upgrade_answer_is_matrix_diff(tmp_path, make_cell):
 
     cells = [make_cell("grouped_conv/g=2", engine_version=v) for v in ("8.5.3.1", "8.6.0", "10.3.0")]
     cells[1] = make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", last_stage="build", fused=None,
-                         verdict="regressed", error="no implementation")
+                         verdict="fails against expectation", error="no implementation")
     write_reports(build(cells), tmp_path, generated="2026-01-01")
     html = (tmp_path / "matrix.html").read_text()
     expected = diff(cells, "tensorrt", "8.5.3.1", "8.6.0").verdict.split(" ", 1)[1]
