@@ -149,9 +149,20 @@ THE_BASELINE_ITSELF = ("this cell is that observation: the baseline later runs a
 
 def is_the_baseline(cell: Cell, expectation: Expectation) -> bool:
     """Whether a cell is the very observation a baseline expectation cites (its results file is the source)."""
+    return expectation.basis == "baseline" and _ran_in(cell, expectation.source)
+
+
+def cites_itself(cell: Cell) -> bool:
+    """Whether a judged cell is the very observation its baseline expectation cites: the baseline itself, not a later
+    run that agrees with it."""
+    e = cell.expectation
+    return e.get("basis") == "baseline" and _ran_in(cell, str(e.get("source") or ""))
+
+
+def _ran_in(cell: Cell, source: str) -> bool:
+    """Whether the results file a cell was read from is this repository file."""
     shown = str(cell.run.get("file") or "").replace("\\", "/")
-    return expectation.basis == "baseline" and bool(shown) and \
-        (shown == expectation.source or shown.endswith("/" + expectation.source))
+    return bool(shown) and bool(source) and (shown == source or shown.endswith("/" + source))
 
 
 def rejudge(cell: Cell, case: Case) -> Cell:

@@ -92,7 +92,8 @@ def page(tmp_path_factory):
         cells += [
             cell("grouped_conv/g=2", engine_version=version, status="fail" if broken else "pass",
                  last_stage="build" if broken else "compare", fused=None if broken else True,
-                 verdict="fails against expectation" if broken else "as documented", error="no implementation" if broken else ""),
+                 verdict="fails against expectation" if broken else "as documented",
+                 error="no implementation" if broken else ""),
             cell("grouped_conv/g=4", engine_version=version),
             cell("q_output_type/out=int8", engine_version=version),
         ]
@@ -188,7 +189,8 @@ def test_without_its_side_file_a_cell_says_where_its_details_are(tmp_path):
     from tests.matrix.conftest import cell
 
     binary = _browser_or_skip()
-    write_reports(build([cell(status="fail", last_stage="build", verdict="fails against expectation", fused=None, error="boom")]),
+    write_reports(build([cell(status="fail", last_stage="build", verdict="fails against expectation", fused=None,
+                              error="boom")]),
                   tmp_path, generated="2026-01-01")
     (tmp_path / "cells" / "details.js").unlink()  # the page copied alone
     browser = Browser(binary, width=1000, height=700)

@@ -71,7 +71,8 @@ def test_cut_off_last_line_keeps_earlier_cells_with_a_warning(make_cell, write_r
 
 
 def test_duplicate_cells_keep_the_newest_and_say_so(make_cell, write_results):
-    old = make_cell(status="fail", verdict="fails against expectation", fused=None, run={"date": "2026-01-01T00:00:00Z"})
+    old = make_cell(status="fail", verdict="fails against expectation", fused=None,
+                    run={"date": "2026-01-01T00:00:00Z"})
     new = make_cell(run={"date": "2026-02-01T00:00:00Z"})
     write_results("b-new.jsonl", [new])
     path = write_results("a-old.jsonl", [old])
@@ -155,7 +156,8 @@ def test_a_case_module_that_does_not_import_stops_the_report_by_name(make_cell, 
     (tmp_path / "broken_case_module.py").write_text("from cases.base import Case\nCASE = Case(id=undefined_name)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(cases, "CASE_MODULES", (*cases.CASE_MODULES, "broken_case_module"))
-    stale = make_cell("q_output_type/out=int8", verdict="fails against expectation", explanation="written before the catalogue moved")
+    stale = make_cell("q_output_type/out=int8", verdict="fails against expectation",
+                      explanation="written before the catalogue moved")
     path = write_results("trt.jsonl", [stale])
     with pytest.raises(CaseModuleError, match="broken_case_module .*NameError.*undefined_name") as raised:
         load_results([path])
