@@ -106,8 +106,8 @@ def test_the_upgrade_answer_names_each_hardware_once(make_cell):
              for v in RTX[2:] for t in ("SM75", "SM80", "SM86", "SM89", "SM120")]
     [engine] = upgrade_view(build(cells).cells)
     [pair] = engine["pairs"]
-    assert pair["headline"] == (f"1 fix between tensorrt-rtx 1.6.1.120 and 1.7.1.116 on {AOT} · target=SM75, SM80, "
-                                "SM86, SM89 and SM120 (5 reproducers compared)")
-    assert pair["headline"].count(AOT) == 1 and all(n.count(AOT) <= 1 for n in pair["notes"])
+    assert pair["headline"] == "1 fix (1 reproducer compared on 5 hardware settings)"  # one reproducer, five targets
+    assert pair["under"][0] == f"Compared on {AOT} · target=SM75, SM80, SM86, SM89 and SM120."
+    assert all(n.count(AOT) <= 1 for n in pair["notes"] + pair["under"])
     assert [g["where"] for g in pair["groups"]] == [f"on {AOT} · target=SM75, SM80, SM86, SM89 and SM120"]
     assert pair["file"].startswith("diff/tensorrt-rtx_1.6.1.120_to_1.7.1.116_") and pair["file"].endswith(".md")

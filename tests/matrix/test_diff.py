@@ -57,7 +57,7 @@ def test_verdict_line_leads_the_markdown(cells):
 def test_no_changes_says_so(make_cell):
     cells = [make_cell(engine="onnxruntime", engine_version=v, hardware="cpu") for v in ("1.16.3", "1.23.2")]
     report = diff(cells, "onnxruntime", "1.16.3", "1.23.2")
-    assert report.verdict == "no changes between onnxruntime 1.16.3 and 1.23.2 on cpu: 1 reproducers compared"
+    assert report.verdict == "no changes between onnxruntime 1.16.3 and 1.23.2 on cpu: 1 reproducer compared"
 
 
 def test_drift_threshold_is_configurable(make_cell):

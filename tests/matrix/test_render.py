@@ -187,8 +187,11 @@ def test_the_upgrade_answer_is_matrix_diff(tmp_path, make_cell):
                          verdict="fails against expectation", error="no implementation")
     write_reports(build(cells), tmp_path, generated="2026-01-01")
     html = (tmp_path / "matrix.html").read_text()
-    expected = diff(cells, "tensorrt", "8.5.3.1", "8.6.0").verdict.split(" ", 1)[1]
-    assert expected.startswith("1 regression") and expected in html
+    from matrix.upgrade import headline
+
+    report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
+    assert report.verdict.split(" ", 1)[1].startswith("1 regression between tensorrt 8.5.3.1 and 8.6.0")
+    assert headline(report) == "1 regression (1 reproducer compared)" and headline(report) in html
     assert html.index('id="upgrade"') < html.index('id="grid"') < html.index('id="plots"')
     assert 'id="pp0_0_2"' in html  # the any-pair picker has 8.5.3.1 -> 10.3.0
     assert html.count("<svg") == 1 and (tmp_path / "plots.html").read_text().count("<svg") == 1
@@ -313,6 +316,12 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     sizes = {name: (tmp_path / name).stat().st_size for name in ("matrix.html", "matrix.md", "matrix.json")}
     print(sizes)
     assert sizes["matrix.html"] <= 400_000 and sizes["matrix.md"] <= 100_000 and sizes["matrix.json"] <= 5_000_000
+    headlines = re.findall(r"^#### .+\n\n\*\*(.+)\*\*$", md, re.M)  # each version pair's one line
+    assert len(headlines) >= 8 and max(len(h) for h in headlines) <= 140, headlines
+    diffs = {p.name: p.stat().st_size for p in (tmp_path / "diff").glob("*.md")}
+    assert len(diffs) >= 8 and max(diffs.values()) <= 100_000, diffs  # the rest in diff/rows/, linked
+    for name in (p.name for p in (tmp_path / "diff" / "rows").glob("*.md")):
+        assert f"](rows/{name})" in (tmp_path / "diff" / name).read_text()
     data = json.loads((tmp_path / "matrix.json").read_text())
     myelin = [c for c in data["causes"] if c["engine"] == "tensorrt-rtx" and "cudnn_impl" in c["example"]]
     assert len(myelin) == 1 and myelin[0]["versions"] == "1.4.0.76 to 1.6.1.120"  # source lines do not split it
