@@ -16,6 +16,9 @@ from matrix.safe import md_cell, md_code
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
+# A regression: passes (or builds and fuses) on the older version, fails (or loses fusion) on the newer, whatever the
+# expectation; a failure that now crashes is bad news, but it failed before
+REGRESSIONS = ("regressed", "fusion lost")
 # same stage and catalogue signature, other words, or the same words once source lines and folders, function names in
 # brackets and "TRT" for "TensorRT" are normalised (core.words.error_words): listed apart, never counted as a change
 REWORDED = "error reworded"
@@ -227,7 +230,7 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
 
     def add(kind: str, before: str, after: str, detail: str = "", cause: str = "", signature: str = "",
             gist: Tuple[str, str] = ("", "")) -> None:
-        basis, runs = (regression_basis(b), (_run(a), _run(b))) if kind in BAD else ("", ())
+        basis, runs = (regression_basis(b), (_run(a), _run(b))) if kind in REGRESSIONS else ("", ())
         out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist, basis, runs))
 
     if a.status in WORKED and b.status in FAILED:
@@ -291,10 +294,9 @@ def _run(c: Cell) -> str:
 
 
 def regressions(cells: Sequence[Cell]) -> Dict[Tuple[Tuple[str, ...], str], Tuple[str, Change]]:
-    """Every cell that regressed, by (its column's key, bundle), with the older version it regressed from: it fails,
-    crashes or lost INT8 fusion where the engine's latest earlier version that ran the reproducer on the same hardware
-    setting passed, built or fused (the diff's "regressed", "now crashes" and "fusion lost"), whatever either cell's
-    expectation says."""
+    """Every cell that regressed, by (its column's key, bundle), with the older version it regressed from: it fails
+    (or crashes) or lost INT8 fusion where the engine's latest earlier version that ran the reproducer on the same
+    hardware setting passed, built or fused (the diff's REGRESSIONS), whatever either cell's expectation says."""
     groups: Dict[Tuple[str, str, str], List[Cell]] = {}
     for c in cells:
         if c.status in RAN:
@@ -307,7 +309,7 @@ def regressions(cells: Sequence[Cell]) -> Dict[Tuple[Tuple[str, ...], str], Tupl
     for (_, setting, bundle), by_version in runs.items():
         order = sorted(by_version, key=version_key)
         for old, new in zip(order, order[1:]):
-            bad = [c for c in compare_cells(by_version[old], by_version[new], setting) if c.kind in BAD]
+            bad = [c for c in compare_cells(by_version[old], by_version[new], setting) if c.kind in REGRESSIONS]
             if bad:
                 out[(column_key(by_version[new]), bundle)] = (old, bad[0])
     return out

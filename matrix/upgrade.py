@@ -9,7 +9,7 @@ from core.engines import variant_label
 from core.words import IDLE, STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
-from matrix.diff import BAD, CHANGES, GOOD, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
+from matrix.diff import BAD, CHANGES, GOOD, REGRESSIONS, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
 from matrix.merge import version_key
 
 HEADLINE_LIMIT = 140  # a pair's headline is one line: what did not fit goes under it
@@ -219,7 +219,7 @@ def under(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> List[str]
 def regression_basis_lines(report: DiffReport) -> List[str]:
     """What the pair's regressions rest on: the upstream sources that document the newer version's failures, and the
     runs of this suite that alone show the others (each version, hardware and results file)."""
-    bad = [c for c in report.changes if c.kind in BAD]
+    bad = [c for c in report.changes if c.kind in REGRESSIONS]
     documented = sorted({c.basis for c in bad if c.basis})
     own = [c for c in bad if not c.basis]
     out = []
