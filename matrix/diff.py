@@ -284,7 +284,8 @@ def regression_words(old: str, change: Change) -> str:
     """A regressed cell's line in the grid and the root causes: "regression from 8.5.3.1 (pass (fused) there, fail at
     build here); observed by this suite only" or "...; documented (source)"."""
     basis = change.basis or "observed by this suite only: " + "; ".join(change.runs)
-    return f"regression from {old} ({change.before} there, {change.after} here; {change.kind}); {basis}"
+    lost = "; INT8 fusion lost" if change.kind == "fusion lost" else ""
+    return f"regression from {old} ({change.before} there, {change.after} here{lost}); {basis}"
 
 
 def _run(c: Cell) -> str:
