@@ -32,9 +32,9 @@ def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]
             return said.agrees, said.agreeing("fails")
         return "fixed", said.claim("fail") + ", but it passed"
     if failed:
-        return "regressed", said.claim("pass") + f", but it {status}"
+        return "fails against expectation", said.claim("pass") + f", but it {status}"
     if expectation.outcome == "int8" and fused is False:
-        return "regressed", said.claim("run in INT8") + ", but a target node fell back to float"
+        return "fails against expectation", said.claim("run in INT8") + ", but a target node fell back to float"
     if expectation.outcome == "not_int8" and fused is True:
         return "fixed", said.claim("fall back to float") + ", but every target node ran in INT8"
     return said.agrees, said.agreeing("passes")
@@ -51,7 +51,8 @@ def _judge_built(expectation: Optional[Expectation], fused: Optional[bool]) -> T
             return "fixed", said.claim(f"fail at {expectation.stage}") + ", but it built" + numerics
         return "not run", f"built; the failure {said.where()} is at run time, which is not possible here"
     if expectation.outcome == "int8" and fused is False:
-        return "regressed", said.claim("run in INT8") + ", but the built plan computes a target in float"
+        return "fails against expectation", \
+            said.claim("run in INT8") + ", but the built plan computes a target in float"
     if expectation.outcome == "not_int8" and fused is True:
         return "fixed", said.claim("fall back to float") + ", but the built plan is quantized throughout"
     return said.agrees, said.agreeing("built") + numerics
@@ -92,7 +93,7 @@ class Said:
         return f"{did} as {self.where()}"
 
 
-UNEXPECTED = ("fixed", "regressed", "new failure")
+UNEXPECTED = ("fixed", "fails against expectation", "new failure")
 # How a report names what an expectation or a matched signature rests on (cases.base.BASES).
 BASIS_WORDS = {"documented": "documented", "baseline": "observed before"}
 
@@ -148,9 +149,20 @@ THE_BASELINE_ITSELF = ("this cell is that observation: the baseline later runs a
 
 def is_the_baseline(cell: Cell, expectation: Expectation) -> bool:
     """Whether a cell is the very observation a baseline expectation cites (its results file is the source)."""
+    return expectation.basis == "baseline" and _ran_in(cell, expectation.source)
+
+
+def cites_itself(cell: Cell) -> bool:
+    """Whether a judged cell is the very observation its baseline expectation cites: the baseline itself, not a later
+    run that agrees with it."""
+    e = cell.expectation
+    return e.get("basis") == "baseline" and _ran_in(cell, str(e.get("source") or ""))
+
+
+def _ran_in(cell: Cell, source: str) -> bool:
+    """Whether the results file a cell was read from is this repository file."""
     shown = str(cell.run.get("file") or "").replace("\\", "/")
-    return expectation.basis == "baseline" and bool(shown) and \
-        (shown == expectation.source or shown.endswith("/" + expectation.source))
+    return bool(shown) and bool(source) and (shown == source or shown.endswith("/" + source))
 
 
 def rejudge(cell: Cell, case: Case) -> Cell:

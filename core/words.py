@@ -44,11 +44,16 @@ STATUS_WORDS = {"pass": "pass", "fail": "fail", "crashed": "crashed", "skipped":
                 "not_applicable": "not applicable", "built": "built", "harness_error": "harness error"}
 # A mark after a grid cell's letter per verdict: the verdicts a reader must not miss, and a cell that agrees with this
 # project's own earlier run rather than with an upstream document.
-VERDICT_MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "regressed": "!", "new failure": "*",
-                 "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
+VERDICT_MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "fails against expectation": "!",
+                 "new failure": "*", "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
+# A mark after a grid cell's letter (and verdict mark) for a regression: it passed, built or fused on the engine's
+# version before on this hardware, and fails, crashes or lost fusion here (matrix.diff.regressions), whatever the
+# verdict.
+REGRESSION_MARK = "↓"
 # What JUnit makes of each verdict: a failure, an error (the harness's), a skip, or a passed test ("").
-JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures", "regressed": "failures",
-         "new failure": "failures", "undocumented": "", "not run": "skipped", "not applicable": "skipped",
+JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures",
+         "fails against expectation": "failures", "new failure": "failures", "undocumented": "", "not run": "skipped",
+         "not applicable": "skipped",
          "harness error": "errors"}
 
 # ---- outcome kinds (core.outcome.KINDS) ----
@@ -131,6 +136,30 @@ def mask_numbers(text: str) -> str:
     """Every number that stands on its own as "N" ("expected 3 got 4" -> "expected N got N"; "conv2" stays): what
     one failure reads as from any model, build or version."""
     return _NUMBER.sub("N", text)
+
+
+# An engine's error as two versions of it are compared by (matrix.diff): what changes from build to build without the
+# failure changing. Source line numbers and folders, a source function in brackets
+# ("[optimizer.cpp::computeCosts::3873]", or a parser function: "[QuantDequantLinearHelper]",
+# "[node x (Op), parseGraph]"), a parser function in parentheses ("(parseGraph)") and "TRT" for "TensorRT".
+_ERROR_NOISE = (
+    (re.compile(r"\[[\w./-]+\.(?:cpp|cc|cu|c|h|hpp)::\w+(?:::\d+)?\]"), "[…]"),
+    (re.compile(r"(\[node [^\]]*?), [A-Za-z_]\w*\]"), r"\1]"),
+    (re.compile(r" ?\[[A-Za-z_]\w*\]"), ""),
+    (re.compile(r"(?<=[\s:])\([a-z]+[A-Z]\w*\)"), "(…)"),
+    (re.compile(r"[^\s'\"()\[\]]*[\\/](?=[^\s'\"()\[\]/\\]+\.(?:cpp|cc|cu|c|h|hpp|py)\b)"), ""),
+    (re.compile(r"\b([\w-]+\.(?:cpp|cc|cu|c|h|hpp|py)):\d+"), r"\1"),
+    (re.compile(r"\bTRT\b"), "TensorRT"),
+)
+
+
+def error_words(text: str) -> str:
+    """An error's first line in the words that matter across versions: source line numbers and folders, function names
+    in brackets or parentheses and "TRT" for "TensorRT" normalised ("" for no error)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    for pattern, said in _ERROR_NOISE:
+        line = pattern.sub(said, line)
+    return " ".join(line.split())
 
 
 # ---- prose ----

@@ -564,7 +564,7 @@ def title(cell: Cell, varies: Sequence[str] = ()) -> str:
         return f"{stages} failure (the stage varies) of {where}"
     if cell.status == "fail":
         return f"{STAGE_WORDS.get(failed_stage(cell), 'Unknown-stage')} failure of {where}"
-    if cell.status == "pass" and cell.verdict == "regressed":
+    if cell.status == "pass" and cell.verdict == "fails against expectation":
         return f"INT8 fusion failure of {where}"
     if cell.status == "pass" and cell.verdict == "fixed":
         return f"Documented failure no longer seen on {where}"

@@ -5,18 +5,21 @@ A cause is an engine and a symptom, both the cell's fields: the catalogue signat
 addresses, paths and numbers masked where the cell was recorded, so two builds of one engine or two node names do
 not split it); a cell that works where a failure is documented (or was observed before, a baseline) is caused by that
 documentation (or that observation). No text is parsed or masked here.
-Versions, targets and hardware never split a cause: they are what it spans.
+Versions, targets and hardware never split a cause: they are what it spans. A regression (it passed, built or fused on
+the engine's version before, on the same hardware: matrix.diff.regressions) is a cause of its own, with its newer
+version's error as the example, never folded into an older failure of the same symptom.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.verdict import UNEXPECTED, basis_word, signature_words
 from core.cell import Cell
 from core.engines import title, variant_label
 from core.words import WORKED, clip, first_line, say_list
-from matrix.merge import version_key
+from matrix.diff import Change, regression_words, regressions
+from matrix.merge import column_key, version_key
 from matrix.targets import target_words
 
 LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
@@ -30,17 +33,34 @@ def cause_key(cell: Cell) -> Tuple[str, str, str]:
     return cell.engine, "works", f"{basis_word(cell.expectation)}: {expected}" if expected else ""
 
 
-def root_causes(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
-    """The unexpected cells' root causes, most cells first: each with its words, count, span and its cells."""
+Regressed = Dict[Tuple[Tuple[str, ...], str], Tuple[str, Change]]  # matrix.diff.regressions
+
+
+def cause_of(cell: Cell, regressed: Regressed) -> Tuple[str, str, str]:
+    """cause_key, with a regression's own symptom: "regression from 8.5.3.1 · sig: no_implementation"."""
+    key, found = cause_key(cell), regressed.get((column_key(cell), cell.bundle))
+    return (key[0], key[1], f"regression from {found[0]} · {key[2]}") if found else key
+
+
+def root_causes(cells: Sequence[Cell],
+                regressed: Optional[Regressed] = None) -> List[Dict[str, Any]]:
+    """The unexpected cells' root causes, most cells first: each with its words, count, span and its cells (a
+    regression, matrix.diff.regressions, a cause of its own)."""
+    regressed = regressions(cells) if regressed is None else regressed
     versions: Dict[str, List[str]] = {}
     for c in cells:
         versions.setdefault(c.engine, []).append(c.engine_version)
     groups: Dict[Tuple[str, str, str], List[Cell]] = {}
+    said: Dict[Tuple[str, str, str], str] = {}
     for c in sorted(cells, key=lambda c: (c.bundle, version_key(c.engine_version), c.setting)):
         if c.verdict in UNEXPECTED:
-            groups.setdefault(cause_key(c), []).append(c)
+            key, found = cause_of(c, regressed), regressed.get((column_key(c), c.bundle))
+            if found:
+                said.setdefault(key, regression_words(*found))
+            groups.setdefault(key, []).append(c)
     ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
-    return [_cause_view(i, key, members, versions[key[0]]) for i, (key, members) in enumerate(ordered)]
+    return [dict(_cause_view(i, key, members, versions[key[0]]), regression=said.get(key, ""))
+            for i, (key, members) in enumerate(ordered)]
 
 
 def _cause_view(index: int, key: Tuple[str, str, str], cells: List[Cell], every: List[str]) -> Dict[str, Any]:

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
+from urllib.parse import quote
 
 from core.cell import Cell
 from core.engines import variant_label
 from core.outcome import outcome
-from core.words import FAILED, STATUS_WORDS, WORKED, first_line, say_list
-from matrix.merge import version_key
+from core.words import FAILED, STATUS_WORDS, WORKED, error_words, first_line, many, say_list
+from matrix.merge import column_key, version_key
 from matrix.safe import md_cell, md_code
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
 BAD = ("regressed", "fusion lost", "now crashes")
 GOOD = ("fixed", "fusion gained", "no longer crashes")
-# same stage and catalogue signature, other words (or the same words from other engine source lines): collapsed
+# A regression: passes (or builds and fuses) on the older version, fails (or loses fusion) on the newer, whatever the
+# expectation; a failure that now crashes is bad news, but it failed before
+REGRESSIONS = ("regressed", "fusion lost")
+# same stage and catalogue signature, other words, or the same words once source lines and folders, function names in
+# brackets and "TRT" for "TensorRT" are normalised (core.words.error_words): listed apart, never counted as a change
 REWORDED = "error reworded"
+REWORDED_WHY = ("same stage and catalogue signature, other words, or the same words but for source lines, function "
+                "names in brackets and 'TRT' for 'TensorRT'; not counted as changes")
 # an error change where the version on one side fails the reproducer at different stages in two runs (on GPUs of one
 # architecture, an H100 and an H200, say): the two cells differ as that version's own runs do, which no upgrade caused
 UNSTABLE = "runs disagree"
@@ -39,6 +46,10 @@ class Change:
     # before and after as every reproducer of one cause says them, from fields: a state, a count left out, an error as
     # its cell's symptom ("" where they are `before` and `after` themselves)
     gist: Tuple[str, str] = ("", "")
+    # a regression: what it rests on, "documented (source)" where an upstream source documents the newer version's
+    # failure, else "" (this suite's own runs only, runs naming them)
+    basis: str = ""
+    runs: Tuple[str, ...] = ()  # a regression's two cells: "version on hardware (results file)", older first
 
     @property
     def case(self) -> str:
@@ -58,9 +69,28 @@ class DiffReport:
     to_version: str
     hardware: Tuple[Tuple[str, str], ...]  # (from hardware, to hardware) pairs compared
     changes: Tuple[Change, ...]
-    compared: int  # reproducers run on both sides
+    compared: int  # distinct reproducers run on both sides, on at least one hardware setting
     not_compared: Tuple[str, ...]  # "bundle [hardware]: why"
     notes: Tuple[str, ...] = ()
+    compared_runs: int = 0  # (reproducer, hardware setting) pairs run on both sides
+
+    @property
+    def said_compared(self) -> str:
+        """How many reproducers were compared, on how many hardware settings: "285 reproducers on 3 settings"."""
+        if not self.compared:
+            return "nothing compared: " + self.why_nothing
+        settings = f" on {len(self.hardware)} hardware settings" if len(self.hardware) > 1 else ""
+        return f"{many(self.compared, 'reproducer')} compared{settings}"
+
+    @property
+    def why_nothing(self) -> str:
+        """Why no reproducer was compared: no hardware shared, or every reproducer ran on one side only."""
+        if not self.hardware:
+            return "no hardware setting has cells of both versions"
+        bundles = {n.split(" [", 1)[0] for n in self.not_compared}
+        if not bundles:
+            return "neither version has a cell on the hardware compared"
+        return f"none of {many(len(bundles), 'reproducer')} ran on both versions on {_where(self.hardware)}"
 
     def merged(self) -> List[Tuple[Change, Tuple[str, ...]]]:
         """Each change once, with every hardware label that gives the same change (H100 and H200 often agree)."""
@@ -85,37 +115,62 @@ class DiffReport:
         """One line for the top of a PR comment."""
         where = _where(self.hardware)
         span = f"{self.engine} {self.from_version} and {self.to_version} on {where}"
+        if not self.compared:
+            return f"{span}: {self.said_compared}"
         if not self.changes:
-            return f"no changes between {span}: {self.compared} reproducers compared"
+            return f"no changes between {span}: {self.said_compared}"
         parts = [f"{self.count(k)} {_plural(k, self.count(k))}" for k in CHANGES if self.count(k)]
         mark = "❌" if self.regressions else "✅" if any(c.kind in GOOD for c in self.changes) else "ℹ️"
-        return f"{mark} {', '.join(parts)} between {span} ({self.compared} reproducers compared)"
+        return f"{mark} {', '.join(parts)} between {span} ({self.said_compared})"
 
-    def markdown(self) -> str:
-        """The report as Markdown for a PR comment or a CI job summary."""
+    def markdown(self, tables: str = "") -> str:
+        """The report as Markdown for a PR comment or a CI job summary; with `tables` (a file name), the long tables
+        (every reproducer of a folded group, every rewording) are left to that file, which tables_markdown() writes,
+        and linked."""
         # Every text here comes from results files anyone can edit: escaped (md_cell) or a code span (md_code).
         heading = f"## {md_cell(self.engine)} {md_cell(self.from_version)} → {md_cell(self.to_version)}"
         lines = [heading, "", f"**{md_cell(self.verdict)}**", ""]
         lines += [f"> {md_cell(n)}" for n in self.notes] + ([""] if self.notes else [])
+        if tables:
+            lines += [f"Every reproducer's row and every rewording: [{md_cell(tables)}]({quote(tables)}).", ""]
         for labels, changes in self.by_hardware():
             if len(self.hardware) > 1:
                 lines += [f"### on {md_cell(say_list(labels))}", ""]
             main = [c for c in changes if c.kind != REWORDED]
             minor = [c for c in changes if c.kind == REWORDED]
             if len(main) > FOLD:  # many reproducers, few causes: the causes first, every reproducer one click away
-                lines += _by_cause(main) + [f"<details><summary>every reproducer ({len(main)})</summary>", ""]
-                lines += _table(main) + ["</details>", ""]
+                lines += _by_cause(main)
+                if not tables:
+                    lines += [f"<details><summary>every reproducer ({len(main)})</summary>", ""]
+                    lines += _table(main) + ["</details>", ""]
             else:
                 lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
-            if minor:
-                lines += [f"<details><summary>{len(minor)} {_plural(REWORDED, len(minor))}: same stage, same "
-                          "catalogue signature, other words (or other source lines)</summary>", ""] \
-                    + _table(minor) + ["</details>", ""]
+            if minor and tables:
+                lines += [f"{len(minor)} {_plural(REWORDED, len(minor))}, listed in the tables' file.", ""]
+            elif minor:
+                lines += [f"<details><summary>{len(minor)} {_plural(REWORDED, len(minor))}: {REWORDED_WHY}</summary>",
+                          ""] + _table(minor) + ["</details>", ""]
         if self.not_compared:
-            lines += ["<details><summary>" + f"{len(self.not_compared)} not compared</summary>", ""]
+            lines += ["<details><summary>" + f"{len(self.not_compared)} (reproducer, hardware) pairs not compared"
+                      "</summary>", ""]
             lines += [f"- {md_cell(n)}" for n in self.not_compared] + ["", "</details>", ""]
         return "\n".join(lines)
 
+    def tables_markdown(self) -> str:
+        """The tables markdown(tables=...) leaves out: every reproducer of each folded group, every rewording."""
+        heading = f"## {md_cell(self.engine)} {md_cell(self.from_version)} → {md_cell(self.to_version)}: every row"
+        lines = [heading, ""]
+        for labels, changes in self.by_hardware():
+            main = [c for c in changes if c.kind != REWORDED]
+            minor = [c for c in changes if c.kind == REWORDED]
+            if len(main) <= FOLD and not minor:
+                continue
+            lines += [f"### on {md_cell(say_list(labels))}", ""]
+            if len(main) > FOLD:
+                lines += [f"Every reproducer ({len(main)}):", ""] + _table(main)
+            if minor:
+                lines += [f"{len(minor)} {_plural(REWORDED, len(minor))}: {REWORDED_WHY}", ""] + _table(minor)
+        return "\n".join(lines)
 
     def by_hardware(self) -> List[Tuple[Tuple[str, ...], List[Change]]]:
         """The merged changes grouped by the hardware labels they hold on, widest group first."""
@@ -148,7 +203,7 @@ def diff(
     pairs, notes = _hardware_pairs(mine, engine, from_version, to_version, hardware)
     changes: List[Change] = []
     not_compared: List[str] = []
-    compared = 0
+    compared: List[str] = []
     disagree = disagreeing(mine)
     for pair in pairs:
         before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
@@ -161,12 +216,12 @@ def diff(
             if why:
                 not_compared.append(f"{bundle} [{label}]: {why}")
                 continue
-            compared += 1
+            compared.append(bundle)
             moved = outcome(a).failed_stage != outcome(b).failed_stage
             changes.extend(_unstable(c, disagree, (from_version, to_version)) if moved else c
                            for c in compare_cells(a, b, label, drift))
-    return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), compared,
-                      tuple(not_compared), tuple(notes))
+    return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), len(set(compared)),
+                      tuple(not_compared), tuple(notes), len(compared))
 
 
 def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -> List[Change]:
@@ -175,7 +230,8 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
 
     def add(kind: str, before: str, after: str, detail: str = "", cause: str = "", signature: str = "",
             gist: Tuple[str, str] = ("", "")) -> None:
-        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist))
+        basis, runs = (regression_basis(b), (_run(a), _run(b))) if kind in REGRESSIONS else ("", ())
+        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist, basis, runs))
 
     if a.status in WORKED and b.status in FAILED:
         add("regressed", _state(a), _state(b), first_line(b.error) or b.reason, _cause(b))
@@ -199,10 +255,11 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
                 "INT8: " + ", ".join(gained), gist=(COUNTED_NODES, COUNTED_NODES))
     if a.status == "fail" and b.status == "fail":
         stage = outcome(a).failed_stage == outcome(b).failed_stage
-        same_symptom = stage and a.signature == b.signature and (a.signature != "" or a.error_line == b.error_line)
+        same_symptom = stage and ((a.signature != "" and a.signature == b.signature) or
+                                  error_words(a.error) == error_words(b.error))
         if stage and first_line(a.error) == first_line(b.error):
             pass  # the engine said the same: a signature matched on one side only is the catalogue's doing, not its
-        elif same_symptom and first_line(a.error) != first_line(b.error):
+        elif same_symptom:
             add(REWORDED, _error_text(a), _error_text(b), signature=b.signature, gist=(_error_gist(a), _error_gist(b)))
         elif first_line(a.error) != first_line(b.error) or a.signature != b.signature or not stage:
             add("error changed", _error_text(a), _error_text(b), signature=b.signature,
@@ -212,6 +269,54 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
             add("numeric drift", f"{a.max_error_steps:.3g} steps", f"{b.max_error_steps:.3g} steps",
                 f"changed by more than {drift:g} steps", gist=(DRIFT_GIST, DRIFT_GIST))
     return out
+
+
+def regression_basis(cell: Cell) -> str:
+    """What a regression's newer cell rests on: "documented (source)" where an upstream source documents its failure
+    (the cell agrees with a documented expectation), else "" (this suite's own runs only)."""
+    e = cell.expectation
+    if cell.verdict == "as documented" and (e.get("basis") or "documented") == "documented" and e.get("source"):
+        return f"documented ({e['source']})"
+    return ""
+
+
+def regression_words(old: str, change: Change) -> str:
+    """A regressed cell's line in the grid and the root causes: "regression from 8.5.3.1 (pass (fused) there, fail at
+    build here); observed by this suite only" or "...; documented (source)"."""
+    basis = change.basis or "observed by this suite only: " + "; ".join(change.runs)
+    lost = "; INT8 fusion lost" if change.kind == "fusion lost" else ""
+    return f"regression from {old} ({change.before} there, {change.after} here{lost}); {basis}"
+
+
+def _run(c: Cell) -> str:
+    """One run in words: "8.6.0 on NVIDIA H200 (sm_90) (reports/observed/nvidia-h200/trt-8.6.0.jsonl)"."""
+    where = c.run.get("file") or c.run.get("source") or "local"
+    return f"{c.engine_version} on {c.setting} ({where})"
+
+
+def regressions(cells: Sequence[Cell]) -> Dict[Tuple[Tuple[str, ...], str], Tuple[str, Change]]:
+    """Every cell that regressed, by (its column's key, bundle), with the older version it regressed from: it fails
+    (or crashes) or lost INT8 fusion where the engine's latest earlier version that ran the reproducer on the same
+    hardware setting passed, built or fused (the diff's REGRESSIONS), whatever either cell's expectation says."""
+    groups: Dict[Tuple[str, str, str], List[Cell]] = {}
+    for c in cells:
+        if c.status in RAN:
+            groups.setdefault((c.engine, c.setting, c.engine_version), []).append(c)
+    runs: Dict[Tuple[str, str, str], Dict[str, Cell]] = {}
+    for (engine, setting, version), mine in groups.items():
+        for bundle, c in _newest(mine).items():
+            runs.setdefault((engine, setting, bundle), {})[version] = c
+    out: Dict[Tuple[Tuple[str, ...], str], Tuple[str, Change]] = {}
+    for (_, setting, bundle), by_version in runs.items():
+        order = sorted(by_version, key=version_key)
+        for old, new in zip(order, order[1:]):
+            bad = [c for c in compare_cells(by_version[old], by_version[new], setting) if c.kind in REGRESSIONS]
+            if bad:
+                out[(column_key(by_version[new]), bundle)] = (old, bad[0])
+    return out
+
+
+RAN = ("pass", "fail", "built", "crashed")  # a cell whose engine ran the reproducer: what a regression compares
 
 
 def runs_key(c: Cell) -> Tuple[str, str, str, str, str]:

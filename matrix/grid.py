@@ -10,8 +10,9 @@ from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.verdict import UNEXPECTED
 from core.cell import VERDICTS, Cell
 from core.outcome import outcome
-from core.words import GRID_LETTERS, GRID_STATES, STATUS_WORDS, VERDICT_MARKS, say_list
+from core.words import GRID_LETTERS, GRID_STATES, REGRESSION_MARK, STATUS_WORDS, VERDICT_MARKS, say_list
 from matrix.cellfiles import column_file
+from matrix.diff import Change, regression_words, regressions
 from matrix.merge import Column, MergeResult, column_key
 from matrix.safe import clean
 
@@ -33,12 +34,15 @@ class Collapsed:
     reason: str
 
 
-def cell_code(cell: Cell) -> Tuple[str, str]:
-    """(short text, css classes) of one cell, e.g. ("B!", "kx v2 vu")."""
+Regressed = Dict[Tuple[Tuple[str, ...], str], Tuple[str, Change]]  # matrix.diff.regressions
+
+
+def cell_code(cell: Cell, regressed: bool = False) -> Tuple[str, str]:
+    """(short text, css classes) of one cell, e.g. ("B!", "kx v2 vu"), with the regression mark where it regressed."""
     letter = GRID_LETTERS[outcome(cell).kind]
     css = next(c for code, c, _ in GRID_STATES if code == letter)
     classes = f"{css} v{VERDICTS.index(cell.verdict)}" + (" vu" if cell.verdict in UNEXPECTED else "")
-    return letter + VERDICT_MARKS[cell.verdict], classes
+    return letter + VERDICT_MARKS[cell.verdict] + (REGRESSION_MARK if regressed else ""), classes
 
 
 def legend() -> List[Dict[str, str]]:
@@ -46,7 +50,8 @@ def legend() -> List[Dict[str, str]]:
     out = [{"code": code, "css": css, "meaning": meaning} for code, css, meaning in GRID_STATES]
     out += [{"code": mark, "css": "mark", "meaning": f"verdict: {verdict}"}
             for verdict, mark in VERDICT_MARKS.items() if mark]
-    return out
+    return out + [{"code": REGRESSION_MARK, "css": "mark", "meaning": "regression: passed, built or fused on the "
+                   "engine's version before on this hardware; fails, crashes or lost fusion here"}]
 
 
 def built_note() -> Dict[str, str]:
@@ -70,9 +75,9 @@ def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Co
     return out
 
 
-def detail_texts(cell: Cell) -> List[Tuple[str, str]]:
+def detail_texts(cell: Cell, regression: str = "") -> List[Tuple[str, str]]:
     """(label, text) for one cell's details, in reading order (the verdict comes first, from Details)."""
-    out: List[Tuple[str, str]] = []
+    out: List[Tuple[str, str]] = [("regression", regression)] if regression else []
     if cell.explanation and cell.verdict in UNEXPECTED:  # otherwise the verdict and the expectation say it
         out.append(("why", cell.explanation))
     if cell.reason:
@@ -118,9 +123,10 @@ def _shell_quoted(text: str) -> str:
     return shlex.quote(text) if any(ch in '"$`\\!' for ch in text) else f'"{text}"'
 
 
-def grid_view(result: MergeResult) -> Dict[str, Any]:
+def grid_view(result: MergeResult, regressed: Optional[Regressed] = None) -> Dict[str, Any]:
     """Columns shown, collapsed columns, rows grouped by case with a code per cell, each row's codes as one string
     for the page, and every cell's details (said once per distinct text) for the page's side file."""
+    regressed = regressions(result.cells) if regressed is None else regressed
     collapsed = collapsed_columns(result)
     shown = [c for c in result.columns if c.key not in collapsed]
     grid = result.grid()
@@ -140,7 +146,8 @@ def grid_view(result: MergeResult) -> Dict[str, Any]:
         info = result.cases.get(case_id)
         rows = []
         for row in (r for r in result.rows if r.case == case_id):
-            cells = [_cell_view(grid.get((row.bundle, c.key)), details, palette) for c in shown]
+            cells = [_cell_view(grid.get((row.bundle, c.key)), details, palette, regressed.get((c.key, row.bundle)))
+                     for c in shown]
             rows.append({"slug": row.slug, "bundle": row.bundle, "cells": cells})
         groups.append({"index": index, "id": case_id, "seed": info.seed if info else "",
                        "title": info.title if info else "", "rows": rows})
@@ -178,10 +185,10 @@ class Details:
         self.sets: Dict[Tuple[Any, ...], int] = {}
         self.order: List[int] = []
 
-    def add(self, cell: Cell) -> None:
+    def add(self, cell: Cell, regression: str = "") -> None:
         """Record one cell's details, in reading order."""
         items: List[Any] = [self._text(cell.verdict)]
-        for label, text in detail_texts(cell):
+        for label, text in detail_texts(cell, regression):
             items += [self._text(label), self._text(text)]
         self.order.append(self.sets.setdefault(tuple(items), len(self.sets)))
 
@@ -210,12 +217,13 @@ def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[
     return out
 
 
-def _cell_view(cell: Optional[Cell], details: Details, palette: Dict[Tuple[str, str], int]) -> Optional[Dict[str, str]]:
+def _cell_view(cell: Optional[Cell], details: Details, palette: Dict[Tuple[str, str], int],
+               regression: Optional[Tuple[str, Change]] = None) -> Optional[Dict[str, str]]:
     """A cell's code and classes; its details go to the side file, its look to the page's palette."""
     if cell is None:
         return None
-    code, css = cell_code(cell)
-    details.add(cell)
+    code, css = cell_code(cell, regression is not None)
+    details.add(cell, regression_words(*regression) if regression else "")
     palette.setdefault((code, css), len(palette))
     return {"code": code, "css": css}
 

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
-from cases.verdict import UNEXPECTED
+from cases.verdict import UNEXPECTED, cites_itself
 from core.cell import VERDICTS, Cell
 from core.words import JUNIT, clip, many
-from matrix.causes import cause_key, root_causes
+from matrix.causes import cause_of, root_causes
 from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, write_columns, write_details
 from matrix.conformance import conformance_view, split
 from matrix.conformance import headline as conformance_headline
+from matrix.diff import regressions
 from matrix.grid import collapsed_columns, grid_view
 from matrix.merge import MergeResult, Problem
 from matrix.models import models_view
@@ -68,8 +69,9 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
     for e in view["upgrade"]:
         for p in e["pairs"]:
             if p.get("file"):
-                written[p["file"]] = p["report"].markdown() + "\n"
+                written.update(diff_files(p["report"], p["file"]))
     for name, text in written.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_text(text, encoding="utf-8")
     write_columns(result, out)
     write_details(view["grid"]["details"], out)
@@ -77,6 +79,21 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
     junit.write_bytes(junit_xml(result))
     reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html", *CONFORMANCE_FILES)]
     return reports + [junit, out / FOLDER, out / DIFFS]
+
+
+DIFF_BUDGET = 100_000  # bytes of one pair's file under diff/; past it, its long tables go to a file of their own
+ROWS = "rows"  # diff/rows/: those tables, a file per pair
+
+
+def diff_files(report: Any, name: str) -> Dict[str, str]:
+    """One pair's diff as its file under diff/: whole, or, past DIFF_BUDGET, its long tables (every reproducer of a
+    folded group, every rewording) in a file of their own beside it, which it links."""
+    text = report.markdown() + "\n"
+    if len(text.encode("utf-8")) <= DIFF_BUDGET:
+        return {name: text}
+    rest = Path(name).parent / ROWS / Path(name).name  # diff/rows/<the pair's file name>
+    return {name: report.markdown(tables=f"{ROWS}/{rest.name}") + "\n",
+            rest.as_posix(): report.tables_markdown() + "\n"}
 
 
 CONFORMANCE_FILES = ("conformance.md", "conformance.html", "conformance.json")
@@ -129,16 +146,18 @@ def template_environment(html: bool) -> Any:
 
 def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once."""
-    causes = root_causes(result.cells)
+    regressed = regressions(result.cells)
+    causes = root_causes(result.cells, regressed)
     return {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "upgrade": upgrade_view(result.cells),
         "targets": target_view(result.cells),
         "documented_targets": documented_view(all_cases()),
-        "grid": grid_view(result),
+        "grid": grid_view(result, regressed),
         "plots": plots_view(result, idle=collapsed_columns(result)),
-        "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
+        "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result, regressed))],
         "causes": causes,
+        "regressed": regressed,  # matrix.diff.regressions: the grid's, the columns' and the causes' one answer
         "verdicts": [v for v in VERDICTS if any(c.verdict == v for c in result.cells)],  # the columns table's
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
         # the results files that gave no cell at all (a digest mismatch, a schema break): every answer is without them
@@ -152,14 +171,17 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
     }
 
 
-def summary(result: MergeResult) -> List[Dict[str, Any]]:
-    """Counts per verdict and per status for each column."""
+def summary(result: MergeResult, regressed: Any = None) -> List[Dict[str, Any]]:
+    """Counts per verdict and per status for each column, and its regressions (matrix.diff.regressions)."""
+    regressed = regressions(result.cells) if regressed is None else regressed
     out = []
     by_column = result.by_column()
     for col in result.columns:
         cells = by_column[col.key]
         out.append({
-            "column": col.id, "heading": col.heading, "hardware": col.setting, "provenance": col.provenance,
+            "column": col.id, "heading": col.heading, "hardware": col.setting,
+            "regressions": sum(key == col.key for key, _ in regressed),
+            "provenance": col.provenance, "baseline_itself": sum(cites_itself(c) for c in cells),
             "verdicts": {v: sum(c.verdict == v for c in cells) for v in VERDICTS},
             "statuses": _count(c.status for c in cells),
             "unexpected": sum(c.verdict in UNEXPECTED for c in cells),
@@ -221,7 +243,7 @@ def report_json(result: MergeResult, view: Optional[Dict[str, Any]] = None) -> D
             record.update({k: texts.setdefault(getattr(cell, k), len(texts))
                            for k in TEXT_FIELDS if getattr(cell, k)})
             if cell.verdict in UNEXPECTED:
-                record["cause"] = causes[cause_key(cell)]
+                record["cause"] = causes[cause_of(cell, view["regressed"])]
             cells.append(record)
     shared = {k: _shared(compact[k]) for k in keys}
     return {
@@ -358,7 +380,8 @@ def _problem_view(p: Problem) -> Dict[str, Any]:
 def _totals(result: MergeResult) -> Dict[str, int]:
     return {"cells": len(result.cells), "rows": len(result.rows), "columns": len(result.columns),
             "unexpected": sum(c.verdict in UNEXPECTED for c in result.cells),
-            "baseline": sum(c.verdict == "as observed before" for c in result.cells),
+            "baseline": sum(c.verdict == "as observed before" and not cites_itself(c) for c in result.cells),
+            "baseline_itself": sum(cites_itself(c) for c in result.cells),
             "harness_errors": sum(c.status == "harness_error" for c in result.cells),
             "errors": len(result.errors)}
 

@@ -6,12 +6,14 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from core.cell import Cell
 from core.engines import variant_label
-from core.words import IDLE, STATUS_WORDS, many, say_list
+from core.words import IDLE, STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
-from matrix.diff import BAD, CHANGES, GOOD, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
+from matrix.diff import BAD, CHANGES, GOOD, REGRESSIONS, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
 from matrix.merge import version_key
 
+HEADLINE_LIMIT = 140  # a pair's headline is one line: what did not fit goes under it
+SHOWN = 160  # characters of a before or after text in the page's lists (the pair's file under diff/ has them whole)
 FOLD = 5  # more changes than this on one hardware: said by cause, every reproducer in the pair's file under diff/
 DIFFS = "diff"  # reports/diff/: each adjacent pair's full `matrix diff`, every reproducer in a table
 
@@ -55,8 +57,11 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
     try:
         report = diff(cells, engine, old, new)
     except ValueError as e:  # no shared hardware and several on each side: say so, as `matrix diff` does
-        return {"engine": engine, "from": old, "to": new, "headline": str(e), "tone": "none", "counts": [], "notes": [],
-                "groups": [], "changes": [], "reworded": 0, "not_compared": [], "compared": 0, "report": None}
+        return {"engine": engine, "from": old, "to": new, "tone": "idle", "counts": [], "notes": [str(e)],
+                "headline": "nothing compared: no hardware setting ran both versions (matrix diff takes --hardware)",
+                "under": [], "groups": [], "changes": [], "reworded": 0, "not_compared": [], "not_compared_n": 0,
+                "compared": 0,
+                "report": None}
     mine = [c for c in cells if c.engine == engine]
     settings = {c.setting: (c.hardware, variant_label(c.variant)) for c in mine}
     several = len(report.hardware) > 1
@@ -70,12 +75,14 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
                        "reworded": reworded_summary([c for c in changes if c.kind == REWORDED]),
                        "unstable": [dict(_change(c), detail=c.detail) for c in changes if c.kind == UNSTABLE]})
     return {
-        "engine": engine, "from": old, "to": new, "headline": headline(report, settings), "tone": tone(report),
+        "engine": engine, "from": old, "to": new, "headline": headline(report), "under": under(report, settings),
+        "tone": tone(report),
         "counts": [{"kind": k, "n": report.count(k)} for k in CHANGES if report.count(k)],
         "notes": pair_notes(mine, report, settings), "compared": report.compared, "groups": groups,
         "changes": [dict(c, where=g["where"]) for g in groups for c in g["changes"]],
         "reworded": report.count(REWORDED),
         "not_compared": group_not_compared(report.not_compared),
+        "not_compared_n": len({line.split(" [", 1)[0] for line in report.not_compared}),
         "report": report,
     }
 
@@ -128,6 +135,7 @@ def by_cause(changes: Sequence[Change]) -> List[Dict[str, Any]]:
         cases: Dict[str, List[str]] = {}
         for m in members:
             cases.setdefault(m.case, []).append(m.slug)
+        before, after = shown(before, after)
         out.append({"kind": kind, "before": before, "after": after, "cause": cause, "n": len(members),
                     "tone": _change(members[0])["tone"],
                     "cases": [{"case": k, "n": len(v), "slugs": v} for k, v in
@@ -164,13 +172,73 @@ def reworded_summary(changes: Sequence[Change]) -> List[Dict[str, Any]]:
             for sig, items in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
 
 
-def headline(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> str:
-    """The diff's one-line verdict, each hardware named once."""
-    span = f"{report.engine} {report.from_version} and {report.to_version} on {say_where(report, settings)}"
-    if not report.changes:
-        return f"no changes between {span}: {report.compared} reproducers compared"
-    parts = [f"{report.count(k)} {_plural(k, report.count(k))}" for k in CHANGES if report.count(k)]
-    return f"{', '.join(parts)} between {span} ({report.compared} reproducers compared)"
+COUNTED = BAD + GOOD + ("error changed", "numeric drift")  # the headline's kinds; rewordings and runs that disagree
+# are not changes, and go under it
+
+
+def headline_parts(report: DiffReport) -> Tuple[List[str], List[str]]:
+    """(what the headline says, what did not fit in HEADLINE_LIMIT characters): the counted kinds, most important
+    first, then how many reproducers were compared."""
+    if not report.compared:
+        return [f"nothing compared: {report.why_nothing}"], []
+    counted = [f"{report.count(k)} {_plural(k, report.count(k))}" for k in COUNTED if report.count(k)]
+    tail = f" ({report.said_compared})"
+    said: List[str] = []
+    for part in counted:
+        if len(", ".join(said + [part]) + tail) > HEADLINE_LIMIT and said:
+            break
+        said.append(part)
+    return said or ["no changes"], counted[len(said):]
+
+
+def headline(report: DiffReport) -> str:
+    """The pair's one line, at most HEADLINE_LIMIT characters: regressions, fixes, INT8 fusion lost or gained, error
+    changes and drift, and how many reproducers were compared; hardware, rewordings and runs that disagree go under."""
+    said, _ = headline_parts(report)
+    if not report.compared:
+        return clip(said[0], HEADLINE_LIMIT - 2)
+    return f"{', '.join(said)} ({report.said_compared})"
+
+
+def under(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> List[str]:
+    """The lines under a pair's headline: where it compared, what did not fit the headline, what is not counted, and
+    what each regression rests on."""
+    out = [f"Compared on {say_where(report, settings)}."] if report.hardware else []
+    _, rest = headline_parts(report)
+    if rest:
+        out.append(f"Also: {', '.join(rest)}.")
+    quiet = [f"{many(report.count(REWORDED), 'error text')} reworded (the same failure in other words)"] \
+        if report.count(REWORDED) else []
+    if report.count(UNSTABLE):
+        quiet.append(f"{many(report.count(UNSTABLE), 'stage change')} where runs of one version disagree")
+    if quiet:
+        out.append(f"Not counted as changes: {' and '.join(quiet)}.")
+    return out + regression_basis_lines(report)
+
+
+def regression_basis_lines(report: DiffReport) -> List[str]:
+    """What the pair's regressions rest on: the upstream sources that document the newer version's failures, and the
+    runs of this suite that alone show the others (each version, hardware and results file)."""
+    bad = [c for c in report.changes if c.kind in REGRESSIONS]
+    documented = sorted({c.basis for c in bad if c.basis})
+    own = [c for c in bad if not c.basis]
+    out = []
+    if own:
+        n = len({(c.bundle, c.kind) for c in own})
+        runs = sorted({r for c in own for r in c.runs})
+        out.append(f"{many(n, 'regression')} observed by this suite only (no upstream source documents "
+                   f"{'it' if n == 1 else 'them'}), in these runs: {'; '.join(runs)}.")
+    if documented:
+        n = len({(c.bundle, c.kind) for c in bad if c.basis})
+        out.append(f"{many(n, 'regression')} documented upstream: {'; '.join(documented)}.")
+    return out
+
+
+def shown(before: str, after: str, limit: int = SHOWN) -> Tuple[str, str]:
+    """Before and after as a list shows them: clipped at limit, or whole where clipping would make them read the same
+    (two texts that differ only past the limit)."""
+    cut = clip(before, limit), clip(after, limit)
+    return (before, after) if cut[0] == cut[1] and before != after else cut
 
 
 def tone(report: DiffReport) -> str:
@@ -188,10 +256,12 @@ def group_not_compared(lines: Sequence[str]) -> List[Dict[str, Any]]:
     for line in lines:
         head, _, why = line.partition("]: ")
         groups.setdefault(why or line, []).append(head + ("]" if why else ""))
-    return [{"why": why, "n": len(items), "bundles": items} for why, items in groups.items()]
+    return [{"why": why, "n": len(items), "bundles": items,
+             "reproducers": len({item.split(" [", 1)[0] for item in items})} for why, items in groups.items()]
 
 
 def _change(c: Any) -> Dict[str, str]:
     shade = "bad" if c.kind in BAD else "good" if c.kind in GOOD else ""
-    return {"case": c.case, "slug": c.slug, "kind": c.kind, "before": c.before, "after": c.after,
+    before, after = shown(c.before, c.after)
+    return {"case": c.case, "slug": c.slug, "kind": c.kind, "before": before, "after": after,
             "detail": c.detail, "hardware": c.hardware, "tone": shade}

@@ -92,7 +92,8 @@ def page(tmp_path_factory):
         cells += [
             cell("grouped_conv/g=2", engine_version=version, status="fail" if broken else "pass",
                  last_stage="build" if broken else "compare", fused=None if broken else True,
-                 verdict="regressed" if broken else "as documented", error="no implementation" if broken else ""),
+                 verdict="fails against expectation" if broken else "as documented",
+                 error="no implementation" if broken else ""),
             cell("grouped_conv/g=4", engine_version=version),
             cell("q_output_type/out=int8", engine_version=version),
         ]
@@ -167,7 +168,7 @@ def test_a_cell_click_shows_its_details(page):
     assert page.evaluate("typeof window.qdqDetails") == "function"  # nothing loaded before the first look
     page.click("#g td.vu")
     details = wait_for(page, "(t => !t.includes('loading') && t)(document.getElementById('dp').innerText)")
-    assert "regressed" in details and "no implementation" in details
+    assert "fails against expectation" in details and "no implementation" in details
     # the cell whole: its hardware quoted, as a shell takes it pasted (three TensorRT 8.6.0 cells of this bundle could
     # be H100, H200 and H200 with tensorrt-only tactics)
     assert ('nox -s bugs -- --cell grouped_conv/g=2 --engine tensorrt --version 8.6.0 --hardware "NVIDIA H200 (sm_90)" '
@@ -180,7 +181,10 @@ def test_a_cell_click_shows_its_details(page):
 
 def test_the_root_causes_open_to_their_cells(page):
     summary = page.evaluate("document.querySelector('#causes summary').innerText")
-    assert summary == "1 cell in TensorRT 8.6.0: fails at run \u2014 no implementation"  # stage: last one completed
+    # 8.5.3.1 passed it (fused): a regression, its own cause, naming the runs it rests on; stage: last one completed
+    assert summary == ("1 cell in TensorRT 8.6.0: regression from 8.5.3.1 (pass (fused) there, fail at run here); "
+                       "observed by this suite only: 8.5.3.1 on NVIDIA H200 (sm_90) (local); 8.6.0 on NVIDIA H200 "
+                       "(sm_90) (local): fails at run \u2014 no implementation")
     assert "2 unexpected" not in page.evaluate("document.body.innerText")
     assert not page.evaluate("document.querySelector('#causes ul').offsetParent")  # folded
     page.click("#causes summary")
@@ -191,7 +195,8 @@ def test_without_its_side_file_a_cell_says_where_its_details_are(tmp_path):
     from tests.matrix.conftest import cell
 
     binary = _browser_or_skip()
-    write_reports(build([cell(status="fail", last_stage="build", verdict="regressed", fused=None, error="boom")]),
+    write_reports(build([cell(status="fail", last_stage="build", verdict="fails against expectation", fused=None,
+                              error="boom")]),
                   tmp_path, generated="2026-01-01")
     (tmp_path / "cells" / "details.js").unlink()  # the page copied alone
     browser = Browser(binary, width=1000, height=700)

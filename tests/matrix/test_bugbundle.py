@@ -122,7 +122,8 @@ def test_repro_reproduces_a_real_failure(engine, tmp_path):
 
 def test_repro_says_so_when_the_recorded_outcome_does_not_happen(bundles, cpu_cells, tmp_path):
     claimed = replace(next(c for c in cpu_cells if c.engine == "onnxruntime"), status="fail", last_stage="",
-                      verdict="regressed", error="claimed: the session cannot be created", max_error_steps=None)
+                      verdict="fails against expectation", error="claimed: the session cannot be created",
+                      max_error_steps=None)
     results = write_jsonl(tmp_path / "claimed.jsonl", [claimed])
     out = tmp_path / "bug-bundles"
     assert bugs("--results", str(results), "--bundles", str(bundles), "--out", str(out)) == 0

@@ -38,7 +38,7 @@ def test_one_engine_bug_over_versions_and_targets_is_one_root_cause(make_cell):
     cells += [rtx_cell(make_cell, f"grouped_conv/g={g}", RTX[3], status="built", last_stage="build",
                        verdict="undocumented", fused=True) for g in (2, 4, 8)]  # 1.7 builds: no cause
     cells += [make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", last_stage="build", fused=None,
-                        verdict="regressed", error="no implementation")]
+                        verdict="fails against expectation", error="no implementation")]
     [rtx, trt] = root_causes(cells)
     assert (rtx["n"], rtx["bundles"], rtx["title"], rtx["versions"], rtx["did"]) == \
         (27, 3, "TensorRT for RTX", "1.4.0.76 to 1.6.1.120", "fails at build")
@@ -46,7 +46,7 @@ def test_one_engine_bug_over_versions_and_targets_is_one_root_cause(make_cell):
     assert rtx["example"].startswith("build_serialized_network returned None")
     assert [(g["case"], g["slugs"], g["cells"]) for g in rtx["groups"]] == [("grouped_conv", ["g=2", "g=4", "g=8"], 27)]
     assert (trt["n"], trt["title"], trt["versions"], trt["verdicts"]) == \
-        (1, "TensorRT", "8.6.0", [{"verdict": "regressed", "n": 1}])
+        (1, "TensorRT", "8.6.0", [{"verdict": "fails against expectation", "n": 1}])
 
 
 def test_a_signature_and_the_parsers_fields_name_a_cause_whatever_the_node(make_cell):
@@ -106,8 +106,8 @@ def test_the_upgrade_answer_names_each_hardware_once(make_cell):
              for v in RTX[2:] for t in ("SM75", "SM80", "SM86", "SM89", "SM120")]
     [engine] = upgrade_view(build(cells).cells)
     [pair] = engine["pairs"]
-    assert pair["headline"] == (f"1 fix between tensorrt-rtx 1.6.1.120 and 1.7.1.116 on {AOT} · target=SM75, SM80, "
-                                "SM86, SM89 and SM120 (5 reproducers compared)")
-    assert pair["headline"].count(AOT) == 1 and all(n.count(AOT) <= 1 for n in pair["notes"])
+    assert pair["headline"] == "1 fix (1 reproducer compared on 5 hardware settings)"  # one reproducer, five targets
+    assert pair["under"][0] == f"Compared on {AOT} · target=SM75, SM80, SM86, SM89 and SM120."
+    assert all(n.count(AOT) <= 1 for n in pair["notes"] + pair["under"])
     assert [g["where"] for g in pair["groups"]] == [f"on {AOT} · target=SM75, SM80, SM86, SM89 and SM120"]
     assert pair["file"].startswith("diff/tensorrt-rtx_1.6.1.120_to_1.7.1.116_") and pair["file"].endswith(".md")

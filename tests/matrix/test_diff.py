@@ -57,7 +57,7 @@ def test_verdict_line_leads_the_markdown(cells):
 def test_no_changes_says_so(make_cell):
     cells = [make_cell(engine="onnxruntime", engine_version=v, hardware="cpu") for v in ("1.16.3", "1.23.2")]
     report = diff(cells, "onnxruntime", "1.16.3", "1.23.2")
-    assert report.verdict == "no changes between onnxruntime 1.16.3 and 1.23.2 on cpu: 1 reproducers compared"
+    assert report.verdict == "no changes between onnxruntime 1.16.3 and 1.23.2 on cpu: 1 reproducer compared"
 
 
 def test_drift_threshold_is_configurable(make_cell):
@@ -163,7 +163,8 @@ def _without_code_spans(text: str) -> str:
 def test_text_from_results_files_stays_text_in_the_markdown(make_cell):
     evil = "<script>alert(1)</script> | a`b``c"
     hw = "GPU <img src=x onerror=alert(1)> | `x`"
-    failed = dict(status="fail", last_stage="build", verdict="regressed", fused=None, max_error_steps=None, hardware=hw)
+    failed = dict(status="fail", last_stage="build", verdict="fails against expectation", fused=None,
+                  max_error_steps=None, hardware=hw)
     cells = [make_cell("grouped_conv/<b>g</b>|1", engine_version=OLD, hardware=hw),
              make_cell("grouped_conv/<b>g</b>|1", engine_version=NEW, error=evil, **failed),
              make_cell("grouped_conv/g=2", engine_version=OLD, error="old | text", **failed),

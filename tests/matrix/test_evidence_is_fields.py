@@ -51,6 +51,8 @@ ALLOWED_IMPORTS = {
     ("cases.user_model", "bundle_id_for"): "a user model's file name as a bundle id",
     ("cases.user_model", "bundle_ids_for"): "user models' file names as bundle ids",
     ("core.words", "file_name"): "a bundle id, column label or text from a results file as a file name",
+    ("core.words", "error_words"): "whether two versions' error lines say the same once source lines, folders, "
+                                   "function names in brackets and 'TRT' are set aside (matrix.diff: reworded)",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from core.cell import Cell
 from matrix.merge import load_results
 
 H200, A100 = "NVIDIA H200 (sm_90)", "NVIDIA A100 (sm_80)"
@@ -70,7 +71,8 @@ def test_cut_off_last_line_keeps_earlier_cells_with_a_warning(make_cell, write_r
 
 
 def test_duplicate_cells_keep_the_newest_and_say_so(make_cell, write_results):
-    old = make_cell(status="fail", verdict="regressed", fused=None, run={"date": "2026-01-01T00:00:00Z"})
+    old = make_cell(status="fail", verdict="fails against expectation", fused=None,
+                    run={"date": "2026-01-01T00:00:00Z"})
     new = make_cell(run={"date": "2026-02-01T00:00:00Z"})
     write_results("b-new.jsonl", [new])
     path = write_results("a-old.jsonl", [old])
@@ -154,7 +156,8 @@ def test_a_case_module_that_does_not_import_stops_the_report_by_name(make_cell, 
     (tmp_path / "broken_case_module.py").write_text("from cases.base import Case\nCASE = Case(id=undefined_name)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(cases, "CASE_MODULES", (*cases.CASE_MODULES, "broken_case_module"))
-    stale = make_cell("q_output_type/out=int8", verdict="regressed", explanation="written before the catalogue moved")
+    stale = make_cell("q_output_type/out=int8", verdict="fails against expectation",
+                      explanation="written before the catalogue moved")
     path = write_results("trt.jsonl", [stale])
     with pytest.raises(CaseModuleError, match="broken_case_module .*NameError.*undefined_name") as raised:
         load_results([path])
@@ -230,3 +233,15 @@ def test_a_local_results_file_of_an_older_version_is_a_warning_not_an_error(tmp_
     assert not result.cells
     said, = result.problems
     assert said.level == "warning" and "older version of this suite (qdq-matrix/session/1)" in said.message
+
+
+def test_a_file_that_stores_the_old_verdict_word_regressed_still_reads(make_cell, write_results):
+    """The committed 8.5.3.1 observations store "regressed" for a failure against an expectation: the file reads, and
+    its cell says the word that verdict has now ("regressed" is an upgrade's word: matrix.diff)."""
+    record = json.loads(make_cell(status="fail", verdict="fails against expectation", fused=None).to_json())
+    path = write_results("old.jsonl", [])
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(dict(record, verdict="regressed")) + "\n")
+    result = load_results([path])
+    assert not [p for p in result.problems if p.level == "error"] and len(result.cells) == 1  # then judged again
+    assert Cell.from_dict(dict(record, verdict="regressed")).verdict == "fails against expectation"

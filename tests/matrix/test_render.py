@@ -22,7 +22,8 @@ def reports(tmp_path, make_cell):
         make_cell("q_output_type/out=uint8", status="fail", last_stage="load", verdict="as documented", fused=None,
                   error="could not find any supported formats consistent with input/output data types",
                   signature="no_supported_formats"),
-        make_cell("grouped_conv/g=2", status="fail", last_stage="build", verdict="regressed", fused=None,
+        make_cell("grouped_conv/g=2", status="fail", last_stage="build", verdict="fails against expectation",
+                  fused=None,
                   error="<script>alert(1)</script> broke", explanation="documented to pass, but it fail"),
         make_cell("grouped_conv/g=2", engine="onnxruntime", engine_version="1.23.2", hardware="cpu",
                   verdict="fixed"),
@@ -68,7 +69,7 @@ def test_json_holds_cells_columns_rows_and_summary(reports):
     data = json.loads((reports[0] / "matrix.json").read_text())
     assert len(data["cells"]) == 5 and len(data["columns"]) == 2
     trt = next(s for s in data["summary"] if s["heading"] == "tensorrt@10.3.0")
-    assert trt["verdicts"]["regressed"] == 1 and trt["verdicts"]["as documented"] == 2
+    assert trt["verdicts"]["fails against expectation"] == 1 and trt["verdicts"]["as documented"] == 2
 
 
 def test_junit_counts_unexpected_verdicts_as_failures(reports):
@@ -78,7 +79,7 @@ def test_junit_counts_unexpected_verdicts_as_failures(reports):
     trt = suites["tensorrt@10.3.0 [NVIDIA H200 (sm_90)] (local)"]
     assert trt.get("failures") == "1"
     [failure] = trt.iter("failure")
-    assert failure.get("type") == "regressed" and "<script>" in failure.text
+    assert failure.get("type") == "fails against expectation" and "<script>" in failure.text
     whole = failure.text.splitlines()[-1]  # the file with its log and listing, as the reports folder has it
     assert whole.startswith("whole cell: cells/tensorrt_10.3.0_local_") and (reports[0] / whole[12:]).is_file()
 
@@ -86,7 +87,7 @@ def test_junit_counts_unexpected_verdicts_as_failures(reports):
 def test_cli_report_writes_reports_and_exits_1_naming_a_refused_file(make_cell, write_results, tmp_path, capsys):
     from matrix.__main__ import main
 
-    path = write_results("trt.jsonl", [make_cell(status="fail", verdict="regressed", fused=None)])
+    path = write_results("trt.jsonl", [make_cell(status="fail", verdict="fails against expectation", fused=None)])
     (path.parent / "junk.jsonl").write_text("garbage\n")
     out = tmp_path / "out"
     code = main(["report", "--results", str(path.parent), "--out", str(out), "--bundles", str(tmp_path / "none")])
@@ -120,7 +121,7 @@ def test_no_emoji_in_html_or_markdown(reports):
 def test_json_is_compact_and_gives_every_cell_back(tmp_path, make_cell):
     cells = [make_cell("grouped_conv/g=2", log="x" * 50),
              make_cell("grouped_conv/g=4", error="boom", status="fail", last_stage="build", fused=None,
-                       verdict="regressed")]
+                       verdict="fails against expectation")]
     result = build(cells)
     write_reports(result, tmp_path, generated="2026-01-01")
     text = (tmp_path / "matrix.json").read_text()
@@ -183,11 +184,14 @@ def test_the_upgrade_answer_is_matrix_diff(tmp_path, make_cell):
 
     cells = [make_cell("grouped_conv/g=2", engine_version=v) for v in ("8.5.3.1", "8.6.0", "10.3.0")]
     cells[1] = make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", last_stage="build", fused=None,
-                         verdict="regressed", error="no implementation")
+                         verdict="fails against expectation", error="no implementation")
     write_reports(build(cells), tmp_path, generated="2026-01-01")
     html = (tmp_path / "matrix.html").read_text()
-    expected = diff(cells, "tensorrt", "8.5.3.1", "8.6.0").verdict.split(" ", 1)[1]
-    assert expected.startswith("1 regression") and expected in html
+    from matrix.upgrade import headline
+
+    report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
+    assert report.verdict.split(" ", 1)[1].startswith("1 regression between tensorrt 8.5.3.1 and 8.6.0")
+    assert headline(report) == "1 regression (1 reproducer compared)" and headline(report) in html
     assert html.index('id="upgrade"') < html.index('id="grid"') < html.index('id="plots"')
     assert 'id="pp0_0_2"' in html  # the any-pair picker has 8.5.3.1 -> 10.3.0
     assert html.count("<svg") == 1 and (tmp_path / "plots.html").read_text().count("<svg") == 1
@@ -312,6 +316,12 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     sizes = {name: (tmp_path / name).stat().st_size for name in ("matrix.html", "matrix.md", "matrix.json")}
     print(sizes)
     assert sizes["matrix.html"] <= 400_000 and sizes["matrix.md"] <= 100_000 and sizes["matrix.json"] <= 5_000_000
+    headlines = re.findall(r"^#### .+\n\n\*\*(.+)\*\*$", md, re.M)  # each version pair's one line
+    assert len(headlines) >= 8 and max(len(h) for h in headlines) <= 140, headlines
+    diffs = {p.name: p.stat().st_size for p in (tmp_path / "diff").glob("*.md")}
+    assert len(diffs) >= 8 and max(diffs.values()) <= 100_000, diffs  # the rest in diff/rows/, linked
+    for name in (p.name for p in (tmp_path / "diff" / "rows").glob("*.md")):
+        assert f"](rows/{name})" in (tmp_path / "diff" / name).read_text()
     data = json.loads((tmp_path / "matrix.json").read_text())
     myelin = [c for c in data["causes"] if c["engine"] == "tensorrt-rtx" and "cudnn_impl" in c["example"]]
     assert len(myelin) == 1 and myelin[0]["versions"] == "1.4.0.76 to 1.6.1.120"  # source lines do not split it

@@ -58,17 +58,22 @@ def test_the_baselines_own_cells_say_they_are_the_baseline(committed):
 
 
 def test_the_reports_count_baseline_matches_apart(committed, tmp_path):
+    from cases.verdict import cites_itself
     from matrix.render import build_view, write_reports
 
     view = build_view(committed, "2026-01-01")
-    baseline = sum(c.verdict == "as observed before" for c in committed.cells)
-    assert view["totals"]["baseline"] == baseline > 0
-    assert sum(s["verdicts"]["as observed before"] for s in view["summary"]) == baseline
+    agreeing = sum(c.verdict == "as observed before" for c in committed.cells)
+    itself = sum(cites_itself(c) for c in committed.cells)
+    baseline = agreeing - itself  # the baseline cells are not a later run that agrees with them
+    assert view["totals"]["baseline"] == baseline > 0 and view["totals"]["baseline_itself"] == itself > 0
+    assert sum(s["verdicts"]["as observed before"] for s in view["summary"]) == agreeing
+    assert sum(s["baseline_itself"] for s in view["summary"]) == itself
     assert sum(s["verdicts"]["as documented"] for s in view["summary"]) == \
         sum(c.verdict == "as documented" for c in committed.cells)
     write_reports(committed, tmp_path, generated="2026-01-01")
     md = (tmp_path / "matrix.md").read_text(encoding="utf-8")
-    assert f"{baseline} as observed before (this suite's own earlier runs, not documentation)" in md
+    assert (f"{baseline} as observed before (runs that agree with this suite's own earlier run, not documentation; "
+            f"the {itself} baseline cells themselves not counted)") in md
     assert "| as documented | as observed before |" in md  # the columns table: a count of each
     html = (tmp_path / "matrix.html").read_text(encoding="utf-8")
     assert re.search(r'<input type="radio" name="fv" id="fv1">as observed before', html)
