@@ -58,7 +58,7 @@ DETAIL_FIELDS = ("name", "compute_capability", "driver", "cuda_driver", "cpu", "
 VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", "cublas", "payload", *(s.module for s in ENGINES.values()),
                   "driver", "cuda_driver")
 VERBOSE_LOG = "build-verbose.log"  # the worker's file name for it too (engines/tensorrt/worker.py)
-NOT_RECORDED = "not recorded (observed before this was recorded)"
+NOT_RECORDED = "not recorded (the cell predates the suite recording it)"
 RAN = ("pass", "fail", "crashed", "built")  # an engine that ran the reproducer, whatever it did
 # A Q/DQ element type (onnx's TensorProto name) -> the precision a title names.
 PRECISION_OF = {"INT8": "INT8", "UINT8": "INT8", "INT4": "INT4", "UINT4": "INT4", "INT16": "INT16", "UINT16": "INT16",
@@ -734,8 +734,8 @@ def payload_pins(cell: Cell) -> Dict[str, str]:
 
 def environment_words(cell: Cell) -> Dict[str, str]:
     """ISSUE.md's Environment, each field from the cell's record: the CUDA runtime, cuBLAS and cuDNN from the payload's
-    wheel pins and the libraries the worker found loaded, the OS and container the worker probed ("not recorded
-    (observed before this was recorded)" for a cell older than that)."""
+    wheel pins and the libraries the worker found loaded, the OS and container the worker probed (NOT_RECORDED for a
+    cell older than that)."""
     pins = payload_pins(cell)
 
     def pinned(prefix: str) -> str:

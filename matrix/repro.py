@@ -171,8 +171,8 @@ def observe_worker(cell: Dict[str, Any], tmp: str, verbose: bool = False) -> Obs
     rc, stderr, obs.crashed = run_isolated([sys.executable, worker, "--module", engine["module"], path], tmp,
                                            int(cell["timeout_s"]))
     result = _json_file(os.path.join(out, "result.json")) or {}
-    if result.get("import_error"):  # the worker could not import the engine: nothing was tried
-        obs.missing = [f"{engine['module']} could not be imported ({result['import_error']})"]
+    if result.get("cannot_run"):  # the worker could not import the engine, or it needs a GPU: nothing was tried
+        obs.missing = [str(result["cannot_run"])]
         return obs
     if verbose:
         obs.notes.append(keep_verbose_log(result.get("verbose_log") or {}, crashed=bool(obs.crashed)))
@@ -321,12 +321,14 @@ def needs_gpu(cell: Dict[str, Any]) -> bool:
 
 
 def missing_here(cell: Dict[str, Any]) -> List[str]:
-    """What this machine lacks to run the cell's engine, before anything is tried ([] where nothing is missing)."""
+    """What this machine lacks to run the cell's engine, before anything is tried ([] where nothing is missing); where
+    TensorRT is installed, the worker says whether it lacks a GPU (a test's stand-in tensorrt needs none)."""
     engine = cell["engine"]
     lacks = [] if np is not None else ["numpy is not installed"]
-    if importlib.util.find_spec(engine["module"]) is None:
+    installed = importlib.util.find_spec(engine["module"]) is not None
+    if not installed:
         lacks.append(f"{engine['module']} ({engine['title']}) is not installed")
-    if needs_gpu(cell):
+    if needs_gpu(cell) and (not installed or engine_device(engine) != "nvidia-gpu"):
         gpu = trt_module("gpu")
         found = gpu.detect()
         if not found.present:

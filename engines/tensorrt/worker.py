@@ -192,9 +192,14 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
         session = session or Session(module)
     except Exception as e:
         result.data["error"] = f"import failed: {type(e).__name__}: {e}"
-        result.data["import_error"] = f"{type(e).__name__}: {e}"  # the engine is not here: nothing was tried
+        result.data["cannot_run"] = f"{module} could not be imported ({type(e).__name__}: {e})"  # nothing was tried
         return result.write()
     trt, caps, logger = session.trt, session.caps, session.logger
+    machine = req.get("gpu") or {}
+    if module == "tensorrt" and not machine.get("present", True) and not getattr(trt, "__qdq_stand_in__", ""):
+        result.data["cannot_run"] = f"{machine.get('reason') or gpu.NO_GPU} on this machine: TensorRT builds and " \
+            "runs on an NVIDIA GPU"  # a stand-in is not TensorRT and needs none: its plumbing tests run anywhere
+        return result.write()
     build = importlib.import_module("qdq_trt.build")
     execute = importlib.import_module("qdq_trt.execute")
     result.data["versions"].update({caps["module"]: trt.__version__, "numpy": np.__version__})
