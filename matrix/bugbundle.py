@@ -434,7 +434,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell], source: O
         "regression": was, "documented": cell.verdict == "as documented", "install": install_command(
             cell.engine, cell.engine_version), "env": environment_words(cell), "verbose": verbose_words(cell),
         "latest": latest_release(cell, everything), "expected": expected_words(cell, meta, was),
-        "actual": actual_words(cell),
+        "actual": actual_words(cell, meta),
         "params": params_text(cell, meta),
         "engine_title": engine_title(cell.engine),
         "engine_family": ENGINES[cell.engine].family if cell.engine in ENGINES else "",
@@ -826,8 +826,8 @@ def expected_words(cell: Cell, meta: Dict[str, Any], was: Optional[Dict[str, Any
             "reference, or refuse it with an error that names what it does not support.")
 
 
-def actual_words(cell: Cell) -> str:
-    """What happened, in one sentence."""
+def actual_words(cell: Cell, meta: Dict[str, Any]) -> str:
+    """What happened, in one sentence (`meta`: case.json, which says how a whole network's outputs are judged)."""
     error = first_line(cell.error)
     if cell.status == "crashed":
         return f"The process dies ({cell.reason or 'no reason recorded'}) during the {failed_stage(cell)} stage."
@@ -835,8 +835,11 @@ def actual_words(cell: Cell) -> str:
         return f"It fails at the {failed_stage(cell)} stage" + (f": {error}" if error else ".")
     if cell.status in WORKED and cell.fused is False:
         return "It " + ("builds" if cell.status == "built" else "runs") + ", but a target node is computed in float."
+    if cell.status == "pass" and (cell.output_stats or {}).get("measure") == "network":
+        said = network_words(cell.output_stats, float_source(meta))
+        return f"It runs; against the reference, its worst output has {said}."
     if cell.status == "pass":
-        return f"It runs; the worst output error is {_steps(cell.max_error_steps)} quantization steps."
+        return f"It runs; the worst output is {_steps(cell.max_error_steps)} quantization steps off the reference."
     if cell.status == "built":
         return "It builds ahead of time" + (", every target node quantized." if cell.fused else ".")
     return f"It did not run ({cell.status}): {cell.reason}"

@@ -306,8 +306,9 @@ def not_tried(missing: List[str]) -> Dict[str, Any]:
 # ---- could it run here at all ----
 
 def engine_device(engine: Dict[str, Any]) -> str:
-    """"nvidia-gpu" (TensorRT: builds and runs on a GPU), "aot" (TensorRT-RTX: builds anywhere) or "cpu"."""
-    return str(engine.get("device") or {"tensorrt": "nvidia-gpu", "tensorrt-rtx": "aot"}.get(engine["name"], "cpu"))
+    """"nvidia-gpu" (TensorRT: builds and runs on a GPU), "aot" (TensorRT-RTX: builds anywhere) or "cpu", as the
+    engine's descriptor says (cell.json)."""
+    return str(engine.get("device") or "cpu")
 
 
 def needs_gpu(cell: Dict[str, Any]) -> bool:
