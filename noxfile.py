@@ -605,7 +605,8 @@ def bugs(session: nox.Session) -> None:
     """Bug bundles (model, data, repro.py, ISSUE.md) for every failing or unexpected cell: nox -s bugs [-- --zip].
 
     A user model's: nox -s bugs -- --model MODEL.onnx (its bundle from .bundles-user, else listed as needing it)."""
-    _sync(session, "report")  # numpy comes with every sync (the project's own dependency)
+    # generate: onnx, which reads the model's Q/DQ types (the title's precision) and target ops (the worker's request)
+    _sync(session, "report", "generate")  # numpy comes with every sync (the project's own dependency)
     session.run("python", "-m", "matrix", "bugs", *_results_args(), *session.posargs, env=_env())
 
 

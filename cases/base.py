@@ -101,6 +101,9 @@ class Expectation:
     # cell does not set counts at its default.
     when: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     basis: str = "documented"  # BASES: an upstream source, or this project's own earlier run (with its hardware)
+    # The source documents the process dying (a signal, an abort), not only a failure: a crashed cell agrees with a
+    # failing expectation only where this is set (cases.verdict.judge); a crash is never the documented error.
+    crashes: bool = False
 
     def __post_init__(self) -> None:
         from packaging.specifiers import SpecifierSet

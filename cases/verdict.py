@@ -12,7 +12,16 @@ from core.cell import Cell
 
 def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:
     """(verdict, explanation) for an observed status against what the sources document, or against this project's own
-    earlier observation where the expectation is a baseline ("as observed before", never "as documented")."""
+    earlier observation where the expectation is a baseline ("as observed before", never "as documented"). A crash
+    agrees with a documented failure only where the source documents the crash (Expectation.crashes)."""
+    verdict, why = _judge(expectation, status, fused)
+    if status == "crashed":
+        why = f"the engine's process died before it reported a result; {why}"
+    return verdict, why
+
+
+def _judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:
+    """judge's verdict and explanation, before a crash's words."""
     if status in ("skipped", "not_run"):
         return "not run", "the engine did not run here"
     if status == "not_applicable":
@@ -28,6 +37,8 @@ def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]
         return "undocumented", "passed; no source documents this cell"
     said = Said(expectation)
     if expectation.outcome == "fail":
+        if status == "crashed" and not expectation.crashes:  # a process that died is not the documented failure
+            return "new failure", said.claim("fail") + ", but its process died (crashed), which it does not document"
         if failed:
             return said.agrees, said.agreeing("fails")
         return "fixed", said.claim("fail") + ", but it passed"
@@ -139,6 +150,7 @@ def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
         "outcome": expectation.outcome, "versions": expectation.versions, "source": expectation.source,
         "stage": expectation.stage or "", "signature": expectation.signature or "",
         "hardware": expectation.hardware or "", "note": expectation.note, "basis": expectation.basis,
+        **({"crashes": True} if expectation.crashes else {}),
         **({"when": {k: list(v) for k, v in expectation.when.items()}} if expectation.when else {}),
     }
 
@@ -179,8 +191,6 @@ def rejudge(cell: Cell, case: Case) -> Cell:
     verdict, why = judge(expectation, cell.status, cell.fused)
     if expectation is not None and verdict == AGREES["baseline"] and is_the_baseline(cell, expectation):
         why += f"; {THE_BASELINE_ITSELF}"
-    if cell.status == "crashed":
-        why = f"the engine's process died before it reported a result; {why}"
     return replace(
         cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
         signature=errors[0] if errors else "", warnings=match_signatures(case, cell.engine, text, "warning"),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
@@ -113,6 +115,10 @@ class Cell:
     listing: Dict[str, str] = field(default_factory=dict)
     timings: Dict[str, float] = field(default_factory=dict)  # seconds per stage
     log: str = ""  # the engine's log, trimmed
+    # TensorRT family, a failure at load or build on a GPU: the same parse and build once more with the logger at
+    # VERBOSE (what NVIDIA asks for), packed: {"encoding": "zlib+base64", "data", "bytes": the log's whole size,
+    # "kept": the bytes kept, its last 2 MiB}; {} where none was recorded (every cell before it was).
+    verbose_log: Dict[str, Any] = field(default_factory=dict)
     # How it ran: date, command, source (local/observed), python, workers, and cell_options, the column's engine
     # options as a JSON object (every option of the engine's descriptor, resolved)
     run: Dict[str, Any] = field(default_factory=dict)
@@ -168,6 +174,18 @@ class Cell:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(Cell))
+
+
+def pack_text(text: str) -> Dict[str, str]:
+    """A long text kept in a cell, compressed: {"encoding": "zlib+base64", "data"}."""
+    return {"encoding": "zlib+base64", "data": base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")}
+
+
+def unpack_text(packed: Dict[str, Any]) -> str:
+    """The text pack_text packed ("" where there is none)."""
+    if not packed or packed.get("encoding") != "zlib+base64":
+        return ""
+    return zlib.decompress(base64.b64decode(packed["data"])).decode("utf-8")
 
 
 def _jsonable(value: Any) -> Any:

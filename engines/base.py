@@ -49,6 +49,8 @@ class Observation:
     not_run_here: str = ""  # built ahead of time, but this machine cannot run it: why (TensorRT-RTX)
     listing: Dict[str, str] = field(default_factory=dict)  # the engine's layer listing, packed (kind, encoding, data)
     parser_errors: List[Dict[str, Any]] = field(default_factory=list)  # TensorRT family: the ONNX parser's errors
+    # TensorRT family: the verbose build log of a failure at load or build on a GPU (core.cell.Cell.verbose_log)
+    verbose_log: Dict[str, Any] = field(default_factory=dict)
 
 
 class Engine(Protocol):

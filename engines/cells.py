@@ -156,6 +156,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=options,
         tactic_sources=sources, variant=dict(info.variant), listing=dict(obs.listing),
         timings={k: round(v, 4) for k, v in obs.timings.items()}, log=log[-LOG_LIMIT:], run=dict(run),
+        verbose_log=dict(obs.verbose_log),
     )
 
 

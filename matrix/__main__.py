@@ -213,11 +213,11 @@ def bugs_cmd(args: argparse.Namespace) -> int:
             print(f"matrix bugs: no cells of {', '.join(args.model)}; user models with cells: "
                   f"{', '.join(known) or 'none (run python -m check MODEL first)'}", file=sys.stderr)
             return 2
-        cells = [c for c in mine if wanted(c)]
+        cells = [c for c in mine if wanted(c, args.include_documented)]
     else:  # a conformance entry is a table's answer, not a bug to file: named with --cell, it gets its bundle
         from matrix.conformance import is_conformance
 
-        cells = [c for c in result.cells if wanted(c) and not is_conformance(c)]
+        cells = [c for c in result.cells if wanted(c, args.include_documented) and not is_conformance(c)]
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
@@ -389,6 +389,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="the cell's column options as the report names them (target=SM89, x64quantprecision=1; "
                           "'default' for the engine's own), where several match")
     bug.add_argument("--zip", action="store_true", help="also write <folder>.zip next to each bug bundle")
+    bug.add_argument("--include-documented", action="store_true",
+                     help="also cells that do what an upstream source documents (as documented: nothing new to file; "
+                          "their ISSUE.md says so first)")
     bug.add_argument("--model", action="append", metavar="MODEL",
                      help="only the failing cells of this user model: its .onnx file, bundle id or name (repeatable)")
     bug.add_argument("--user-bundles", default=str(REPO / ".bundles-user"),

@@ -11,6 +11,7 @@
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
         log.txt                                        the cell's error and engine log
+        build-verbose.log                              TensorRT family: the verbose build log, where the cell has one
         ISSUE.md                                       NVIDIA/TensorRT's bug report template, filled in
 
 Never imports an engine: it copies the engine's files into the bundle by path. repro.py is one static file for
@@ -29,13 +30,13 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.verdict import UNEXPECTED, signature_words
-from core.cell import Cell
+from core.cell import Cell, unpack_text
 from core.engines import ENGINES, REPRO_ALWAYS, variant_label
 from core.engines import title as engine_title
 from core.numerics import float_source
 from core.outcome import FAILED_STAGE, outcome
 from core.portable import portable_path
-from core.words import FAILED, file_name
+from core.words import FAILED, WORKED, file_name
 from matrix.cellfiles import safe_name
 from matrix.diff import runs_key
 from matrix.merge import Column, column_key, version_key
@@ -53,8 +54,17 @@ REPRO_TIMEOUT_S = 600
 # environment.json: only these fields of the cell, so nothing private leaves the machine by accident.
 ENVIRONMENT_FIELDS = ("bundle", "digest", "engine", "engine_version", "hardware")
 DETAIL_FIELDS = ("name", "compute_capability", "driver", "cuda_driver", "cpu", "machine", "cores", "isa", "os",
-                 "openvino_device", "capabilities", "providers", "device")
-VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", *(s.module for s in ENGINES.values()), "driver", "cuda_driver")
+                 "container", "openvino_device", "capabilities", "providers", "device")
+VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", "cublas", "payload", *(s.module for s in ENGINES.values()),
+                  "driver", "cuda_driver")
+VERBOSE_LOG = "build-verbose.log"  # the worker's file name for it too (engines/tensorrt/worker.py)
+NOT_RECORDED = "not recorded (the cell predates the suite recording it)"
+RAN = ("pass", "fail", "crashed", "built")  # an engine that ran the reproducer, whatever it did
+# A Q/DQ element type (onnx's TensorProto name) -> the precision a title names.
+PRECISION_OF = {"INT8": "INT8", "UINT8": "INT8", "INT4": "INT4", "UINT4": "INT4", "INT16": "INT16", "UINT16": "INT16",
+                "FLOAT8E4M3FN": "FP8", "FLOAT8E4M3FNUZ": "FP8", "FLOAT8E5M2": "FP8", "FLOAT8E5M2FNUZ": "FP8",
+                "FLOAT4E2M1": "FP4"}
+PRECISION_ORDER = ("FP4", "FP8", "INT4", "INT8", "INT16")
 RUN_FIELDS = ("date", "source")
 
 
@@ -77,9 +87,10 @@ class Made:
     needs_model: bool = False  # refused only because a user model's bundle is not here: listed, not a failure
 
 
-def wanted(cell: Cell) -> bool:
-    """A cell worth a bug bundle: it failed or crashed, or its verdict is unexpected."""
-    return cell.status in FAILED or cell.verdict in UNEXPECTED
+def wanted(cell: Cell, documented: bool = False) -> bool:
+    """A cell worth a bug bundle: it failed or crashed, or its verdict is unexpected; one that does what an upstream
+    source documents ("as documented": nothing new to file) only with `documented`."""
+    return (cell.status in FAILED or cell.verdict in UNEXPECTED) and (documented or cell.verdict != "as documented")
 
 
 def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None,
@@ -215,10 +226,12 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path) -> Pa
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
     shipped = shipped_files(cell)
-    shown = view(cell, meta, everything)
+    shown = view(cell, meta, everything, source)
     texts = {"cell.json": json.dumps(repro_cell(cell, meta, source, shown["last_stages_seen"]), indent=2) + "\n",
              "log.txt": log_text(cell, meta),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
+    if shown["verbose"]["attached"]:
+        texts[VERBOSE_LOG] = verbose_text(cell)
     if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
         texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, shown)
         texts["data_loader.py"] = render("data_loader.py.j2", {})
@@ -344,7 +357,8 @@ def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None,
     without its paths and GPU, which repro.py fills in)."""
     spec = ENGINES[cell.engine]
     engine = {"name": cell.engine, "family": spec.family, "module": spec.module, "title": spec.title,
-              "requirement": spec.requirement}
+              "requirement": spec.requirement, "device": spec.device,
+              "install": install_command(cell.engine, cell.engine_version)}
     out = {"recorded": recorded(cell, meta, seen), "failed_stages": dict(FAILED_STAGE),
            "timeout_s": REPRO_TIMEOUT_S,
            "engine": engine, "options": _engine_options(cell)}
@@ -408,12 +422,19 @@ def _engine_options(cell: Cell) -> Dict[str, Any]:
     return opts
 
 
-def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell]) -> Dict[str, Any]:
-    """Everything ISSUE.md and commands.md show, in one dict."""
+def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell], source: Optional[Path] = None) -> Dict[str, Any]:
+    """Everything ISSUE.md and commands.md show, in one dict (`source`: the reproducer's folder, whose model names the
+    precision)."""
     trt = dict(meta.get("trt") or {})
     seen = stages_seen(cell, everything)
+    precision = qdq_precision(source / "model.onnx") if source is not None else ""
+    was = regression(cell, everything)
     return {
-        "cell": cell, "meta": meta, "title": title(cell, seen),
+        "cell": cell, "meta": meta, "title": title(cell, seen, precision, was), "precision": precision,
+        "regression": was, "documented": cell.verdict == "as documented", "install": install_command(
+            cell.engine, cell.engine_version), "env": environment_words(cell), "verbose": verbose_words(cell),
+        "latest": latest_release(cell, everything), "expected": expected_words(cell, meta, was),
+        "actual": actual_words(cell, meta),
         "params": params_text(cell, meta),
         "engine_title": engine_title(cell.engine),
         "engine_family": ENGINES[cell.engine].family if cell.engine in ENGINES else "",
@@ -550,11 +571,25 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
             "strongly_typed": strong}
 
 
-def title(cell: Cell, varies: Sequence[str] = ()) -> str:
-    """The issue title, after NVIDIA/TensorRT's "XXX failure of TensorRT X.Y when running XXX on GPU XXX"; a failure
-    whose stage varies between runs (`varies`: the last stages reached, stages_seen) names each stage seen."""
+def title(cell: Cell, varies: Sequence[str] = (), precision: str = "",
+          was: Optional[Dict[str, Any]] = None) -> str:
+    """The issue title, after NVIDIA/TensorRT's "XXX failure of TensorRT X.Y when running XXX on GPU XXX", with the
+    reproducer's precision (its Q/DQ types) and target; "Regression from X to Y: " first where it is one (`was`:
+    regression()), "Matches the documentation, do not file as a new bug: " where it does what the documentation
+    says."""
+    text = _title(cell, varies, precision)
+    if was:
+        text = f"Regression from {was['from']} to {cell.engine_version}: {text}"
+    if cell.verdict == "as documented":
+        text = f"Matches the documentation, do not file as a new bug: {text}"
+    return text
+
+
+def _title(cell: Cell, varies: Sequence[str], precision: str) -> str:
+    """The title's own words: a failure whose stage varies between runs (`varies`: the last stages reached,
+    stages_seen) names each stage seen."""
     running = f"when running {cell.case} ({params_text(cell)})"
-    where = f"{engine_title(cell.engine)} {cell.engine_version} {running} INT8 ONNX model on " \
+    where = f"{engine_title(cell.engine)} {cell.engine_version} {running} {precision or 'quantized'} ONNX model on " \
             f"{device(cell)}"
     if cell.status == "crashed":
         return f"Crash failure of {where}"
@@ -591,10 +626,223 @@ def device(cell: Cell) -> str:
     """ "GPU NVIDIA H200" or "CPU Intel(R) Xeon(R) ..." from the recorded hardware."""
     if cell.engine == "tensorrt":
         return f"GPU {cell.hardware_detail.get('name') or cell.hardware}"
-    if cell.engine == "tensorrt-rtx":  # built on any machine; a GPU only where one ran the plan
-        return f"GPU {cell.hardware_detail['name']}" if cell.hardware_detail.get("name") else cell.hardware
+    if cell.engine == "tensorrt-rtx":  # built on any machine for its targets; a GPU only where one ran the plan
+        on = f"on GPU {cell.hardware_detail['name']}" if cell.hardware_detail.get("name") else "with no GPU"
+        return f"{rtx_targets(cell)} (built ahead of time {on})"
     cpu = cell.hardware_detail.get("cpu") or cell.hardware
     return f"CPU {cpu}"
+
+
+def rtx_targets(cell: Cell) -> str:
+    """The architectures a TensorRT-RTX cell was built for: its column's target ("SM75"), else the targets its plan
+    names, else the builder's default set."""
+    target = ENGINES["tensorrt-rtx"].value(cell.variant, "target")
+    if target != "default":
+        return target
+    named = [str(t) for t in (cell.options or {}).get("plan_targets") or []]
+    return f"its default targets ({', '.join(named)})" if named else "the builder's default targets"
+
+
+def install_command(engine: str, version: str) -> str:
+    """The pip command that installs one engine version as the pin table does (its index, what it needs beside it)."""
+    spec = ENGINES[engine]
+    group = next((g for g in spec.pins if version in g.versions), None)
+    needs = list(group.requirements(version)) if group else []
+    wanted = [f'"{engine}=={version}"'] + [f'"{r}"' if any(c in r for c in "<>=!~") else r for r in needs]
+    if not any(r.startswith("numpy") for r in needs):
+        wanted.append("numpy")
+    index = f"--extra-index-url {group.index} " if group and group.index else ""
+    return f"pip install {index}{' '.join(wanted)}"
+
+
+def qdq_precision(model: Path) -> str:
+    """The precisions a reproducer's Q/DQ nodes quantize to, from its model ("FP8", "INT4 and INT8"); "" where none
+    is found or the model cannot be read."""
+    try:
+        import onnx
+
+        graph = onnx.load(str(model), load_external_data=False).graph
+    except Exception:  # no onnx here, or a model it cannot read: the title says "quantized"
+        return ""
+    kinds = {t.name: t.data_type for t in graph.initializer}
+    for v in [*graph.input, *graph.output, *graph.value_info]:
+        kinds[v.name] = v.type.tensor_type.elem_type
+    for node in graph.node:
+        if node.op_type == "Constant":
+            kinds.update({out: a.t.data_type for out in node.output for a in node.attribute if a.name == "value"})
+    found = set()
+    for node in graph.node:  # in graph order: a Q's output type is known before the DQ that reads it
+        names = _qdq_types(node, kinds)
+        found |= {PRECISION_OF[n] for n in names if n in PRECISION_OF}
+    return " and ".join(p for p in PRECISION_ORDER if p in found)
+
+
+def _qdq_types(node: Any, kinds: Dict[str, int]) -> List[str]:
+    """The element type names one node quantizes to or dequantizes from (recording a Q's output type in kinds)."""
+    import onnx
+
+    name = onnx.TensorProto.DataType.Name
+    if node.op_type == "QuantizeLinear":
+        attr = {a.name: a.i for a in node.attribute}
+        zero = kinds.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        kind = kinds.get(node.output[0]) or zero or attr.get("output_dtype") or onnx.TensorProto.UINT8
+        kinds[node.output[0]] = kind
+        return [name(kind)]
+    if node.op_type == "DequantizeLinear" and node.input and kinds.get(node.input[0]):
+        return [name(kinds[node.input[0]])]
+    if node.op_type == "MatMulNBits":
+        return ["INT4" if {a.name: a.i for a in node.attribute}.get("bits", 4) == 4 else "INT8"]
+    if node.op_type in ("DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"):
+        return ["INT8"]
+    return []
+
+
+def hardware_class(cell: Cell) -> tuple:
+    """What two versions' cells must share to be the same reproducer on the same hardware class: the option variant,
+    and the GPU's architecture (compute capability), else the hardware label (a CPU with its INT8 level)."""
+    return (variant_label(cell.variant), str((cell.hardware_detail or {}).get("compute_capability") or cell.hardware))
+
+
+def regression(cell: Cell, everything: Sequence[Cell]) -> Optional[Dict[str, Any]]:
+    """Where this cell fails (or lost INT8 fusion) and the engine's previous version this suite ran the reproducer on,
+    on the same hardware class, passed it (or built it) in every run (fused, where fusion is what was lost): that
+    version, its runs' hardware and files, and their verdict's source where they did what one documents; else None."""
+    lost = cell.status in WORKED and cell.fused is False
+    if cell.status not in FAILED and not lost:
+        return None
+    key, mine = hardware_class(cell), version_key(cell.engine_version)
+    older = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine and c.status in RAN
+             and hardware_class(c) == key and version_key(c.engine_version) < mine]
+    if not older:
+        return None
+    previous = max(older, key=lambda c: version_key(c.engine_version)).engine_version
+    before = [c for c in older if c.engine_version == previous]
+    if not all((c.status == "pass" or (c.status == "built" and c.fused)) and (c.fused or not lost) for c in before):
+        return None
+    documented = sorted({c.expectation["source"] for c in before if c.verdict == "as documented"})
+    return {"from": previous, "lost_fusion": lost, "hardware": sorted({c.setting for c in before}),
+            "files": sorted({str(c.run.get("file") or "") for c in before} - {""}), "documented": documented,
+            "before": "built" if all(c.status == "built" for c in before) else "passed",
+            "fused": all(c.fused for c in before)}
+
+
+def payload_pins(cell: Cell) -> Dict[str, str]:
+    """The CUDA wheels the GPU run's payload pinned ("nvidia-cuda-runtime-cu12==12.0.146, ..."): name -> version."""
+    pins = [p.strip().split("==", 1) for p in str(cell.versions.get("payload") or "").split(",") if "==" in p]
+    return {name: version for name, version in pins}
+
+
+def environment_words(cell: Cell) -> Dict[str, str]:
+    """ISSUE.md's Environment, each field from the cell's record: the CUDA runtime, cuBLAS and cuDNN from the payload's
+    wheel pins and the libraries the worker found loaded, the OS and container the worker probed (NOT_RECORDED for a
+    cell older than that)."""
+    pins = payload_pins(cell)
+
+    def pinned(prefix: str) -> str:
+        found = [f"{name}=={version}" for name, version in pins.items() if name.startswith(prefix)]
+        return f" (wheel {', '.join(found)})" if found else ""
+
+    runtime = next((v for n, v in pins.items() if n.startswith("nvidia-cuda-runtime-cu")), "")
+    driver_cuda = cell.hardware_detail.get("cuda_driver") or cell.versions.get("cuda_driver") or ""
+    cuda = ", ".join(x for x in (f"CUDA runtime {runtime}{pinned('nvidia-cuda-runtime-cu')}" if runtime else "",
+                                 f"the driver supports CUDA {driver_cuda}" if driver_cuda else "") if x)
+    module = ENGINES[cell.engine].module if cell.engine in ENGINES else cell.engine
+    return {
+        "engine": str(cell.versions.get(module) or cell.engine_version),
+        "cuda": cuda or NOT_RECORDED,
+        "cudnn": (cell.versions.get("cudnn") or NOT_RECORDED) + pinned("nvidia-cudnn-cu"),
+        "cublas": (cell.versions.get("cublas") or NOT_RECORDED) + pinned("nvidia-cublas-cu"),
+        "driver": cell.hardware_detail.get("driver") or cell.versions.get("driver") or NOT_RECORDED,
+        "os": cell.hardware_detail.get("os") or NOT_RECORDED,
+        "container": cell.hardware_detail.get("container") or NOT_RECORDED,
+        "python": cell.versions.get("python") or NOT_RECORDED,
+    }
+
+
+def verbose_words(cell: Cell) -> Dict[str, Any]:
+    """The verbose build log: attached (its size, and whether it was cut to its end), or, for a TensorRT-family failure
+    at load or build without one, that it was not recorded and the command that records it."""
+    packed = cell.verbose_log or {}
+    family = ENGINES[cell.engine].family if cell.engine in ENGINES else ""
+    wanted = family == "tensorrt" and cell.status == "fail" and failed_stage(cell) in ("load", "build")
+    return {"attached": bool(packed.get("data")), "wanted": wanted, "file": VERBOSE_LOG,
+            "bytes": int(packed.get("bytes") or 0), "kept": int(packed.get("kept") or 0),
+            "cut": int(packed.get("kept") or 0) < int(packed.get("bytes") or 0)}
+
+
+def verbose_text(cell: Cell) -> str:
+    """build-verbose.log: the cell's verbose build log, with a first line that says where it was cut."""
+    said = verbose_words(cell)
+    text = unpack_text(cell.verbose_log)
+    if said["cut"]:
+        text = f"[qdq-matrix] the last {said['kept']} of {said['bytes']} bytes of this log; its start was cut\n{text}"
+    return text
+
+
+def latest_release(cell: Cell, everything: Sequence[Cell]) -> List[str]:
+    """Sentences for "Have you tried the latest release?": the newest version of the engine that ran this reproducer
+    here, the pinned versions this suite could not run and why (TensorRT 10.x/11.x), and for TensorRT for RTX, that no
+    plan has run."""
+    spec = ENGINES.get(cell.engine)
+    if spec is None:
+        return []
+    ran = {c.engine_version for c in everything if c.engine == cell.engine and c.status in RAN}
+    said = []
+    for group in spec.pins:
+        never = [v for v in group.versions if v not in ran]
+        if never and group.index:
+            majors = " and ".join(dict.fromkeys(f"{v.split('.')[0]}.x" for v in never))
+            said.append(f"{spec.title} {majors} ({never[0]} to {never[-1]} in this suite's pin table) could not be run "
+                        "by this suite: their builder wheels download only from NVIDIA's package index "
+                        f"({group.index}), which this suite cannot reach. Please try the newest of them before filing "
+                        "(or the triager may).")
+    if cell.engine == "tensorrt-rtx" and not any(c.engine == cell.engine and (c.status == "pass" or (
+            c.status in FAILED and failed_stage(c) in ("run", "compare"))) for c in everything):
+        said.append(f"No {spec.title} engine has run in this suite: its runtime refuses the only GPUs the suite has "
+                    "(compute capability 9.0, sm_90), so every cell is a parse and an ahead-of-time build.")
+    return said
+
+
+def expected_words(cell: Cell, meta: Dict[str, Any], was: Optional[Dict[str, Any]]) -> str:
+    """What should happen, with its basis: the previous version's runs (a regression), the expectation's source, or
+    the reference and the other engines where nothing documents the configuration."""
+    name = engine_title(cell.engine)
+    e = cell.expectation or {}
+    if was:
+        did = ("built it ahead of time" if was["before"] == "built" else "parsed, built and ran it") + \
+            (" with every target node in INT8" if was["fused"] else "")
+        basis = f"observed by this suite on {', '.join(was['hardware'])}" + \
+            (f" ({', '.join(was['files'])})" if was["files"] else "") + \
+            (f"; documented too ({', '.join(was['documented'])})" if was["documented"] else "")
+        return f"As on {name} {was['from']}, the previous version this suite ran it on, which {did}: {basis}."
+    if e.get("outcome") in ("pass", "int8", "not_int8", "fail"):
+        what = {"pass": "pass", "int8": "run with every target node in INT8", "not_int8": "run, a target in float",
+                "fail": "fail" + (f" at {e['stage']}" if e.get("stage") else "")}[e["outcome"]]
+        basis = "observed before by this suite" if e.get("basis") == "baseline" else "documented"
+        return f"{name} {cell.engine_version} should {what}: {basis} ({e.get('source', '')})."
+    return ("Nothing upstream documents this configuration. The model passes onnx.checker "
+            f"({meta.get('checker', '?')}) and its reference ({meta.get('reference', '?')}) computes it, so {name} "
+            f"should parse, build and run it within {_steps(cell.tolerance_steps)} quantization steps of the "
+            "reference, or refuse it with an error that names what it does not support.")
+
+
+def actual_words(cell: Cell, meta: Dict[str, Any]) -> str:
+    """What happened, in one sentence (`meta`: case.json, which says how a whole network's outputs are judged)."""
+    error = first_line(cell.error)
+    if cell.status == "crashed":
+        return f"The process dies ({cell.reason or 'no reason recorded'}) during the {failed_stage(cell)} stage."
+    if cell.status == "fail":
+        return f"It fails at the {failed_stage(cell)} stage" + (f": {error}" if error else ".")
+    if cell.status in WORKED and cell.fused is False:
+        return "It " + ("builds" if cell.status == "built" else "runs") + ", but a target node is computed in float."
+    if cell.status == "pass" and (cell.output_stats or {}).get("measure") == "network":
+        said = network_words(cell.output_stats, float_source(meta))
+        return f"It runs; against the reference, its worst output has {said}."
+    if cell.status == "pass":
+        return f"It runs; the worst output is {_steps(cell.max_error_steps)} quantization steps off the reference."
+    if cell.status == "built":
+        return "It builds ahead of time" + (", every target node quantized." if cell.fused else ".")
+    return f"It did not run ({cell.status}): {cell.reason}"
 
 
 def versions_tried(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any]]:

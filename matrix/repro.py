@@ -4,6 +4,8 @@
     python repro.py                  # the engine in a process of its own (a crash is observed, not suffered)
     python repro.py --inline         # ONNX Runtime and OpenVINO in this process, with full tracebacks
     python repro.py --json out.json  # also write what was observed, the recorded cell and the verdict
+    python repro.py --verbose        # TensorRT family: also build once more with the logger at VERBOSE, kept in
+                                     # build-verbose.log beside this file (what NVIDIA asks for with a build failure)
 
 A bug bundle (`python -m matrix bugs`) holds this file unchanged, next to the reproducer that ran (model.onnx,
 inputs.npz, expected.npz, case.json, and float.npz where a user bundle has the float model's outputs), cell.json
@@ -13,9 +15,14 @@ worker, engines/tensorrt/*.py, run in its own process as the adapter runs it) or
 OpenVINO: the adapter's stages, engines/<engine>/stages.py). A model with dynamic inputs builds with the optimization
 profile the cell recorded (cell.json request.profile). The outputs are judged by the judge the suite's cells are
 judged with (steps, or SQNR and cosine with its floors; which INT8, INT4, FP8 or FP4 evidence is fused). The last
-line is "REPRODUCED: ..." (exit status 0) when the recorded status and stage (the documented signature and INT8
-fusion where the cell has them) happen here, else "DID NOT REPRODUCE: ..." (exit status 1); either way it sets the
-max error against the recorded one.
+line says one of three things, each with its own exit status:
+
+    REPRODUCED: ...          0  the recorded status and stage (the documented signature and INT8 fusion where the
+                                cell has them) happen here; the line sets the max error against the recorded one
+    DID NOT REPRODUCE: ...   1  the engine ran here and did otherwise
+    COULD NOT RUN HERE: ...  3  nothing was tried: the engine module (or numpy) is not installed, or the engine needs
+                                an NVIDIA GPU and its driver that this machine lacks; the line names what is missing
+                                and the command that installs the engine. It says nothing about the bug.
 
 Python 3.9+, numpy and the engine (tensorrt, tensorrt_rtx, onnxruntime or openvino); nothing from the repository.
 """
@@ -35,12 +42,17 @@ import traceback
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # main() says so: could not run here
+    np = None  # type: ignore[assignment]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(HERE, "suite")
 SAME_ERROR = 1e-6  # steps: a max error this close to the recorded one is the recorded one
 STDERR_TAIL = 4000
+REPRODUCED, NOT_REPRODUCED, USAGE, COULD_NOT_RUN = 0, 1, 2, 3  # exit statuses
+VERBOSE_LOG = "build-verbose.log"
 
 
 class Observation:
@@ -59,6 +71,7 @@ class Observation:
         self.version = ""
         self.notes: List[str] = []
         self.traceback = ""
+        self.missing: List[str] = []  # what this machine lacks to run the engine: nothing was tried
 
 
 def read_json(name: str) -> Any:
@@ -102,6 +115,8 @@ def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optio
 def judge(obs: Observation, case: Dict[str, Any]) -> Dict[str, Any]:
     """Status, stage, error and max error of an observation, by engines.cells.judge_observation's rules."""
     stage, error, worst, note = obs.stage, obs.error, None, ""
+    if obs.missing:
+        return dict(not_tried(obs.missing), notes=obs.notes)
     if obs.crashed:
         status = "crashed"
     elif obs.options.get("not_applicable"):
@@ -121,20 +136,26 @@ def judge(obs: Observation, case: Dict[str, Any]) -> Dict[str, Any]:
         "status": status, "stage": stage, "error": error or obs.crashed, "log": obs.log, "max_error_steps": worst,
         "fused": numerics().fused(obs.precision, targets) if status in ("pass", "built") else None,
         "reason": reason,
-        "version": obs.version, "notes": obs.notes, "traceback": obs.traceback,
+        "version": obs.version, "notes": obs.notes, "traceback": obs.traceback, "missing": obs.missing,
     }
 
 
 # ---- TensorRT and TensorRT-RTX: the suite's worker, in a process of its own ----
 
-def observe_worker(cell: Dict[str, Any], tmp: str) -> Observation:
-    """The worker (suite/tensorrt/worker.py) on this bundle, as engines/tensorrt's adapter runs it (isolated)."""
-    obs = Observation()
+def trt_module(name: str) -> types.ModuleType:
+    """One of the worker's files (suite/tensorrt/), loaded as the package the worker loads them as (qdq_trt)."""
     package = types.ModuleType("qdq_trt")
     package.__path__ = [os.path.join(SUITE, "tensorrt")]  # type: ignore[attr-defined]
     sys.modules.setdefault("qdq_trt", package)
-    gpu = importlib.import_module("qdq_trt.gpu").detect()
-    tinspect = importlib.import_module("qdq_trt.inspect")
+    return importlib.import_module(f"qdq_trt.{name}")
+
+
+def observe_worker(cell: Dict[str, Any], tmp: str, verbose: bool = False) -> Observation:
+    """The worker (suite/tensorrt/worker.py) on this bundle, as engines/tensorrt's adapter runs it (isolated); with
+    `verbose`, the worker's verbose build log is copied beside this file."""
+    obs = Observation()
+    gpu = trt_module("gpu").detect()
+    tinspect = trt_module("inspect")
     engine = cell["engine"]
     if engine.get("plugin_link", "none") != "none":
         obs.notes.append(f"the suite gave the worker a {engine['plugin_link']} link to the wheel's library "
@@ -142,6 +163,7 @@ def observe_worker(cell: Dict[str, Any], tmp: str) -> Observation:
     out = os.path.join(tmp, "out")
     request = dict(cell["request"], model=os.path.join(HERE, "model.onnx"), inputs=os.path.join(HERE, "inputs.npz"),
                    out=out, gpu={"present": gpu.present, "label": gpu.label, "reason": gpu.reason})
+    request["trt"] = dict(request.get("trt") or {}, verbose_log=verbose)
     path = os.path.join(tmp, "request.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(request, f, indent=1)
@@ -149,6 +171,11 @@ def observe_worker(cell: Dict[str, Any], tmp: str) -> Observation:
     rc, stderr, obs.crashed = run_isolated([sys.executable, worker, "--module", engine["module"], path], tmp,
                                            int(cell["timeout_s"]))
     result = _json_file(os.path.join(out, "result.json")) or {}
+    if result.get("cannot_run"):  # the worker could not import the engine, or it needs a GPU: nothing was tried
+        obs.missing = [str(result["cannot_run"])]
+        return obs
+    if verbose:
+        obs.notes.append(keep_verbose_log(result.get("verbose_log") or {}, crashed=bool(obs.crashed)))
     messages = _log_lines(os.path.join(out, "log.jsonl")) or result.get("log") or []
     text = tinspect.log_text(messages)
     extra = [f"[PARSER] {e['desc']}" for e in result.get("parser_errors") or []
@@ -171,6 +198,19 @@ def observe_worker(cell: Dict[str, Any], tmp: str) -> Observation:
         obs.notes.append(f"optimization profile {name}: min {shape['min']}, opt {shape['opt']}, max {shape['max']}")
     obs.traceback = result.get("traceback", "")
     return obs
+
+
+def keep_verbose_log(said: Dict[str, Any], crashed: bool) -> str:
+    """The worker's verbose build log copied beside this file; what a note says of it."""
+    if said.get("state") != "done" or not os.path.isfile(str(said.get("file"))):
+        why = "the process died during the verbose build" if crashed else "the worker wrote none"
+        return f"no verbose build log: {why}"
+    target = os.path.join(HERE, VERBOSE_LOG)
+    with open(said["file"], encoding="utf-8", errors="replace") as src, open(target, "w", encoding="utf-8") as dst:
+        dst.write(src.read())
+    cut = "" if said.get("kept") == said.get("bytes") else \
+        f", its last {said.get('kept')} of {said.get('bytes')} bytes"
+    return f"verbose build log (the model parsed and built once more, logger at VERBOSE): {target}{cut}"
 
 
 def run_isolated(command: List[str], cwd: str, timeout: int) -> Tuple[int, str, str]:
@@ -235,24 +275,76 @@ def observe_in_child(timeout: int) -> Dict[str, Any]:
 
 # ---- the verdict ----
 
-def observe(cell: Dict[str, Any], inline: bool) -> Dict[str, Any]:
+def observe(cell: Dict[str, Any], inline: bool, verbose: bool = False) -> Dict[str, Any]:
     """What happens here, judged: TensorRT through its worker, the others in a child process unless inline."""
+    missing = missing_here(cell)
+    if missing:
+        return not_tried(missing)
     if cell["engine"]["family"] == "tensorrt":
-        return guarded(cell, lambda case: _in_tmp(lambda tmp: observe_worker(cell, tmp)))
+        return guarded(cell, lambda case: _in_tmp(lambda tmp: observe_worker(cell, tmp, verbose)))
     if not inline:
         return observe_in_child(int(cell["timeout_s"]))
     return guarded(cell, lambda case: observe_here(cell, case))
 
 
 def guarded(cell: Dict[str, Any], run: Any) -> Dict[str, Any]:
-    """run(case) judged; an engine that is not installed here is "skipped" (nothing was tried)."""
+    """run(case) judged; an engine that cannot be imported here is "could not run" (nothing was tried)."""
     case = read_json("case.json")
     try:
         return judge(run(case), case)
     except ImportError as exc:
-        why = f"{cell['engine']['module']} is not importable: {exc}"
-        return {"status": "skipped", "stage": "", "error": why, "log": "", "max_error_steps": None, "fused": None,
-                "reason": why, "version": "", "notes": [], "traceback": ""}
+        return not_tried([f"{cell['engine']['module']} could not be imported ({type(exc).__name__}: {exc})"])
+
+
+def not_tried(missing: List[str]) -> Dict[str, Any]:
+    """The outcome of a run that could not start here, naming what is missing."""
+    why = "; ".join(missing)
+    return {"status": "not_run", "stage": "", "error": why, "log": "", "max_error_steps": None, "fused": None,
+            "reason": why, "version": "", "notes": [], "traceback": "", "missing": list(missing)}
+
+
+# ---- could it run here at all ----
+
+def engine_device(engine: Dict[str, Any]) -> str:
+    """"nvidia-gpu" (TensorRT: builds and runs on a GPU), "aot" (TensorRT-RTX: builds anywhere) or "cpu", as the
+    engine's descriptor says (cell.json)."""
+    return str(engine.get("device") or "cpu")
+
+
+def needs_gpu(cell: Dict[str, Any]) -> bool:
+    """Whether the recorded outcome needs an NVIDIA GPU here: TensorRT always; TensorRT-RTX where the cell got past
+    its ahead-of-time build (a plan that ran, or failed to)."""
+    device = engine_device(cell["engine"])
+    recorded = cell["recorded"]
+    if device == "aot":
+        return recorded["status"] != "built" and recorded.get("last_stage") in ("build", "run", "compare")
+    return device == "nvidia-gpu"
+
+
+def missing_here(cell: Dict[str, Any]) -> List[str]:
+    """What this machine lacks to run the cell's engine, before anything is tried ([] where nothing is missing); where
+    TensorRT is installed, the worker says whether it lacks a GPU (a test's stand-in tensorrt needs none)."""
+    engine = cell["engine"]
+    lacks = [] if np is not None else ["numpy is not installed"]
+    installed = importlib.util.find_spec(engine["module"]) is not None
+    if not installed:
+        lacks.append(f"{engine['module']} ({engine['title']}) is not installed")
+    if needs_gpu(cell) and (not installed or engine_device(engine) != "nvidia-gpu"):
+        gpu = trt_module("gpu")
+        found = gpu.detect()
+        if not found.present:
+            lacks.append("no NVIDIA GPU on this machine" if found.reason == gpu.NO_GPU
+                         else f"the NVIDIA GPU's driver does not answer ({found.reason})")
+    return lacks
+
+
+def could_not_run(cell: Dict[str, Any], missing: List[str]) -> str:
+    """The last line of a run that could not start: what is missing and what installs it."""
+    engine = cell["engine"]
+    install = engine.get("install") or f"pip install {engine.get('requirement') or engine['module']}"
+    gpu = ", on a machine with an NVIDIA GPU and its driver" if needs_gpu(cell) else ""
+    return (f"COULD NOT RUN HERE: {'; '.join(missing)}. {engine['title']} {cell['recorded']['engine_version']} needs: "
+            f"{install}{gpu}. Nothing was run: this says nothing about the recorded outcome.")
 
 
 def _in_tmp(run: Any) -> Any:
@@ -308,7 +400,8 @@ def verdict(recorded: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]
     return False, f"DID NOT REPRODUCE: {line}; recorded: {describe(then, tolerance)}"
 
 
-def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]:
+def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[int, str]:
+    """Print what happened and the last line; (exit status, that line)."""
     recorded = cell["recorded"]
     # the stage that failed after each last stage reached: core/outcome.py's, as cell.json carries it
     found = dict(found, failed_stage=cell["failed_stages"].get(found.get("stage", ""), "?"))
@@ -316,13 +409,17 @@ def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]:
           f"(recorded on {recorded['engine_version']}, {recorded['hardware']})")
     for note in found.get("notes") or []:
         print(f"note: {note}")
+    if found.get("missing"):
+        line = could_not_run(cell, found["missing"])
+        print(line)
+        return COULD_NOT_RUN, line
     if found.get("error"):
         print("error:\n  " + "\n  ".join(str(found["error"]).strip().splitlines()[:20]))
     if found.get("traceback") and found["status"] != "pass":
         print(found["traceback"].rstrip())
     ok, line = verdict(recorded, found)
     print(line)
-    return ok, line
+    return (REPRODUCED if ok else NOT_REPRODUCED), line
 
 
 def first_line(text: str) -> str:
@@ -373,19 +470,22 @@ def main(argv: List[str]) -> int:
         with open(argv[1], "w", encoding="utf-8") as f:
             json.dump(found, f, default=str)
         return 0
-    inline = "--inline" in argv
-    rest = [a for a in argv if a != "--inline"]
+    inline, verbose = "--inline" in argv, "--verbose" in argv
+    rest = [a for a in argv if a not in ("--inline", "--verbose")]
     out = rest[1] if len(rest) == 2 and rest[0] == "--json" else None
     if rest and out is None:
-        sys.stderr.write("usage: repro.py [--inline] [--json OUT]\n")
-        return 2
-    found = observe(cell, inline)
-    ok, line = report(cell, found)
+        sys.stderr.write("usage: repro.py [--inline] [--verbose] [--json OUT]\n")
+        return USAGE
+    if verbose and cell["engine"]["family"] != "tensorrt":
+        sys.stderr.write(f"repro.py: --verbose is a TensorRT-family build log; {cell['engine']['title']} has none\n")
+        return USAGE
+    found = observe(cell, inline, verbose)
+    code, line = report(cell, found)
     if out:
         with open(out, "w", encoding="utf-8") as f:
-            json.dump({"observed": found, "recorded": cell["recorded"], "reproduced": ok, "line": line}, f,
-                      indent=1, default=str)
-    return 0 if ok else 1
+            json.dump({"observed": found, "recorded": cell["recorded"], "reproduced": code == REPRODUCED,
+                       "could_not_run": code == COULD_NOT_RUN, "line": line}, f, indent=1, default=str)
+    return code
 
 
 if __name__ == "__main__":

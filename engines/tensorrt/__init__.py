@@ -20,11 +20,13 @@ import tempfile
 import time
 import zlib
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from core.cell import pack_text
 from core.engines import ENGINES
 from core.words import LABELS, file_name
 from engines.base import EngineInfo, Observation, plugins_needed
@@ -135,6 +137,8 @@ class Adapter:
         if report.get("stand_in"):  # a test double: its cells are marked so that no report takes them
             versions["stand_in"] = report["stand_in"]
         versions.update({k: v for k, v in detail.items() if k in ("driver", "cuda_driver")})
+        # the machine as the worker saw it: its operating system and container (ISSUE.md's Environment)
+        detail = dict(detail, **{k: str(report[k]) for k in ("os", "container") if report.get(k)})
         return EngineInfo(
             name=self.name, version=actual, hardware=self._hardware(hardware, report), available=True,
             hardware_detail=detail, versions=versions, variant=self._variant(),
@@ -210,6 +214,10 @@ class Adapter:
             else:
                 rc, stderr, crashed = self._ask_server(request)
             obs = self._observe(Path(tmp), rc, stderr, crashed)
+            if obs.verbose_log.get("state") == "started":  # the second, verbose build died: the first is the cell
+                obs.options.setdefault("notes", []).append(f"the verbose rebuild did not finish: {crashed}")
+                obs = replace(obs, crashed="", verbose_log={})
+                return obs
             if crashed and crashed == _signal_text(-rc):  # died of a signal, not of a timeout: engines.reuse
                 obs.options["crash_signal"] = _signal_name(-rc)
             return obs
@@ -284,6 +292,9 @@ class Adapter:
             with np.load(result["outputs"]) as f:
                 outputs = {name: f[f"arr_{i}"] for i, name in enumerate(result.get("output_names") or [])}
         listing = result.get("listing") or {}
+        verbose = dict(result.get("verbose_log") or {})
+        if verbose.get("state") == "done":
+            verbose = verbose_record(verbose)
         return Observation(
             stage=result.get("stage", ""),
             error=error,
@@ -297,6 +308,7 @@ class Adapter:
             not_run_here="" if error or crashed else str(result.get("not_run_here") or ""),
             listing=pack_listing(listing.get("kind", ""), listing.get("text", "")) if listing else {},
             parser_errors=[dict(e) for e in result.get("parser_errors") or [] if isinstance(e, dict)],
+            verbose_log=verbose,
         )
 
 
@@ -372,6 +384,16 @@ def pack_listing(kind: str, text: str) -> Dict[str, str]:
     """A layer listing kept with its cell, compressed: the evidence can be re-derived later without a GPU."""
     data = base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
     return {"kind": kind, "encoding": "zlib+base64", "data": data}
+
+
+def verbose_record(said: Dict[str, Any]) -> Dict[str, Any]:
+    """The worker's verbose build log as a cell keeps it (core.cell: packed text, its size and what was kept); {} where
+    the file is gone."""
+    try:
+        text = Path(said["file"]).read_text(encoding="utf-8", errors="replace")
+    except (OSError, KeyError):
+        return {}
+    return dict(pack_text(text), bytes=int(said.get("bytes", 0)), kept=int(said.get("kept", 0)))
 
 
 def unpack_listing(listing: Dict[str, str]) -> str:

@@ -22,7 +22,14 @@ it leaves out takes its inputs.npz shape; a static network gets no profile), "gp
 "reason"}: what the adapter found), "trt": {"int8" (default true), "fp16",
 "strongly_typed", "parser_flags" (OnnxParserFlag names; "-NAME" clears one), "plugins" (plugin names the
 model needs), "plugin_api", "workspace_mb", "tactics" ("default" or "tensorrt-only"), "target"
-(TensorRT-RTX: "default" or a ComputeCapability name such as "SM86")}}.
+(TensorRT-RTX: "default" or a ComputeCapability name such as "SM86"), "verbose_log" (true: the verbose build
+below even where no GPU is)}}.
+
+A request that fails at load or build on a GPU (or asks with trt.verbose_log) is parsed and built once more with every
+logger message kept, VERBOSE included: NVIDIA asks for that log with a "Could not find any implementation" report. Its
+last VERBOSE_LOG_BYTES go to out/build-verbose.log and result.verbose_log says how many bytes it had and kept; the
+first attempt's fields stay the cell's. Before it starts, result.json says it started (verbose_log.state), so a crash
+or a hang of the second build is told from the first's.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Python puts this folder first on sys.path; its inspect.py would shadow the standard library's.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
+import collections  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -48,6 +56,8 @@ MIN_SEVERITY = "INFO"  # recorded; the adapter keeps WARNING and worse for the c
 KEEP_VERBOSE = ("Layers:", "Engine Layer Information", " (foreignNode) Using legacy CPU-only mode",
                 "Number of target compute capabilities")
 MODULES = ("tensorrt", "tensorrt_rtx")
+VERBOSE_LOG_BYTES = 2 << 20  # the verbose build log keeps its last 2 MiB
+VERBOSE_LOG = "build-verbose.log"
 
 
 def _siblings() -> types.ModuleType:
@@ -89,12 +99,39 @@ class Result:
         return path
 
 
+class VerboseText:
+    """Every logger message of one verbose build, as text lines; only the last VERBOSE_LOG_BYTES are kept."""
+
+    def __init__(self, limit: int = VERBOSE_LOG_BYTES) -> None:
+        self.limit = limit
+        self.lines: "collections.deque[str]" = collections.deque()
+        self.total = 0  # bytes of every line given
+        self.kept = 0  # bytes of the lines still held
+
+    def add(self, severity: str, msg: str) -> None:
+        line = f"[{severity}] {msg}\n"
+        size = len(line.encode("utf-8"))
+        self.lines.append(line)
+        self.total += size
+        self.kept += size
+        while self.kept > self.limit and len(self.lines) > 1:
+            self.kept -= len(self.lines.popleft().encode("utf-8"))
+
+    def write(self, path: str) -> Dict[str, Any]:
+        """The kept lines to `path`; what result.verbose_log records of them."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(self.lines)
+        return {"state": "done", "file": path, "bytes": self.total, "kept": self.kept}
+
+
 class LogSink:
-    """Where the process's one TensorRT logger writes: the request being run, and its log.jsonl."""
+    """Where the process's one TensorRT logger writes: the request being run and its log.jsonl, or, during a verbose
+    build, only the verbose text."""
 
     def __init__(self) -> None:
         self.result: Optional[Result] = None
         self.stream: Any = None
+        self.verbose: Optional[VerboseText] = None
 
     def attach(self, result: Result) -> None:
         self.result = result
@@ -116,6 +153,9 @@ def make_logger(trt: Any, sink: LogSink) -> Any:
 
         def log(self, severity: Any, msg: str) -> None:
             name = tinspect.enum_name(severity)
+            if sink.verbose is not None:
+                sink.verbose.add(name, str(msg))
+                return
             if sink.result is None:
                 return
             if tinspect.severity_rank(name) > limit and not str(msg).startswith(KEEP_VERBOSE):
@@ -152,8 +192,14 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
         session = session or Session(module)
     except Exception as e:
         result.data["error"] = f"import failed: {type(e).__name__}: {e}"
+        result.data["cannot_run"] = f"{module} could not be imported ({type(e).__name__}: {e})"  # nothing was tried
         return result.write()
     trt, caps, logger = session.trt, session.caps, session.logger
+    machine = req.get("gpu") or {}
+    if module == "tensorrt" and not machine.get("present", True) and not getattr(trt, "__qdq_stand_in__", ""):
+        result.data["cannot_run"] = f"{machine.get('reason') or gpu.NO_GPU} on this machine: TensorRT builds and " \
+            "runs on an NVIDIA GPU"  # a stand-in is not TensorRT and needs none: its plumbing tests run anywhere
+        return result.write()
     build = importlib.import_module("qdq_trt.build")
     execute = importlib.import_module("qdq_trt.execute")
     result.data["versions"].update({caps["module"]: trt.__version__, "numpy": np.__version__})
@@ -171,13 +217,14 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
             return result.write()
         loaded = timed(result, "load", lambda: build.stage_load(trt, caps, req, result, logger))
         if loaded is None:
-            return result.write()
+            return verbose_build(session, req, result)
         serialized = timed(result, "build", lambda: build.stage_build(trt, caps, loaded, req, result))
         if serialized is None:
             if result.data.get("not_applicable"):
                 result.data["options"]["not_applicable"] = result.data.pop("not_applicable")
                 result.data["error"] = ""
-            return result.write()
+                return result.write()
+            return verbose_build(session, req, result)
         engine = execute.stage_engine(trt, caps, serialized, req, result, logger)
         execute.layer_evidence(caps, req, result)
         if engine is None:
@@ -191,6 +238,38 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
         return result.write()
     finally:
         session.sink.detach()
+
+
+def wants_verbose(req: Dict[str, Any], result: Result) -> bool:
+    """A failure at load or build on a GPU run, or a request that asks (repro.py --verbose)."""
+    failed = bool(result.data["error"]) and result.data["stage"] in ("", "load")
+    asked = bool((req.get("trt") or {}).get("verbose_log"))
+    return asked or (failed and bool((req.get("gpu") or {}).get("present")))
+
+
+def verbose_build(session: Session, req: Dict[str, Any], result: Result) -> str:
+    """Parse and build once more with every logger message kept (wants_verbose); the first attempt's fields stay."""
+    if not wants_verbose(req, result):
+        return result.write()
+    build = importlib.import_module("qdq_trt.build")
+    result.data["verbose_log"] = {"state": "started"}
+    result.write()
+    again = Result(os.path.join(result.out, "verbose"))
+    os.makedirs(again.out, exist_ok=True)
+    again.data["versions"] = dict(result.data["versions"])
+    quiet = dict(req, trt=dict(req.get("trt") or {}, timing_cache=""))  # the same build, without a cache's shortcut
+    text = VerboseText()
+    session.sink.verbose = text
+    try:
+        loaded = build.stage_load(session.trt, session.caps, quiet, again, session.logger)
+        if loaded is not None:
+            build.stage_build(session.trt, session.caps, loaded, quiet, again)
+    except Exception as e:  # as a stage: the exception ends the log, the first attempt stays the result
+        text.add("ERROR", f"verbose build: {type(e).__name__}: {e}")
+    finally:
+        session.sink.verbose = None
+    result.data["verbose_log"] = text.write(os.path.join(result.out, VERBOSE_LOG))
+    return result.write()
 
 
 def serve(module: str = "tensorrt") -> int:
@@ -253,6 +332,8 @@ def probe(module: str = "tensorrt") -> Dict[str, Any]:
         info["tensorrt_error"] = f"{type(e).__name__}: {e}"
     g = gpu.detect()
     info["gpu"] = dict(g.detail(), label=g.label, present=g.present, reason=g.reason)
+    info["os"] = operating_system()
+    info["container"] = container()
     info["cudnn"] = cudnn_status()
     info["cublas"] = cublas_status()
     if os.environ.get("QDQ_GPU_PAYLOAD"):  # tools/gpu-payload's launcher: what the payload pinned
@@ -262,6 +343,40 @@ def probe(module: str = "tensorrt") -> Dict[str, Any]:
         except (OSError, ValueError, KeyError) as e:
             info["payload"] = {"error": f"{type(e).__name__}: {e}"}
     return info
+
+
+def operating_system() -> str:
+    """"Ubuntu 22.04.4 LTS (Linux 5.15.0-105-generic)": /etc/os-release's PRETTY_NAME and the kernel release."""
+    kernel = f"{platform.system()} {platform.release()}"
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            with open(path, encoding="utf-8") as f:
+                fields = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+        except OSError:
+            continue
+        name = fields.get("PRETTY_NAME", "").strip().strip('"')
+        if name:
+            return f"{name} ({kernel})"
+    return kernel
+
+
+# What an NGC container sets (NVIDIA_BUILD_ID, and the release of its framework), in the order they are said.
+CONTAINER_ENV = ("NVIDIA_PYTORCH_VERSION", "TENSORRT_VERSION", "NVIDIA_TENSORRT_VERSION", "NVIDIA_BUILD_ID")
+
+
+def container() -> str:
+    """"none" on bare metal; "docker", "podman" or "container" (the kind), with NGC's version variables where set."""
+    kind = ""
+    if os.path.exists("/.dockerenv"):
+        kind = "docker"
+    elif os.path.exists("/run/.containerenv"):
+        kind = "podman"
+    elif os.environ.get("container"):
+        kind = os.environ["container"]
+    ngc = [f"{k}={os.environ[k]}" for k in CONTAINER_ENV if os.environ.get(k)]
+    if ngc:
+        return f"{kind or 'container'} (NGC: {', '.join(ngc)})"
+    return kind or "none"
 
 
 def loaded_library(stem: str) -> Optional[str]:

@@ -35,7 +35,8 @@ CHAIN = {"bundle": "q_output_type/variant=q_dq_chain+activation=int8+plugin=none
     (stored(status="fail", last_stage="run", max_error_steps=1.5, tolerance_steps=2.0), False),  # judged again
     (stored(status="pass", digest="e" * 16), False),  # another model
     (stored(status="not_applicable", options={"not_applicable": "INT8 calibration was removed"}), True),
-    (stored(status="crashed", reason="signal 6 (SIGABRT)"), True),  # the catalogue documents 1.7's parser abort
+    # the porting guide documents plugins as unsupported, not the parser's abort: no documented crash, no signal kept
+    (stored(status="crashed", reason="signal 6 (SIGABRT)"), False),
     (stored(status="crashed", reason="timeout after 600 s", **CHAIN), False),  # undocumented, and no fault of its own
     (stored(status="crashed", options={"crash_signal": "SIGSEGV"}, **CHAIN), True),  # the engine's own fault
     (stored(status="crashed", options={"crash_signal": "SIGKILL"}, **CHAIN), False),  # from outside
@@ -96,3 +97,12 @@ def test_a_cell_judged_with_other_float_outputs_is_judged_again():
                         static_not_run=True)
     assert not reusable(replace(same, output_stats=dict(MEASURED, float_digest="e" * 64)), FLOATS, CASE,
                         static_not_run=True)
+
+
+def test_a_crash_the_catalogue_documents_stands_for_a_new_run():
+    """An expectation that documents the process dying (Expectation.crashes) makes its crash as documented: reused."""
+    documented = tuple(replace(e, crashes=True) if e.engine == "tensorrt-rtx" and e.outcome == "fail" else e
+                       for e in CASE.expectations)
+    crash = stored(status="crashed", reason="signal 6 (SIGABRT)")
+    assert reusable(crash, META, replace(CASE, expectations=documented), static_not_run=True)
+    assert not reusable(crash, META, CASE, static_not_run=True)

@@ -302,3 +302,42 @@ def test_request_folders_go_in_memory_only_where_there_is_room(monkeypatch, tmp_
         assert family.scratch() is None
     finally:
         family.scratch.cache_clear()  # the next test chooses again, with the real statvfs
+
+
+def test_a_failed_build_on_a_gpu_keeps_its_verbose_log(fake_trt, tmp_path):
+    """A build that fails on a GPU is built once more with every logger message kept: the cell's fields stay the first
+    attempt's (its log WARNING and worse), the verbose log is the second's, VERBOSE included (stand-in tensorrt)."""
+    from core.cell import unpack_text
+
+    obs = Adapter(isolate=True).run(_fault_bundle(tmp_path, "f", "fail"))
+    assert (obs.stage, obs.crashed) == ("load", "") and "Could not find any implementation" in obs.error
+    assert "[VERBOSE]" not in obs.log
+    text = unpack_text(obs.verbose_log)
+    assert "[VERBOSE] fake: tactic 0x0000000000000001 skipped" in text and "[ERROR] fake: Could not find" in text
+    assert obs.verbose_log["bytes"] == obs.verbose_log["kept"] == len(text.encode())
+    healthy = Adapter(isolate=True).run(_fault_bundle(tmp_path, "h", ""))
+    assert healthy.verbose_log == {}  # only a failure at load or build is built again
+
+
+def test_a_verbose_rebuild_that_dies_leaves_the_first_failure(fake_trt, tmp_path):
+    """The second, verbose build segfaults: the cell is the first build's failure, never a crash, and says why it
+    has no verbose log."""
+    obs = Adapter(isolate=True).run(_fault_bundle(tmp_path, "f", "fail-then-segv"))
+    assert (obs.stage, obs.crashed, obs.verbose_log) == ("load", "", {})
+    assert "Could not find any implementation" in obs.error
+    assert any("the verbose rebuild did not finish: signal 11" in n for n in obs.options["notes"])
+
+
+def test_the_verbose_log_keeps_its_last_bytes(worker):
+    text = worker.VerboseText(limit=100)
+    for i in range(50):
+        text.add("VERBOSE", f"line {i:02d}")
+    assert text.total == 50 * len("[VERBOSE] line 00\n") and text.kept <= 100
+    assert list(text.lines)[-1] == "[VERBOSE] line 49\n" and "[VERBOSE] line 00\n" not in text.lines
+
+
+def test_the_probe_records_the_os_and_container(fake_trt):
+    """ISSUE.md's "Operating System" and "Baremetal or Container" come from the worker's probe, into hardware_detail."""
+    detail = Adapter().probe().hardware_detail
+    assert detail["os"].endswith(f"({os.uname().sysname} {os.uname().release})")
+    assert detail["container"] == ("docker" if os.path.exists("/.dockerenv") else detail["container"]) != ""

@@ -184,7 +184,8 @@ def test_tensorrt_repro_is_python_39_with_only_stdlib_numpy_and_tensorrt(trt_bun
     assert "Error Code 10: Internal Error" in cell["recorded"]["error_first_line"]
     assert cell["recorded"]["failed_stage"] == "build"
     assert cell["engine"] == {"name": "tensorrt", "family": "tensorrt", "module": "tensorrt", "title": "TensorRT",
-                              "requirement": "tensorrt (8.x needs numpy<1.24)"}
+                              "requirement": "tensorrt (8.x needs numpy<1.24)", "device": "nvidia-gpu",
+                              "install": 'pip install "tensorrt==8.6.0" "numpy<1.24"'}
     assert cell["request"]["trt"]["tactics"] == "tensorrt-only"  # the observed cell left cuBLAS/cuDNN out
     assert cell["request"]["target_ops"] == {"node_of_conv": "Conv"}  # as the adapter hands them to the worker
     assert "Error Code 10" not in (trt_bundle / "repro.py").read_text()  # no cell text in the code
@@ -247,6 +248,63 @@ def test_tensorrt_repro_plumbing_with_a_fake_tensorrt(trt_bundle):
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("DID NOT REPRODUCE: fail at run: run: ") and "recorded: fail at build" in last
     assert "[signature no_implementation NOT matched]" in last
+
+
+def without(module: str, tmp_path: Path) -> Dict[str, str]:
+    """An environment whose interpreter cannot import `module`: a package of that name that raises on import shadows
+    any installed one (this machine's TensorRT for RTX, say), as an absent wheel would."""
+    shadow = tmp_path / "absent"
+    (shadow / module).mkdir(parents=True)
+    (shadow / module / "__init__.py").write_text(f"raise ImportError({'No module named ' + repr(module)!r})\n")
+    return dict(os.environ, PYTHONPATH=str(shadow))
+
+
+def test_a_tensorrt_bundle_without_tensorrt_could_not_run_here(trt_bundle):
+    """No tensorrt in this interpreter (and no GPU here): "COULD NOT RUN HERE", exit 3, naming what is missing and
+    the command that installs it, never "DID NOT REPRODUCE" (the words and status of a fixed bug)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = run_repro(trt_bundle, env)
+    last = done.stdout.strip().splitlines()[-1]
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert last.startswith("COULD NOT RUN HERE: tensorrt (TensorRT) is not installed"), last
+    assert 'pip install "tensorrt==8.6.0" "numpy<1.24"' in last and "DID NOT REPRODUCE" not in done.stdout
+
+
+@pytest.mark.parametrize("engine", ["onnxruntime", "openvino", "tensorrt", "tensorrt-rtx"])
+def test_every_engine_familys_bundle_says_when_it_could_not_run(engine, bundles, tmp_path):
+    """Each engine's module made unimportable, the worker's import failure included (TensorRT's stand-in and
+    TensorRT-RTX run through the worker, the CPU engines in a child process): exit 3 and the missing module named."""
+    from matrix.bugbundle import make
+
+    observed = next(c for c in load_results([OBSERVED]).cells if c.engine_version == "8.6.0")
+    extra: dict = {"tensorrt-rtx": dict(hardware="no GPU: ahead-of-time build", hardware_detail={}, status="built",
+                                        last_stage="build", variant={"target": "SM86"}, fused=True)}
+    cell = replace(observed, engine=engine, engine_version={"onnxruntime": "1.31.1", "openvino": "2026.4.1",
+                                                            "tensorrt-rtx": "1.7.1.116"}.get(engine, "8.6.0"),
+                   **extra.get(engine, {}))
+    folder = make(cell, [cell], bundles, tmp_path / "out")
+    module = {"tensorrt-rtx": "tensorrt_rtx"}.get(engine, engine)
+    env = without(module, tmp_path)
+    if engine == "tensorrt":  # installed but broken: the worker's own import fails, past repro.py's look for it
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(FAKE_TRT)])
+    done = run_repro(folder, env)
+    last = done.stdout.strip().splitlines()[-1]
+    assert done.returncode == 3 and last.startswith("COULD NOT RUN HERE: "), done.stdout + done.stderr
+    assert f"{module} could not be imported" in last and "pip install" in last, last
+
+
+def test_a_tensorrt_bundle_without_a_gpu_could_not_run_here(trt_bundle, tmp_path):
+    """tensorrt importable (a module that is no stand-in), but no NVIDIA GPU here: the worker says so, exit 3."""
+    fake = tmp_path / "not-a-stand-in" / "tensorrt"
+    fake.mkdir(parents=True)
+    source = (FAKE_TRT / "tensorrt" / "__init__.py").read_text()
+    (fake / "__init__.py").write_text(source.replace("__qdq_stand_in__ = ", "_was_stand_in = "))
+    done = run_repro(trt_bundle, dict(os.environ, PYTHONPATH=str(fake.parent)))
+    last = done.stdout.strip().splitlines()[-1]
+    if Path("/dev/nvidia0").exists():
+        pytest.skip("this machine has an NVIDIA GPU")
+    assert done.returncode == 3 and last.startswith("COULD NOT RUN HERE: no NVIDIA GPU on this machine"), \
+        done.stdout + done.stderr
 
 
 def test_a_recorded_crash_is_reproduced_by_a_crash(bundles, tmp_path):
@@ -411,3 +469,106 @@ def test_a_bug_bundle_of_a_failure_whose_stage_varies_reproduces_at_either_stage
     alone = recorded(parse, {}, stages_seen(parse, [parse]))
     assert alone["last_stages_seen"] == []
     assert not verdict(alone, {"status": "fail", "stage": "load", "error": "x", "failed_stage": "build"})[0]
+
+
+def sample(version: str) -> Cell:
+    return next(c for c in load_results([OBSERVED]).cells if c.engine_version == version)
+
+
+def issue_of(cell: Cell, everything: List[Cell], bundles: Path, out: Path) -> str:
+    from matrix.bugbundle import make
+
+    return (make(cell, everything, bundles, out) / "ISSUE.md").read_text()
+
+
+def test_a_regression_says_so_in_its_title_and_first_line(bundles, tmp_path):
+    """8.5.3.1 passed the reproducer on the same GPU architecture and 8.6.0 fails it: "Regression from 8.5.3.1 to
+    8.6.0" opens the title and the description, and Expected names the runs it rests on; where 8.5.3.1 failed too,
+    nothing says regression."""
+    passed = replace(sample("8.5.3.1"), status="pass", last_stage="compare", error="", fused=True, log="")
+    issue = issue_of(sample("8.6.0"), [passed, sample("8.6.0")], bundles, tmp_path / "a")
+    lines = issue.splitlines()
+    assert lines[0].startswith("# Regression from 8.5.3.1 to 8.6.0: Build failure of TensorRT 8.6.0"), lines[0]
+    description = issue.split("## Description\n\n", 1)[1].splitlines()[0]
+    assert description.startswith("**Regression from 8.5.3.1 to 8.6.0**: TensorRT 8.5.3.1 passed this reproducer")
+    expected = issue.split("## Expected behavior\n\n", 1)[1].split("\n## ", 1)[0]
+    assert "observed by this suite on NVIDIA H200 (sm_90) · tactics=tensorrt-only (tests/data/observed-sample.jsonl)" \
+        in expected
+    assert issue.split("## Actual behavior\n\n", 1)[1].startswith("It fails at the build stage: ")
+    assert "egression" not in issue_of(sample("8.6.0"), [sample("8.5.3.1"), sample("8.6.0")], bundles, tmp_path / "b")
+
+
+def test_the_environment_is_every_recorded_version(bundles, tmp_path):
+    """CUDA runtime, cuDNN and cuBLAS from the cell's payload pins and libraries; the OS and container the worker
+    probed, or, for a cell observed before they were recorded, that they were not; environment.json keeps them."""
+    from matrix.bugbundle import make
+
+    old = replace(sample("8.6.0"), versions=dict(sample("8.6.0").versions, cublas="libcublas.so.12 12.0.2",
+                                                  cudnn="libcudnn.so.8 8900", payload=(
+                                                      "cuda==cu12, nvidia-cublas-cu12==12.0.2.224, nvidia-cuda-runtime-"
+                                                      "cu12==12.0.146, nvidia-cudnn-cu12==8.9.0.131, tensorrt==8.6.0")))
+    issue = issue_of(old, [old], bundles, tmp_path / "old")
+    assert "**CUDA Version**: CUDA runtime 12.0.146 (wheel nvidia-cuda-runtime-cu12==12.0.146), the driver supports " \
+           "CUDA 13.0" in issue
+    assert "**CUDNN Version**: libcudnn.so.8 8900 (wheel nvidia-cudnn-cu12==8.9.0.131); cuBLAS libcublas.so.12 " \
+           "12.0.2 (wheel nvidia-cublas-cu12==12.0.2.224)" in issue
+    assert "Operating System: not recorded (the cell predates the suite recording it)" in issue
+    assert "Baremetal or Container (if so, version): not recorded (the cell predates the suite recording it)" in issue
+    new = replace(old, hardware_detail=dict(old.hardware_detail, os="Ubuntu 22.04.4 LTS (Linux 5.15.0)",
+                                            container="docker"))
+    folder = make(new, [new], bundles, tmp_path / "new")
+    issue = (folder / "ISSUE.md").read_text()
+    assert "Operating System: Ubuntu 22.04.4 LTS (Linux 5.15.0)" in issue
+    assert "Baremetal or Container (if so, version): docker" in issue
+    env = json.loads((folder / "environment.json").read_text())
+    assert env["versions"]["payload"].startswith("cuda==cu12") and env["versions"]["cublas"]
+    assert env["hardware_detail"]["os"].startswith("Ubuntu") and env["hardware_detail"]["container"] == "docker"
+
+
+def test_the_verbose_build_log_is_attached_or_its_command_given(bundles, tmp_path):
+    from core.cell import pack_text
+    from matrix.bugbundle import make
+
+    issue = issue_of(sample("8.6.0"), [sample("8.6.0")], bundles, tmp_path / "none")
+    assert "not attached: this cell predates the suite's verbose build logs. `python repro.py --verbose`" in issue
+    text = "[VERBOSE] tactic 1\n[ERROR] Could not find any implementation\n"
+    logged = replace(sample("8.6.0"), verbose_log=dict(pack_text(text), bytes=9_000_000, kept=len(text)))
+    folder = make(logged, [logged], bundles, tmp_path / "logged")
+    issue = (folder / "ISSUE.md").read_text()
+    attached = (folder / "build-verbose.log").read_text()
+    assert attached.startswith(f"[qdq-matrix] the last {len(text)} of 9000000 bytes") and attached.endswith(text)
+    assert "Verbose build log: attached as `build-verbose.log`" in issue and "`build-verbose.log`: the verbose" in issue
+    assert "python repro.py --verbose`, on" not in issue
+
+
+def test_the_latest_release_question_says_what_this_suite_could_not_run(bundles, tmp_path):
+    issue = issue_of(sample("8.6.0"), [sample("8.5.3.1"), sample("8.6.0")], bundles, tmp_path / "a")
+    assert "TensorRT 10.x and 11.x (10.8.0.43 to 11.5.0 in this suite's pin table) could not be run by this suite: " \
+           "their builder wheels download only from NVIDIA's package index (https://pypi.nvidia.com)" in issue
+
+
+def test_the_title_names_the_reproducers_precision_and_the_rtx_target(tmp_path):
+    """FP8 from the model's Q/DQ types, not a constant; a TensorRT-RTX ahead-of-time build names its target."""
+    from matrix.bugbundle import qdq_precision, title
+
+    write_all(["fp8_qdq"], {"op": ["conv"], "weights": ["per_tensor"]}, root=tmp_path)
+    [model] = list(tmp_path.rglob("model.onnx"))
+    assert qdq_precision(model) == "FP8"
+    assert qdq_precision(next(iter(Path(REPO / ".bundles").glob("grouped_conv/*/model.onnx")), model)) in (
+        "INT8", "FP8")
+    rtx = replace(sample("8.6.0"), engine="tensorrt-rtx", engine_version="1.7.1.116", hardware_detail={},
+                  hardware="no GPU: ahead-of-time build", variant={"target": "SM75"}, signature="")
+    said = title(rtx, precision="FP8")
+    assert "FP8 ONNX model on SM75 (built ahead of time with no GPU)" in said and "INT8" not in said, said
+
+
+def test_a_documented_cell_gets_a_bundle_only_when_asked(bundles, tmp_path):
+    """As documented: nothing new to file. No bundle by default; asked for, its first line says not to file it."""
+    from matrix.bugbundle import wanted
+
+    documented = replace(sample("8.6.0"), verdict="as documented", expectation={
+        "outcome": "fail", "source": "https://github.com/NVIDIA/TensorRT/issues/4060", "basis": "documented"})
+    assert not wanted(documented) and wanted(documented, documented=True) and wanted(sample("8.6.0"))
+    issue = issue_of(documented, [documented], bundles, tmp_path / "asked")  # merged cells are judged again: direct
+    assert issue.startswith("# Matches the documentation, do not file as a new bug: ")
+    assert "**This matches the documentation and should not be filed as a new bug**" in issue

@@ -135,3 +135,17 @@ def test_a_bug_bundle_never_calls_a_baseline_documented(basis, committed, catalo
         assert "Documented expectation" not in issue
     else:
         assert "a failure documented upstream does not happen" in issue and "observed before" not in issue
+
+
+def test_a_crash_is_as_documented_only_where_the_source_documents_the_crash():
+    """TensorRT-RTX's porting guide says plugins are unsupported (a parse failure); a parser that aborts the process
+    on a plugin node did not do what it says. Only an expectation that documents the process dying agrees with a
+    crash; a documented failure still agrees with a failure."""
+    from cases.base import Expectation
+
+    source = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/porting.html"
+    fails = Expectation("tensorrt-rtx", "", "fail", source, stage="load")
+    assert judge(fails, "crashed", None)[0] == "new failure"
+    assert "died" in judge(fails, "crashed", None)[1]
+    assert judge(fails, "fail", None)[0] == "as documented"
+    assert judge(Expectation("tensorrt-rtx", "", "fail", source, crashes=True), "crashed", None)[0] == "as documented"

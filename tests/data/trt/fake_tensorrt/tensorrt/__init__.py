@@ -4,7 +4,9 @@ It mimics the TensorRT 8.5 Python API surface the worker touches (no OnnxParserF
 and replays the real 8.5.3.1 sample in ../../inspector-8.5.3.1-h200.json: the dense conv's network
 layers before the build and its engine inspector JSON after. $FAKE_TRT_CRASH=build makes the
 build take the process down with SIGSEGV; $FAKE_TRT_HANG=build makes it hang. A model file whose
-bytes are "FAKE_TRT:segv", "FAKE_TRT:abort" or "FAKE_TRT:hang" faults that one model's build only.
+bytes are "FAKE_TRT:segv", "FAKE_TRT:abort" or "FAKE_TRT:hang" faults that one model's build only; "FAKE_TRT:fail"
+makes its build return None after an ERROR (as "Could not find any implementation" does), and "FAKE_TRT:fail-then-segv"
+does that once, then segfaults in the next build of the process (the worker's verbose rebuild).
 """
 
 import enum
@@ -18,6 +20,7 @@ __qdq_stand_in__ = "tests/data/trt/fake_tensorrt (not TensorRT)"  # its cells ne
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "inspector-8.5.3.1-h200.json")
 MODEL = "conv_dense.onnx"
 _FAULT = ""  # the fault the last parsed model file asks for
+_BUILDS = []  # builds this process ran
 
 
 def _sample():
@@ -120,6 +123,13 @@ class Builder:
             os.kill(os.getpid(), signal.SIGSEGV)
         if _FAULT == "abort":
             os.abort()
+        _BUILDS.append(_FAULT)
+        if _FAULT == "fail-then-segv" and _BUILDS.count(_FAULT) > 1:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if _FAULT in ("fail", "fail-then-segv"):
+            self.logger.log(ILogger.Severity.VERBOSE, "fake: tactic 0x0000000000000001 skipped")
+            self.logger.log(ILogger.Severity.ERROR, "fake: Could not find any implementation for node w + node_of_c.")
+            return None
         if os.environ.get("FAKE_TRT_HANG") == "build" or _FAULT == "hang":
             time.sleep(600)
         return b"fake engine"
