@@ -38,7 +38,7 @@ from core.outcome import FAILED_STAGE, outcome
 from core.portable import portable_path
 from core.words import FAILED, WORKED, file_name
 from matrix.cellfiles import safe_name
-from matrix.diff import runs_key
+from matrix.diff import regressions, runs_key
 from matrix.merge import Column, column_key, version_key
 from matrix.nodes import network_words
 from matrix.safe import clean, md_cell, md_code, md_fence
@@ -704,26 +704,32 @@ def hardware_class(cell: Cell) -> tuple:
 
 
 def regression(cell: Cell, everything: Sequence[Cell]) -> Optional[Dict[str, Any]]:
-    """Where this cell fails (or lost INT8 fusion) and the engine's previous version this suite ran the reproducer on,
-    on the same hardware class, passed it (or built it) in every run (fused, where fusion is what was lost): that
-    version, its runs' hardware and files, and their verdict's source where they did what one documents; else None."""
+    """Where this cell is a regression (matrix.diff.regressions, the one definition every view uses: it fails or lost
+    INT8 fusion where the engine's previous version that ran the reproducer on its hardware setting passed, built or
+    fused): that version, its runs on the same hardware class (their hardware and files), and their verdict's source
+    where they did what one documents; else None."""
+    found = _regressions(everything).get((column_key(cell), cell.bundle))
+    if found is None:
+        return None
+    previous, change = found
+    key = hardware_class(cell)
+    before = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine and c.status in RAN
+              and c.engine_version == previous and hardware_class(c) == key]
     lost = cell.status in WORKED and cell.fused is False
-    if cell.status not in FAILED and not lost:
-        return None
-    key, mine = hardware_class(cell), version_key(cell.engine_version)
-    older = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine and c.status in RAN
-             and hardware_class(c) == key and version_key(c.engine_version) < mine]
-    if not older:
-        return None
-    previous = max(older, key=lambda c: version_key(c.engine_version)).engine_version
-    before = [c for c in older if c.engine_version == previous]
-    if not all((c.status == "pass" or (c.status == "built" and c.fused)) and (c.fused or not lost) for c in before):
-        return None
     documented = sorted({c.expectation["source"] for c in before if c.verdict == "as documented"})
     return {"from": previous, "lost_fusion": lost, "hardware": sorted({c.setting for c in before}),
             "files": sorted({str(c.run.get("file") or "") for c in before} - {""}), "documented": documented,
-            "before": "built" if all(c.status == "built" for c in before) else "passed",
-            "fused": all(c.fused for c in before)}
+            "before": "built" if before and all(c.status == "built" for c in before) else "passed",
+            "fused": bool(before) and all(c.fused for c in before), "kind": change.kind}
+
+
+_LAST: List[Any] = []  # (the cells, their regressions): a run of `nox -s bugs` asks once per bundle of one merge
+
+
+def _regressions(everything: Sequence[Cell]) -> Dict[Any, Any]:
+    if not _LAST or _LAST[0] is not everything:
+        _LAST[:] = [everything, regressions(everything)]
+    return _LAST[1]
 
 
 def payload_pins(cell: Cell) -> Dict[str, str]:

@@ -71,14 +71,13 @@ def test_cut_off_last_line_keeps_earlier_cells_with_a_warning(make_cell, write_r
 
 
 def test_duplicate_cells_keep_the_newest_and_say_so(make_cell, write_results):
-    old = make_cell(status="fail", verdict="fails against expectation", fused=None,
-                    run={"date": "2026-01-01T00:00:00Z"})
+    old = make_cell(fused=False, run={"date": "2026-01-01T00:00:00Z"})  # the same status, another run
     new = make_cell(run={"date": "2026-02-01T00:00:00Z"})
     write_results("b-new.jsonl", [new])
     path = write_results("a-old.jsonl", [old])
     result = load_results([path.parent])
     [kept] = result.cells
-    assert kept.status == "pass"
+    assert kept.status == "pass" and kept.fused is True
     [note] = result.problems
     assert note.level == "note" and "duplicate cell" in note.message and "b-new.jsonl" in note.message
 
