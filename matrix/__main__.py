@@ -142,10 +142,13 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Pa
     return [out / p.relative_to(staging) for p in written]
 
 
+NOTHING_TO_COMPARE = 4  # matrix diff: a version named never ran on any machine of this project (one line says why)
+
+
 def diff_cmd(args: argparse.Namespace) -> int:
-    """Print what changed between two versions of one engine, as Markdown."""
+    """Print what changed between two versions of one engine, as Markdown; exit 4 where a version never ran."""
     from matrix.conformance import diff_markdown, is_conformance
-    from matrix.diff import diff
+    from matrix.diff import NeverRun, diff
 
     result = _load(args.results, ())
     if result is None:
@@ -163,6 +166,9 @@ def diff_cmd(args: argparse.Namespace) -> int:
             return 2
     try:
         found = diff(cells, args.engine, args.from_version, args.to_version, args.hardware, args.drift)
+    except NeverRun as e:  # not a usage error: the version is real, and no machine here could install it
+        print(f"matrix diff: {e}", file=sys.stderr)
+        return NOTHING_TO_COMPARE
     except ValueError as e:
         print(f"matrix diff: {e}", file=sys.stderr)
         return 2
@@ -359,7 +365,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="bundle folder whose reproducers get a row even without cells (default: .bundles)")
     rep.add_argument("--force", action="store_true", help="render even when no input changed since the last report")
     rep.set_defaults(func=report)
-    dif = sub.add_parser("diff", help="what changed between two versions of one engine, as Markdown")
+    dif = sub.add_parser("diff", help="what changed between two versions of one engine, as Markdown",
+                         epilog="exit status: 0 compared (also with changes), 1 --strict and something regressed, 2 "
+                                "usage error or no such cells, 3 the output cannot be written or a case module does "
+                                "not import, 4 a version never ran on any machine of this project (nothing to "
+                                "compare; one line says why)")
     dif.add_argument("engine")
     dif.add_argument("from_version", metavar="FROM")
     dif.add_argument("to_version", metavar="TO")

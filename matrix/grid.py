@@ -20,6 +20,7 @@ EVIDENCE_CLIP = 600
 # A shown cell is one character of the row's string (two past this many looks); "." is an empty cell.
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%()*+,-/:;=?@[]^_{|}~"
 EMPTY = "."
+NEVER_RUN = "never run"  # a collapsed line's status for the columns of versions no machine here could install
 
 
 @dataclass(frozen=True)
@@ -177,10 +178,13 @@ class Details:
 
 
 def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[Dict[str, Any]]:
-    """Idle columns as lines: columns idle on the same hardware for the same reason share one line."""
+    """Idle columns as lines: columns idle on the same hardware for the same reason share one line, and so do the
+    columns of versions that never ran (their cells only stand in for them: no hardware, no date, no count)."""
     groups: Dict[Tuple[str, str, int, str, str], List[Column]] = {}
     for k in collapsed:
-        groups.setdefault((k.column.setting, k.column.provenance, k.cells, k.status, k.reason), []).append(k.column)
+        key = ("", "", 0, NEVER_RUN, k.column.never_run) if k.column.never_run else \
+            (k.column.setting, k.column.provenance, k.cells, k.status, k.reason)
+        groups.setdefault(key, []).append(k.column)
     out = []
     for (hardware, provenance, cells, status, reason), cols in groups.items():
         numbers = [result.columns.index(c) + 1 for c in cols]
@@ -189,7 +193,7 @@ def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[
                    f"{engines[0]} " + say_list([c.engine_version for c in cols]))
         out.append({"index": say_list([str(n) for n in numbers]), "heading": heading, "hardware": hardware,
                     "provenance": provenance, "cells": cells, "status": status, "reason": reason,
-                    "columns": len(cols)})
+                    "columns": len(cols), "never_run": status == NEVER_RUN})
     return out
 
 

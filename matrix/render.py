@@ -140,6 +140,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "summary": [dict(s, index=i + 1) for i, s in enumerate(summary(result))],
         "causes": causes,
         "verdicts": [v for v in VERDICTS if any(c.verdict == v for c in result.cells)],  # the columns table's
+        "builds": builds_view(result),
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
         # the results files that gave no cell at all (a digest mismatch, a schema break): every answer is without them
         "refused_files": sorted({p.file for p in result.problems if p.refuses_file}),
@@ -159,7 +160,9 @@ def summary(result: MergeResult) -> List[Dict[str, Any]]:
     for col in result.columns:
         cells = by_column[col.key]
         out.append({
-            "column": col.id, "heading": col.heading, "hardware": col.setting, "provenance": col.provenance,
+            "column": col.id, "heading": col.heading, "provenance": col.provenance,
+            # a version that never ran has no hardware: its cells stand in for it where it could not be installed
+            "hardware": "—" if col.never_run else col.setting, "build": col.build,
             "verdicts": {v: sum(c.verdict == v for c in cells) for v in VERDICTS},
             "statuses": _count(c.status for c in cells),
             "unexpected": sum(c.verdict in UNEXPECTED for c in cells),
@@ -167,6 +170,13 @@ def summary(result: MergeResult) -> List[Dict[str, Any]]:
             "file": column_file(col),
         })
     return out
+
+
+def builds_view(result: MergeResult) -> List[Dict[str, str]]:
+    """Each version whose build its cells do not record, once: its build and the pin table's source for it."""
+    found = {(c.engine, c.engine_version): {"heading": c.heading, "build": c.build, "source": c.build_source}
+             for c in result.columns if c.build and c.build_source != "its cells"}
+    return list(found.values())
 
 
 def cell_details(cell: Cell) -> List[Tuple[str, str]]:
@@ -277,7 +287,7 @@ def junit_xml(result: MergeResult) -> bytes:
         suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.setting, timestamp=col.date)
         counts = {"tests": len(cells), "failures": 0, "errors": 0, "skipped": 0}
         for cell in cells:
-            kind = _junit_case(suite, cell, column_file(col))
+            kind = _junit_case(suite, cell, column_file(col), col.provenance if col.never_run else "")
             if kind:
                 counts[kind] += 1
         for k, v in counts.items():
@@ -296,7 +306,7 @@ def _junit_kind(cell: Cell) -> str:
     return JUNIT[cell.verdict]
 
 
-def _junit_case(suite: ET.Element, cell: Cell, whole: str) -> str:
+def _junit_case(suite: ET.Element, cell: Cell, whole: str, never_run: str = "") -> str:
     case = ET.SubElement(suite, "testcase", classname=cell.case, name=cell.bundle.split("/", 1)[-1],
                          time=f"{sum(cell.timings.values()):.3f}")
     kind = _junit_kind(cell)
@@ -307,7 +317,7 @@ def _junit_case(suite: ET.Element, cell: Cell, whole: str) -> str:
         node = ET.SubElement(case, "error", message=f"{cell.verdict}: {cell.reason}", type=cell.status)
         node.text = cell.log
     elif kind == "skipped":
-        ET.SubElement(case, "skipped", message=cell.reason or cell.status)
+        ET.SubElement(case, "skipped", message=never_run or cell.reason or cell.status)
     return kind
 
 

@@ -135,15 +135,65 @@ def test_json_is_compact_and_gives_every_cell_back(tmp_path, make_cell):
 
 def test_a_column_idle_for_one_reason_is_one_line(tmp_path, make_cell):
     cells = [make_cell(f"grouped_conv/g={g}") for g in (2, 4, 8)]
-    cells += [make_cell(f"grouped_conv/g={g}", engine_version="10.13.3.9", hardware="no NVIDIA GPU", status="not_run",
-                        verdict="not run", reason="no NVIDIA GPU", fused=None) for g in (2, 4, 8)]
+    cells += [make_cell(f"grouped_conv/g={g}", engine_version="12.0.0", hardware="no NVIDIA GPU", status="not_run",
+                        verdict="not run", reason="no NVIDIA GPU", fused=None) for g in (2, 4, 8)]  # not pinned
     write_reports(build(cells), tmp_path, generated="2026-01-01")
     html = (tmp_path / "matrix.html").read_text()
     md = (tmp_path / "matrix.md").read_text()
     grid = html[html.index('<table id="g"'):html.index('id="plots"')]
-    assert "10.13.3.9" not in grid and "no NVIDIA GPU" not in grid  # no column of "not run" from top to bottom
+    assert "12.0.0" not in grid and "no NVIDIA GPU" not in grid  # no column of "not run" from top to bottom
     assert "all 3 cells not run: no NVIDIA GPU" in html and "all 3 cells not run: no NVIDIA GPU" in md
     assert "| params | 1 |" in (tmp_path / "cells" / "grid.md").read_text()  # the grid keeps the column that ran
+
+
+NEVER = "never run: its builder wheel is not reachable from here (NVIDIA's index)"
+
+
+def test_a_version_that_never_ran_says_so_and_why_in_every_view(tmp_path, make_cell):
+    """TensorRT 10.x/11.x come from NVIDIA's index, which no machine here reaches: their stand-in cells written on a
+    machine without a GPU are "never run" and why, with no hardware and no fresh local date, never "no NVIDIA GPU"."""
+    cells = [make_cell(f"grouped_conv/g={g}", engine_version="8.6.0") for g in (2, 4)]
+    cells += [make_cell(f"grouped_conv/g={g}", engine_version=v, hardware="no NVIDIA GPU", status="not_run",
+                        verdict="not run", reason="no NVIDIA GPU", fused=None, run={"date": "2026-11-28T09:00:00Z"})
+              for g in (2, 4) for v in ("10.16.1.11", "11.5.0")]
+    write_reports(build(cells), tmp_path, generated="2026-01-01")
+    html, md = (tmp_path / "matrix.html").read_text(), (tmp_path / "matrix.md").read_text()
+    columns = md[md.index("## Columns"):md.index("## Grid")]
+    assert f"| tensorrt@10.16.1.11 | — | {NEVER} |" in columns and "2026-11-28" not in columns
+    assert f"**tensorrt 10.16.1.11 and 11.5.0**: {NEVER}. Left out of the grid." in columns
+    assert f"<b>tensorrt 10.16.1.11 and 11.5.0</b>: {NEVER}." in html.replace("&#39;", "'")
+    # every version of NVIDIA's index without a cell that ran, its stand-in cells or none: the pin table knows them
+    assert "10.8.0.43, 10.13.3.9, 10.16.1.11, 11.0.0.114, 11.1.0.106, 11.2.1.2, 11.3.0.99, 11.4.0.106 and 11.5.0 are " \
+           "not compared, each never run: its builder wheel is not reachable from here (NVIDIA's index)" in md
+    assert "no NVIDIA GPU" not in md and "no NVIDIA GPU" not in html
+    assert f'message="{NEVER}"' in (tmp_path / "junit.xml").read_text()
+
+
+def test_a_version_of_nvidias_index_that_ran_somewhere_is_no_longer_never_run(tmp_path, make_cell):
+    cells = [make_cell("grouped_conv/g=2", engine_version="10.16.1.11")]
+    cells += [make_cell("grouped_conv/g=4", engine_version="10.16.1.11", hardware="no NVIDIA GPU", status="not_run",
+                        verdict="not run", reason="no NVIDIA GPU", fused=None)]
+    result = build(cells)
+    assert [c.never_run for c in result.columns] == ["", ""]
+    write_reports(result, tmp_path, generated="2026-01-01")
+    md = (tmp_path / "matrix.md").read_text()
+    assert "10.13.3.9, 11.0.0.114" in md and "One version ran (10.16.1.11)" in md  # the others of its index never ran
+    assert "| tensorrt@10.16.1.11 | no NVIDIA GPU | local run, 2026-01-01 |" in md
+
+
+def test_the_8_6_0_column_names_its_build_and_where_that_comes_from(tmp_path, make_cell):
+    source = "https://github.com/NVIDIA/TensorRT/releases/tag/v8.6.0"
+    cells = [make_cell("grouped_conv/g=2", engine_version="8.6.0", versions={"tensorrt": "8.6.0"}),
+             make_cell("grouped_conv/g=2", engine_version="8.5.3.1", versions={"tensorrt": "8.5.3.1"})]
+    result = build(cells)
+    assert [(c.engine_version, c.build, c.build_source) for c in result.columns] == \
+        [("8.5.3.1", "", ""), ("8.6.0", "8.6.0.12", source)]
+    write_reports(result, tmp_path, generated="2026-01-01")
+    md = (tmp_path / "matrix.md").read_text()
+    assert "| tensorrt@8.6.0 (build 8.6.0.12) |" in md and f"tensorrt@8.6.0 is build 8.6.0.12: its cells record" in md
+    assert source in md
+    recorded = build([make_cell("grouped_conv/g=2", engine_version="8.6.0", versions={"tensorrt": "8.6.0.99"})])
+    assert (recorded.columns[0].build, recorded.columns[0].build_source) == ("8.6.0.99", "its cells")  # a fact first
 
 
 def test_cell_details_are_a_side_file_each_text_said_once(tmp_path, make_cell):
