@@ -274,7 +274,8 @@ def _check_ran(cells: Sequence[Cell], engine: str, versions: Tuple[str, str]) ->
     unrun = [v for v in dict.fromkeys(versions) if (engine, v) in never]
     if unrun:
         whys = list(dict.fromkeys(never[(engine, v)] for v in unrun))
-        raise NeverRun(f"{engine} {say_list(unrun)} never ran on any machine of this project: {'; '.join(whys)}; there is nothing to compare")
+        raise NeverRun(f"{engine} {say_list(unrun)} never ran on any machine of this project: {'; '.join(whys)}; "
+                       "there is nothing to compare")
 
 
 def _check_version(cells: List[Cell], engine: str, version: str) -> None:

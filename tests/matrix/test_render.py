@@ -190,7 +190,7 @@ def test_the_8_6_0_column_names_its_build_and_where_that_comes_from(tmp_path, ma
         [("8.5.3.1", "", ""), ("8.6.0", "8.6.0.12", source)]
     write_reports(result, tmp_path, generated="2026-01-01")
     md = (tmp_path / "matrix.md").read_text()
-    assert "| tensorrt@8.6.0 (build 8.6.0.12) |" in md and f"tensorrt@8.6.0 is build 8.6.0.12: its cells record" in md
+    assert "| tensorrt@8.6.0 (build 8.6.0.12) |" in md and "tensorrt@8.6.0 is build 8.6.0.12: its cells record" in md
     assert source in md
     recorded = build([make_cell("grouped_conv/g=2", engine_version="8.6.0", versions={"tensorrt": "8.6.0.99"})])
     assert (recorded.columns[0].build, recorded.columns[0].build_source) == ("8.6.0.99", "its cells")  # a fact first
