@@ -49,6 +49,7 @@ def report(args: argparse.Namespace) -> int:
               f"catalogue, templates); the reports in {args.out} stand as they are (--force renders them again)")
         for line in done.get("summary", [])[:1]:
             print(line)
+        _say_over_budget(Path(args.out))
         return int(done.get("status", 0))
     loaded = _load(args.results, catalogue_bundles(args.bundles))
     if loaded is None:
@@ -75,6 +76,7 @@ def report(args: argparse.Namespace) -> int:
     print("\n".join(summary))
     for p in paths:
         print(f"wrote {p}")
+    _say_over_budget(Path(args.out))
     refused = sorted({p.file for p in loaded.errors if p.whole_file})
     cells = [p for p in loaded.errors if not p.whole_file]
     status = 1 if loaded.errors else 0
@@ -90,6 +92,14 @@ def report(args: argparse.Namespace) -> int:
               f"{', '.join(f'{p.file}:{p.line}' for p in cells[:5])}{', ...' if len(cells) > 5 else ''}",
               file=sys.stderr)
     return status
+
+
+def _say_over_budget(out: Path) -> None:
+    """A warning on stdout per decision page over its size budget (matrix.render.BUDGETS)."""
+    from matrix.render import over_budget
+
+    for warning in over_budget(out):
+        print(f"matrix report: warning: {warning}")
 
 
 EXIT_UNWRITABLE = 3  # an output folder that cannot be written (read-only, full): nothing half-written is left

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from cases.base import slug
 from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.verdict import UNEXPECTED
 from core.cell import VERDICTS, Cell
+from core.engines import ENGINES
 from core.outcome import outcome
 from core.words import GRID_LETTERS, GRID_STATES, STATUS_WORDS, VERDICT_MARKS, say_list
 from matrix.cellfiles import column_file
-from matrix.merge import Column, MergeResult, column_key
+from matrix.merge import Column, MergeResult, Row, column_key
 from matrix.safe import clean
 
 COLLAPSIBLE = ("skipped", "not_run")  # a column idle for one of these, every cell for one reason, is one line
@@ -114,7 +116,8 @@ def grid_view(result: MergeResult) -> Dict[str, Any]:
     hardware = list(dict.fromkeys(c.setting for c in shown))
     columns = [{"heading": c.heading, "engine": c.engine, "version": c.engine_version, "hardware": c.setting,
                 "provenance": c.provenance, "id": c.id, "nth": i + 2, "index": result.columns.index(c) + 1,
-                "e": engines.index(c.engine), "h": hardware.index(c.setting), "file": column_file(c)}
+                "e": engines.index(c.engine), "h": hardware.index(c.setting), "file": column_file(c),
+                "label": column_label(c), "build": c.build}
                for i, c in enumerate(shown)]
     details = Details()
     palette: Dict[Tuple[str, str], int] = {}
@@ -123,9 +126,11 @@ def grid_view(result: MergeResult) -> Dict[str, Any]:
     for index, case_id in enumerate(case_ids):
         info = result.cases.get(case_id)
         rows = []
-        for row in (r for r in result.rows if r.case == case_id):
+        mine = [r for r in result.rows if r.case == case_id]
+        labels = row_labels(mine)
+        for row in mine:
             cells = [_cell_view(grid.get((row.bundle, c.key)), details, palette) for c in shown]
-            rows.append({"slug": row.slug, "bundle": row.bundle, "cells": cells})
+            rows.append({"slug": row.slug, "bundle": row.bundle, "label": labels[row.bundle], "cells": cells})
         groups.append({"index": index, "id": case_id, "seed": info.seed if info else "",
                        "title": info.title if info else "", "rows": rows})
     width = 1 if len(palette) < len(SYMBOLS) else 2
@@ -151,6 +156,28 @@ def grid_view(result: MergeResult) -> Dict[str, Any]:
         "symbol_width": width,
         "details": details.data(),
     }
+
+
+def column_label(column: Column) -> str:
+    """A grid column's head in one line, what tells it apart first: "rtx 1.7.1.116 target=SM75 · no GPU: ...";
+    the page shows it upright and cut to fit, the whole label on hover."""
+    short = ENGINES[column.engine].short if column.engine in ENGINES else column.engine
+    return " ".join(x for x in (short, column.engine_version, column.variant) if x) + f" · {column.hardware}"
+
+
+def row_labels(rows: Sequence[Row]) -> Dict[str, str]:
+    """bundle -> its row's label within its case: only the axes whose values differ between the case's reproducers
+    ("cpg=2 · weights=per_channel"), which tell each row apart in a few words; a row's whole slug where they do not
+    (a lone reproducer, a row without params, two rows alike)."""
+    keys = list(dict.fromkeys(k for r in rows for k in r.params))
+    varying = [k for k in keys if len({slug({k: r.params[k]}) if k in r.params else "" for r in rows}) > 1]
+    labels = {r.bundle: " · ".join(slug({k: r.params[k]}) for k in varying if k in r.params) or r.slug
+              for r in rows}
+    counts: Dict[str, int] = {}
+    for label in labels.values():
+        counts[label] = counts.get(label, 0) + 1
+    return {b: label if counts[label] == 1 else next(r.slug for r in rows if r.bundle == b)
+            for b, label in labels.items()}
 
 
 class Details:

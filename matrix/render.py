@@ -63,6 +63,7 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
         "matrix.json": json.dumps(report_json(result, view), separators=(",", ":"), sort_keys=True,
                                   default=str) + "\n",
         GRID_MD: render_template("grid.md.j2", view, html=False),
+        **{name: render_template(f"{name}.j2", view, html=name.endswith(".html")) for name in MODEL_PAGES},
         **conformance_files(view),
     }
     for e in view["upgrade"]:
@@ -75,11 +76,23 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
     write_details(view["grid"]["details"], out)
     junit = out / "junit.xml"
     junit.write_bytes(junit_xml(result))
-    reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html", *CONFORMANCE_FILES)]
+    reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html", *MODEL_PAGES,
+                                 *CONFORMANCE_FILES)]
     return reports + [junit, out / FOLDER, out / DIFFS]
 
 
 CONFORMANCE_FILES = ("conformance.md", "conformance.html", "conformance.json")
+MODEL_PAGES = ("models.md", "models.html")  # every checked model by every engine version; matrix.* summarise them
+# What each decision page may weigh, in bytes (docs/reports.md): `matrix report` warns on stdout past it.
+BUDGETS = {"matrix.md": 100_000, "matrix.html": 400_000, "matrix.json": 5_000_000}
+
+
+def over_budget(out: Path) -> List[str]:
+    """A warning per report in out that weighs more than its budget."""
+    sizes = {name: (Path(out) / name).stat().st_size for name in BUDGETS if (Path(out) / name).is_file()}
+    return [f"{name} is {size:,} bytes, over its budget of {BUDGETS[name]:,} (docs/reports.md): the page grew with "
+            "what it summarises; what it leaves out is in its side files" for name, size in sizes.items()
+            if size > BUDGETS[name]]
 
 
 def conformance_page(cells: Sequence[Cell], manifest: Dict[str, Any]) -> Dict[str, Any]:
