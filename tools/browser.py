@@ -139,9 +139,10 @@ def _free_port() -> int:
 
 
 def main(argv: Optional[list] = None) -> int:
-    import argparse
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from core.cli import ArgumentParser
 
-    parser = argparse.ArgumentParser(prog="python tools/browser.py", description="a screenshot of a page")
+    parser = ArgumentParser(prog="python tools/browser.py", description="a screenshot of a page")
     parser.add_argument("page")
     parser.add_argument("png")
     parser.add_argument("--width", type=int, default=1280, help="the window's width in px (default 1280)")
