@@ -535,9 +535,15 @@ def observe(session: nox.Session) -> None:
 @nox.session
 @_helps("-m", "matrix", "diff")
 def diff(session: nox.Session) -> None:
-    """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO."""
+    """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO (exits with matrix diff's status:
+    4 where a version never ran on any machine here)."""
     _sync(session, "report")
-    session.run("python", "-m", "matrix", "diff", *session.posargs, *_results_args(), env=_env())
+    try:
+        session.run("python", "-m", "matrix", "diff", *session.posargs, *_results_args(), env=_env())
+    except nox.command.CommandFailed as e:
+        if e.return_code in (None, 1):  # nox's own failure status: nox ends the session and says so
+            raise
+        raise SystemExit(e.return_code) from None
 
 
 @nox.session

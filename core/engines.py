@@ -40,6 +40,12 @@ class PinGroup:
     requires: Tuple[str, ...] = ()  # what every version of the group needs beside it
     extra: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)  # per version: more of the same
     cuda: Mapping[str, str] = field(default_factory=dict)  # per version: the CUDA major its wheel names (cu11, cu12)
+    # No machine of this project reaches `index` (the CPU machines reach PyPI only, the GPU machines nothing outside):
+    # a version of the group without a cell that ran has never run, and the reports say so, and why (never_run_reason).
+    unreachable: bool = False
+    # per version whose number is not the build's (a wheel of three parts): the build it ships and the source that
+    # says so, for a column whose cells do not record it
+    builds: Mapping[str, Tuple[str, str]] = field(default_factory=dict)
 
     def requirements(self, version: str) -> Tuple[str, ...]:
         """What one version installs beside the engine itself."""
@@ -114,6 +120,7 @@ RTX_BUILD_TARGETS = ("default", "SM75", "SM80", "SM86", "SM89", "SM120", "SM121"
 # Jetson Thor SM110.
 GPU_ARCHITECTURES = ("SM75", "SM80", "SM86", "SM87", "SM89", "SM90", "SM100", "SM110", "SM120", "SM121")
 NVIDIA_INDEX = "https://pypi.nvidia.com"
+INDEX_NAMES = {"": "PyPI", NVIDIA_INDEX: "NVIDIA's index"}  # a package index as a report names it
 # The worker and the stages a bug bundle's repro.py runs, by family, copied unchanged (bundle path: repository path).
 TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.py", "layers.py", "gpu.py",
              "plugins.py", "timing.py", "lifeline.py")
@@ -138,15 +145,20 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
             # TensorRT from PyPI: whole wheels exist only for these, for CPython <= 3.10, and their trt.nptype needs
             # numpy < 1.24 (np.bool). They need an NVIDIA GPU. Their Requires-Dist names the CUDA wheels: 8.5.x
             # *-cu11, 8.6.0 *-cu12 (tools/gpu-payload pins those).
+            # PyPI's tensorrt 8.6.0 is TensorRT 8.6.0 EA, build 8.6.0.12, the only 8.6.0 build NVIDIA released (8.6.1 GA
+            # is 8.6.1.6): its OSS release says "corresponding to TensorRT 8.6.0.12 EA release", and its
+            # include/NvInferVersion.h has NV_TENSORRT_BUILD 12. The cells record tensorrt.__version__, "8.6.0".
             PinGroup("trt", ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"), python="3.10", requires=("numpy<1.24",),
-                     cuda={"8.5.1.7": "cu11", "8.5.2.2": "cu11", "8.5.3.1": "cu11", "8.6.0": "cu12"}),
+                     cuda={"8.5.1.7": "cu11", "8.5.2.2": "cu11", "8.5.3.1": "cu11", "8.6.0": "cu12"},
+                     builds={"8.6.0": ("8.6.0.12", "https://github.com/NVIDIA/TensorRT/releases/tag/v8.6.0")}),
             # TensorRT 10.x and 11.x from NVIDIA's own index (pip's --extra-index-url); run these on a machine that
             # reaches it. Not verified on real TensorRT here. 10.16.1.11 is the last 10.x; 11.x (11.0.0.114 ..
             # 11.4.0.106, version strings as released) is strongly typed only: see worker.py. 11.5.0 (2026-11-18;
             # parses opset 25, ships Polygraphy 0.53.9) as its release notes and v11.5 tag publish it: no 11.5 wheel
             # was reachable from here to read its build number, so its session takes the newest 11.5.0.* build.
             PinGroup("trt10", ("10.8.0.43", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.1.0.106", "11.2.1.2",
-                               "11.3.0.99", "11.4.0.106", "11.5.0"), python="3.12", index=NVIDIA_INDEX),
+                               "11.3.0.99", "11.4.0.106", "11.5.0"), python="3.12", index=NVIDIA_INDEX,
+                     unreachable=True),
         ),
     ),
     EngineSpec(
@@ -258,6 +270,30 @@ def pin_group(session: str) -> PinGroup:
 def engine_of(session: str) -> Optional[str]:
     """The engine whose pins a session installs, None for another session."""
     return next((s.name for s in ENGINES.values() for g in s.pins if g.session == session), None)
+
+
+def never_run_reason(engine: str, version: str) -> str:
+    """Why a pinned version can have no cell from any machine of this project: "its builder wheel is not reachable
+    from here (NVIDIA's index)"; "" for a version whose wheel installs here (or one not in the pin table)."""
+    for group in ENGINES[engine].pins if engine in ENGINES else ():
+        if version in group.versions and group.unreachable:
+            return f"its builder wheel is not reachable from here ({INDEX_NAMES.get(group.index, group.index)})"
+    return ""
+
+
+def unreachable_versions() -> Dict[Tuple[str, str], str]:
+    """(engine, version) -> never_run_reason, for every pinned version whose wheel no machine here reaches."""
+    return {(s.name, v): never_run_reason(s.name, v) for s in ENGINES.values() for g in s.pins if g.unreachable
+            for v in g.versions}
+
+
+def pinned_build(engine: str, version: str) -> Tuple[str, str]:
+    """(build, source) a pinned version's wheel ships where its number is not the build's ("8.6.0" is 8.6.0.12),
+    else ("", "")."""
+    for group in ENGINES[engine].pins if engine in ENGINES else ():
+        if version in group.builds:
+            return group.builds[version]
+    return "", ""
 
 
 def variant_label(variant: Mapping[str, Any]) -> str:

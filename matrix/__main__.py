@@ -49,6 +49,7 @@ def report(args: argparse.Namespace) -> int:
               f"catalogue, templates); the reports in {args.out} stand as they are (--force renders them again)")
         for line in done.get("summary", [])[:1]:
             print(line)
+        _say_over_budget(Path(args.out))
         return int(done.get("status", 0))
     loaded = _load(args.results, catalogue_bundles(args.bundles))
     if loaded is None:
@@ -75,6 +76,7 @@ def report(args: argparse.Namespace) -> int:
     print("\n".join(summary))
     for p in paths:
         print(f"wrote {p}")
+    _say_over_budget(Path(args.out))
     refused = sorted({p.file for p in loaded.errors if p.whole_file})
     cells = [p for p in loaded.errors if not p.whole_file]
     status = 1 if loaded.errors else 0
@@ -90,6 +92,14 @@ def report(args: argparse.Namespace) -> int:
               f"{', '.join(f'{p.file}:{p.line}' for p in cells[:5])}{', ...' if len(cells) > 5 else ''}",
               file=sys.stderr)
     return status
+
+
+def _say_over_budget(out: Path) -> None:
+    """A warning on stdout per decision page over its size budget (matrix.render.BUDGETS)."""
+    from matrix.render import over_budget
+
+    for warning in over_budget(out):
+        print(f"matrix report: warning: {warning}")
 
 
 EXIT_UNWRITABLE = 3  # an output folder that cannot be written (read-only, full): nothing half-written is left
@@ -142,10 +152,13 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Pa
     return [out / p.relative_to(staging) for p in written]
 
 
+NOTHING_TO_COMPARE = 4  # matrix diff: a version named never ran on any machine of this project (one line says why)
+
+
 def diff_cmd(args: argparse.Namespace) -> int:
-    """Print what changed between two versions of one engine, as Markdown."""
+    """Print what changed between two versions of one engine, as Markdown; exit 4 where a version never ran."""
     from matrix.conformance import diff_markdown, is_conformance
-    from matrix.diff import diff
+    from matrix.diff import NeverRun, diff
 
     result = _load(args.results, ())
     if result is None:
@@ -163,6 +176,9 @@ def diff_cmd(args: argparse.Namespace) -> int:
             return 2
     try:
         found = diff(cells, args.engine, args.from_version, args.to_version, args.hardware, args.drift)
+    except NeverRun as e:  # not a usage error: the version is real, and no machine here could install it
+        print(f"matrix diff: {e}", file=sys.stderr)
+        return NOTHING_TO_COMPARE
     except ValueError as e:
         print(f"matrix diff: {e}", file=sys.stderr)
         return 2
@@ -362,7 +378,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="bundle folder whose reproducers get a row even without cells (default: .bundles)")
     rep.add_argument("--force", action="store_true", help="render even when no input changed since the last report")
     rep.set_defaults(func=report)
-    dif = sub.add_parser("diff", help="what changed between two versions of one engine, as Markdown")
+    dif = sub.add_parser("diff", help="what changed between two versions of one engine, as Markdown",
+                         epilog="exit status: 0 compared (also with changes), 1 --strict and something regressed, 2 "
+                                "usage error or no such cells, 3 the output cannot be written or a case module does "
+                                "not import, 4 a version never ran on any machine of this project (nothing to "
+                                "compare; one line says why)")
     dif.add_argument("engine")
     dif.add_argument("from_version", metavar="FROM")
     dif.add_argument("to_version", metavar="TO")

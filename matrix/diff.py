@@ -10,7 +10,7 @@ from core.cell import Cell
 from core.engines import variant_label
 from core.outcome import outcome
 from core.words import FAILED, STATUS_WORDS, WORKED, error_words, first_line, many, say_list
-from matrix.merge import column_key, version_key
+from matrix.merge import column_key, never_run, version_key
 from matrix.safe import md_cell, md_code
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
@@ -193,7 +193,9 @@ def diff(
     hardware: Optional[str] = None,
     drift: float = DRIFT_STEPS,
 ) -> DiffReport:
-    """Compare one engine's cells at two versions, per hardware label; ValueError names what exists."""
+    """Compare one engine's cells at two versions, per hardware label; ValueError names what exists, NeverRun a
+    version that never ran on any machine of this project, and why."""
+    _check_ran(cells, engine, (from_version, to_version))
     mine = [c for c in cells if c.engine == engine]
     if not mine:
         present = sorted({c.engine for c in cells})
@@ -365,6 +367,20 @@ def _unstable(change: Change, disagree: Dict[str, Dict[str, str]], versions: Tup
     if not said:
         return change
     return replace(change, kind=UNSTABLE, detail="; ".join(said))
+
+
+class NeverRun(ValueError):
+    """A version asked for never ran on any machine of this project (matrix.merge.never_run): nothing to compare."""
+
+
+def _check_ran(cells: Sequence[Cell], engine: str, versions: Tuple[str, str]) -> None:
+    """NeverRun, in one line, where either version never ran: which, and why."""
+    never = never_run(cells)
+    unrun = [v for v in dict.fromkeys(versions) if (engine, v) in never]
+    if unrun:
+        whys = list(dict.fromkeys(never[(engine, v)] for v in unrun))
+        raise NeverRun(f"{engine} {say_list(unrun)} never ran on any machine of this project: {'; '.join(whys)}; "
+                       "there is nothing to compare")
 
 
 def _check_version(cells: List[Cell], engine: str, version: str) -> None:

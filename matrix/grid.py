@@ -6,14 +6,16 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from cases.base import slug
 from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.verdict import UNEXPECTED
 from core.cell import VERDICTS, Cell
+from core.engines import ENGINES
 from core.outcome import outcome
 from core.words import GRID_LETTERS, GRID_STATES, REGRESSION_MARK, STATUS_WORDS, VERDICT_MARKS, say_list
 from matrix.cellfiles import column_file
 from matrix.diff import Change, regression_words, regressions
-from matrix.merge import Column, MergeResult, column_key
+from matrix.merge import Column, MergeResult, Row, column_key
 from matrix.safe import clean
 
 COLLAPSIBLE = ("skipped", "not_run")  # a column idle for one of these, every cell for one reason, is one line
@@ -22,6 +24,7 @@ EVIDENCE_CLIP = 600
 # A shown cell is one character of the row's string (two past this many looks); "." is an empty cell.
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%()*+,-/:;=?@[]^_{|}~"
 EMPTY = "."
+NEVER_RUN = "never run"  # a collapsed line's status for the columns of versions no machine here could install
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def grid_view(result: MergeResult, regressed: Optional[Regressed] = None) -> Dic
     columns = [{"heading": c.heading, "engine": c.engine, "version": c.engine_version, "hardware": c.setting,
                 "provenance": c.provenance, "id": c.id, "nth": i + 2, "index": result.columns.index(c) + 1,
                 "e": engines.index(c.engine), "h": hardware.index(c.setting), "file": column_file(c),
-                "bugs": bugs_options(c)}
+                "bugs": bugs_options(c), "label": column_label(c), "build": c.build}
                for i, c in enumerate(shown)]
     details = Details()
     palette: Dict[Tuple[str, str], int] = {}
@@ -145,10 +148,12 @@ def grid_view(result: MergeResult, regressed: Optional[Regressed] = None) -> Dic
     for index, case_id in enumerate(case_ids):
         info = result.cases.get(case_id)
         rows = []
-        for row in (r for r in result.rows if r.case == case_id):
+        mine = [r for r in result.rows if r.case == case_id]
+        labels = row_labels(mine)
+        for row in mine:
             cells = [_cell_view(grid.get((row.bundle, c.key)), details, palette, regressed.get((c.key, row.bundle)))
                      for c in shown]
-            rows.append({"slug": row.slug, "bundle": row.bundle, "cells": cells})
+            rows.append({"slug": row.slug, "bundle": row.bundle, "label": labels[row.bundle], "cells": cells})
         groups.append({"index": index, "id": case_id, "seed": info.seed if info else "",
                        "title": info.title if info else "", "rows": rows})
     width = 1 if len(palette) < len(SYMBOLS) else 2
@@ -176,6 +181,28 @@ def grid_view(result: MergeResult, regressed: Optional[Regressed] = None) -> Dic
     }
 
 
+def column_label(column: Column) -> str:
+    """A grid column's head in one line, what tells it apart first: "rtx 1.7.1.116 target=SM75 · no GPU: ...";
+    the page shows it upright and cut to fit, the whole label on hover."""
+    short = ENGINES[column.engine].short if column.engine in ENGINES else column.engine
+    return " ".join(x for x in (short, column.engine_version, column.variant) if x) + f" · {column.hardware}"
+
+
+def row_labels(rows: Sequence[Row]) -> Dict[str, str]:
+    """bundle -> its row's label within its case: only the axes whose values differ between the case's reproducers
+    ("cpg=2 · weights=per_channel"), which tell each row apart in a few words; a row's whole slug where they do not
+    (a lone reproducer, a row without params, two rows alike)."""
+    keys = list(dict.fromkeys(k for r in rows for k in r.params))
+    varying = [k for k in keys if len({slug({k: r.params[k]}) if k in r.params else "" for r in rows}) > 1]
+    labels = {r.bundle: " · ".join(slug({k: r.params[k]}) for k in varying if k in r.params) or r.slug
+              for r in rows}
+    counts: Dict[str, int] = {}
+    for label in labels.values():
+        counts[label] = counts.get(label, 0) + 1
+    return {b: label if counts[label] == 1 else next(r.slug for r in rows if r.bundle == b)
+            for b, label in labels.items()}
+
+
 class Details:
     """Every shown cell's details for the page's side file: each distinct text once, each distinct set of
     (label, text) once, and per cell (in the grid's reading order) the number of its set."""
@@ -201,10 +228,13 @@ class Details:
 
 
 def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[Dict[str, Any]]:
-    """Idle columns as lines: columns idle on the same hardware for the same reason share one line."""
+    """Idle columns as lines: columns idle on the same hardware for the same reason share one line, and so do the
+    columns of versions that never ran (their cells only stand in for them: no hardware, no date, no count)."""
     groups: Dict[Tuple[str, str, int, str, str], List[Column]] = {}
     for k in collapsed:
-        groups.setdefault((k.column.setting, k.column.provenance, k.cells, k.status, k.reason), []).append(k.column)
+        key = ("", "", 0, NEVER_RUN, k.column.never_run) if k.column.never_run else \
+            (k.column.setting, k.column.provenance, k.cells, k.status, k.reason)
+        groups.setdefault(key, []).append(k.column)
     out = []
     for (hardware, provenance, cells, status, reason), cols in groups.items():
         numbers = [result.columns.index(c) + 1 for c in cols]
@@ -213,7 +243,7 @@ def collapsed_view(result: MergeResult, collapsed: Sequence[Collapsed]) -> List[
                    f"{engines[0]} " + say_list([c.engine_version for c in cols]))
         out.append({"index": say_list([str(n) for n in numbers]), "heading": heading, "hardware": hardware,
                     "provenance": provenance, "cells": cells, "status": status, "reason": reason,
-                    "columns": len(cols)})
+                    "columns": len(cols), "never_run": status == NEVER_RUN})
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from cases.user_model import CASE as USER_MODEL
 from core.cell import SOURCES, Cell
-from core.engines import variant_label
+from core.engines import ENGINES, pinned_build, unreachable_versions, variant_label
 from core.portable import portable_path, portable_text, scrub
 from core.results import read_results
 from core.words import IDLE
@@ -66,6 +66,9 @@ class Column:
     variant: str  # "" for the engine's defaults, else "x64quantprecision=1" (core.engines.variant_label)
     source: str
     date: str = ""  # the newest run date among its cells
+    never_run: str = ""  # why its version never ran on any machine of this project (never_run), "" where it ran
+    build: str = ""  # the build its version is where the number is not ("8.6.0.12" for 8.6.0): recorded, else pinned
+    build_source: str = ""  # where the build comes from: "its cells" or the pin table's source
 
     @property
     def key(self) -> ColumnKey:
@@ -86,7 +89,10 @@ class Column:
 
     @property
     def provenance(self) -> str:
-        """Where the column came from: "observed on NVIDIA H200 (sm_90), 2026-11-22" or "local run, ..."."""
+        """Where the column came from: "observed on NVIDIA H200 (sm_90), 2026-11-22", "local run, ..." or "never run:
+        why" (no date: its cells only stand in for a version no machine here could install)."""
+        if self.never_run:
+            return f"never run: {self.never_run}"
         day = self.date[:10]
         if self.source == "observed":
             return f"observed on {self.setting}" + (f", {day}" if day else "")
@@ -435,14 +441,40 @@ def _dedupe(located: List[_Located]) -> Tuple[List[Cell], List[Problem]]:
     return [k.cell for k in kept.values()], notes
 
 
+def never_run(cells: Iterable[Cell]) -> Dict[Tuple[str, str], str]:
+    """(engine, version) -> why it never ran, for every pinned version whose wheel no machine of this project reaches
+    (core.engines.never_run_reason) and that has no cell that ran among these (observed or local): its cells, if any,
+    are "not run" stand-ins written where it could not be installed."""
+    ran = {(c.engine, c.engine_version) for c in cells if c.status not in IDLE}
+    return {key: why for key, why in unreachable_versions().items() if key not in ran}
+
+
+def recorded_build(cell: Cell) -> str:
+    """The engine build a cell records where it says more than its version ("8.6.0.12" for 8.6.0), else ""."""
+    module = ENGINES[cell.engine].module if cell.engine in ENGINES else ""
+    said = str(cell.versions.get(module) or "")
+    return said if said.startswith(cell.engine_version + ".") else ""
+
+
 def _columns(cells: Sequence[Cell]) -> Tuple[Column, ...]:
     dates: Dict[ColumnKey, str] = {}
+    builds: Dict[ColumnKey, str] = {}
     for c in cells:
         key = column_key(c)
         dates[key] = max(dates.get(key, ""), c.run.get("date", ""))
-    columns = [Column(*key, date=d) for key, d in dates.items()]
+        builds[key] = builds.get(key) or recorded_build(c)
+    never = never_run(cells)
+    columns = [Column(*key, date=d, never_run=never.get(key[:2], ""),
+                      **_build(builds[key], *pinned_build(key[0], key[1]))) for key, d in dates.items()]
     return tuple(sorted(columns, key=lambda col: (col.engine, version_key(col.engine_version), col.hardware,
                                                   col.variant, col.source)))
+
+
+def _build(recorded: str, pinned: str, source: str) -> Dict[str, str]:
+    """A column's build: what its cells record, else what the pin table says and its source."""
+    if recorded:
+        return {"build": recorded, "build_source": "its cells"}
+    return {"build": pinned, "build_source": source} if pinned else {}
 
 
 def _rows(cells: Sequence[Cell], catalogue: Iterable[str], cases: Dict[str, CaseInfo]) -> Tuple[Row, ...]:

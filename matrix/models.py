@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from core.engines import ENGINES
-from core.words import STATUS_WORDS, fails_at
+from core.words import STATUS_WORDS, clip, fails_at, say_list
 from matrix.merge import version_key
 
 NOTE_AFTER = 48  # characters: a longer reason is a numbered note under the table
@@ -37,7 +37,50 @@ def models_view(models: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
                      "md": m["md"], "cells": [_cell(found[k], report, notes) if k in found else None for k in order]})
     columns = [{"engine": e, "title": ENGINES[e].title if e in ENGINES else e, "version": v, "setting": s}
                for e, v, s in order]
-    return {"columns": columns, "rows": rows, "notes": [{"n": i + 1, "text": t} for i, t in enumerate(notes)]}
+    summary = summarise(rows, columns, notes)
+    return {"columns": columns, "rows": rows, "notes": [{"n": i + 1, "text": t} for i, t in enumerate(notes)],
+            "summary": summary[:SHOWN], "left_out": len(summary[SHOWN:]), "counts": _counts(summary)}
+
+
+SHOWN = 40  # models on the main page, worst first; every model, by every column, is on models.md and models.html
+# a cell's tone from worst to best: crashed, failed, no INT8, some INT8, all INT8, nothing ran
+TONES = ("crash", "fail", "none", "some", "all", "idle")
+WORST_WORDS = {"crash": "crashing", "fail": "failing", "none": "without INT8", "some": "partly INT8",
+               "all": "all INT8", "idle": "not run anywhere"}
+WHERE_SHOWN = 3  # engine versions named beside a model's worst outcome before "and N more"
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], columns: Sequence[Mapping[str, Any]],
+              notes: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """One line per model, worst first: its worst cell's words (a long reason clipped: the side page has it whole) and
+    the engine versions that give them, and how many of its columns ran every quantized node in INT8."""
+    out = []
+    for row in rows:
+        cells = [(c, col) for c, col in zip(row["cells"], columns) if c]
+        if not cells:
+            continue
+        tone = min((c["tone"] for c, _ in cells), key=TONES.index)
+        worst = [(c, col) for c, col in cells if c["tone"] == tone]
+        where = list(dict.fromkeys(f"{col['title']} {col['version']}" for _, col in worst))
+        said = say_list(where[:WHERE_SHOWN] + ([f"{len(where) - WHERE_SHOWN} more"] if len(where) > WHERE_SHOWN
+                                                else []))
+        out.append({"model": row["model"], "form": row["form"], "html": row["html"], "md": row["md"], "tone": tone,
+                    "worst": _with_note(worst[0][0], notes), "where": said, "columns": len(cells),
+                    "all_int8": sum(c["tone"] == "all" for c, _ in cells)})
+    return sorted(out, key=lambda r: (TONES.index(r["tone"]), r["model"].lower()))
+
+
+def _with_note(cell: Mapping[str, Any], notes: Sequence[str]) -> str:
+    """A cell's words with its note's reason, clipped to NOTE_AFTER characters."""
+    if not cell["note"]:
+        return str(cell["text"])
+    return f"{cell['text']}: {clip(notes[cell['note'] - 1], NOTE_AFTER)}"
+
+
+def _counts(summary: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """How many models have each worst outcome, worst first: "3 failing, 27 all INT8"."""
+    return [{"tone": t, "words": WORST_WORDS[t], "n": sum(r["tone"] == t for r in summary)}
+            for t in TONES if any(r["tone"] == t for r in summary)]
 
 
 def form_words(report: Mapping[str, Any]) -> str:

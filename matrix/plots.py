@@ -25,16 +25,18 @@ def plots_view(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
 
 
 def versions_plot(result: MergeResult) -> Dict[str, Any]:
-    """Per engine, per column: bars for INT8-fused cells and for failing (fail or crashed) cells."""
+    """Per engine, per column: bars for INT8-fused cells and for failing (fail or crashed) cells; a version that never
+    ran has none (the grid says why in one line)."""
     by_col = _by_column(result)
     top = max([1] + [len(v) for v in by_col.values()])
     bars: List[Dict[str, Any]] = []
     labels: List[Dict[str, Any]] = []
     panels: List[Dict[str, Any]] = []
     x = LEFT
-    for engine in dict.fromkeys(c.engine for c in result.columns):
+    ran = [c for c in result.columns if not c.never_run]
+    for engine in dict.fromkeys(c.engine for c in ran):
         start = x
-        for col in (c for c in result.columns if c.engine == engine):
+        for col in (c for c in ran if c.engine == engine):
             cells = by_col.get(col.key, [])
             fused = sum(plot_class(c) in ("INT8 fused", "built, INT8") for c in cells)
             failed = sum(plot_class(c) in ("fail", "crashed") for c in cells)

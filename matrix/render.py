@@ -64,6 +64,7 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
         "matrix.json": json.dumps(report_json(result, view), separators=(",", ":"), sort_keys=True,
                                   default=str) + "\n",
         GRID_MD: render_template("grid.md.j2", view, html=False),
+        **{name: render_template(f"{name}.j2", view, html=name.endswith(".html")) for name in MODEL_PAGES},
         **conformance_files(view),
     }
     for e in view["upgrade"]:
@@ -77,7 +78,8 @@ def write_reports(result: MergeResult, out: Path, generated: Optional[str] = Non
     write_details(view["grid"]["details"], out)
     junit = out / "junit.xml"
     junit.write_bytes(junit_xml(result))
-    reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html", *CONFORMANCE_FILES)]
+    reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html", *MODEL_PAGES,
+                                 *CONFORMANCE_FILES)]
     return reports + [junit, out / FOLDER, out / DIFFS]
 
 
@@ -97,6 +99,17 @@ def diff_files(report: Any, name: str) -> Dict[str, str]:
 
 
 CONFORMANCE_FILES = ("conformance.md", "conformance.html", "conformance.json")
+MODEL_PAGES = ("models.md", "models.html")  # every checked model by every engine version; matrix.* summarise them
+# What each decision page may weigh, in bytes (docs/reports.md): `matrix report` warns on stdout past it.
+BUDGETS = {"matrix.md": 100_000, "matrix.html": 400_000, "matrix.json": 5_000_000}
+
+
+def over_budget(out: Path) -> List[str]:
+    """A warning per report in out that weighs more than its budget."""
+    sizes = {name: (Path(out) / name).stat().st_size for name in BUDGETS if (Path(out) / name).is_file()}
+    return [f"{name} is {size:,} bytes, over its budget of {BUDGETS[name]:,} (docs/reports.md): the page grew with "
+            "what it summarises; what it leaves out is in its side files" for name, size in sizes.items()
+            if size > BUDGETS[name]]
 
 
 def conformance_page(cells: Sequence[Cell], manifest: Dict[str, Any]) -> Dict[str, Any]:
@@ -159,6 +172,7 @@ def build_view(result: MergeResult, generated: Optional[str] = None) -> Dict[str
         "causes": causes,
         "regressed": regressed,  # matrix.diff.regressions: the grid's, the columns' and the causes' one answer
         "verdicts": [v for v in VERDICTS if any(c.verdict == v for c in result.cells)],  # the columns table's
+        "builds": builds_view(result),
         "problems": [_problem_view(p) for p in result.problems if p.level != "note"],
         # the results files that gave no cell at all (a digest mismatch, a schema break): every answer is without them
         "refused_files": sorted({p.file for p in result.problems if p.refuses_file}),
@@ -179,9 +193,11 @@ def summary(result: MergeResult, regressed: Any = None) -> List[Dict[str, Any]]:
     for col in result.columns:
         cells = by_column[col.key]
         out.append({
-            "column": col.id, "heading": col.heading, "hardware": col.setting,
+            "column": col.id, "heading": col.heading, "provenance": col.provenance,
             "regressions": sum(key == col.key for key, _ in regressed),
-            "provenance": col.provenance, "baseline_itself": sum(cites_itself(c) for c in cells),
+            "baseline_itself": sum(cites_itself(c) for c in cells),
+            # a version that never ran has no hardware: its cells stand in for it where it could not be installed
+            "hardware": "—" if col.never_run else col.setting, "build": col.build,
             "verdicts": {v: sum(c.verdict == v for c in cells) for v in VERDICTS},
             "statuses": _count(c.status for c in cells),
             "unexpected": sum(c.verdict in UNEXPECTED for c in cells),
@@ -189,6 +205,13 @@ def summary(result: MergeResult, regressed: Any = None) -> List[Dict[str, Any]]:
             "file": column_file(col),
         })
     return out
+
+
+def builds_view(result: MergeResult) -> List[Dict[str, str]]:
+    """Each version whose build its cells do not record, once: its build and the pin table's source for it."""
+    found = {(c.engine, c.engine_version): {"heading": c.heading, "build": c.build, "source": c.build_source}
+             for c in result.columns if c.build and c.build_source != "its cells"}
+    return list(found.values())
 
 
 def cell_details(cell: Cell) -> List[Tuple[str, str]]:
@@ -299,7 +322,7 @@ def junit_xml(result: MergeResult) -> bytes:
         suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.setting, timestamp=col.date)
         counts = {"tests": len(cells), "failures": 0, "errors": 0, "skipped": 0}
         for cell in cells:
-            kind = _junit_case(suite, cell, column_file(col))
+            kind = _junit_case(suite, cell, column_file(col), col.provenance if col.never_run else "")
             if kind:
                 counts[kind] += 1
         for k, v in counts.items():
@@ -318,7 +341,7 @@ def _junit_kind(cell: Cell) -> str:
     return JUNIT[cell.verdict]
 
 
-def _junit_case(suite: ET.Element, cell: Cell, whole: str) -> str:
+def _junit_case(suite: ET.Element, cell: Cell, whole: str, never_run: str = "") -> str:
     case = ET.SubElement(suite, "testcase", classname=cell.case, name=cell.bundle.split("/", 1)[-1],
                          time=f"{sum(cell.timings.values()):.3f}")
     kind = _junit_kind(cell)
@@ -329,7 +352,7 @@ def _junit_case(suite: ET.Element, cell: Cell, whole: str) -> str:
         node = ET.SubElement(case, "error", message=f"{cell.verdict}: {cell.reason}", type=cell.status)
         node.text = cell.log
     elif kind == "skipped":
-        ET.SubElement(case, "skipped", message=cell.reason or cell.status)
+        ET.SubElement(case, "skipped", message=never_run or cell.reason or cell.status)
     return kind
 
 

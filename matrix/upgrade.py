@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from core.cell import Cell
 from core.engines import variant_label
@@ -10,7 +10,7 @@ from core.words import IDLE, STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
 from matrix.diff import BAD, CHANGES, GOOD, REGRESSIONS, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
-from matrix.merge import version_key
+from matrix.merge import never_run, version_key
 
 HEADLINE_LIMIT = 140  # a pair's headline is one line: what did not fit goes under it
 SHOWN = 160  # characters of a before or after text in the page's lists (the pair's file under diff/ has them whole)
@@ -21,11 +21,13 @@ DIFFS = "diff"  # reports/diff/: each adjacent pair's full `matrix diff`, every 
 def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
     """Per engine: its versions, every (older, newer) pair's diff as a view, adjacent pairs marked."""
     engines = []
+    never = never_run(cells)
     for engine in sorted({c.engine for c in cells}):
         mine = [c for c in cells if c.engine == engine]
-        every = sorted({c.engine_version for c in mine}, key=version_key)
+        unrun = {v: why for (e, v), why in never.items() if e == engine}
+        every = sorted({c.engine_version for c in mine} | set(unrun), key=version_key)
         versions = [v for v in every if any(c.status not in IDLE for c in mine if c.engine_version == v)]
-        idle = idle_lines([v for v in every if v not in versions], mine)
+        idle = idle_lines([v for v in every if v not in versions], mine, unrun)
         pairs = []
         for i, old in enumerate(versions):
             for j in range(i + 1, len(versions)):
@@ -38,18 +40,26 @@ def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
     return engines
 
 
-def idle_lines(idle: Sequence[str], cells: Sequence[Cell]) -> List[str]:
-    """Why versions take no part in the comparison (nothing ran there): versions idle alike share one line."""
+def idle_lines(idle: Sequence[str], cells: Sequence[Cell], never: Optional[Dict[str, str]] = None) -> List[str]:
+    """Why versions take no part in the comparison (nothing ran there): versions idle alike share one line; a version
+    that never ran on any machine here (never: version -> why, matrix.merge.never_run) says so, whatever its stand-in
+    cells say."""
+    never = never or {}
+    unrun: Dict[str, List[str]] = {}
+    for version in (v for v in idle if v in never):
+        unrun.setdefault(never[version], []).append(version)
+    lines = [f"{versions[0]} is not compared: never run: {why}" if len(versions) == 1 else
+             f"{say_list(versions)} are not compared, each never run: {why}" for why, versions in unrun.items()]
     groups: Dict[Tuple[int, str], List[str]] = {}
-    for version in idle:
+    for version in (v for v in idle if v not in never):
         mine = [c for c in cells if c.engine_version == version]
         reasons = sorted({f"{STATUS_WORDS[c.status]}: {c.reason}" if c.reason else STATUS_WORDS[c.status]
                           for c in mine})
         why = reasons[0] if len(reasons) == 1 else f"{len(reasons)} reasons, see the grid"
         groups.setdefault((len(mine), why), []).append(version)
-    return [f"{version} is not compared: none of its {many(n, 'cell')} ran ({why})" if len(versions) == 1 else
-            f"{say_list(versions)} are not compared: none of the {many(n, 'cell')} of each ran ({why})"
-            for (n, why), versions in groups.items() for version in versions[:1]]
+    return lines + [f"{version} is not compared: none of its {many(n, 'cell')} ran ({why})" if len(versions) == 1 else
+                    f"{say_list(versions)} are not compared: none of the {many(n, 'cell')} of each ran ({why})"
+                    for (n, why), versions in groups.items() for version in versions[:1]]
 
 
 def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[str, Any]:

@@ -1,6 +1,7 @@
 """Drive a headless Chromium over the DevTools protocol: open a page, evaluate JavaScript, click, screenshot.
 
     python tools/browser.py reports/matrix.html docs/report.png   # a screenshot of the report
+    python tools/browser.py reports/matrix.html docs/grid.png --width 1400 --at "#g"   # the grid in a 1,400 px window
 
 Uses the system's Chromium (Debian's `chromium`) and websocket-client; nothing is downloaded.
 """
@@ -138,18 +139,26 @@ def _free_port() -> int:
 
 
 def main(argv: Optional[list] = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from core.cli import ArgumentParser
+
+    parser = ArgumentParser(prog="python tools/browser.py", description="a screenshot of a page")
+    parser.add_argument("page")
+    parser.add_argument("png")
+    parser.add_argument("--width", type=int, default=1280, help="the window's width in px (default 1280)")
+    parser.add_argument("--height", type=int, default=1000, help="the window's height in px (default 1000)")
+    parser.add_argument("--at", metavar="SELECTOR", help="scroll this element to the window's top first")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     binary = find_chromium()
     if not binary:
         print("tools/browser.py: no chromium found (apt-get install chromium)", file=sys.stderr)
         return 2
-    with Browser(binary, width=1280, height=1000) as browser:
-        browser.open(Path(args[0]))
-        Path(args[1]).write_bytes(browser.screenshot())
-    print(f"wrote {args[1]}")
+    with Browser(binary, width=args.width, height=args.height) as browser:
+        browser.open(Path(args.page))
+        if args.at:
+            browser.evaluate(f"document.querySelector({json.dumps(args.at)}).scrollIntoView({{block: 'start'}})")
+        Path(args.png).write_bytes(browser.screenshot())
+    print(f"wrote {args.png}")
     return 0
 
 

@@ -211,8 +211,8 @@ def test_reports_stay_inside_their_folder(results, tmp_path):
     out = tmp_path / "reports"
     main(["report", "--results", str(results), "--out", str(out)])
     assert {p.name for p in out.iterdir()} == {"matrix.md", "matrix.html", "matrix.json", "junit.xml", "plots.html",
-                                                "conformance.md", "conformance.html", "conformance.json", "cells",
-                                                "diff", STAMP}
+                                                "models.md", "models.html", "conformance.md", "conformance.html",
+                                                "conformance.json", "cells", "diff", STAMP}
     assert files_under(tmp_path) - files_under(out) == {out, results.parent, results}
     assert len(list((out / "cells").glob("*.jsonl"))) == 2  # a column file each, named safely inside cells/
 

@@ -49,6 +49,7 @@ BAD = [
     ("tools/migrate-observed.py", "--no-such-flag"),
     ("tools/lint-vs-observed.py", "--no-such-flag"),
     ("tools/conformance-ort.py", "--no-such-flag"),
+    ("tools/browser.py", "reports/matrix.html shot.png --width wide"),
 ]
 
 

@@ -135,7 +135,7 @@ def test_the_grid_and_its_filters_are_there(page):
     legends = page.evaluate("[...document.querySelectorAll('#filters legend')].map(e => e.textContent)")
     assert legends == ["case", "engine", "verdict", "hardware"]
     collapsed = page.evaluate("document.getElementById('grid').innerText")
-    assert "all 2 cells not run: no NVIDIA GPU" in collapsed
+    assert "tensorrt@10.13.3.9: never run: its builder wheel is not reachable from here (NVIDIA's index)." in collapsed
     assert "10.13.3.9" not in page.evaluate("document.querySelector('#g thead').innerText")
 
 
@@ -237,6 +237,7 @@ def models_page(tmp_path_factory):
     write_reports(result, out, generated="2026-01-01",
                   node_reports=write_all(result.cells, out / "nodes", [root / "bundles"]))
     browser = Browser(binary, width=1400, height=900)
+    browser.reports = out
     try:
         browser.open(out / "matrix.html")
         yield browser
@@ -249,11 +250,23 @@ def row_texts(browser, model: str) -> list:
                             f"{model!r}).cells].slice(1).map(c => c.innerText)")
 
 
+def on_models_page(browser) -> None:
+    """Every model by every column: models.html, beside matrix.html."""
+    if not browser.evaluate("location.pathname.endsWith('/models.html')"):
+        browser.open(browser.reports / "models.html")
+
+
 @pytest.mark.slow
 def test_your_models_is_one_table_after_the_upgrade_answer(models_page):
     page = models_page
     assert page.evaluate("[...document.querySelectorAll('section')].map(s => s.id).slice(0, 4)") == \
         ["upgrade", "models", "causes", "grid"]
+    assert page.evaluate("document.querySelectorAll('#ms tbody tr').length") == 13  # a line per model
+    assert page.evaluate("[...document.querySelectorAll('#ms tbody tr')].find(r => r.cells[0].innerText == "
+                         "'ort_mobilenet_s8_per_channel.onnx').innerText") == \
+        "ort_mobilenet_s8_per_channel.onnx\tparse fails: INT32 bias DQ (b_dw_DequantizeLinear)\tTensorRT 8.5.3.1 and " \
+        "TensorRT 8.6.0\t0 of 4"
+    on_models_page(page)
     assert page.evaluate("document.querySelectorAll('#m tbody tr').length") == 13
     heads = page.evaluate("[...document.querySelectorAll('#m thead th')].map(t => t.innerText.replace(/\\n/g, ' '))")
     assert heads == ["model", "TensorRT 8.5.3.1 NVIDIA H100 80GB HBM3 (sm_90)", "TensorRT 8.5.3.1 NVIDIA H200 (sm_90)",
@@ -266,6 +279,7 @@ def test_your_models_is_one_table_after_the_upgrade_answer(models_page):
 
 @pytest.mark.slow
 def test_each_model_cell_says_int8_or_the_failing_node_and_why(models_page):
+    on_models_page(models_page)
     assert row_texts(models_page, "ort_mobilenet_s8_per_channel.onnx") == \
         ["parse fails: INT32 bias DQ (b_dw_DequantizeLinear)"] * 4
     # its two convolutions: the Relu and Add around them are quantized nodes, not compute nodes
@@ -280,6 +294,7 @@ def test_each_model_cell_says_int8_or_the_failing_node_and_why(models_page):
 @pytest.mark.slow
 def test_a_model_cell_opens_its_per_node_report(models_page):  # last: it leaves the page
     page = models_page
+    on_models_page(page)
     page.evaluate("window.scrollTo(0, 0)")
     png = page.screenshot()
     assert png_colours(png) > 20
@@ -301,3 +316,45 @@ def _arrived(page, condition: str) -> bool:
         if "navigated or closed" in str(e):
             return False
         raise
+
+
+@pytest.fixture(scope="module")
+def todays_grid(tmp_path_factory):
+    """A fresh clone's matrix, today's shape (matrix.render's budget test): 60 columns, 300 reproducers."""
+    from tests.matrix.conftest import cell
+    from tests.matrix.test_render import OBSERVED, todays_shape
+
+    if not OBSERVED.is_dir():
+        pytest.skip("reports/observed is not in this checkout")
+    binary = _browser_or_skip()
+    out = tmp_path_factory.mktemp("today")
+    write_reports(todays_shape(cell), out, generated="2026-01-01")
+    browser = Browser(binary, width=1400, height=900)
+    try:
+        browser.open(out / "matrix.html")
+        yield browser
+    finally:
+        browser.close()
+
+
+@pytest.mark.slow
+def test_the_grid_fits_a_1400_px_window_with_row_labels_told_apart(todays_grid):
+    """Issue 40: the grid was 4,899 px wide and its row labels cut (`cpg=2+weights=per_channel+activati…`)."""
+    page = todays_grid
+    width, shown, columns = page.evaluate("(() => { const g = document.getElementById('g'); return "
+                                          "[g.getBoundingClientRect().right, g.parentElement.clientWidth, "
+                                          "g.tHead.rows[0].cells.length - 1]; })()")
+    assert columns >= 50 and width <= 1400 and page.evaluate("document.querySelector('#grid .scroll').scrollWidth") \
+        <= shown  # every column in view, nothing to scroll sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # nor the page
+    cut = page.evaluate("[...document.querySelectorAll('#g tr.r th')].filter(th => th.scrollWidth > th.clientWidth "
+                        "|| th.scrollHeight > th.clientHeight).map(th => th.innerText)")
+    assert cut == []
+    labels = page.evaluate("[...document.querySelectorAll('#g tbody')].map(b => [...b.querySelectorAll('tr.r th')]"
+                           ".map(th => [th.innerText.replace(/\\s+/g, ' '), th.title]))")
+    assert sum(map(len, labels)) >= 250
+    assert all(len({label for label, _ in group}) == len(group) for group in labels)  # told apart within a case
+    assert all(title for group in labels for _, title in group)  # the whole slug on hover
+    # axis=value pairs of the slug (those that vary within the case), spaced so that they wrap
+    assert all(set(label.split(" · ")) <= set(title.split("+")) for group in labels for label, title in group
+               if "=" in title)

@@ -117,6 +117,23 @@ def test_cli_diff_unknown_version_exits_2_naming_the_versions(cells, write_resul
     assert "versions present: 10.0.1" in capsys.readouterr().err
 
 
+def test_cli_diff_with_a_version_that_never_ran_says_so_in_one_line_and_exits_4(make_cell, write_results, capsys):
+    """TensorRT 10.16.1.11 comes from NVIDIA's index, which no machine here reaches: its only cells are "not run"
+    stand-ins from a machine without a GPU, and no cell at all is the same answer."""
+    from matrix.__main__ import NOTHING_TO_COMPARE, main
+
+    ran = [make_cell(f"grouped_conv/g={g}", engine_version="8.6.0") for g in (2, 4)]
+    stand_ins = [make_cell(f"grouped_conv/g={g}", engine_version="10.16.1.11", hardware="no NVIDIA GPU",
+                           status="not_run", verdict="not run", reason="no NVIDIA GPU", fused=None) for g in (2, 4)]
+    for name, cells in (("with.jsonl", ran + stand_ins), ("without.jsonl", ran)):
+        path = write_results(name, cells)
+        assert main(["diff", "tensorrt", "8.6.0", "10.16.1.11", "--results", str(path)]) == NOTHING_TO_COMPARE == 4
+        said = capsys.readouterr()
+        assert said.out == "" and said.err.splitlines() == [
+            "matrix diff: tensorrt 10.16.1.11 never ran on any machine of this project: its builder wheel is not "
+            "reachable from here (NVIDIA's index); there is nothing to compare"]
+
+
 def test_same_signature_in_other_words_is_collapsed_not_headlined(make_cell):
     failed = dict(status="fail", last_stage="load", verdict="as documented", fused=None, signature="nonzero_zero_point")
     cells = [make_cell("grouped_conv/g=1", engine_version=OLD, error="TRT only supports symmetric", **failed),

@@ -118,9 +118,7 @@ def test_the_committed_observations_make_one_row_per_model_and_one_column_per_ve
     assert texts["ort_transformer_u8_per_tensor.onnx"] == ["parse fails: non-zero zero point"] * 4
     notes = [n["text"] for n in view["notes"]]
     assert notes[0] == "only activation types allowed as input to this layer"  # said once for 44 cells
-    md = (tmp_path / "matrix.md").read_text()
-    start = md.index("## Your models")
-    models_md = md[start:md.index("\n## ", start + 1)]
+    models_md = (tmp_path / "models.md").read_text()  # every model by every column; matrix.md says a line each
     assert models_md.count("\n| [ort_") == 13 and "(note 1)" in models_md
     assert "| [ort_resnet_s8_per_channel_float_bias.onnx](nodes/user_model__ort_resnet_s8_per_channel_float_bias.md) " \
            "| 5/5 INT8 |" in models_md  # the model's name links its per-node report; its cells are text
@@ -131,7 +129,7 @@ def test_a_model_without_a_cell_in_a_column_is_a_dot(tmp_path):
              _cell(version="8.5.3.1", error=INVALID_NODE, model="other")]
     models = write_all(cells, tmp_path / "nodes")
     write_reports(build(cells), tmp_path, generated="2026-01-01", node_reports=models)
-    html = (tmp_path / "matrix.html").read_text()
+    html = (tmp_path / "models.html").read_text()
     table = html[html.index('<table id="m">'):html.index("</table>", html.index('<table id="m">'))]
     assert table.count('<td class="e">&middot;</td>') == 2
     assert '<td class="m-all" title="undocumented"><a href="nodes/user_model__net.html">1/1 INT8</a></td>' in table

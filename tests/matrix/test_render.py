@@ -37,7 +37,8 @@ def reports(tmp_path, make_cell):
 def test_all_four_reports_are_written_with_their_side_files(reports):
     out, paths = reports
     assert sorted(p.name for p in paths) == ["cells", "conformance.html", "conformance.json", "conformance.md", "diff",
-                                            "junit.xml", "matrix.html", "matrix.json", "matrix.md", "plots.html"]
+                                            "junit.xml", "matrix.html", "matrix.json", "matrix.md", "models.html",
+                                            "models.md", "plots.html"]
     assert all((out / p.name).stat().st_size > 0 for p in paths if p.is_file())
     columns = sorted(p.name for p in (out / "cells").glob("*.jsonl"))
     assert len(columns) == 2 and columns[0].startswith("onnxruntime_1.23.2_local_cpu_")
@@ -136,15 +137,65 @@ def test_json_is_compact_and_gives_every_cell_back(tmp_path, make_cell):
 
 def test_a_column_idle_for_one_reason_is_one_line(tmp_path, make_cell):
     cells = [make_cell(f"grouped_conv/g={g}") for g in (2, 4, 8)]
-    cells += [make_cell(f"grouped_conv/g={g}", engine_version="10.13.3.9", hardware="no NVIDIA GPU", status="not_run",
-                        verdict="not run", reason="no NVIDIA GPU", fused=None) for g in (2, 4, 8)]
+    cells += [make_cell(f"grouped_conv/g={g}", engine_version="12.0.0", hardware="no NVIDIA GPU", status="not_run",
+                        verdict="not run", reason="no NVIDIA GPU", fused=None) for g in (2, 4, 8)]  # not pinned
     write_reports(build(cells), tmp_path, generated="2026-01-01")
     html = (tmp_path / "matrix.html").read_text()
     md = (tmp_path / "matrix.md").read_text()
     grid = html[html.index('<table id="g"'):html.index('id="plots"')]
-    assert "10.13.3.9" not in grid and "no NVIDIA GPU" not in grid  # no column of "not run" from top to bottom
+    assert "12.0.0" not in grid and "no NVIDIA GPU" not in grid  # no column of "not run" from top to bottom
     assert "all 3 cells not run: no NVIDIA GPU" in html and "all 3 cells not run: no NVIDIA GPU" in md
     assert "| params | 1 |" in (tmp_path / "cells" / "grid.md").read_text()  # the grid keeps the column that ran
+
+
+NEVER = "never run: its builder wheel is not reachable from here (NVIDIA's index)"
+
+
+def test_a_version_that_never_ran_says_so_and_why_in_every_view(tmp_path, make_cell):
+    """TensorRT 10.x/11.x come from NVIDIA's index, which no machine here reaches: their stand-in cells written on a
+    machine without a GPU are "never run" and why, with no hardware and no fresh local date, never "no NVIDIA GPU"."""
+    cells = [make_cell(f"grouped_conv/g={g}", engine_version="8.6.0") for g in (2, 4)]
+    cells += [make_cell(f"grouped_conv/g={g}", engine_version=v, hardware="no NVIDIA GPU", status="not_run",
+                        verdict="not run", reason="no NVIDIA GPU", fused=None, run={"date": "2026-11-28T09:00:00Z"})
+              for g in (2, 4) for v in ("10.16.1.11", "11.5.0")]
+    write_reports(build(cells), tmp_path, generated="2026-01-01")
+    html, md = (tmp_path / "matrix.html").read_text(), (tmp_path / "matrix.md").read_text()
+    columns = md[md.index("## Columns"):md.index("## Grid")]
+    assert f"| tensorrt@10.16.1.11 | — | {NEVER} |" in columns and "2026-11-28" not in columns
+    assert f"**tensorrt 10.16.1.11 and 11.5.0**: {NEVER}. Left out of the grid." in columns
+    assert f"<b>tensorrt 10.16.1.11 and 11.5.0</b>: {NEVER}." in html.replace("&#39;", "'")
+    # every version of NVIDIA's index without a cell that ran, its stand-in cells or none: the pin table knows them
+    assert "10.8.0.43, 10.13.3.9, 10.16.1.11, 11.0.0.114, 11.1.0.106, 11.2.1.2, 11.3.0.99, 11.4.0.106 and 11.5.0 are " \
+           "not compared, each never run: its builder wheel is not reachable from here (NVIDIA's index)" in md
+    assert "no NVIDIA GPU" not in md and "no NVIDIA GPU" not in html
+    assert f'message="{NEVER}"' in (tmp_path / "junit.xml").read_text()
+
+
+def test_a_version_of_nvidias_index_that_ran_somewhere_is_no_longer_never_run(tmp_path, make_cell):
+    cells = [make_cell("grouped_conv/g=2", engine_version="10.16.1.11")]
+    cells += [make_cell("grouped_conv/g=4", engine_version="10.16.1.11", hardware="no NVIDIA GPU", status="not_run",
+                        verdict="not run", reason="no NVIDIA GPU", fused=None)]
+    result = build(cells)
+    assert [c.never_run for c in result.columns] == ["", ""]
+    write_reports(result, tmp_path, generated="2026-01-01")
+    md = (tmp_path / "matrix.md").read_text()
+    assert "10.13.3.9, 11.0.0.114" in md and "One version ran (10.16.1.11)" in md  # the others of its index never ran
+    assert "| tensorrt@10.16.1.11 | no NVIDIA GPU | local run, 2026-01-01 |" in md
+
+
+def test_the_8_6_0_column_names_its_build_and_where_that_comes_from(tmp_path, make_cell):
+    source = "https://github.com/NVIDIA/TensorRT/releases/tag/v8.6.0"
+    cells = [make_cell("grouped_conv/g=2", engine_version="8.6.0", versions={"tensorrt": "8.6.0"}),
+             make_cell("grouped_conv/g=2", engine_version="8.5.3.1", versions={"tensorrt": "8.5.3.1"})]
+    result = build(cells)
+    assert [(c.engine_version, c.build, c.build_source) for c in result.columns] == \
+        [("8.5.3.1", "", ""), ("8.6.0", "8.6.0.12", source)]
+    write_reports(result, tmp_path, generated="2026-01-01")
+    md = (tmp_path / "matrix.md").read_text()
+    assert "| tensorrt@8.6.0 (build 8.6.0.12) |" in md and "tensorrt@8.6.0 is build 8.6.0.12: its cells record" in md
+    assert source in md
+    recorded = build([make_cell("grouped_conv/g=2", engine_version="8.6.0", versions={"tensorrt": "8.6.0.99"})])
+    assert (recorded.columns[0].build, recorded.columns[0].build_source) == ("8.6.0.99", "its cells")  # a fact first
 
 
 def test_cell_details_are_a_side_file_each_text_said_once(tmp_path, make_cell):
@@ -158,7 +209,7 @@ def test_cell_details_are_a_side_file_each_text_said_once(tmp_path, make_cell):
     data = json.loads(script[len("qdqDetails("):-len(");\n")])
     assert script.count("Int8IdentityV2") == 1 and data["texts"].count(reason) == 1
     assert sorted(data["order"]) == [0, 1, 1, 1]  # the three idle cells share one set of details
-    [row] = re.findall(r'<tr class="r" data-k="([^"]*)"><th>g=2</th></tr>', html)
+    [row] = re.findall(r'<tr class="r" data-k="([^"]*)" data-s="g=2"><th>[^<]*</th></tr>', html)
     symbols = json.loads(re.search(r"data-p='([^']*)'", html).group(1).replace("&#34;", '"'))
     assert [symbols[s] for s in row] == [["-", f"kn v{VERDICTS.index('not run')}"]]  # one column: not run
 
@@ -226,11 +277,15 @@ def test_a_user_models_node_report_plugs_into_the_page(tmp_path, make_cell):
     write_reports(build([make_cell()]), tmp_path / "out", generated="2026-01-01", node_reports=[node])
     html = (tmp_path / "out" / "matrix.html").read_text()
     md = (tmp_path / "out" / "matrix.md").read_text()
-    models = html[html.index('id="models"'):html.index('id="grid"')]
-    assert '<th><a href="nodes/user_model__mine.html">mine.onnx</a></th>' in models
-    assert "<th>ONNX Runtime 1.31.1<small>cpu</small></th>" in models
-    assert '<td class="m-some" title=""><a href="nodes/user_model__mine.html">3/4 INT8</a></td>' in models
-    assert "| [mine.onnx](nodes/user_model__mine.md) | 3/4 INT8 |" in md
+    models = html[html.index('id="models"'):html.index('id="grid"')]  # the decision page: a line per model
+    assert '<tr class="m-some"><th><a href="nodes/user_model__mine.html">mine.onnx</a></th><td>3/4 INT8</td>' \
+           "<td>ONNX Runtime 1.31.1</td><td>0 of 1</td></tr>" in models and 'href="models.html"' in models
+    assert "| [mine.onnx](nodes/user_model__mine.md) | 3/4 INT8 | ONNX Runtime 1.31.1 | 0 of 1 |" in md
+    page = (tmp_path / "out" / "models.html").read_text()  # every model by every column, a page of its own
+    assert '<th><a href="nodes/user_model__mine.html">mine.onnx</a></th>' in page
+    assert "<th>ONNX Runtime 1.31.1<small>cpu</small></th>" in page
+    assert '<td class="m-some" title=""><a href="nodes/user_model__mine.html">3/4 INT8</a></td>' in page
+    assert "| [mine.onnx](nodes/user_model__mine.md) | 3/4 INT8 |" in (tmp_path / "out" / "models.md").read_text()
 
 
 OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"
@@ -340,6 +395,117 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
 
     catalogue_cells = split(result)[0].cells  # the conformance cells are on their own page (conformance.json)
     assert sum(len(cells_from_report(data, tmp_path)) for _ in [0]) == len(catalogue_cells)  # and nothing is lost
+
+
+def qdq_models(folder: Path, count: int) -> Path:
+    """count small Q/DQ models, each its own (seeded weights, channels, depth), with names as long as real ones."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for m in range(count):
+        rng, channels, nodes, inits, x = np.random.default_rng(m), 4 + m % 5, [], [], "x"
+        for d in range(1 + m % 3):
+            inits += [numpy_helper.from_array(np.array(0.05, np.float32), f"a{d}_s"),
+                      numpy_helper.from_array(np.array(0, np.int8), f"a{d}_z"),
+                      numpy_helper.from_array(rng.integers(-127, 128, (channels, channels, 3, 3), dtype=np.int8),
+                                              f"w{d}"),
+                      numpy_helper.from_array(np.full((channels,), 0.01, np.float32), f"w{d}_s"),
+                      numpy_helper.from_array(np.zeros((channels,), np.int8), f"w{d}_z")]
+            nodes += [helper.make_node("QuantizeLinear", [x, f"a{d}_s", f"a{d}_z"], [f"a{d}_q"], name=f"a{d}_Q"),
+                      helper.make_node("DequantizeLinear", [f"a{d}_q", f"a{d}_s", f"a{d}_z"], [f"a{d}_dq"],
+                                       name=f"a{d}_DQ"),
+                      helper.make_node("DequantizeLinear", [f"w{d}", f"w{d}_s", f"w{d}_z"], [f"w{d}_dq"], axis=0,
+                                       name=f"w{d}_DQ"),
+                      helper.make_node("Conv", [f"a{d}_dq", f"w{d}_dq"], [f"conv{d}"], kernel_shape=[3, 3],
+                                       pads=[1, 1, 1, 1], name=f"conv{d}"),
+                      helper.make_node("Relu", [f"conv{d}"], [f"relu{d}"], name=f"relu{d}")]
+            x = f"relu{d}"
+        nodes.append(helper.make_node("Identity", [x], ["y"], name="out"))
+        shape = [1, channels, 8, 8]
+        graph = helper.make_graph(nodes, f"net{m}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+        onnx.save(model, folder / f"customer_detector_backbone_variant_{m:02d}_int8_per_channel.onnx")
+    return folder
+
+
+def checked_model_cells(bundles: Path, make_cell) -> list:
+    """The cells `python -m check` writes for each bundle made with --prepare-only, on ONNX Runtime, OpenVINO and
+    TensorRT-RTX, every third model failing OpenVINO's build at a named node (a double: the sizes, never a finding)."""
+    out = []
+    for meta in sorted(bundles.glob("user_model/*/case.json")):
+        case = json.loads(meta.read_text())
+        nodes = {n: {"precision": "int8", "evidence": f"runtime layer '{n}' type Convolution, runtimePrecision i8"}
+                 for n in case["target_nodes"]}
+        failing = len(out) % 9 == 3  # models 1, 4, 7, ...
+        for engine, version, hardware in (("onnxruntime", "1.32.0", "cpu: synthetic x86-64"),
+                                          ("openvino", "2026.4.1", "cpu: synthetic x86-64"),
+                                          ("tensorrt-rtx", "1.7.1.116", AOT)):
+            broken = failing and engine == "openvino"
+            out.append(make_cell(
+                case["bundle"], case="user_model", params=case["params"], digest=case["digest"], engine=engine,
+                engine_version=version, hardware=hardware, status="fail" if broken else
+                "built" if engine == "tensorrt-rtx" else "pass", last_stage="build" if broken else "compare",
+                verdict="new failure" if broken else "undocumented", fused=None if broken else True,
+                error=f"Exception from src/plugins/intel_cpu/src/node.cpp:1190: [CPU] {case['target_nodes'][0]} "
+                      "node with name conv0 has unsupported precision combination i8 x u8" if broken else "",
+                precision={} if broken else nodes, expectation={}, max_error_steps=None, tolerance_steps=None))
+    return out
+
+
+def todays_shape(make_cell, extra=()):
+    """A fresh clone's matrix (the observations, synthetic CPU and TensorRT-RTX columns) and extra cells, merged."""
+    from matrix.merge import catalogue_bundles, load_results
+
+    catalogue = catalogue_bundles()
+    observed = load_results([OBSERVED], catalogue)
+    precision_of = {c.bundle: sorted(c.precision) for c in observed.cells}
+    bundles = [r.bundle for r in observed.rows]
+    cells = list(observed.cells) + _cpu_cells(bundles, precision_of, make_cell)
+    cells += _rtx_cells(bundles, precision_of, make_cell) + list(extra)
+    return build(cells, observed.problems, catalogue, files=observed.files)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OBSERVED.is_dir(), reason="reports/observed is not in this checkout")
+def test_thirty_checked_models_keep_the_reports_in_their_budgets(tmp_path, make_cell, capsys, monkeypatch):
+    """Issue 40: 30 of one's own models checked, then `matrix report`: matrix.md was 103,300 bytes and matrix.html
+    403,421, over 100 KB and 400 KB, with no warning. The decision page says a line per model, worst first (at most
+    matrix.models.SHOWN), each linking its per-node report; every model by every column is models.md/.html."""
+    from check.__main__ import main as check
+    from matrix.__main__ import main as matrix
+    from matrix.models import SHOWN
+    from matrix.nodes import write_all
+    from matrix.render import BUDGETS
+
+    assert check([str(qdq_models(tmp_path / "models", 30)), "--prepare-only", "--out", str(tmp_path / "bundles")]) == 0
+    mine = checked_model_cells(tmp_path / "bundles", make_cell)
+    assert len({c.bundle for c in mine}) == 30
+    result = todays_shape(make_cell, mine)
+    out = tmp_path / "reports"
+    write_reports(result, out, generated="2026-01-01",
+                  node_reports=write_all(result.cells, out / "nodes", [tmp_path / "bundles"]))
+    sizes = {name: (out / name).stat().st_size for name in BUDGETS}
+    print(sizes)
+    assert all(sizes[name] <= budget for name, budget in BUDGETS.items()), sizes
+    md, html = (out / "matrix.md").read_text(), (out / "matrix.html").read_text()
+    models = (out / "models.md").read_text().count("\n| [")  # every model on its own page, a row each
+    assert models > len({c.bundle for c in mine}) + 20  # the committed producer models and these
+    assert md.count("](nodes/user_model__") == SHOWN  # a line per model shown, each linking its per-node report
+    assert f"And {models - SHOWN} more models: [models.md](models.md)." in md and 'href="models.html"' in html
+    # worst first: a model OpenVINO fails is on the page, one all INT8 everywhere is one click away
+    assert "variant_01_int8_per_channel.onnx](nodes/" in md and "variant_00_int8_per_channel.onnx" not in md
+    # over a budget, `matrix report` says so on stdout
+    monkeypatch.setattr("matrix.render.BUDGETS", dict(BUDGETS, **{"matrix.md": 1_000}))
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(c.to_json() + "\n" for c in mine[:3]))
+    assert matrix(["report", "--results", str(results), "--out", str(tmp_path / "small"), "--bundles",
+                   str(tmp_path / "bundles")]) == 0
+    said = capsys.readouterr().out
+    assert "matrix report: warning: matrix.md is " in said and "over its budget of 1,000 (docs/reports.md)" in said
+    assert "matrix.html is" not in said
 
 
 def test_counts_read_in_the_number_they_take(tmp_path, make_cell):

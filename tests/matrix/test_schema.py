@@ -81,7 +81,7 @@ def test_reports_are_swapped_in_together_or_not_at_all(make_cell, write_results,
     with pytest.raises(RuntimeError):
         main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path)])
     assert {n: (out / n).read_bytes() for n in REPORTS} == before  # markdown and html were not swapped in alone
-    names = sorted(REPORTS + ("plots.html", "cells", "diff", STAMP, *CONFORMANCE))
+    names = sorted(REPORTS + ("plots.html", "models.md", "models.html", "cells", "diff", STAMP, *CONFORMANCE))
     assert sorted(p.name for p in out.iterdir()) == names  # no staging
     assert [p.name for p in (out / "cells").glob("*.jsonl")] == [before_cells]  # the side files were not swapped
 
