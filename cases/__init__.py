@@ -92,5 +92,5 @@ def get_case(case_id: str) -> Case:
 
 
 def bundle_id(case: Case, params: dict) -> str:
-    """The id of one reproducer: case id and parameter slug."""
-    return f"{case.id}/{slug(params)}"
+    """The id of one reproducer: case id and the slug of its parameters (an added axis at its default left out)."""
+    return f"{case.id}/{slug(case.id_params(params))}"
