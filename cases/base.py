@@ -217,11 +217,18 @@ class Case:
 
         `context` is the cell's side of it: {"isa": INT8 level} and its column options (core.engines).
         """
-        params = dict(self.defaults, **params)
+        params = self.with_defaults(params)
         found = [e for e in self.expectations if e.applies(engine, version, params, context)]
         if not found:
             return None
         return max(found, key=specificity)
+
+    def with_defaults(self, params: Params) -> dict:
+        """The parameters with every added axis they leave out (a cell written before it existed) at its default."""
+        if not self.defaults or all(k in params for k in self.defaults):
+            return dict(params)
+        given = dict(self.defaults, **params)
+        return {**{k: given[k] for k in self.axes if k in given}, **given}
 
     def id_params(self, params: Params) -> dict:
         """The parameters a reproducer's id names: each one but an added axis at its `defaults` value."""

@@ -31,6 +31,12 @@ def test_a_cell_written_before_the_axis_existed_is_judged_at_its_default():
     assert _case().expectation_for("tensorrt", "8.6.0", old_cell) is None
 
 
+def test_parameters_without_the_added_axis_take_its_default_in_axis_order():
+    assert _case(defaults={"b": "old"}).with_defaults({"a": "y"}) == {"a": "y", "b": "old"}
+    assert list(_case(defaults={"b": "old"}).with_defaults({"a": "y"})) == ["a", "b"]
+    assert _case().with_defaults({"a": "y"}) == {"a": "y"}
+
+
 def test_a_default_outside_the_sweep_is_refused():
     with pytest.raises(ValueError, match="default"):
         _case(defaults={"b": "gone"})

@@ -141,3 +141,10 @@ def test_every_committed_cell_agrees_with_its_baseline(version):
     assert set(verdicts.values()) == {"as observed before"}, verdicts
     failing = {c.bundle for c in cells if c.status == "fail"}
     assert failing == {f"{CASE.id}/consumers=two+output_qdq=yes+size={s}" for s in ("detector", "small")}
+
+
+def test_a_committed_cells_params_rebuild_its_model():
+    """A cell written before the axes were added names 3 parameters; its model is rebuilt byte for byte."""
+    old = {"consumers": "two", "output_qdq": "yes", "size": "small"}
+    full = next(p for p in VARIANTS if bundle_id(CASE, p) == bundle_id(CASE, old))
+    assert write.build(CASE, old).model.SerializeToString() == write.build(CASE, full).model.SerializeToString()
