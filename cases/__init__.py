@@ -53,6 +53,7 @@ CASE_MODULES = (
     "cases.float_qdq_types",
     # Found by checking third-party models on TensorRT 8.x and reduced on the GPU: 032 onwards.
     "cases.two_conv_fanout_qdq",
+    "cases.zero_scale_qdq",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.onnx_node_tests",
     "cases.user_model",
@@ -92,5 +93,5 @@ def get_case(case_id: str) -> Case:
 
 
 def bundle_id(case: Case, params: dict) -> str:
-    """The id of one reproducer: case id and parameter slug."""
-    return f"{case.id}/{slug(params)}"
+    """The id of one reproducer: case id and the slug of its parameters (an added axis at its default left out)."""
+    return f"{case.id}/{slug(case.id_params(params))}"

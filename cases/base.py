@@ -169,10 +169,17 @@ class Case:
     # Its outcome depends on the GPU architecture a TensorRT-RTX plan targets: a full run builds it once per swept
     # target (core.engines, the target option's `sweep`), each a column.
     arch_dependent: bool = False
+    # Axes added after the case's first reproducers ran, each with the value those reproducers had: a reproducer at
+    # that value leaves the axis out of its id (so it keeps its id, seed, model and committed cells), and a cell
+    # written before the axis existed is judged at that value.
+    defaults: Mapping[str, ParamValue] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9_]+", self.id):
             raise ValueError(f"case id {self.id!r}: use lower-case letters, digits and '_'")
+        for k, v in self.defaults.items():
+            if v not in self.axes.get(k, ()):
+                raise ValueError(f"case {self.id}: default {k}={v!r} is not a value of an axis of the sweep")
         names = [s.name for s in self.signatures]
         for e in self.expectations:
             if e.signature is not None and e.signature not in names:
@@ -213,10 +220,22 @@ class Case:
 
         `context` is the cell's side of it: {"isa": INT8 level} and its column options (core.engines).
         """
+        params = self.with_defaults(params)
         found = [e for e in self.expectations if e.applies(engine, version, params, context)]
         if not found:
             return None
         return max(found, key=specificity)
+
+    def with_defaults(self, params: Params) -> dict:
+        """The parameters with every added axis they leave out (a cell written before it existed) at its default."""
+        if not self.defaults or all(k in params for k in self.defaults):
+            return dict(params)
+        given = dict(self.defaults, **params)
+        return {**{k: given[k] for k in self.axes if k in given}, **given}
+
+    def id_params(self, params: Params) -> dict:
+        """The parameters a reproducer's id names: each one but an added axis at its `defaults` value."""
+        return {k: v for k, v in params.items() if k not in self.defaults or not _same(v, self.defaults[k])}
 
     def signature(self, name: str) -> Signature:
         for s in self.signatures:
@@ -246,6 +265,11 @@ def specificity(e: Expectation) -> Tuple[Any, ...]:
 def slug(params: Params) -> str:
     """A stable, filesystem-safe name for one parameter combination."""
     return "+".join(f"{k}={_fmt(v)}" for k, v in params.items()) or "default"
+
+
+def _same(a: ParamValue, b: ParamValue) -> bool:
+    """Equal and of one type (True is not 1)."""
+    return type(a) is type(b) and a == b
 
 
 def _fmt(v: ParamValue) -> str:

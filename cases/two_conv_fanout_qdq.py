@@ -17,6 +17,25 @@ detector's size or a small one (`size`). The reproducers carry seeded weights, n
 and 8.5.3.1 with the chooseHigherPrecision assertion (8.5.3.1 then "Assertion engine != nullptr"), at both sizes; with
 one Conv, or float outputs, every form builds with its Convs in INT8. The weights and the size do not matter; the
 fan-out into two requantized Convs does. Every expectation is a baseline: no upstream source documents it yet.
+
+Its extent (issue 44): an independent check on an H200 with TensorRT 8.6.0 (2026-11; no committed cells yet, so these
+forms have no expectation) saw it reach further. The sweep holds what the failure seems to need, one axis varied at a
+time from the first 8 reproducers (FORMS), the axes added since at their first value in every id that leaves them out
+(`Case.defaults`): what follows each Conv (`output_qdq`: `yes` Q/DQ, `no` the Conv writes a float graph output,
+`identity` an Identity then the graph output, `relu_qdq` a Relu then Q/DQ, `concat_qdq` the outputs concatenated
+then Q/DQ), the `kernel` (1x1, or 3x3 with pads 1; `kernel_shape` is always set, as TensorRT 8.6.0 needs for a Conv
+whose weights come from a DequantizeLinear), the `consumers` (one, two or three Convs), the `weights` (per-channel or
+per-tensor scales) and the `size`. Its controls are `siblings` that differ (`other_kernel`: the second Conv 3x3;
+`other_stride`: its stride 2), which built there. The trigger seemed to need sibling Convs that could be merged
+side by side whose outputs end in the same kind of typed node (Q/DQ, Relu then Q/DQ, or an Identity); a float output
+that a Conv writes itself built.
+
+The way around it that worked there, and no other edit did (a DequantizeLinear or Q/DQ pair copied per Conv, builder
+optimization levels 0 to 5, FP16, DIRECT_IO: TensorRT merges the copies back): `rewrite=merged` builds the same
+network with the sibling Convs merged into one Conv (weights, per-channel scales and biases concatenated; a
+per-tensor weight scale repeated per channel) and a Split, each half's tail as before. It draws its twin's seed, so
+its reference outputs are bit-identical to the unmerged form's (tests/cases/per_case/test_two_conv_fanout_qdq.py).
+The search: docs/findings.md, seed 032.
 """
 
 from __future__ import annotations
@@ -30,8 +49,31 @@ FOUND_HERE = "reports/observed/nvidia-h100/reduce-choosehigherprecision/"
 OBSERVED = "reports/observed/nvidia-h100/reduce-choosehigherprecision/tensorrt-{}.jsonl"
 OBSERVED_REPRO = "reports/observed/nvidia-h100/seed-032/trt-{}.jsonl"
 OBSERVED_EARLIER = "reports/observed/nvidia-h100/seeds-026-032-x4/trt-{}.jsonl"  # 8.5.1.7, 8.5.2.2: a 4x H100 host
-REDUCED = {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",)}
-TRIGGER = {"consumers": ("two",), "output_qdq": ("yes",)}  # both Convs read the one Q/DQ, both outputs requantized
+# The axes added for issue 44, at the value the first 8 reproducers had: their ids leave them out.
+ADDED = {"kernel": "1x1", "weights": "per_channel", "siblings": "alike", "rewrite": "none"}
+FIRST = {k: (v,) for k, v in ADDED.items()}  # the first 8 reproducers' region: what their baselines observed
+REDUCED = {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",), **FIRST}
+TRIGGER = {"consumers": ("two",), "output_qdq": ("yes",), **FIRST}  # both Convs read the one Q/DQ, both requantized
+ONE = {"consumers": ("one",), "output_qdq": ("yes", "no"), **FIRST}
+FLOAT = {"consumers": ("two", "one"), "output_qdq": ("no",), **FIRST}
+TRIGGERS = ("yes", "identity", "relu_qdq", "concat_qdq")  # the tails seen to fail with sibling Convs
+# The reproducers: each line a product of the values it names, every added axis it does not name at its ADDED value.
+FORMS = (
+    {"consumers": ("two", "one"), "output_qdq": ("yes", "no"), "size": ("detector", "small")},  # the first 8
+    {"consumers": ("two",), "output_qdq": ("identity", "relu_qdq", "concat_qdq"), "size": ("detector", "small")},
+    {"consumers": ("one",), "output_qdq": ("identity", "relu_qdq"), "size": ("small",)},
+    {"consumers": ("two",), "output_qdq": ("yes", "no"), "size": ("small",), "kernel": ("3x3",)},
+    {"consumers": ("three",), "output_qdq": ("yes", "no"), "size": ("small",)},
+    {"consumers": ("two",), "output_qdq": ("yes", "no"), "size": ("small",), "weights": ("per_tensor",)},
+    {"consumers": ("two",), "output_qdq": ("yes", "identity"), "size": ("small",),
+     "siblings": ("other_kernel", "other_stride")},
+    # The way around it, for the trigger forms above.
+    {"consumers": ("two",), "output_qdq": TRIGGERS, "size": ("detector", "small"), "rewrite": ("merged",)},
+    {"consumers": ("two",), "output_qdq": ("yes",), "size": ("small",), "kernel": ("3x3",), "rewrite": ("merged",)},
+    {"consumers": ("three",), "output_qdq": ("yes",), "size": ("small",), "rewrite": ("merged",)},
+    {"consumers": ("two",), "output_qdq": ("yes",), "size": ("small",), "weights": ("per_tensor",),
+     "rewrite": ("merged",)},
+)
 H100 = "NVIDIA H100 80GB HBM3"
 
 CHOOSE_HIGHER_PRECISION = Signature(
@@ -56,6 +98,11 @@ ENGINE_NULLPTR = Signature(
 )
 
 
+def _swept(params: dict) -> bool:
+    """Whether a combination is one of FORMS."""
+    return any(all(params[k] in form.get(k, (ADDED.get(k),)) for k in params) for form in FORMS)
+
+
 def _earlier(version: str) -> tuple:
     """The baselines of an 8.5 release that a 4x H100 host observed (seeds-026-032-x4/): as on 8.5.3.1."""
     source = OBSERVED_EARLIER.format(version)
@@ -67,11 +114,11 @@ def _earlier(version: str) -> tuple:
             "'Assertion engine != nullptr failed' as the error",
         ),
         Expectation(
-            "tensorrt", f"=={version}", "int8", source, where={"consumers": ("one",)}, hardware=H100,
+            "tensorrt", f"=={version}", "int8", source, where=ONE, hardware=H100,
             basis="baseline", note="one Conv: it builds in INT8 and matches, requantized or not",
         ),
         Expectation(
-            "tensorrt", f"=={version}", "int8", source, where={"output_qdq": ("no",)}, hardware=H100,
+            "tensorrt", f"=={version}", "int8", source, where=FLOAT, hardware=H100,
             basis="baseline", note="float outputs: both Convs build in INT8 and match",
         ),
     )
@@ -82,8 +129,16 @@ CASE = Case(
     seed="032",
     title="One Q/DQ activation read by two 1x1 Convs with requantized outputs: TensorRT 8.6.0's chooseHigherPrecision",
     links=(DDDDOCR, QDQ_PLACEMENT),
-    axes={"consumers": ("two", "one"), "output_qdq": ("yes", "no"), "size": ("detector", "small")},
-    target_nodes=("node_of_y0", "node_of_c0", "node_of_y1", "node_of_c1"),
+    axes={
+        "consumers": ("two", "one", "three"),
+        "output_qdq": ("yes", "no", "identity", "relu_qdq", "concat_qdq"),
+        "size": ("detector", "small"),
+        "kernel": ("1x1", "3x3"),
+        "weights": ("per_channel", "per_tensor"),
+        "siblings": ("alike", "other_kernel", "other_stride"),
+        "rewrite": ("none", "merged"),
+    },
+    target_nodes=("node_of_y0", "node_of_c0", "node_of_y1", "node_of_c1", "node_of_c2", "node_of_y2", "node_of_m"),
     signatures=(CHOOSE_HIGHER_PRECISION, ENGINE_NULLPTR),
     expectations=(
         Expectation(
@@ -98,23 +153,25 @@ CASE = Case(
             "'Assertion engine != nullptr failed' as the error",
         ),
         Expectation(
-            "tensorrt", "==8.6.0", "int8", OBSERVED_REPRO.format("8.6.0"), where={"consumers": ("one",)},
+            "tensorrt", "==8.6.0", "int8", OBSERVED_REPRO.format("8.6.0"), where=ONE,
             hardware=H100, basis="baseline", note="one Conv: it builds in INT8 and matches, requantized or not",
         ),
         Expectation(
-            "tensorrt", "==8.6.0", "int8", OBSERVED_REPRO.format("8.6.0"), where={"output_qdq": ("no",)},
+            "tensorrt", "==8.6.0", "int8", OBSERVED_REPRO.format("8.6.0"), where=FLOAT,
             hardware=H100, basis="baseline", note="float outputs: both Convs build in INT8 and match",
         ),
         Expectation(
-            "tensorrt", "==8.5.3.1", "int8", OBSERVED_REPRO.format("8.5.3.1"), where={"consumers": ("one",)},
+            "tensorrt", "==8.5.3.1", "int8", OBSERVED_REPRO.format("8.5.3.1"), where=ONE,
             hardware=H100, basis="baseline", note="one Conv: it builds in INT8 and matches, requantized or not",
         ),
         Expectation(
-            "tensorrt", "==8.5.3.1", "int8", OBSERVED_REPRO.format("8.5.3.1"), where={"output_qdq": ("no",)},
+            "tensorrt", "==8.5.3.1", "int8", OBSERVED_REPRO.format("8.5.3.1"), where=FLOAT,
             hardware=H100, basis="baseline", note="float outputs: both Convs build in INT8 and match",
         ),
         *_earlier("8.5.1.7"),
         *_earlier("8.5.2.2"),
     ),
     builder="generators.two_conv_fanout_qdq:build",
+    valid=_swept,
+    defaults=ADDED,
 )

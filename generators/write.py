@@ -41,7 +41,9 @@ def rng_seed(bundle: str) -> int:
 
 
 def build(case: Case, params: Mapping[str, Any]) -> Reproducer:
-    """Build one variant of a case with its seeded generator; the builder is imported here."""
+    """Build one variant of a case with its seeded generator; the builder is imported here. An added axis the
+    parameters leave out (a cell written before it existed) is at its default (Case.defaults)."""
+    params = case.with_defaults(params)
     case.check_params(params)
     module, function = case.builder.split(":")
     builder = getattr(importlib.import_module(module), function)

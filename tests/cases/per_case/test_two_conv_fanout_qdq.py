@@ -5,29 +5,110 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from cases import slug
+from cases import bundle_id, slug
 from cases.two_conv_fanout_qdq import CASE, CHOOSE_HIGHER_PRECISION, OBSERVED, OBSERVED_REPRO, REDUCED
 from cases.verdict import rejudge
 from generators import write
-from tests.cases.per_case.helpers import assert_int8_weights_within_63
+from generators.reference import expected_outputs
+from tests.cases.per_case.helpers import (
+    assert_int8_weights_within_63,
+    attrs,
+    initializers,
+    only,
+    producers,
+    run_onnxruntime,
+)
 
 REPO = Path(__file__).resolve().parents[3]
+VARIANTS = list(CASE.variants())
+MERGED = [p for p in VARIANTS if p["rewrite"] == "merged"]
+CONSUMERS = {"one": 1, "two": 2, "three": 3}
+# What each tail puts between a Conv output and its graph output, graph output first.
+TAILS = {"yes": ["DequantizeLinear", "QuantizeLinear"], "no": [], "identity": ["Identity"],
+         "relu_qdq": ["DequantizeLinear", "QuantizeLinear", "Relu"],
+         "concat_qdq": ["DequantizeLinear", "QuantizeLinear", "Concat"]}
+# The first 8 reproducers, whose committed cells (reports/observed/) name them by these ids.
+FIRST_8 = {f"{CASE.id}/consumers={c}+output_qdq={q}+size={s}"
+           for c in ("two", "one") for q in ("yes", "no") for s in ("detector", "small")}
 
 
-@pytest.mark.parametrize("params", list(CASE.variants()), ids=slug)
+def _chain(model, output: str) -> list:
+    """The op types from a graph output back to the first Conv or Split: what the tail is."""
+    producer, found = producers(model), []
+    while producer[output].op_type not in ("Conv", "Split"):
+        found.append(producer[output].op_type)
+        output = producer[output].input[0]
+    return found
+
+
+@pytest.mark.parametrize("params", VARIANTS, ids=slug)
 def test_each_conv_is_a_target_and_reads_the_one_qdq_activation(params):
     rep = write.build(CASE, params)
     model = rep.model
-    producer = {o: n for n in model.graph.node for o in n.output}
     convs = [n for n in model.graph.node if n.op_type == "Conv"]
-    assert len(convs) == (2 if params["consumers"] == "two" else 1)
+    merged = params["rewrite"] == "merged"
+    assert len(convs) == (1 if merged else CONSUMERS[params["consumers"]])
     assert {c.name for c in convs} == set(rep.target_nodes)
-    assert {c.input[0] for c in convs} == {"x_dq"} and producer["x_dq"].op_type == "DequantizeLinear"
-    requantized = [o.name for o in model.graph.output if producer[o.name].op_type == "DequantizeLinear"]
-    assert len(requantized) == (len(convs) if params["output_qdq"] == "yes" else 0)
+    assert {c.input[0] for c in convs} == {"x_dq"} and producers(model)["x_dq"].op_type == "DequantizeLinear"
+    assert all(_chain(model, o.name) == TAILS[params["output_qdq"]] for o in model.graph.output)
+    assert len(model.graph.output) == (1 if params["output_qdq"] == "concat_qdq" else CONSUMERS[params["consumers"]])
+    kernels = {tuple(attrs(c)["kernel_shape"]) for c in convs}
+    assert kernels == ({(1, 1), (3, 3)} if params["siblings"] == "other_kernel" else
+                       {(3, 3) if params["kernel"] == "3x3" else (1, 1)})
+    assert all(attrs(c).get("pads", [0] * 4) == [attrs(c)["kernel_shape"][0] // 2] * 4 for c in convs)
+    assert {tuple(attrs(c).get("strides", (1, 1))) for c in convs} == (
+        {(1, 1), (2, 2)} if params["siblings"] == "other_stride" else {(1, 1)})
+    scales = [v for k, v in initializers(model).items() if k.startswith("w") and k.endswith("_scale")]
+    assert all(s.ndim == (0 if params["weights"] == "per_tensor" and not merged else 1) for s in scales)
     assert_int8_weights_within_63(rep)
+
+
+def test_the_first_8_reproducers_keep_their_ids_and_the_sweep_stays_small():
+    """The added axes at their first value leave the id; every added value is swept; at most 40 reproducers."""
+    ids = {bundle_id(CASE, p): p for p in VARIANTS}
+    assert FIRST_8 <= set(ids) and len(ids) == len(VARIANTS) <= 40
+    assert all(all(ids[i][k] == v for k, v in CASE.defaults.items()) for i in FIRST_8)
+    assert all({p[axis] for p in VARIANTS} == set(values) for axis, values in CASE.axes.items())
+    triggers = [p for p in VARIANTS if p["consumers"] != "one" and p["output_qdq"] != "no"
+                and p["siblings"] == "alike" and p["rewrite"] == "none"]
+    assert {bundle_id(CASE, dict(p, rewrite="none")) for p in MERGED} == {bundle_id(CASE, p) for p in triggers}
+
+
+@pytest.mark.parametrize("params", MERGED, ids=slug)
+def test_the_merged_form_computes_what_its_twin_does_bit_for_bit(params):
+    """The way around it: one Conv (the twins' weights, per-channel scales and biases concatenated) and a Split;
+    its reference outputs and ONNX Runtime's (optimizations off) equal the unmerged twin's exactly."""
+    rep, twin = write.build(CASE, params), write.build(CASE, dict(params, rewrite="none"))
+    inits, twin_inits = initializers(rep.model), initializers(twin.model)
+    count = CONSUMERS[params["consumers"]]
+    assert np.array_equal(inits["w"], np.concatenate([twin_inits[f"w{k}"] for k in range(count)]))
+    assert np.array_equal(inits["b"], np.concatenate([twin_inits[f"b{k}"] for k in range(count)]))
+    scales = [np.broadcast_to(twin_inits[f"w{k}_scale"], (twin_inits[f"w{k}"].shape[0],)) for k in range(count)]
+    assert np.array_equal(inits["w_scale"], np.concatenate(scales))
+    assert list(inits["split"]) == [twin_inits[f"w{k}"].shape[0] for k in range(count)]
+    assert attrs(only(rep.model, "Split"))["axis"] == 1
+    assert np.array_equal(rep.inputs["x"], twin.inputs["x"])
+    for mine, theirs in ((expected_outputs(rep)[0], expected_outputs(twin)[0]), (run_onnxruntime(rep),
+                                                                              run_onnxruntime(twin))):
+        assert mine.keys() == theirs.keys() and all(np.array_equal(mine[k], theirs[k]) for k in mine)
+    assert rep.output_steps == twin.output_steps
+
+
+def test_a_cell_written_before_the_axes_were_added_is_judged_at_their_first_value():
+    """The committed cells name 8 reproducers without the added axes; the baselines still judge them, and no
+    baseline speaks for a form no committed run has seen."""
+    for version in ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"):
+        for p in VARIANTS:
+            said = CASE.expectation_for("tensorrt", version, p)
+            first = all(p[k] == v for k, v in CASE.defaults.items()) and p["output_qdq"] in ("yes", "no") \
+                and p["consumers"] != "three"
+            assert (said is not None) == first, p
+            if first:
+                old = {k: p[k] for k in ("consumers", "output_qdq", "size")}
+                assert CASE.expectation_for("tensorrt", version, old) == said
 
 
 def test_the_reduced_form_has_the_detectors_shape():
@@ -60,3 +141,10 @@ def test_every_committed_cell_agrees_with_its_baseline(version):
     assert set(verdicts.values()) == {"as observed before"}, verdicts
     failing = {c.bundle for c in cells if c.status == "fail"}
     assert failing == {f"{CASE.id}/consumers=two+output_qdq=yes+size={s}" for s in ("detector", "small")}
+
+
+def test_a_committed_cells_params_rebuild_its_model():
+    """A cell written before the axes were added names 3 parameters; its model is rebuilt byte for byte."""
+    old = {"consumers": "two", "output_qdq": "yes", "size": "small"}
+    full = next(p for p in VARIANTS if bundle_id(CASE, p) == bundle_id(CASE, old))
+    assert write.build(CASE, old).model.SerializeToString() == write.build(CASE, full).model.SerializeToString()
