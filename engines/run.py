@@ -48,7 +48,7 @@ from core.cell import Cell
 from core.cli import ArgumentParser
 from core.engines import ENGINES, spec, variant_label
 from core.portable import portable_command
-from core.tempdirs import owned
+from core.tempdirs import owned, reap
 from engines.base import EngineInfo
 from engines.plan import PROGRESS_PREFIX, Column, pytest_command, summary_path, write_plan
 from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells
@@ -625,6 +625,7 @@ def writable(columns: Sequence[Column], folder: Path, out: Callable[[str], None]
         if stale:
             out(f"engines.run: removed {len(stale)} owner files of runs that were killed "
                 f"({', '.join(p.name for p in stale[:3])}{', ...' if len(stale) > 3 else ''})")
+    reap("qdq-plan-")  # a killed run's plan folder, whether or not this run has cells to run
 
 
 def _parser() -> argparse.ArgumentParser:

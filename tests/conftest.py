@@ -27,14 +27,16 @@ def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ[CACHE_ENV] = before
 
 
-@pytest.fixture(autouse=True)
-def gpu_engines_run_here(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def gpu_engines_run_here() -> Iterator[None]:
     """In-process merges take the local TensorRT cells the tests write as this machine's own (as on a GPU machine):
     the merge refuses a local cell of an engine this machine cannot run (core.engines.runs_here), and the tests that
     are about that refusal say "no GPU here" themselves. A test's subprocess sees the machine as it is."""
     import core.engines
 
-    monkeypatch.setattr(core.engines, "nvidia_gpu_present", lambda *args: True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core.engines, "nvidia_gpu_present", lambda *args: True)
+        yield
 
 
 @pytest.fixture(scope="session")

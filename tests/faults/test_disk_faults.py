@@ -20,7 +20,9 @@ import pytest
 from tests.engines.fakes import cells_argv, write_fake_bundle
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "tests" / "data" / "observed-sample.jsonl"
+# Cells any machine may merge: CPU cells, committed (a subprocess sees the machine as it is, and a local TensorRT cell
+# on a machine with no GPU is refused).
+SAMPLE = REPO / "reports" / "observed" / "cpu-avx2-emulated" / "onnxruntime-1.31.1.jsonl"
 READ_ONLY = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0"'
 FULL = 'mount -t tmpfs -o size=4k tmpfs "$0" && head -c 4096 /dev/zero > "$0/filler"'
 FILLS_UP = 'mount -t tmpfs -o size=8k tmpfs "$0"'  # the owner file takes a page, the results file one more

@@ -355,6 +355,7 @@ def test_the_grid_fits_a_1400_px_window_with_row_labels_told_apart(todays_grid):
     assert sum(map(len, labels)) >= 250
     assert all(len({label for label, _ in group}) == len(group) for group in labels)  # told apart within a case
     assert all(title for group in labels for _, title in group)  # the whole slug on hover
-    # axis=value pairs of the slug (those that vary within the case), spaced so that they wrap
-    assert all(set(label.split(" · ")) <= set(title.split("+")) for group in labels for label, title in group
-               if "=" in title)
+    # axis=value pairs of the slug (those that vary within the case), spaced so that they wrap; an axis the slug leaves
+    # out is one added to the case later, shown at the value its older reproducers have (cases.base.Case.defaults)
+    assert all({p for p in label.split(" · ") if p.split("=")[0] in {t.split("=")[0] for t in title.split("+")}}
+               <= set(title.split("+")) for group in labels for label, title in group if "=" in title)
