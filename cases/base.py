@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
 
+from cases.pattern import Pattern
 from core.engines import ENGINES as _SPECS
 from core.engines import GPU_ARCHITECTURES
 from core.words import STAGES
@@ -166,6 +167,8 @@ class Case:
     # Its outcome depends on the GPU architecture a TensorRT-RTX plan targets: a full run builds it once per swept
     # target (core.engines, the target option's `sweep`), each a column.
     arch_dependent: bool = False
+    # The graph pattern it reproduces, as the lint's rule for it (cases.pattern): every seed case declares one.
+    pattern: Optional[Pattern] = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9_]+", self.id):

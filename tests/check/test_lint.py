@@ -125,8 +125,8 @@ def test_each_finding_says_whether_a_document_or_observed_cells_gave_it_and_whic
     assert all(f.source.startswith("https://") for f in found if f.basis == "documented")
     assert all(f.source.startswith("reports/observed/") for f in found if f.basis == "observed")
     text = to_markdown(found)
-    assert "| **parse fails** | observed (grouped_conv) | reports/observed/" in text
-    assert "| documented (grouped_conv) | https://" in text
+    assert "| **parse fails** | observed (seed 003 grouped_conv) | reports/observed/" in text
+    assert "| documented (seed 003 grouped_conv) | https://" in text
 
 
 def test_an_expectation_whose_source_is_our_own_cells_is_observed_not_documented(tmp_path):
@@ -317,15 +317,17 @@ def test_leave_one_case_out_predicts_a_case_without_what_it_learned_from_that_ca
              for gpu in ("nvidia-h100", "nvidia-h200") for v in ("8.5.3.1", "8.6.0")]
     targets, unbuilt = tool.catalogue_targets(tool.engine_cells(cells), "tensorrt", ["bias_add_after_qdq"])
     assert len(targets) == 8 and not unbuilt and {t.left_out for t in targets} == {("bias_add_after_qdq",)}
-    learned = [r for t in targets for r in compare(t.findings, t.cells)]
+    own = {t.title: [f for f in t.findings if f.case == "bias_add_after_qdq"] for t in targets}
+    learned = [r for t in targets for r in compare(own[t.title], t.cells)]
     assert len(learned) == 16 and all(r.agrees for r in learned)
-    assert not [r for t in targets for r in compare(t.held_out, t.cells)]
+    assert not [f for t in targets for f in t.held_out if f.case == "bias_add_after_qdq"]
     text, held = tool.page(targets, cells, "tensorrt", "python tools/lint-vs-observed.py")
     assert "**The split: leave one case out, by provenance.**" in text
-    assert "**0 misses** (0 of them a network" in text and held["agrees"] == 0
+    assert "**0 misses** (0 of them a network" in text and held["misses"] == 0
+    assert held["agrees"] == 16, "seed 011's observed MatMul cells, another case's, speak for the quantized MatMuls"
     assert "Not held out, for comparison only: the whole lint on the same cells, which it learned from, 0 misses" \
         in text
-    assert "| bias_add_after_qdq | catalogue | 8 | bias_add_after_qdq | 0 | 0 | 0 | 0 / 0 / 32 |" in text
+    assert "| bias_add_after_qdq | catalogue | 8 | bias_add_after_qdq | 0 | 16 | 0 |" in text
 
 
 def test_a_node_the_parser_names_as_refused_is_its_own_miss_and_the_network_is_not_counted_twice():
