@@ -339,3 +339,73 @@ def test_a_node_the_parser_names_as_refused_is_its_own_miss_and_the_network_is_n
     assert (rows[("node", "a")].observed, rows[("node", "a")].agrees) == ("not observable", None)
     unforeseen = {(r.level, r.node): r for r in compare(findings[1:], [cell])}
     assert [k for k, r in unforeseen.items() if r.news] == [("node", "b")], "one miss, at the node the parser named"
+
+
+def _fanout(kernels=(3, 3), outs=(8, 16), tails=("relu_qdq", "relu_qdq"), strides=(1, 1)):
+    """x -> Q/DQ -> one INT8 Conv per kernel (its own output channels and stride) -> its tail: "qdq", "relu_qdq",
+    "identity" or "float" (a graph output straight from the Conv)."""
+    def scalar(name, value, dtype):
+        return numpy_helper.from_array(np.array(value, dtype), name)
+
+    inits = [scalar("s", 0.05, np.float32), scalar("z", 0, np.int8)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="x_q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="x_dq")]
+    outputs = []
+    for k, (kernel, out, tail, stride) in enumerate(zip(kernels, outs, tails, strides)):
+        inits.append(numpy_helper.from_array(np.ones((out, 4, kernel, kernel), np.int8), f"w{k}"))
+        nodes += [helper.make_node("DequantizeLinear", [f"w{k}", "s", "z"], [f"wd{k}"], name=f"w{k}_dq"),
+                  helper.make_node("Conv", ["xd", f"wd{k}"], [f"c{k}"], name=f"conv{k}", kernel_shape=[kernel] * 2,
+                                   strides=[stride] * 2, pads=[kernel // 2] * 4)]
+        last = f"c{k}"
+        if tail == "relu_qdq":
+            nodes.append(helper.make_node("Relu", [last], [f"r{k}"], name=f"relu{k}"))
+            last = f"r{k}"
+        if tail in ("qdq", "relu_qdq"):
+            nodes += [helper.make_node("QuantizeLinear", [last, "s", "z"], [f"q{k}"], name=f"q{k}"),
+                      helper.make_node("DequantizeLinear", [f"q{k}", "s", "z"], [f"y{k}"], name=f"dq{k}")]
+        elif tail == "identity":
+            nodes.append(helper.make_node("Identity", [last], [f"y{k}"], name=f"id{k}"))
+        else:
+            nodes.append(helper.make_node("Relu", [last], [f"y{k}"], name=f"float{k}"))
+        outputs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "fanout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_seed_032_flags_one_qdq_activation_fanned_out_to_two_requantized_convs_as_a_build_failure():
+    found = _by(lint_model(_fanout()), "two_conv_fanout_qdq")
+    assert {f.node for f in found} == {"conv0", "conv1"} and {f.case for f in found} == {"two_conv_fanout_qdq"}
+    assert {f.predicted for f in found} == {"build fails"}
+    for version in ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"):
+        assert any(f.covers(version) for f in found), version
+    assert not any(f.covers("10.8.0.43") for f in found), "nothing observed on 10.x: no prediction there"
+    assert {f.basis for f in found} == {"observed"}
+    sources = {f.source for f in found}
+    assert {"reports/observed/nvidia-h100/seed-032/trt-8.6.0.jsonl",
+            "reports/observed/nvidia-h100/seed-032/trt-8.5.3.1.jsonl",
+            "reports/observed/nvidia-h100/seeds-026-032-x4/trt-8.5.1.7.jsonl"} <= sources
+    assert all((ROOT / s).exists() for s in sources)
+    assert all("catalogue case 032 two_conv_fanout_qdq" in f.detail and "Split" in f.fix for f in found)
+    assert "observed (seed 032 two_conv_fanout_qdq)" in to_markdown(found)
+
+
+@pytest.mark.parametrize("siblings", [
+    {"kernels": (3, 1)},  # another kernel
+    {"strides": (1, 2)},  # another stride
+    {"tails": ("relu_qdq", "float")},  # another tail
+    {"tails": ("qdq", "identity")},  # two typed tails, but not the same kind
+    {"kernels": (3,), "outs": (8,), "tails": ("qdq",), "strides": (1,)},  # one Conv
+])
+def test_seed_032_declines_the_siblings_that_build(siblings):
+    assert not _by(lint_model(_fanout(**siblings)), "two_conv_fanout_qdq")
+
+
+def test_seed_032_matches_identity_tails_too():
+    assert {f.node for f in _by(lint_model(_fanout(tails=("identity", "identity"))), "two_conv_fanout_qdq")} == {
+        "conv0", "conv1"}
+
+
+def test_no_match_says_no_known_problem_not_that_it_builds():
+    text = to_markdown([])
+    assert "No known problem matched" in text and "no prediction that it parses or builds" in text
