@@ -267,10 +267,14 @@ def test_not_observable_is_kept_for_a_failure_the_lint_predicted_at_another_node
         [("model", "build fails", False)], "on 8.5.3.1 no finding foresaw it"
 
 
-def test_no_prediction_for_a_version_is_no_miss_when_it_fails():
+def test_a_network_that_fails_where_no_finding_spoke_is_a_miss_of_no_known_problem():
+    """"No known problem matched" is no prediction that it builds, and the failure counts against the lint."""
     rows = compare([Finding("mm", "x", "==8.5.3.1", "int8", "https://example.org/b")],
                    [_failed_build("user_model/net", "8.6.0")])
-    assert rows == []
+    assert [(r.level, r.predicted, r.observed, r.agrees) for r in rows] == [
+        ("model", "no known problem", "build fails", False)]
+    assert [(r.predicted, r.agrees) for r in compare([], [_failed_build("user_model/net", "8.6.0")])] == [
+        ("no known problem", False)]
 
 
 def test_the_node_report_shows_the_networks_miss_first(tmp_path):
