@@ -20,7 +20,7 @@ from typing import Any, List
 
 from cases.base import Case, Expectation
 from cases.common import ISSUE_2597
-from cases.pattern import Graph, Match, Pattern, activation_dq, compute_with_weights, matches, quantized_after
+from cases.pattern import Graph, Match, Pattern, activation_dq, attr, compute_with_weights, matches, quantized_after
 
 ISSUE_1699 = "https://github.com/NVIDIA/TensorRT/issues/1699"
 ISSUE_2383 = "https://github.com/NVIDIA/TensorRT/issues/2383"
@@ -29,7 +29,8 @@ ISSUE_3412 = "https://github.com/NVIDIA/TensorRT/issues/3412"
 
 def match_q_fusion(g: Graph, n: Any) -> List[Match]:
     """An INT8 ConvTranspose and what follows it: a Q, a Concat then a Q (#2597), or no Q (the Conv is the control)."""
-    if n.op_type != "ConvTranspose" or compute_with_weights(g, n) is None or activation_dq(g, n.input[0]) is None:
+    if n.op_type != "ConvTranspose" or compute_with_weights(g, n) is None or activation_dq(g, n.input[0]) is None \
+            or attr(n, "group", 1) != 1:  # a grouped one is seed 007's: these reproducers are dense
         return []
     out = n.output[0]
     if quantized_after(g, out) is not None:

@@ -29,7 +29,7 @@ ISSUE_1519 = "https://github.com/NVIDIA/TensorRT/issues/1519"
 def match_weight_axis(g: Graph, n: Any) -> List[Match]:
     """An INT8 ConvTranspose: its weights per tensor or per channel on axis 0 or 1, input and output channels."""
     w = compute_with_weights(g, n)
-    if w is None or g.dtype(w.input[0]) != "int8":
+    if w is None or g.dtype(w.input[0]) != "int8" or attr(n, "group", 1) != 1:  # grouped: seed 007's
         return []
     shape = g.const[w.input[0]].shape
     weights = "per_tensor" if scale_size(g, w) <= 1 else f"axis{attr(w, 'axis', 1)}"
