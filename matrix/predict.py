@@ -225,7 +225,7 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     rows: List[Dict[str, Any]] = []
     for i, r in comparisons(findings, cells):
         label = r.engine if not r.setting else f"{r.engine} · {r.setting}"
-        base = finding_row(findings[i], i) if i is not None else dict(MODEL_ROW)
+        base = finding_row(findings[i], i) if i is not None else dict(MODEL_ROW, predicted=r.predicted)
         rows.append(dict(base, version=engine_version_label(label, r.version), hardware=r.hardware,
                          observed=r.observed, ran=True, verdict=AGREEMENT[r.agrees], news=r.news, engine=r.engine,
                          column=r.column))
@@ -260,7 +260,8 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     }
 
 
-# A network's row: the whole model, predicted to build (every finding for that version said a node runs).
+# A network's row: the whole model, predicted to build (every finding for that version said a node runs), or that no
+# known problem matched (no finding spoke about that version); its `predicted` is the comparison's.
 MODEL_ROW = {"node": "", "rule": "", "words": "the network: no failure foreseen", "predicted": BUILDS, "source": "",
              "detail": "", "fix": "", "range": "", "order": -1, "level": "model", "basis": "", "case": ""}
 
