@@ -73,8 +73,8 @@ def test_a_user_models_failure_with_this_signature_names_seed_032_and_where_it_i
     error = ("[graphOptimizer.cpp::chooseHigherPrecision::7079] Error Code 2: Internal Error (Assertion dt1 == "
              "DataType::kFLOAT || dt1 == DataType::kHALF failed. )")
     cell = Cell(bundle="user_model/yolox-0123456789", case="user_model", params={}, digest="d", engine="tensorrt",
-                engine_version="8.6.0", hardware="NVIDIA H200 (sm_90)", status="fail", verdict="new failure", last_stage="load",
-                error=error)
+                engine_version="8.6.0", hardware="NVIDIA H200 (sm_90)", status="fail", verdict="new failure",
+                last_stage="load", error=error)
     judged = rejudge(cell, USER_MODEL)
     assert judged.verdict == "new failure" and judged.signature == CHOOSE_HIGHER_PRECISION.name
     assert judged.explanation.startswith("its error matches seed 032 two_conv_fanout_qdq's signature "
