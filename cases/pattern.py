@@ -66,10 +66,6 @@ class Pattern:
             return []
         return list(self.match(g, node))
 
-    def is_control(self, params: Mapping[str, Any]) -> bool:
-        """Whether a reproducer's parameters are one of the sweep's controls."""
-        return any(all(params.get(k) in v for k, v in c.items()) for c in self.controls)
-
 
 class Graph:
     """A read-only index of one ONNX graph, built once: producers, consumers per tensor, constants and their dtypes,
