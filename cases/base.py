@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple
 
+from cases.pattern import Pattern
 from core.engines import ENGINES as _SPECS
 from core.engines import GPU_ARCHITECTURES
 from core.words import STAGES
@@ -173,6 +174,8 @@ class Case:
     # that value leaves the axis out of its id (so it keeps its id, seed, model and committed cells), and a cell
     # written before the axis existed is judged at that value.
     defaults: Mapping[str, ParamValue] = field(default_factory=dict)
+    # The graph pattern it reproduces, as the lint's rule for it (cases.pattern): every seed case declares one.
+    pattern: Optional[Pattern] = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9_]+", self.id):

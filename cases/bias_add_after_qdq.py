@@ -19,9 +19,30 @@ the Add or none. Targets: the MatMul/Conv and the Add.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case
+from cases.pattern import Graph, Match, Pattern, matches, quantized_after
+from cases.quantized_constant_plugin import int8_dq_constant, quantized_producer, scalar_int8_dq
 
 ORT_QUANTIZE_PY = "https://github.com/microsoft/onnxruntime/blob/main/onnxruntime/python/tools/quantization/quantize.py"
+
+
+def match_bias_add(g: Graph, n: Any) -> List[Match]:
+    """An INT8 initializer -> DequantizeLinear added to a Q/DQ MatMul or Conv's output: a bias Add of its own."""
+    consts = [i for i in n.input if int8_dq_constant(g, i) and not scalar_int8_dq(g, i)]
+    other = [i for i in n.input if i not in consts]
+    op = quantized_producer(g, other[0]) if consts and other else ""
+    if not op:
+        return []
+    output_qdq = quantized_after(g, n.output[0]) is not None
+    return matches(n, {"op": op, "bias": "int8_dq", "output_qdq": output_qdq},
+                   target="node_of_sum" if output_qdq else "node_of_y")
+
+
+PATTERN = Pattern(rules={"bias_add_after_qdq": "bias Add after a Q/DQ MatMul or Conv"}, ops=("Add",),
+                  match=match_bias_add, controls=({"bias": ("float",)},))
+
 
 CASE = Case(
     id="bias_add_after_qdq",
@@ -33,4 +54,5 @@ CASE = Case(
     signatures=(),
     expectations=(),
     builder="generators.bias_add_after_qdq:build",
+    pattern=PATTERN,
 )

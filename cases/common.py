@@ -243,3 +243,20 @@ CONV_WITHOUT_KERNEL_SHAPE = Expectation(
     "tensorrt", ">=8.0,<9", "fail", CONV_MULTI_INPUT_8X, stage="load",
     note="'The input tensor shape misaligns with the input kernel shape.' without the attribute",
 )
+
+
+# ---- producer fixes the lint names beside a finding (cases' patterns and check.lint's own rules) ----
+
+QUANTIZE_STATIC = "onnxruntime.quantization.quantize_static"
+FIX_SYMMETRIC_INT8 = (f'{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, '
+                      'extra_options={"ActivationSymmetric": True})')
+FIX_STATIC_QDQ = f"{QUANTIZE_STATIC}(..., quant_format=QuantFormat.QDQ) instead of quantize_dynamic / QOperator"
+# TensorRT for RTX 1.7.1.116's parser (the 10.x generation) refuses the same INT32 bias DequantizeLinear: "... input has
+# type Int32 but must have type FP8, FP4, Int4, Int8, or UInt8" (the producer models, checked ahead of time here).
+DQ_INT32_RTX_OBSERVED = "reports/observed/no-gpu/check/tensorrt-rtx-1.7.1.116.jsonl"
+DQ_INT32_RTX = Expectation(
+    "tensorrt-rtx", "==1.7.1.116", "fail", DQ_INT32_RTX_OBSERVED, stage="load", basis="baseline",
+    hardware="no GPU: ahead-of-time build (default: SM80 SM86 SM89 SM120 SM121)",
+    note="'input has type Int32 but must have type FP8, FP4, Int4, Int8, or UInt8' (observed on the producer models' "
+    "INT32 bias DequantizeLinear nodes)",
+)

@@ -13,11 +13,36 @@ Concat (a 1x1 INT8 Conv, or the graph output). Numerics are counted in the Conca
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case
 from cases.common import ISSUE_2597
+from cases.pattern import Graph, Match, Pattern, activation_dq, matches, quantized_after, through_qdq
 
 ISSUE_3861 = "https://github.com/NVIDIA/TensorRT/issues/3861"
 ISSUE_4401 = "https://github.com/NVIDIA/TensorRT/issues/4401"
+
+
+def match_concat(g: Graph, n: Any) -> List[Match]:
+    """A Concat of Q/DQ inputs: scales equal or not (requantized), a Q/DQ after it, an INT8 Conv reading it or not."""
+    dqs = [activation_dq(g, i) for i in n.input]
+    if len(dqs) < 2 or any(d is None for d in dqs):
+        return []
+    q = quantized_after(g, n.output[0])
+    scales = [g.const.get(d.input[1]) for d in dqs] + ([g.const.get(q.input[1])] if q is not None else [])
+    if any(s is None for s in scales):
+        return []
+    equal = len({tuple(s.reshape(-1).tolist()) for s in scales}) == 1
+    tensor, _ = through_qdq(g, n.output[0])
+    consumer = ("conv" if any(u.op_type == "Conv" for u in g.users(tensor)) else
+                "none" if tensor in g.outputs else "")
+    params = {"scales": "equal" if equal else "different", "output_qdq": q is not None,
+              **({"consumer": consumer} if consumer else {})}
+    return matches(n, params, target="node_of_cat")
+
+
+PATTERN = Pattern(rules={"concat_requant": "Concat of Q/DQ inputs"}, ops=("Concat",), match=match_concat)
+
 
 CASE = Case(
     id="concat_requant",
@@ -30,4 +55,5 @@ CASE = Case(
     signatures=(),
     expectations=(),
     builder="generators.concat_requant:build",
+    pattern=PATTERN,
 )

@@ -14,8 +14,11 @@ the depthwise kernel-4 variants.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import NO_IMPLEMENTATION
+from cases.pattern import Graph, Match, Pattern, attr, compute_with_weights, matches, quantized_after
 
 ISSUE_2280 = "https://github.com/NVIDIA/TensorRT/issues/2280"
 ISSUE_1934 = "https://github.com/NVIDIA/TensorRT/issues/1934"
@@ -24,6 +27,28 @@ ISSUE_1934 = "https://github.com/NVIDIA/TensorRT/issues/1934"
 _DEPTHWISE_K4 = {"groups": (16,), "kernel": (4,)}
 _NOTE = ("the thread's node is CenterNet's depthwise 4x4 stride-2 ConvTranspose (read from its name "
          "backbone.ida_up.up_1); its weight granularity and what follows it are not shown")
+
+
+def match_grouped_transpose(g: Graph, n: Any) -> List[Match]:
+    """A grouped or depthwise INT8 ConvTranspose (a dense one is the control), its kernel, its output Q/DQ."""
+    w = compute_with_weights(g, n)
+    groups = attr(n, "group", 1)
+    if w is None or groups <= 1:
+        return []
+    kernel = (attr(n, "kernel_shape") or list(g.const[w.input[0]].shape[2:]) or [0])[0]
+    output_qdq = quantized_after(g, n.output[0]) is not None
+    params = {"output_qdq": output_qdq, **({"groups": groups} if groups in CASE.axes["groups"] else {}),
+              **({"kernel": kernel} if kernel in CASE.axes["kernel"] else {})}
+    return matches(n, params, target="node_of_up" if output_qdq else "node_of_y")
+
+
+PATTERN = Pattern(
+    rules={"convtranspose_grouped": "INT8 grouped ConvTranspose"},
+    ops=("ConvTranspose",),
+    match=match_grouped_transpose,
+    controls=({"groups": (1,)},),
+)
+
 
 CASE = Case(
     id="convtranspose_grouped",
@@ -44,4 +69,5 @@ CASE = Case(
         ),
     ),
     builder="generators.convtranspose_grouped:build",
+    pattern=PATTERN,
 )

@@ -16,12 +16,40 @@ format in the evidence (Int8: the Q was fused; Float: it was not). The one expec
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import ISSUE_2597
+from cases.pattern import Graph, Match, Pattern, activation_dq, attr, compute_with_weights, matches, quantized_after
 
 ISSUE_1699 = "https://github.com/NVIDIA/TensorRT/issues/1699"
 ISSUE_2383 = "https://github.com/NVIDIA/TensorRT/issues/2383"
 ISSUE_3412 = "https://github.com/NVIDIA/TensorRT/issues/3412"
+
+
+def match_q_fusion(g: Graph, n: Any) -> List[Match]:
+    """An INT8 ConvTranspose and what follows it: a Q, a Concat then a Q (#2597), or no Q (the Conv is the control)."""
+    if n.op_type != "ConvTranspose" or compute_with_weights(g, n) is None or activation_dq(g, n.input[0]) is None \
+            or attr(n, "group", 1) != 1:  # a grouped one is seed 007's: these reproducers are dense
+        return []
+    out = n.output[0]
+    if quantized_after(g, out) is not None:
+        follower = "q"
+    elif any(u.op_type == "Concat" and quantized_after(g, u.output[0]) is not None for u in g.users(out)):
+        follower = "concat_q"
+    else:
+        follower = "none"
+    return matches(n, {"op": "conv_transpose", "follower": follower},
+                   target="node_of_y" if follower == "none" else "node_of_up")
+
+
+PATTERN = Pattern(
+    rules={"convtranspose_q_fusion": "INT8 ConvTranspose and the Q after it"},
+    ops=("ConvTranspose",),
+    match=match_q_fusion,
+    controls=({"op": ("conv",)},),
+)
+
 
 CASE = Case(
     id="convtranspose_q_fusion",
@@ -41,4 +69,5 @@ CASE = Case(
         ),
     ),
     builder="generators.convtranspose_q_fusion:build",
+    pattern=PATTERN,
 )

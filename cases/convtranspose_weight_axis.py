@@ -15,12 +15,35 @@ is not supported" for weights (64, 55, 2, 2) with 55 scales, i.e. per output cha
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
+from cases.pattern import Graph, Match, Pattern, attr, compute_with_weights, matches, scale_size
 
 ISSUE_1694 = "https://github.com/NVIDIA/TensorRT/issues/1694"
 ISSUE_1961 = "https://github.com/NVIDIA/TensorRT/issues/1961"
 ISSUE_2380 = "https://github.com/NVIDIA/TensorRT/issues/2380"
 ISSUE_1519 = "https://github.com/NVIDIA/TensorRT/issues/1519"
+
+
+def match_weight_axis(g: Graph, n: Any) -> List[Match]:
+    """An INT8 ConvTranspose: its weights per tensor or per channel on axis 0 or 1, input and output channels."""
+    w = compute_with_weights(g, n)
+    if w is None or g.dtype(w.input[0]) != "int8" or attr(n, "group", 1) != 1:  # grouped: seed 007's
+        return []
+    shape = g.const[w.input[0]].shape
+    weights = "per_tensor" if scale_size(g, w) <= 1 else f"axis{attr(w, 'axis', 1)}"
+    params = {"channels": "equal" if shape[0] == shape[1] * attr(n, "group", 1) else "different"}
+    params.update({"weights": weights} if weights in CASE.axes["weights"] else {})
+    return matches(n, params, target="node_of_up")
+
+
+PATTERN = Pattern(
+    rules={"convtranspose_weight_axis": "INT8 ConvTranspose weights per channel"},
+    ops=("ConvTranspose",),
+    match=match_weight_axis,
+)
+
 
 CASE = Case(
     id="convtranspose_weight_axis",
@@ -40,4 +63,5 @@ CASE = Case(
         ),
     ),
     builder="generators.convtranspose_weight_axis:build",
+    pattern=PATTERN,
 )

@@ -21,14 +21,30 @@ zero points ("Non-zero zero point is not supported"). TensorRT 8.x: opset 21, no
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import NONZERO_ZERO_POINT
+from cases.pattern import Graph, Match, Pattern, attr, matches
 
 OV_32917 = "https://github.com/openvinotoolkit/openvino/pull/32917"
 OV_32918 = "https://github.com/openvinotoolkit/openvino/pull/32918"
 
 # (input shape, scale shape) per blocked axis, blocks of 2: the PR's example and the same data on axes 0 and 2.
 SHAPES = {0: ((4, 2), (2, 2)), 1: ((2, 4), (2, 2)), 2: ((2, 1, 4), (2, 1, 2))}
+
+
+def match_blocked_axis(g: Graph, n: Any) -> List[Match]:
+    """A blocked DequantizeLinear (block_size) of an activation, by the axis its blocks run along."""
+    if not attr(n, "block_size", 0) or n.input[0] in g.const:
+        return []
+    axis = attr(n, "axis", 1)
+    return matches(n, {"axis": axis} if axis in CASE.axes["axis"] else {}, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"dq_blocked_axis": "blocked DequantizeLinear along an axis"}, ops=("DequantizeLinear",),
+                  match=match_blocked_axis)
+
 
 CASE = Case(
     id="dq_blocked_axis",
@@ -58,4 +74,5 @@ CASE = Case(
     builder="generators.dq_blocked_axis:build",
     arch_dependent=True,
     opset=21,
+    pattern=PATTERN,
 )

@@ -27,14 +27,34 @@ blocks. Target: the DequantizeLinear.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import NONZERO_ZERO_POINT
+from cases.pattern import Graph, Match, Pattern, attr, matches
 
 ISSUE_32730 = "https://github.com/microsoft/onnxruntime/issues/32730"
 ORT_32734 = "https://github.com/microsoft/onnxruntime/pull/32734"
 
 # (input shape, block size): the rows of #32730's scope table, blocks along axis 0.
 SHAPES = {"8_block4": ((8,), 4), "64_block16": ((64,), 16), "64x27_block16": ((64, 27), 16)}
+
+
+def match_blocked_activation(g: Graph, n: Any) -> List[Match]:
+    """A blocked DequantizeLinear (block_size) of an activation, not of weights: its shape and block, its zero point."""
+    block = attr(n, "block_size", 0)
+    if not block or n.input[0] in g.const:
+        return []
+    shape = g.shapes.get(n.input[0], ())
+    key = "x".join(str(d) for d in shape) + f"_block{block}"
+    params = {"zero_point": "thread" if len(n.input) > 2 and n.input[2] else "none",
+              **({"shape": key} if key in CASE.axes["shape"] else {})}
+    return matches(n, params, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"dq_blocked_activation": "blocked DequantizeLinear of an activation"},
+                  ops=("DequantizeLinear",), match=match_blocked_activation)
+
 
 CASE = Case(
     id="dq_blocked_rank1",
@@ -56,4 +76,5 @@ CASE = Case(
     builder="generators.dq_blocked_rank1:build",
     arch_dependent=True,
     opset=21,
+    pattern=PATTERN,
 )

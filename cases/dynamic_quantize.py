@@ -20,8 +20,11 @@ quantize_dynamic really emits for a small float MatMul and a small float Conv.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
-from cases.common import OPERATORS_MD, OPERATORS_MD_10_1, OPERATORS_MD_10_15, ort_u8s8_saturation
+from cases.common import FIX_STATIC_QDQ, OPERATORS_MD, OPERATORS_MD_10_1, OPERATORS_MD_10_15, ort_u8s8_saturation
+from cases.pattern import Graph, Match, Pattern, matches
 
 ISSUE_3963 = "https://github.com/NVIDIA/TensorRT/issues/3963"
 # The cross-check column: ONNX Runtime's CPU ConvInteger has no kernel for uint8 activations with
@@ -30,6 +33,26 @@ ORT_12558 = "https://github.com/microsoft/onnxruntime/issues/12558"
 ORT_15888 = "https://github.com/microsoft/onnxruntime/issues/15888"
 # Observed (a baseline): TensorRT-RTX 1.7.1.116's parser on this case, ahead of time on an H100 machine.
 OBSERVED_RTX_17 = "reports/observed/nvidia-h100/rtx-1.7.1.116.jsonl"
+
+
+def match_dynamic(g: Graph, n: Any) -> List[Match]:
+    """DynamicQuantizeLinear (by what reads it) and the integer ops ConvInteger, MatMulInteger: no TensorRT importer."""
+    if n.op_type == "DynamicQuantizeLinear":
+        users = {u.op_type for o in n.output for u in g.users(o)}
+        variant = ("dql_matmulinteger" if "MatMulInteger" in users else
+                   "dql_convinteger" if "ConvInteger" in users else "dql_alone")
+        return matches(n, {"variant": variant})
+    variant = "dql_matmulinteger" if n.op_type == "MatMulInteger" else "dql_convinteger"
+    return matches(n, {"variant": variant}, rule="integer_op", target="node_of_y")
+
+
+PATTERN = Pattern(
+    rules={"dynamic_quantize_linear": "DynamicQuantizeLinear", "integer_op": "integer op (ConvInteger/MatMulInteger)"},
+    ops=("DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"),
+    match=match_dynamic,
+    fix=FIX_STATIC_QDQ,
+)
+
 
 CASE = Case(
     id="dynamic_quantize",
@@ -107,4 +130,5 @@ CASE = Case(
         *ort_u8s8_saturation({"variant": ("dql_matmulinteger",)}),
     ),
     builder="generators.dynamic_quantize:build",
+    pattern=PATTERN,
 )

@@ -23,14 +23,34 @@ defaults or with #4698's symmetric options. Targets: the Gather and its Dequanti
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case
 from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_by_version, ort_u8s8_saturation
+from cases.pattern import Graph, Match, Pattern, matches
 
 ISSUE_4698 = "https://github.com/NVIDIA/TensorRT/issues/4698"
 # The Linear's u8s8 MatMulInteger whose pair sums saturate ONNX Runtime's AVX2 kernels (seed 002's story).
 SATURATING = {"graph": ("gather_add_matmul",), "options": ("symmetric",)}
 ORT_GATHER_QUANT = ("https://github.com/microsoft/onnxruntime/blob/main/onnxruntime/python/tools/quantization/"
                     "operators/gather.py")
+
+
+def match_quantized_embedding(g: Graph, n: Any) -> List[Match]:
+    """A Gather from a quantized table into a DequantizeLinear (quantize_dynamic's embedding), then an Add."""
+    if n.input[0] not in g.const or g.dtype(n.input[0]) not in ("uint8", "int8"):
+        return []
+    dq = next((u for u in g.users(n.output[0]) if u.op_type == "DequantizeLinear"), None)
+    add = next((u for u in g.users(dq.output[0]) if u.op_type == "Add"), None) if dq is not None else None
+    if add is None:
+        return []
+    dynamic = any(u.op_type == "DynamicQuantizeLinear" for u in g.users(add.output[0]))
+    return matches(n, {"graph": "gather_add_matmul" if dynamic else "gather_add"})
+
+
+PATTERN = Pattern(rules={"quantized_embedding": "quantized embedding Gather"}, ops=("Gather",),
+                  match=match_quantized_embedding)
+
 
 CASE = Case(
     id="dynamic_quantize_asymmetric",
@@ -48,4 +68,5 @@ CASE = Case(
         *ort_u8s8_saturation(SATURATING),
     ),
     builder="generators.dynamic_quantize_asymmetric:build",
+    pattern=PATTERN,
 )

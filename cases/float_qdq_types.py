@@ -26,15 +26,37 @@ in seed 021. TensorRT 8.x has none of these types.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.low_precision import RTX_HW_SPECIFIC, trt8_cannot_parse
 from cases.mxfp8_block_scales import RTX_E8M0_INITIALIZER
+from cases.pattern import Graph, Match, Pattern, matches, weight_dequantize, zero_point_type
 
 OV_34364 = "https://github.com/openvinotoolkit/openvino/pull/34364"
 OV_37171 = "https://github.com/openvinotoolkit/openvino/pull/37171"
 
 FP8 = {"form": ("fp8_e4m3_qdq",)}
 FP4 = {"form": ("fp4_e2m1_qdq", "fp4_e8m0_matmul")}
+
+
+def match_float_types(g: Graph, n: Any) -> List[Match]:
+    """A Q -> DQ to FP8 E4M3 or FP4 E2M1, or a MatMul of FP4 weights with float8e8m0 block scales."""
+    if n.op_type == "QuantizeLinear":
+        kind = zero_point_type(g, n)
+        form = "fp8_e4m3_qdq" if kind.startswith("float8_e4m3") else "fp4_e2m1_qdq" if kind.startswith("float4") else ""
+        if not form or not any(u.op_type == "DequantizeLinear" for u in g.users(n.output[0])):
+            return []
+        return matches(n, {"form": form}, target="node_of_y")
+    dq = weight_dequantize(g, n.input[1]) if len(n.input) > 1 else None
+    if dq is None or not g.dtype(dq.input[0]).startswith("float4") or "e8m0" not in g.dtype(dq.input[1]):
+        return []
+    return matches(n, {"form": "fp4_e8m0_matmul"}, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"float_qdq_types": "FP8/FP4 Q/DQ types"}, ops=("QuantizeLinear", "MatMul"),
+                  match=match_float_types)
+
 
 CASE = Case(
     id="float_qdq_types",
@@ -58,4 +80,5 @@ CASE = Case(
     builder="generators.float_qdq_types:build",
     arch_dependent=True,
     opset=24,
+    pattern=PATTERN,
 )

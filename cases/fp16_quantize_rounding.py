@@ -26,10 +26,31 @@ positive) in some runs and at build in others, on one machine too, so file their
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
+from cases.pattern import Graph, Match, Pattern, matches, zero_point_type
 
 ORT_32452 = "https://github.com/microsoft/onnxruntime/pull/32452"
 ISSUE_18576 = "https://github.com/microsoft/onnxruntime/issues/18576"
+
+
+def match_fp16_quantize(g: Graph, n: Any) -> List[Match]:
+    """An INT8 QuantizeLinear of float16 values (a float16 scale): its output a graph output or dequantized again."""
+    if g.dtype(n.input[1]) != "float16" or zero_point_type(g, n) != "int8":
+        return []
+    if n.output[0] in g.outputs:
+        output = "int8"
+    elif any(u.op_type == "DequantizeLinear" for u in g.users(n.output[0])):
+        output = "dequantized"
+    else:
+        return []
+    return matches(n, {"output": output}, target="node_of_x_q")
+
+
+PATTERN = Pattern(rules={"fp16_quantize": "INT8 QuantizeLinear of float16 values"}, ops=("QuantizeLinear",),
+                  match=match_fp16_quantize)
+
 
 CASE = Case(
     id="fp16_quantize_rounding",
@@ -54,4 +75,5 @@ CASE = Case(
     builder="generators.fp16_quantize_rounding:build",
     arch_dependent=True,
     opset=19,
+    pattern=PATTERN,
 )

@@ -28,8 +28,20 @@ such a pair "runs disagree", never an error the upgrade changed.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Params, Signature
 from cases.common import DEQUANTIZE_LINEAR
+from cases.pattern import (
+    Graph,
+    Match,
+    Pattern,
+    activation_dq,
+    compute_with_weights,
+    matches,
+    scale_size,
+    zero_point_type,
+)
 
 ISSUE_4832 = "https://github.com/NVIDIA/TensorRT/issues/4832"
 
@@ -49,6 +61,26 @@ CHAIN = {"graph": ("dq_cast_after_reshape_slice",), "weights": ("none",)}
 def _weights_fit_graph(params: Params) -> bool:
     """The Conv and MatMul have weights; #4832's DQ after the reshape chain has none."""
     return (params["graph"] == "dq_cast_after_reshape_slice") == (params["weights"] == "none")
+
+
+
+def match_fp16_scale(g: Graph, n: Any) -> List[Match]:
+    """INT8 Q/DQ with float16 scales: into a Conv or MatMul (and its weights), or #4832's DQ after Reshape/Slice."""
+    if n.op_type == "DequantizeLinear":
+        if g.dtype(n.input[1]) != "float16" or g.op(n.input[0]) not in ("Slice", "Reshape", "Transpose") \
+                or not any(u.op_type == "Cast" for u in g.users(n.output[0])):
+            return []
+        return matches(n, {"graph": "dq_cast_after_reshape_slice", "weights": "none"}, target="node_of_x_dq")
+    x = activation_dq(g, n.input[0])
+    if x is None or g.dtype(x.input[1]) != "float16" or zero_point_type(g, x) != "int8":
+        return []
+    w = compute_with_weights(g, n)
+    weights = "none" if w is None else "per_channel" if scale_size(g, w) > 1 else "per_tensor"
+    return matches(n, {"graph": n.op_type.lower(), "weights": weights}, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"fp16_scale_qdq": "INT8 Q/DQ with float16 scales"}, ops=("Conv", "MatMul", "DequantizeLinear"),
+                  match=match_fp16_scale)
 
 
 CASE = Case(
@@ -80,4 +112,5 @@ CASE = Case(
     arch_dependent=True,
     valid=_weights_fit_graph,
     opset=19,
+    pattern=PATTERN,
 )

@@ -28,6 +28,8 @@ an FP4 Q/DQ per tensor (W4A4). Opset 23, IR 11. Target: the Conv or MatMul.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
 from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
 from cases.low_precision import (
@@ -39,6 +41,7 @@ from cases.low_precision import (
     rtx_fp4_gemm,
     trt8_cannot_parse,
 )
+from cases.pattern import Graph, Match, Pattern, attr, matches, weight_dequantize
 
 ISSUE_4833 = "https://github.com/NVIDIA/TensorRT/issues/4833"
 
@@ -60,6 +63,35 @@ RTX_NOT_CONSTANT = Signature(
 )
 W4A16_CONV = {"op": ("conv",), "weights": ("per_tensor",), "activations": ("w4a16",)}
 W4A4_CONV = {"op": ("conv",), "weights": ("per_tensor",), "activations": ("w4a4",)}
+
+
+def fp4_weights(g: Graph, n: Any) -> Any:
+    """The DequantizeLinear of a Conv's or MatMul's FP4 E2M1 weights, or None."""
+    dq = weight_dequantize(g, n.input[1]) if len(n.input) > 1 else None
+    return dq if dq is not None and g.dtype(dq.input[0]).startswith("float4") else None
+
+
+def two_level(g: Graph, dq: Any) -> bool:
+    """The DQ's scale is itself a DequantizeLinear of an FP8 initializer (NVFP4's block scales)."""
+    scale = g.producer.get(dq.input[1])
+    return scale is not None and scale.op_type == "DequantizeLinear" and "float8" in g.dtype(scale.input[0])
+
+
+def match_fp4(g: Graph, n: Any) -> List[Match]:
+    """FP4 weights with one scale level (two levels are seed 020's): per tensor or blocked, W4A16 or W4A4."""
+    dq = fp4_weights(g, n)
+    if dq is None or two_level(g, dq):
+        return []
+    x = g.producer.get(n.input[0])
+    w4a4 = x is not None and x.op_type == "DequantizeLinear" and len(x.input) > 2 and g.dtype(x.input[2]).startswith(
+        "float4")
+    params = {"op": n.op_type.lower(), "weights": "blocked" if attr(dq, "block_size") else "per_tensor",
+              "activations": "w4a4" if w4a4 else "w4a16"}
+    return matches(n, params, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"fp4_weight_only": "FP4 weights"}, ops=("Conv", "MatMul"), match=match_fp4)
+
 
 CASE = Case(
     id="fp4_weight_only",
@@ -91,4 +123,5 @@ CASE = Case(
     builder="generators.fp4_weight_only:build",
     arch_dependent=True,
     opset=23,
+    pattern=PATTERN,
 )

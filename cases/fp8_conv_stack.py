@@ -23,11 +23,37 @@ Targets: the three Convs.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import OPERATORS_MD_8_6
 from cases.common import RTX_ISSUE_35 as ISSUE_RTX_35
+from cases.pattern import (
+    Graph,
+    Match,
+    Pattern,
+    activation_dq,
+    compute_with_weights,
+    matches,
+    scale_size,
+    zero_point_type,
+)
 
 ISSUE_4817 = "https://github.com/NVIDIA/TensorRT/issues/4817"
+
+
+def match_fp8_conv(g: Graph, n: Any) -> List[Match]:
+    """A Conv with FP8 weights and FP8 Q/DQ activations (ModelOpt's FP8 CNN form), its weight scales and float type."""
+    w, x = compute_with_weights(g, n), activation_dq(g, n.input[0])
+    if w is None or x is None or "float8" not in g.dtype(w.input[0]) or "float8" not in zero_point_type(g, x):
+        return []
+    params = {"weights": "per_channel" if scale_size(g, w) > 1 else "per_tensor",
+              "activation": "float16" if g.dtype(x.input[1]) == "float16" else "float32"}
+    return matches(n, params)
+
+
+PATTERN = Pattern(rules={"fp8_conv_stack": "FP8 Conv stack"}, ops=("Conv",), match=match_fp8_conv)
+
 
 CASE = Case(
     id="fp8_conv_stack",
@@ -58,4 +84,5 @@ CASE = Case(
     builder="generators.fp8_conv_stack:build",
     arch_dependent=True,
     opset=19,
+    pattern=PATTERN,
 )

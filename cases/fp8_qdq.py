@@ -21,14 +21,38 @@ activations per tensor and FP8 weights per tensor or per output channel, float32
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import OPERATORS_MD_8_6, QUANTIZE_LINEAR, RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
+from cases.pattern import Graph, Match, Pattern, matches
 
 ONNX_4805 = "https://github.com/onnx/onnx/pull/4805"
 
 GEMMS = {"op": ("matmul", "gemm")}
 FP8_GEMM_NOTE = ("'FP8 is only supported for matrix multiplications (GEMM) on Ada and later architectures (compute "
                  "capability 8.9 or later)'; support matrix FP8: Yes on 12.0 and 8.9, No on 8.6 and 7.5")
+
+
+def fp8_dq(g: Graph, tensor: str) -> bool:
+    """tensor is a DequantizeLinear output whose input is FP8: an FP8 initializer, or a QuantizeLinear's FP8 output."""
+    p = g.producer.get(tensor)
+    if p is None or p.op_type != "DequantizeLinear":
+        return False
+    if p.input[0] in g.const:
+        return "float8" in g.dtype(p.input[0])
+    return len(p.input) > 2 and "float8" in g.dtype(p.input[2])
+
+
+def match_fp8(g: Graph, n: Any) -> List[Match]:
+    """A MatMul, Gemm or Conv whose weights are FP8 E4M3 through DequantizeLinear."""
+    if len(n.input) < 2 or not fp8_dq(g, n.input[1]):
+        return []
+    return matches(n, {"op": n.op_type.lower()}, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"fp8_gemm": "FP8 GEMM or Conv"}, ops=("MatMul", "Gemm", "Conv"), match=match_fp8)
+
 
 CASE = Case(
     id="fp8_qdq",
@@ -52,4 +76,5 @@ CASE = Case(
     builder="generators.fp8_qdq:build",
     arch_dependent=True,
     opset=19,
+    pattern=PATTERN,
 )

@@ -14,8 +14,18 @@ The sweep is what finds out.
 
 from __future__ import annotations
 
+from typing import Any, Dict, List, Optional, Tuple
+
 from cases.base import Case, Expectation, Params
-from cases.common import ISSUE_4060, NO_IMPLEMENTATION, NONZERO_ZERO_POINT, OPERATORS_MD, nonzero_zero_point_by_version
+from cases.common import (
+    FIX_SYMMETRIC_INT8,
+    ISSUE_4060,
+    NO_IMPLEMENTATION,
+    NONZERO_ZERO_POINT,
+    OPERATORS_MD,
+    nonzero_zero_point_by_version,
+)
+from cases.pattern import Graph, Match, Pattern, attr, matches, scale_size, zero_point_type
 
 ISSUE_3385 = "https://github.com/NVIDIA/TensorRT/issues/3385"
 NVINFER_H = "https://github.com/NVIDIA/TensorRT/blob/main/include/NvInfer.h"
@@ -26,6 +36,47 @@ NVINFER_H = "https://github.com/NVIDIA/TensorRT/blob/main/include/NvInfer.h"
 def _epilogue_before_q(params: Params) -> bool:
     """The epilogues reproduce #3385, whose patterns all end in a Q: only with output Q/DQ."""
     return params["epilogue"] == "none" or bool(params["output_qdq"])
+
+
+
+def epilogue(g: Graph, out: str) -> Tuple[str, str]:
+    """("none" | "relu" | "swish", the tensor the epilogue ends in) after a Conv output."""
+    users = g.users(out)
+    if len(users) == 1 and users[0].op_type == "Relu":
+        return "relu", users[0].output[0]
+    ops = {u.op_type: u for u in users}
+    if len(users) == 2 and set(ops) == {"Sigmoid", "Mul"} and ops["Sigmoid"].output[0] in ops["Mul"].input:
+        return "swish", ops["Mul"].output[0]
+    return "none", out
+
+
+def grouped_conv_params(g: Graph, n: Any) -> Optional[Dict[str, Any]]:
+    """This case's parameters for an INT8 Conv with group > 1, or None."""
+    if n.op_type != "Conv" or len(n.input) < 2 or attr(n, "group", 1) <= 1:
+        return None
+    wdq, xdq = g.producer.get(n.input[1]), g.producer.get(n.input[0])
+    if wdq is None or xdq is None or wdq.op_type != "DequantizeLinear" or xdq.op_type != "DequantizeLinear" \
+            or wdq.input[0] not in g.const:
+        return None
+    kind, tail = epilogue(g, n.output[0])
+    return {
+        "cpg": int(g.const[wdq.input[0]].shape[1]),
+        "weights": "per_channel" if scale_size(g, wdq) > 1 else "per_tensor",
+        "activation": "uint8" if zero_point_type(g, xdq) == "uint8" else "int8",
+        "output_qdq": any(u.op_type == "QuantizeLinear" for u in g.users(tail)),
+        "epilogue": kind,
+    }
+
+
+def match_grouped(g: Graph, n: Any) -> List[Match]:
+    """An INT8 grouped or depthwise Conv whose channels per group the sweep covers."""
+    params = grouped_conv_params(g, n)
+    if params is None or params["cpg"] not in CASE.axes["cpg"]:
+        return []
+    return matches(n, params, fix="" if params["activation"] == "int8" else FIX_SYMMETRIC_INT8)
+
+
+PATTERN = Pattern(rules={"grouped_conv": "INT8 grouped Conv"}, ops=("Conv",), match=match_grouped)
 
 
 CASE = Case(
@@ -95,4 +146,5 @@ CASE = Case(
     ),
     builder="generators.grouped_conv:build",
     valid=_epilogue_before_q,
+    pattern=PATTERN,
 )

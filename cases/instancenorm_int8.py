@@ -22,7 +22,10 @@ every tensor (so int8_ranges="none" fails to build).
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
+from cases.pattern import Graph, Match, Pattern, matches
 
 ISSUE_3659 = "https://github.com/NVIDIA/TensorRT/issues/3659"
 ISSUE_3603 = "https://github.com/NVIDIA/TensorRT/issues/3603"
@@ -33,6 +36,19 @@ SAMPLE_INT8_API = "https://github.com/NVIDIA/TensorRT/tree/main/samples/sampleIN
 ISSUE_2966 = "https://github.com/NVIDIA/TensorRT/issues/2966"
 # "TensorRT 11.x removes all weak typing APIs": BuilderFlag.INT8 and the INT8 calibrator are gone.
 MIGRATION_11 = "https://docs.nvidia.com/deeplearning/tensorrt/11.4.0/api/migration/tensorrt-10x-to-11x.html"
+
+
+def match_instancenorm(g: Graph, n: Any) -> List[Match]:
+    """An InstanceNormalization in a model with no Q/DQ: an INT8 build would have no scales for it (#3659)."""
+    return [] if g.quantized else matches(n, {}, target="node_of_norm")
+
+
+PATTERN = Pattern(
+    rules={"instancenorm_int8": "InstanceNormalization in an INT8 build without scales"},
+    ops=("InstanceNormalization",),
+    match=match_instancenorm,
+)
+
 
 CASE = Case(
     id="instancenorm_int8",
@@ -68,4 +84,5 @@ CASE = Case(
         ),
     ),
     builder="generators.instancenorm_int8:build",
+    pattern=PATTERN,
 )

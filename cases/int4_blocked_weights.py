@@ -21,6 +21,8 @@ activations (the scale's type, so the DQ's output type). Weight-only: no Q on th
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Params
 from cases.common import (
     NONZERO_ZERO_POINT,
@@ -29,6 +31,7 @@ from cases.common import (
     RTX_SUPPORT_MATRIX,
     nonzero_zero_point_by_version,
 )
+from cases.pattern import Graph, Match, Pattern, attr, matches, weight_dequantize
 
 ONNX_5812 = "https://github.com/onnx/onnx/pull/5812"
 # onnx-tensorrt's 8.6-GA operator table (the 8.0, 8.2, 8.4 and 8.5 tables say the same).
@@ -40,6 +43,22 @@ SUPPORT_MATRIX_NOTE = ("support matrix, 'INT4 WoQ GEMM': Yes on 12.0 (and 12.1 f
 def _uint4_once(params: Params) -> bool:
     """uint4 is about its zero point, not the block size: one block size is enough."""
     return params["weights"] == "int4" or params["block_size"] == 64
+
+
+
+def match_int4(g: Graph, n: Any) -> List[Match]:
+    """A MatMul/Gemm with INT4 or UINT4 weights through DequantizeLinear (the support matrix per target)."""
+    dq = weight_dequantize(g, n.input[1]) if len(n.input) > 1 else None
+    kind = g.dtype(dq.input[0]) if dq is not None else ""
+    if kind not in ("int4", "uint4"):
+        return []
+    block = attr(dq, "block_size", 0)
+    params = {"op": n.op_type.lower(), "weights": kind}
+    params.update({"block_size": block} if block in CASE.axes["block_size"] else {})
+    return matches(n, params, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"int4_gemm": "INT4 weight-only GEMM"}, ops=("MatMul", "Gemm"), match=match_int4)
 
 
 CASE = Case(
@@ -76,4 +95,5 @@ CASE = Case(
     arch_dependent=True,
     valid=_uint4_once,
     opset=21,
+    pattern=PATTERN,
 )

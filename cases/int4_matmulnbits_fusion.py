@@ -23,9 +23,12 @@ TensorRT-RTX and TensorRT 8.x: seed 014's INT4 weight-only GEMM facts (support m
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import RTX_SUPPORT_MATRIX
 from cases.low_precision import RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, trt8_cannot_parse
+from cases.pattern import Graph, Match, Pattern, attr, matches, weight_dequantize
 
 ONNXSIM_749 = "https://github.com/onnxsim/onnxsim/issues/749"
 ORT_21342 = "https://github.com/microsoft/onnxruntime/pull/21342"
@@ -37,6 +40,23 @@ AXIS0 = {"form": ("matmul_axis0", "gemm_axis0")}
 AXIS1 = {"form": ("gemm_transb_axis1", "matmul_axis1_transpose")}
 INT4_NOTE = ("support matrix, 'INT4 WoQ GEMM': Yes on 12.0 (and 12.1 from 1.5), 8.9 and 8.6, No on 7.5 Turing "
              "(seed 014)")
+
+
+def match_nbits(g: Graph, n: Any) -> List[Match]:
+    """Blocked INT4 weights into a MatMul or Gemm, by the layout ONNX Runtime's MatMulNBits fusion reads."""
+    dq = weight_dequantize(g, n.input[1]) if len(n.input) > 1 else None
+    if dq is None or g.dtype(dq.input[0]) not in ("int4", "uint4") or not attr(dq, "block_size"):
+        return []
+    if n.op_type == "Gemm":
+        form = "gemm_transb_axis1" if attr(n, "transB", 0) == 1 else "gemm_axis0"
+    else:
+        form = "matmul_axis1_transpose" if g.op(n.input[1]) == "Transpose" else "matmul_axis0"
+    return matches(n, {"form": form}, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"int4_matmulnbits": "blocked INT4 weights (MatMulNBits form)"}, ops=("MatMul", "Gemm"),
+                  match=match_nbits)
+
 
 CASE = Case(
     id="int4_matmulnbits_fusion",
@@ -73,4 +93,5 @@ CASE = Case(
     builder="generators.int4_matmulnbits_fusion:build",
     arch_dependent=True,
     opset=21,
+    pattern=PATTERN,
 )

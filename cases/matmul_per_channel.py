@@ -15,10 +15,40 @@ The target is the MatMul or Gemm node.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case
+from cases.pattern import (
+    Graph,
+    Match,
+    Pattern,
+    activation_dq,
+    attr,
+    compute_with_weights,
+    matches,
+    quantized_after,
+    scale_size,
+)
 
 ISSUE_3266 = "https://github.com/NVIDIA/TensorRT/issues/3266"
 ISSUE_2392 = "https://github.com/NVIDIA/TensorRT/issues/2392"
+
+
+def match_matmul(g: Graph, n: Any) -> List[Match]:
+    """An INT8 MatMul, or Gemm with transB, on INT8 weights through DequantizeLinear: per channel or per tensor."""
+    w = compute_with_weights(g, n)
+    if w is None or g.dtype(w.input[0]) != "int8" or activation_dq(g, n.input[0]) is None:
+        return []
+    op = "matmul" if n.op_type == "MatMul" else "gemm_transb" if attr(n, "transB", 0) == 1 else ""
+    output_qdq = quantized_after(g, n.output[0]) is not None
+    params = {"weights": "per_channel" if scale_size(g, w) > 1 else "per_tensor", "output_qdq": output_qdq,
+              **({"op": op} if op else {})}
+    return matches(n, params, target="node_of_mm" if output_qdq else "node_of_y")
+
+
+PATTERN = Pattern(rules={"matmul_per_channel": "INT8 MatMul/Gemm weights"}, ops=("MatMul", "Gemm"),
+                  match=match_matmul)
+
 
 CASE = Case(
     id="matmul_per_channel",
@@ -31,4 +61,5 @@ CASE = Case(
     signatures=(),
     expectations=(),
     builder="generators.matmul_per_channel:build",
+    pattern=PATTERN,
 )

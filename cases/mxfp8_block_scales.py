@@ -25,6 +25,8 @@ OpenVINO cannot run TensorRT's custom ops. Target: the MatMul.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Params, Signature
 from cases.common import DEQUANTIZE_LINEAR, RTX_QUANTIZED_TYPES
 from cases.low_precision import (
@@ -36,6 +38,8 @@ from cases.low_precision import (
     RTX_TARGET_ARCH_KIND,
     trt8_cannot_parse,
 )
+from cases.nvfp4_two_level_scales import _reaches
+from cases.pattern import Graph, Match, Pattern, matches, weight_dequantize
 
 # "What's New in NVIDIA TensorRT 10.12.0: MXFP8 Quantization Support"
 TRT_10_12 = "https://docs.nvidia.com/deeplearning/tensorrt/10.12.0/index.html"
@@ -57,6 +61,23 @@ RTX_E8M0_INITIALIZER = Signature(
 def _dynamic_needs_trt_ops(params: Params) -> bool:
     """ONNX has no dynamic MX quantizer: the ONNX form is weight-only."""
     return params["form"] == "trt_custom" or params["activations"] == "weight_only"
+
+
+
+def match_mxfp8(g: Graph, n: Any) -> List[Match]:
+    """A MatMul with MXFP8 weights: TRT_MXFP8DequantizeLinear, or DequantizeLinear-24 with float8e8m0 block scales."""
+    dq = weight_dequantize(g, n.input[1]) if len(n.input) > 1 else None
+    if dq is None:
+        return []
+    form = ("trt_custom" if dq.op_type == "TRT_MXFP8DequantizeLinear" else
+            "onnx_e8m0" if "float8_e8m0" in g.dtype(dq.input[1]) else "")
+    if not form:
+        return []
+    dynamic = _reaches(g, n.input[0], "TRT_MXFP8DynamicQuantize")
+    return matches(n, {"form": form, "activations": "dynamic" if dynamic else "weight_only"}, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"mxfp8_gemm": "MXFP8 block scales"}, ops=("MatMul",), match=match_mxfp8)
 
 
 CASE = Case(
@@ -83,4 +104,5 @@ CASE = Case(
     arch_dependent=True,
     valid=_dynamic_needs_trt_ops,
     opset=24,
+    pattern=PATTERN,
 )

@@ -28,9 +28,13 @@ Target: the MatMul.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
 from cases.common import RTX_QUANTIZED_TYPES, RTX_SUPPORT_MATRIX
+from cases.fp4_weight_only import fp4_weights, two_level
 from cases.low_precision import RTX_HW_SPECIFIC, RTX_TARGET_ARCH_KIND, rtx_fp4_gemm, trt8_cannot_parse
+from cases.pattern import Graph, Match, Pattern, matches
 
 ISSUE_PT_4196 = "https://github.com/pytorch/TensorRT/issues/4196"
 MODELOPT_2333 = "https://github.com/NVIDIA/Model-Optimizer/pull/2333"
@@ -53,6 +57,31 @@ PW_VTX_ANALYZER = Signature(
 )
 B300 = "NVIDIA B300 (server Blackwell), NGC containers; builds on an RTX PRO 6000 Blackwell (sm_120)"
 DYNAMIC = {"activations": ("dynamic",)}
+
+
+def _reaches(g: Graph, tensor: str, op: str, depth: int = 6) -> bool:
+    """Whether `op` produces `tensor` within `depth` producers (first inputs only)."""
+    p = g.producer.get(tensor)
+    while p is not None and depth > 0:
+        if p.op_type == op:
+            return True
+        p, depth = g.producer.get(p.input[0]) if p.input else None, depth - 1
+    return False
+
+
+def match_nvfp4(g: Graph, n: Any) -> List[Match]:
+    """FP4 weights whose block scales are FP8 dequantized by a second scale (NVFP4), weight-only or dynamic."""
+    dq = fp4_weights(g, n)
+    if dq is None or not two_level(g, dq):
+        return []
+    scale = g.producer[dq.input[1]]
+    params = {"double_scale": "float16" if g.dtype(scale.input[1]) == "float16" else "float32",
+              "activations": "dynamic" if _reaches(g, n.input[0], "TRT_FP4DynamicQuantize") else "weight_only"}
+    return matches(n, params, target="node_of_y")
+
+
+PATTERN = Pattern(rules={"nvfp4_gemm": "NVFP4 two-level scales"}, ops=("Conv", "MatMul"), match=match_nvfp4)
+
 
 CASE = Case(
     id="nvfp4_two_level_scales",
@@ -85,4 +114,5 @@ CASE = Case(
     builder="generators.nvfp4_two_level_scales:build",
     arch_dependent=True,
     opset=23,
+    pattern=PATTERN,
 )

@@ -50,8 +50,17 @@ the observed 1.7.1.116 cells), and a uint8 Q/DQ with zero point 0 is read as INT
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
-from cases.common import ISSUE_3844, NONZERO_ZERO_POINT, nonzero_zero_point_by_version, rtx_plugins_unsupported
+from cases.common import (
+    FIX_SYMMETRIC_INT8,
+    ISSUE_3844,
+    NONZERO_ZERO_POINT,
+    nonzero_zero_point_by_version,
+    rtx_plugins_unsupported,
+)
+from cases.pattern import Graph, Match, Pattern, matches, zero_point_type
 
 ISSUE_3055 = "https://github.com/NVIDIA/TensorRT/issues/3055"
 ISSUE_3314 = "https://github.com/NVIDIA/TensorRT/issues/3314"
@@ -104,6 +113,40 @@ def _issue_3055(version: str, plugin: str = "v2") -> tuple:
     )
 
 
+
+def _plugin(node: Any) -> bool:
+    """A node TensorRT's parser imports as a plugin: an op of a domain other than ONNX's own."""
+    return node.domain not in ("", "ai.onnx")
+
+
+def match_q_output(g: Graph, q: Any) -> List[Match]:
+    """A QuantizeLinear whose output is a graph output (#3844), that feeds a plugin directly or through its DQ (#3055),
+    or a uint8 Q -> DQ (the parser's symmetric-quantization check)."""
+    activation = "uint8" if zero_point_type(g, q) == "uint8" else "int8"
+    users = g.users(q.output[0])
+    dqs = [u for u in users if u.op_type == "DequantizeLinear"]
+    if q.output[0] in g.outputs:
+        return matches(q, {"variant": "q_graph_output", "activation": activation, "plugin": "none"},
+                       note=f"the network definition types a Q output FLOAT ({ISSUE_3844})")
+    if any(_plugin(u) for u in users):
+        return matches(q, {"variant": "plugin_q_direct", "activation": activation}, rule="int8_plugin_io")
+    if any(_plugin(u) for d in dqs for u in g.users(d.output[0])):
+        return matches(q, {"variant": "plugin_qdq_around", "activation": activation}, rule="int8_plugin_io")
+    if dqs and activation == "uint8":
+        return matches(q, {"variant": "q_dq_chain", "activation": "uint8", "plugin": "none"}, rule="uint8_activation",
+                       fix=FIX_SYMMETRIC_INT8)
+    return []
+
+
+PATTERN = Pattern(
+    rules={"q_graph_output": "Q as graph output", "int8_plugin_io": "INT8 plugin between Q/DQ",
+           "uint8_activation": "uint8 activation (non-zero zero point)"},
+    ops=("QuantizeLinear",),
+    match=match_q_output,
+    controls=({"variant": ("q_dq_chain",), "activation": ("int8",)},),
+)
+
+
 CASE = Case(
     id="q_output_type",
     seed="000",
@@ -150,4 +193,5 @@ CASE = Case(
     ),
     builder="generators.q_output_type:build",
     valid=_valid,
+    pattern=PATTERN,
 )

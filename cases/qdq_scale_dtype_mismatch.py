@@ -28,9 +28,12 @@ values are whole multiples of power-of-two scales, so either form computes the s
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
 from cases.common import QUANTIZE_LINEAR
 from cases.low_precision import RTX_2026_LOGS
+from cases.pattern import ONNX_FLOAT_TYPES, Graph, Match, Pattern, attr, matches
 
 ISSUE_32719 = "https://github.com/microsoft/onnxruntime/issues/32719"
 ORT_32728 = "https://github.com/microsoft/onnxruntime/pull/32728"
@@ -67,6 +70,24 @@ RTX_OUTPUT_DTYPE = Signature(
     short="DQ output_dtype mismatch",
 )
 
+
+def match_scale_type(g: Graph, n: Any) -> List[Match]:
+    """A MatMul or Conv whose input DequantizeLinear's scale type differs from the output type it declares."""
+    for tensor in n.input[:2]:
+        dq = g.producer.get(tensor)
+        if dq is None or dq.op_type != "DequantizeLinear":
+            continue
+        out = ONNX_FLOAT_TYPES.get(attr(dq, "output_dtype", 0), "")
+        scale = g.dtype(dq.input[1])
+        if out and scale and out != scale and scale in CASE.axes["scale"]:
+            return matches(n, {"op": n.op_type.lower(), "scale": scale}, target="node_of_y")
+    return []
+
+
+PATTERN = Pattern(rules={"qdq_scale_dtype_mismatch": "Q/DQ scale type other than its data type"},
+                  ops=("MatMul", "Conv"), match=match_scale_type, controls=({"scale": ("float16",)},))
+
+
 CASE = Case(
     id="qdq_scale_dtype_mismatch",
     seed="023",
@@ -97,4 +118,5 @@ CASE = Case(
     builder="generators.qdq_scale_dtype_mismatch:build",
     arch_dependent=True,
     opset=23,
+    pattern=PATTERN,
 )

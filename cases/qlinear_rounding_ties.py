@@ -30,10 +30,31 @@ others). Those plans are not run here: their rounding is the GPU's to show.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
 from cases.common import BELOW_EXTENDED, EXTENDED_OR_MORE
+from cases.pattern import Graph, Match, Pattern, activation_dq, compute_with_weights, matches, quantized_after
 
 ISSUE_32132 = "https://github.com/microsoft/onnxruntime/issues/32132"
+
+
+_OPS = {"Conv": "conv", "Add": "add", "AveragePool": "avgpool"}
+
+
+def match_qlinear(g: Graph, n: Any) -> List[Match]:
+    """A Conv, Add or AveragePool between Q/DQ (Q/DQ on its activations and after it): what ONNX Runtime fuses into a
+    QLinear op."""
+    activations = n.input[:1] if n.op_type != "Add" else n.input[:2]
+    if any(activation_dq(g, i) is None for i in activations) or quantized_after(g, n.output[0]) is None:
+        return []
+    if n.op_type == "Conv" and compute_with_weights(g, n) is None:
+        return []
+    return matches(n, {"op": _OPS[n.op_type]}, target="node_of_c")
+
+
+PATTERN = Pattern(rules={"qlinear_op": "an op between Q/DQ (a QLinear fusion)"}, ops=tuple(_OPS), match=match_qlinear)
+
 
 CASE = Case(
     id="qlinear_rounding_ties",
@@ -59,4 +80,5 @@ CASE = Case(
     ),
     builder="generators.qlinear_rounding_ties:build",
     arch_dependent=True,
+    pattern=PATTERN,
 )

@@ -16,8 +16,21 @@ that name and namespace. Each plugin is an identity over one INT8 linear tensor.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
 from cases.common import ONNX_OP_IMPORTERS_10_1, rtx_plugins_unsupported
+from cases.pattern import (
+    INTEGER_OPS,
+    QUANT_OPS,
+    Graph,
+    Match,
+    Pattern,
+    activation_dq,
+    matches,
+    node_name,
+    quantized_after,
+)
 
 ISSUE_3919 = "https://github.com/NVIDIA/TensorRT/issues/3919"
 QDP_ONNX = (
@@ -37,6 +50,58 @@ QUANTIZED_CONSTANT = Signature(
     source=ISSUE_3919,
     short="quantized constant not before DQ",
 )
+
+
+def int8_dq_constant(g: Graph, tensor: str) -> bool:
+    """tensor is the DequantizeLinear output of an INT8 initializer."""
+    p = g.producer.get(tensor)
+    return p is not None and p.op_type == "DequantizeLinear" and g.dtype(p.input[0]) == "int8"
+
+
+def scalar_int8_dq(g: Graph, tensor: str) -> bool:
+    """tensor is the DequantizeLinear output of a 0-d INT8 initializer (seed 025's constant)."""
+    return int8_dq_constant(g, tensor) and g.const[g.producer[tensor].input[0]].ndim == 0
+
+
+def quantized_producer(g: Graph, tensor: str) -> str:
+    """ "matmul" / "conv" where tensor is a MatMul/Gemm/Conv output (directly or through its Q -> DQ) whose weights
+    come through DequantizeLinear, else ""."""
+    p = g.producer.get(tensor)
+    if p is not None and p.op_type == "DequantizeLinear":
+        q = g.producer.get(p.input[0])
+        p = g.producer.get(q.input[0]) if q is not None and q.op_type == "QuantizeLinear" else None
+    if p is None or p.op_type not in ("MatMul", "Gemm", "Conv") or len(p.input) < 2 or g.op(p.input[1]) != \
+            "DequantizeLinear":
+        return ""
+    return "conv" if p.op_type == "Conv" else "matmul"
+
+
+def match_int8_constant(g: Graph, n: Any) -> List[Match]:
+    """An INT8 initializer into a plugin (#3919: IPluginV3 or IPluginV2), or INT8 initializer -> DequantizeLinear -> Add
+    where the Add is no bias after a quantized op (seed 018) and no requantized Add (seed 025)."""
+    if n.domain not in ("", "ai.onnx"):
+        if n.op_type in QUANT_OPS + INTEGER_OPS or not any(g.dtype(i) == "int8" for i in n.input):
+            return []
+        return [Match(node_name(n), {"form": form}, note=f"if the plugin is an {api}")
+                for form, api in (("int8_const_to_plugin_v3", "IPluginV3"), ("int8_const_to_plugin_v2", "IPluginV2"))]
+    if n.op_type != "Add":
+        return []
+    consts = [i for i in n.input if int8_dq_constant(g, i) and not scalar_int8_dq(g, i)]
+    other = [i for i in n.input if i not in consts]
+    if not consts or (other and quantized_producer(g, other[0])):
+        return []
+    if other and activation_dq(g, other[0]) is not None and quantized_after(g, n.output[0]) is not None:
+        return []
+    return matches(n, {"form": "int8_const_dq_op"})
+
+
+PATTERN = Pattern(
+    rules={"int8_constant_into_plugin": "INT8 constant into a plugin", "dq_constant_into_add": "DQ constant into Add"},
+    ops=(),
+    match=lambda g, n: [m if m.params.get("form") != "int8_const_dq_op" else
+                        Match(m.node, m.params, rule="dq_constant_into_add") for m in match_int8_constant(g, n)],
+)
+
 
 CASE = Case(
     id="quantized_constant_plugin",
@@ -80,4 +145,5 @@ CASE = Case(
         ),
     ),
     builder="generators.quantized_constant_plugin:build",
+    pattern=PATTERN,
 )

@@ -13,11 +13,35 @@ the Conv as its epilogue when it can: the Conv layer is then named after both).
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case
+from cases.pattern import Graph, Match, Pattern, activation_dq, compute_with_weights, matches, quantized_after
 
 ISSUE_1992 = "https://github.com/NVIDIA/TensorRT/issues/1992"
 ISSUE_1144 = "https://github.com/NVIDIA/TensorRT/issues/1144"
 ISSUE_3270 = "https://github.com/NVIDIA/TensorRT/issues/3270"
+
+
+def match_residual(g: Graph, n: Any) -> List[Match]:
+    """An Add of an INT8 Conv's output and a residual activation: float, the Conv's input DQ, or its own Q/DQ."""
+    for i, j in ((0, 1), (1, 0)):
+        conv = g.producer.get(n.input[i]) if len(n.input) == 2 else None
+        if conv is None or conv.op_type != "Conv" or compute_with_weights(g, conv) is None:
+            continue
+        other = n.input[j]
+        if other in g.const or g.op(other) in ("DequantizeLinear", "Constant") and activation_dq(g, other) is None:
+            return []
+        residual = ("shared_qdq" if other == conv.input[0] else "own_qdq" if activation_dq(g, other) is not None
+                    else "float")
+        output_qdq = quantized_after(g, n.output[0]) is not None
+        return matches(n, {"residual": residual, "output_qdq": output_qdq},
+                       target="node_of_sum" if output_qdq else "node_of_y")
+    return []
+
+
+PATTERN = Pattern(rules={"residual_add_qdq": "residual Add after an INT8 Conv"}, ops=("Add",), match=match_residual)
+
 
 CASE = Case(
     id="residual_add_qdq",
@@ -30,4 +54,5 @@ CASE = Case(
     signatures=(),
     expectations=(),
     builder="generators.residual_add_qdq:build",
+    pattern=PATTERN,
 )

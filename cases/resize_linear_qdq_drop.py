@@ -25,8 +25,11 @@ the linear upsample by one step; 1.31.1 runs all three exactly. OpenVINO 2024.6.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Params
 from cases.common import EXTENDED_OR_MORE
+from cases.pattern import Graph, Match, Pattern, activation_dq, attr, matches, quantized_after
 
 ISSUE_28448 = "https://github.com/microsoft/onnxruntime/issues/28448"
 ISSUE_21319 = "https://github.com/microsoft/onnxruntime/issues/21319"
@@ -38,6 +41,18 @@ LINEAR = {"mode": ("linear",)}
 def _thread_is_linear(params: Params) -> bool:
     """The thread's model is linear only; nearest is a control on the larger tensor."""
     return params["input"] == "upsample_8x8" or params["mode"] == "linear"
+
+
+
+def match_resize_between_qdq(g: Graph, n: Any) -> List[Match]:
+    """A Resize with a Q/DQ before and after it, by its mode."""
+    if activation_dq(g, n.input[0]) is None or quantized_after(g, n.output[0]) is None:
+        return []
+    mode = attr(n, "mode", "nearest")
+    return matches(n, {"mode": mode} if mode in CASE.axes["mode"] else {}, target="node_of_r")
+
+
+PATTERN = Pattern(rules={"resize_between_qdq": "Resize between Q/DQ"}, ops=("Resize",), match=match_resize_between_qdq)
 
 
 CASE = Case(
@@ -68,4 +83,5 @@ CASE = Case(
     builder="generators.resize_linear_qdq_drop:build",
     arch_dependent=True,
     valid=_thread_is_linear,
+    pattern=PATTERN,
 )

@@ -13,9 +13,27 @@ thread's Upsample is; the maintainer does not qualify the mode).
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation
+from cases.pattern import Graph, Match, Pattern, activation_dq, attr, matches, quantized_after
 
 ISSUE_2976 = "https://github.com/NVIDIA/TensorRT/issues/2976"
+
+
+def match_resize(g: Graph, n: Any) -> List[Match]:
+    """A Resize in a quantized model: Q/DQ before it, after it (#2976's `resize -> Q/DQ -> conv`), both or neither."""
+    if not g.quantized:
+        return []
+    mode = attr(n, "mode", "nearest")
+    params = {"qdq_before": activation_dq(g, n.input[0]) is not None,
+              "qdq_after": quantized_after(g, n.output[0]) is not None}
+    params.update({"mode": mode} if mode in CASE.axes["mode"] else {})
+    return matches(n, params, target="node_of_rs")
+
+
+PATTERN = Pattern(rules={"resize_qdq": "Resize between Q/DQ"}, ops=("Resize",), match=match_resize)
+
 
 CASE = Case(
     id="resize_qdq",
@@ -34,4 +52,5 @@ CASE = Case(
         ),
     ),
     builder="generators.resize_qdq:build",
+    pattern=PATTERN,
 )

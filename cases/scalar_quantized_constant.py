@@ -34,10 +34,13 @@ initializer (32 steps of 2^-6 or 2^-5) -> DequantizeLinear, 0-d ("scalar", as qu
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Expectation, Signature
 from cases.bias_add_after_qdq import ORT_QUANTIZE_PY
 from cases.common import ONNX_OP_IMPORTERS_10_1
-from cases.quantized_constant_plugin import ISSUE_3919
+from cases.pattern import Graph, Match, Pattern, activation_dq, matches, quantized_after
+from cases.quantized_constant_plugin import ISSUE_3919, int8_dq_constant, quantized_producer, scalar_int8_dq
 
 # ONNX_OP_IMPORTERS_10_1 (onnx-tensorrt's QuantDequantLinearHelper): a 0-d data input is reshaped to [1] before the
 # Q/DQ layer.
@@ -73,6 +76,35 @@ RTX_QUANTIZED_CONSTANT = Signature(
     basis="baseline",
 )
 
+
+_OPS = {"Mul": ("mul", "node_of_product"), "Add": ("add", "node_of_sum")}
+FIX_SCALAR_CONSTANT = ('onnxruntime.quantization.quantize_static(..., nodes_to_exclude=["<this node>"]) keeps the '
+                       "constant in float; or give its INT8 initializer the shape [1] instead of 0-d")
+
+
+def match_scalar(g: Graph, n: Any) -> List[Match]:
+    """A Mul or Add of a 0-d INT8 initializer -> DequantizeLinear (quantize_static's GELU 0.5 and 1); the one-element
+    control where it is an Add between Q/DQ (observed INT8)."""
+    op, target = _OPS[n.op_type]
+    if any(scalar_int8_dq(g, i) for i in n.input):
+        return matches(n, {"constant": "scalar", "op": op}, target=target, fix=FIX_SCALAR_CONSTANT)
+    consts = [i for i in n.input if int8_dq_constant(g, i)]
+    other = [i for i in n.input if i not in consts]
+    if op == "add" and consts and other and activation_dq(g, other[0]) is not None \
+            and quantized_after(g, n.output[0]) is not None and not quantized_producer(g, other[0]):
+        return matches(n, {"constant": "one_element", "op": op}, rule="dq_constant_into_add", target=target)
+    return []
+
+
+PATTERN = Pattern(
+    rules={"scalar_quantized_constant": "0-d quantized constant into Mul/Add", "dq_constant_into_add":
+           "DQ constant into Add"},
+    ops=tuple(_OPS),
+    match=match_scalar,
+    controls=({"constant": ("one_element",), "op": ("mul",)},),
+)
+
+
 CASE = Case(
     id="scalar_quantized_constant",
     seed="025",
@@ -97,4 +129,5 @@ CASE = Case(
         ),
     ),
     builder="generators.scalar_quantized_constant:build",
+    pattern=PATTERN,
 )

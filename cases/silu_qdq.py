@@ -42,7 +42,10 @@ run every form within a step of the reference.
 
 from __future__ import annotations
 
+from typing import Any, List, Optional
+
 from cases.base import Case, Expectation, Signature
+from cases.pattern import Graph, Match, Pattern, attr, matches, quantized_after, through_qdq
 
 ISSUE_3640 = "https://github.com/NVIDIA/TensorRT/issues/3640"
 ISSUE_4555 = "https://github.com/NVIDIA/TensorRT/issues/4555"
@@ -86,6 +89,35 @@ QDQ_AFTER = {
     "conv_only": (False, False, False),
 }
 FORMS = ("implicit", *QDQ_AFTER)
+
+
+def silu_form(g: Graph, conv: Any) -> Optional[str]:
+    """The form of a dense Conv (a grouped one is seed 003's) with DequantizeLinear weights whose output is a SiLU, by
+    where its Q/DQ sit; None otherwise (the implicit form has no Q/DQ: a float model's rule speaks for it)."""
+    if conv.op_type != "Conv" or len(conv.input) < 2 or g.op(conv.input[1]) != "DequantizeLinear" \
+            or attr(conv, "group", 1) != 1:
+        return None
+    x, after_conv = through_qdq(g, conv.output[0])
+    sigmoid = next((u for u in g.users(x) if u.op_type == "Sigmoid"), None)
+    if sigmoid is None:
+        return None
+    gate, after_sigmoid = through_qdq(g, sigmoid.output[0])
+    mul = next((u for u in g.users(x) if u.op_type == "Mul" and gate in u.input), None)
+    if mul is None:
+        return None
+    after_mul = quantized_after(g, mul.output[0]) is not None
+    return next((f for f, where in QDQ_AFTER.items() if where == (after_conv, after_sigmoid, after_mul)), None)
+
+
+def match_silu(g: Graph, n: Any) -> List[Match]:
+    """A quantized Conv and its SiLU (Sigmoid(x) * x), by where the Q/DQ around the SiLU sit."""
+    form = silu_form(g, n)
+    return [] if form is None else matches(n, {"form": form}, target="node_of_conv")
+
+
+PATTERN = Pattern(rules={"silu_qdq": "Q/DQ inside a SiLU after an INT8 Conv"}, ops=("Conv",), match=match_silu,
+                  controls=({"form": ("implicit",)},))
+
 
 CASE = Case(
     id="silu_qdq",
@@ -144,4 +176,5 @@ CASE = Case(
     ),
     builder="generators.silu_qdq:build",
     arch_dependent=True,  # TensorRT-RTX 1.7 builds its INT8 Conv in float for SM75, in INT8 for SM80 on
+    pattern=PATTERN,
 )

@@ -16,14 +16,42 @@ input) or not. The targets are the two BMMs.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case
 from cases.common import MODELOPT_ONNX_PTQ
+from cases.pattern import Graph, Match, Pattern, activation_dq, matches, weight_dequantize
 
 ISSUE_3243 = "https://github.com/NVIDIA/TensorRT/issues/3243"
 PLACEMENT = ("https://docs.nvidia.com/deeplearning/tensorrt/developer-guide/index.html#qdq-placement-recs")
 MODELOPT_QUANTIZE = (
     "https://nvidia.github.io/Model-Optimizer/reference/generated/modelopt.onnx.quantization.quantize.html"
 )
+
+
+def _from_softmax(g: Graph, tensor: str) -> str:
+    """ "qdq" where tensor is a Softmax output through Q/DQ, "float" where it is one directly, else ""."""
+    dq = activation_dq(g, tensor)
+    if dq is not None:
+        q = g.producer.get(dq.input[0])
+        return "qdq" if q is not None and g.op(q.input[0]) == "Softmax" else ""
+    return "float" if g.op(tensor) == "Softmax" else ""
+
+
+def match_bmm(g: Graph, n: Any) -> List[Match]:
+    """An attention batch MatMul (both inputs activations) in a quantized model: Q/DQ on its inputs, on the softmax."""
+    if not g.quantized or any(i in g.const or weight_dequantize(g, i) is not None for i in n.input):
+        return []
+    quantized = [activation_dq(g, i) is not None for i in n.input]
+    params = {"bmm_inputs": "both"} if all(quantized) else {"bmm_inputs": "none"} if not any(quantized) else {}
+    softmax = [s for s in (_from_softmax(g, i) for i in n.input) if s]
+    if softmax:
+        params["softmax_qdq"] = softmax[0] == "qdq"
+    return matches(n, params, target="node_of_ctx" if softmax else "node_of_scores")
+
+
+PATTERN = Pattern(rules={"attention_bmm_qdq": "attention BMM and its Q/DQ"}, ops=("MatMul",), match=match_bmm)
+
 
 CASE = Case(
     id="transformer_qdq_pattern",
@@ -36,4 +64,5 @@ CASE = Case(
     signatures=(),
     expectations=(),
     builder="generators.transformer_qdq_pattern:build",
+    pattern=PATTERN,
 )

@@ -36,11 +36,22 @@ network with the sibling Convs merged into one Conv (weights, per-channel scales
 per-tensor weight scale repeated per channel) and a Split, each half's tail as before. It draws its twin's seed, so
 its reference outputs are bit-identical to the unmerged form's (tests/cases/per_case/test_two_conv_fanout_qdq.py).
 The search: docs/findings.md, seed 032.
+
+The pattern (the lint's rule): two or more sibling Convs with INT8 weights reading one Q/DQ activation, with the same
+kernel and stride (their output channels may differ), whose outputs end in the same kind of typed node: a Q/DQ, a Relu
+then a Q/DQ, or an Identity. Measured on an H200 with TensorRT 8.6.0 (not committed as cells): that is what triggers
+it; siblings of another kernel or stride build, siblings with different tails build, a ResNet block's 1x1 downsample
+beside its 3x3 builds, and merging the sibling Convs into one Conv followed by a Split avoids it. The matcher declines
+the sweep's controls (one Conv; float outputs). Its predictions are this case's expectations and observed cells, which
+are the Q/DQ-tailed form.
 """
 
 from __future__ import annotations
 
+from typing import Any, Dict, List, Tuple
+
 from cases.base import Case, Expectation, Signature
+from cases.pattern import Graph, Match, Pattern, activation_dq, attr, constant_dq, node_name, quantized_after
 from cases.silu_qdq import QDQ_PLACEMENT
 
 DDDDOCR = "https://pypi.org/project/ddddocr/1.6.1/"  # the wheel that ships the detector it was reduced from
@@ -124,6 +135,62 @@ def _earlier(version: str) -> tuple:
     )
 
 
+FIX_MERGE = ("merge the sibling Convs into one Conv (their weights and biases concatenated on the output channels) "
+             "followed by a Split: measured to build on TensorRT 8.6.0 (an H200)")
+
+
+def _tail(g: Graph, conv: Any) -> str:
+    """What a Conv's output ends in: "qdq" (a Q/DQ), "relu_qdq" (a Relu, then a Q/DQ), "identity", else ""."""
+    users = g.users(conv.output[0])
+    if len(users) != 1:
+        return ""
+    if users[0].op_type == "QuantizeLinear":
+        return "qdq"
+    if users[0].op_type == "Identity":
+        return "identity"
+    if users[0].op_type == "Relu" and quantized_after(g, users[0].output[0]) is not None:
+        return "relu_qdq"
+    return ""
+
+
+def _siblings(g: Graph, dq: Any) -> Dict[Tuple[Any, ...], List[Any]]:
+    """The INT8-weight Convs reading one activation DequantizeLinear, by kernel, stride and tail."""
+    groups: Dict[Tuple[Any, ...], List[Any]] = {}
+    for conv in g.users(dq.output[0]):
+        if conv.op_type != "Conv" or conv.input[0] != dq.output[0] or len(conv.input) < 2:
+            continue
+        w = constant_dq(g, conv.input[1])
+        tail = _tail(g, conv)
+        if w is None or g.dtype(w.input[0]) != "int8" or not tail:
+            continue
+        kernel = attr(conv, "kernel_shape") or list(g.const[w.input[0]].shape[2:])
+        strides = attr(conv, "strides") or [1] * len(kernel)
+        groups.setdefault((tuple(kernel), tuple(strides), tail), []).append(conv)
+    return groups
+
+
+def match_fanout(g: Graph, conv: Any) -> List[Match]:
+    """A Conv with one or more siblings of its kernel, stride and tail on the same Q/DQ activation."""
+    dq = activation_dq(g, conv.input[0]) if conv.input else None
+    if dq is None or g.op(dq.input[0]) != "QuantizeLinear":
+        return []
+    for (kernel, strides, tail), convs in _siblings(g, dq).items():
+        if conv in convs and len(convs) > 1:
+            others = ", ".join(node_name(c) for c in convs if c is not conv)
+            note = (f"{len(convs)} sibling Convs on {dq.output[0]} (kernel {list(kernel)}, stride {list(strides)}, "
+                    f"each ending in {tail.replace('_', ' then ')}; with {others})")
+            return [Match(node_name(conv), {"consumers": "two", "output_qdq": "yes"}, target="node_of_c0", note=note)]
+    return []
+
+
+PATTERN = Pattern(
+    rules={"two_conv_fanout_qdq": "sibling INT8 Convs on one Q/DQ activation, requantized"},
+    ops=("Conv",),
+    match=match_fanout,
+    fix=FIX_MERGE,
+    controls=({"consumers": ("one",)}, {"output_qdq": ("no",)}),
+)
+
 CASE = Case(
     id="two_conv_fanout_qdq",
     seed="032",
@@ -174,4 +241,5 @@ CASE = Case(
     builder="generators.two_conv_fanout_qdq:build",
     valid=_swept,
     defaults=ADDED,
+    pattern=PATTERN,
 )

@@ -126,6 +126,42 @@ def signature_words(case_id: str, engine: str, name: str) -> str:
     return "documented signature" if found.basis == "documented" else "signature observed before"
 
 
+def known_signature(case: Case, engine: str, signature: str) -> str:
+    """For a user model's failing cell (an external case) whose error matches a seed case's signature: that case, its
+    seed and the engine versions its expectations know the failure on, with their basis ("seed 032
+    two_conv_fanout_qdq's chooseHigherPrecision assertion, known on TensorRT 8.5.1.7, ... (observed before)");
+    "" for a seed case's own cell, no signature, or one no seed case declares."""
+    from cases import all_cases
+    from core.engines import title
+
+    if not case.external or not signature:
+        return ""
+    for seed in all_cases():
+        declared = next((s for s in seed.signatures if s.name == signature), None)
+        if declared is None:
+            continue
+        known = [e for e in seed.expectations
+                 if e.engine == engine and e.outcome == "fail" and e.signature == signature]
+        shown = sorted({e.versions.lstrip("=") or "every version" for e in known}, key=_version_order)
+        bases = " and ".join(sorted({BASIS_WORDS[e.basis] for e in known}))
+        said = f", known on {title(engine)} {', '.join(shown)} ({bases})" if known else \
+            f", which it knows on no {title(engine)} version"
+        return f"its error matches seed {seed.seed} {seed.id}'s signature '{declared.short}'{said}"
+    return ""
+
+
+def _version_order(versions: str) -> tuple:
+    """A version before a range, versions in release order."""
+    parts = versions.split(".")
+    return (0, tuple(int(p) for p in parts)) if all(p.isdigit() for p in parts) else (1, versions)
+
+
+def with_known_signature(case: Case, engine: str, signature: str, status: str, why: str) -> str:
+    """A failing user cell's explanation, naming the catalogue case and seed whose signature its error matches."""
+    known = known_signature(case, engine, signature) if status in ("fail", "crashed") else ""
+    return f"{known}; {why}" if known else why
+
+
 def match_signatures(case: Case, engine: str, text: str, kind: str) -> List[str]:
     """Names of the signatures of one kind that occur in text: the case's own, then its engine's (cases.common)."""
     return [s.name for s in signatures_of(case, engine) if s.kind == kind and s.search(text)]
@@ -191,6 +227,7 @@ def rejudge(cell: Cell, case: Case) -> Cell:
     verdict, why = judge(expectation, cell.status, cell.fused)
     if expectation is not None and verdict == AGREES["baseline"] and is_the_baseline(cell, expectation):
         why += f"; {THE_BASELINE_ITSELF}"
+    why = with_known_signature(case, cell.engine, errors[0] if errors else "", cell.status, why)
     return replace(
         cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
         signature=errors[0] if errors else "", warnings=match_signatures(case, cell.engine, text, "warning"),

@@ -10,7 +10,7 @@ import numpy as np
 
 from cases.base import Case
 from cases.common import ENVIRONMENT_SIGNATURES
-from cases.verdict import cell_context, expectation_record, judge, match_signatures
+from cases.verdict import cell_context, expectation_record, judge, match_signatures, with_known_signature
 from core import numerics
 from core.cell import Cell
 from core.portable import scrub
@@ -135,6 +135,7 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
     verdict, why = judge(expectation, status, is_fused)
+    why = with_known_signature(case, info.name, errors[0] if errors else "", status, why)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
     passed = not_compared(bundle) or numerics.fragile_words(stats, numerics.float_source(bundle.meta))

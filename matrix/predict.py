@@ -29,6 +29,9 @@ NOT_RUN = "predicted, not run here"
 AGREEMENT = {True: "agrees", False: NEWS, None: "cannot say"}  # a Comparison's `agrees`, in a report's words
 # What node predictions of "int8" or "float" say together about the network: it parses and builds.
 BUILDS = "builds"
+# What a network's row says where no finding spoke about its version: the lint knew of no problem, which is no
+# prediction that it builds; a failure there is still a miss of the lint's.
+NO_KNOWN_PROBLEM = "no known problem"
 # Where a finding's knowledge comes from: an upstream document (a URL), or cells this project observed (a results file
 # or folder under reports/observed/, or our runs' logs kept as test data).
 FINDING_BASES = ("documented", "observed")
@@ -168,18 +171,21 @@ def network_failure(cell: Mapping[str, Any]) -> str:
 
 
 def unforeseen_failures(findings: Sequence[Mapping[str, Any]], cells: Iterable[Mapping[str, Any]]) -> List[Comparison]:
-    """One miss per cell that failed to parse or build where findings predicted nodes to run ("int8", "float") and none
-    predicted a failure: the network was predicted to build."""
+    """One miss per cell that failed to parse or build where no finding predicted a failure: where findings predicted
+    nodes to run ("int8", "float") the network was predicted to build; where none spoke about the cell, the lint knew
+    of no problem (NO_KNOWN_PROBLEM), and a failure it did not foresee counts against it all the same."""
     rows = []
     for c in cells:
         failed = network_failure(c)
         speaking = [f for f in findings if applies(f, c)]
         running = [f for f in speaking if f["predicted"] in ("int8", "float")]
-        # no failure, nothing said it builds, a failure foreseen, or the refused node's own row is the miss
-        if not failed or not running or foresaw_failure(speaking, c) or any(refused_at(c, f["node"]) for f in running):
+        # no failure, a failure foreseen, or the refused node's own row is the miss
+        if not failed or foresaw_failure(speaking, c) or any(refused_at(c, f["node"]) for f in running):
             continue
-        rows.append(Comparison("", "", str(c["engine_version"]), BUILDS, failed, False, "", str(c.get("hardware", "")),
-                               str(c.get("engine", ENGINE)), cell_setting(c), level="model"))
+        predicted = BUILDS if running else NO_KNOWN_PROBLEM
+        rows.append(Comparison("", "", str(c["engine_version"]), predicted, failed, False, "",
+                               str(c.get("hardware", "")), str(c.get("engine", ENGINE)), cell_setting(c),
+                               level="model"))
     return rows
 
 
@@ -219,7 +225,7 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     rows: List[Dict[str, Any]] = []
     for i, r in comparisons(findings, cells):
         label = r.engine if not r.setting else f"{r.engine} · {r.setting}"
-        base = finding_row(findings[i], i) if i is not None else dict(MODEL_ROW)
+        base = finding_row(findings[i], i) if i is not None else dict(MODEL_ROW, predicted=r.predicted)
         rows.append(dict(base, version=engine_version_label(label, r.version), hardware=r.hardware,
                          observed=r.observed, ran=True, verdict=AGREEMENT[r.agrees], news=r.news, engine=r.engine,
                          column=r.column))
@@ -254,7 +260,8 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
     }
 
 
-# A network's row: the whole model, predicted to build (every finding for that version said a node runs).
+# A network's row: the whole model, predicted to build (every finding for that version said a node runs), or that no
+# known problem matched (no finding spoke about that version); its `predicted` is the comparison's.
 MODEL_ROW = {"node": "", "rule": "", "words": "the network: no failure foreseen", "predicted": BUILDS, "source": "",
              "detail": "", "fix": "", "range": "", "order": -1, "level": "model", "basis": "", "case": ""}
 
@@ -304,7 +311,8 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
         return [f"lint {name}: the lint could not read the model: {lint['error']}"]
     findings = [record(f) for f in lint["findings"]]
     if not findings:
-        return [f"lint {name}: no findings (no catalogue rule matched this graph)"]
+        return [f"lint {name}: no known problem matched (no catalogue case's pattern and no source-cited rule; "
+                "no prediction that it builds)"]
     same: Dict[tuple, List[str]] = {}
     for f in findings:
         key = (f["rule"], f.get("engine", ENGINE), f.get("versions", ""), f.get("setting", ""), f["predicted"],

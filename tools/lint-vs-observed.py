@@ -69,7 +69,11 @@ class Target:
 
     @property
     def held_out(self) -> List[Finding]:
-        return [f for f in self.findings if not f.learned_from(self.left_out)]
+        """The findings without what was learned from this model's cells: its cases' observed findings, and for a user
+        model a source rule's observations too (the TensorRT-RTX INT32 bias refusal was read from the producer
+        models' cells)."""
+        return [f for f in self.findings if not f.learned_from(self.left_out)
+                and not (self.kind != "catalogue" and f.basis == "observed" and not f.case)]
 
 
 def left_out_for(model_name: str) -> Tuple[str, ...]:
@@ -118,7 +122,8 @@ def catalogue_targets(by_bundle: Mapping[str, List[Mapping[str, Any]]], engine: 
 
 def network_verdict(findings: Sequence[Finding], cell: Mapping[str, Any]) -> str:
     """One network on one engine version: "right" or "wrong" where the findings say whether it parses and builds,
-    "silent" where none speaks about the cell, "cannot say" where the cell neither failed nor built."""
+    "silent" where none speaks about a cell that built, "cannot say" where the cell neither failed nor built. Where none
+    speaks and the network failed, the lint said "no known problem matched": that is "wrong", a miss."""
     from core.outcome import outcome
 
     speaking = [f.predicted for f in findings if applies(vars(f), cell)]
@@ -126,10 +131,52 @@ def network_verdict(findings: Sequence[Finding], cell: Mapping[str, Any]) -> str
     said = outcome(cell)
     observed = network_failure(cell) or (BUILDS if said.worked or said.failed_stage in ("run", "compare") else "")
     if not predicted:
-        return "silent"
+        return "wrong" if network_failure(cell) else "silent"
     if not observed:
         return "cannot say"
     return "right" if predicted == observed else "wrong"
+
+
+def model_level(targets: Sequence[Target]) -> Tuple[Counter, List[str]]:
+    """The user models (producer, architecture, third-party), each as one verdict: covered (at least one held-out
+    finding for this engine) or not, and "right" where every cell's network verdict is right or silent on a network
+    that built, "wrong" where any is wrong (a failure no held-out finding foresaw counts), "cannot say" otherwise;
+    with the names of the models it got wrong."""
+    found: Counter = Counter()
+    wrong = []
+    for t in targets:
+        if t.kind == "catalogue":
+            continue
+        found["models"] += 1
+        found["covered"] += bool(t.held_out)
+        found["covered (whole lint)"] += bool(t.findings)
+        verdicts = {network_verdict(t.held_out, cell) for cell in t.cells}
+        verdict = "wrong" if "wrong" in verdicts else "right" if verdicts <= {"right", "silent"} else "cannot say"
+        found[verdict] += 1
+        if verdict == "wrong":
+            wrong.append(t.title)
+    return found, wrong
+
+
+def model_lines(targets: Sequence[Target]) -> List[str]:
+    """The page's model-level figures: coverage and held-out accuracy over the user models, with the split named."""
+    found, wrong = model_level(targets)
+    if not found["models"]:
+        return []
+    scored = found["right"] + found["wrong"]
+    share = f"{found['right'] / scored:.0%}" if scored else "n/a"
+    kinds = sorted({t.kind for t in targets if t.kind != "catalogue"})
+    return ["## Per model (held out)", "",
+            f"Over the {found['models']} {', '.join(kinds)} models with cells here. **Coverage:** "
+            f"{found['covered']} of {found['models']} have at least one held-out finding for this engine "
+            f"({found['covered (whole lint)']} with the whole lint). **Model-level accuracy, held out:** "
+            f"{found['right']} of {scored} right ({share}), {found['cannot say']} cannot say. A model is right where, "
+            "on every engine version it ran, a held-out finding foresaw its parse or build failure, or it built where "
+            "none foresaw one; a model that failed where the lint said 'no known problem matched' is wrong."
+            + (f" Wrong: {', '.join(wrong)}." if wrong else ""), "",
+            "The split: the matchers are the catalogue cases' patterns, written from the cases' reproducers and the "
+            "models MADE_FROM names (whose own cases are left out when they are scored, as under Held out); every "
+            "other model is scored on findings written without it.", ""]
 
 
 def counts(rows: Iterable[Comparison]) -> Counter:
@@ -230,6 +277,7 @@ def page(targets: Sequence[Target], cells: Sequence[Path], engine: str, command:
              "that node.", ""]
     lines += [f"- {note}" for note in left_out_notes]
     lines += [""] if left_out_notes else []
+    lines += model_lines(targets)
     sections: Dict[str, List[tuple]] = {}
     for entry in per_model:
         sections.setdefault(section(entry[0]), []).append(entry)

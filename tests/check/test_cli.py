@@ -99,12 +99,13 @@ def test_lint_only_prints_one_line_per_rule_and_runs_nothing(quantized, tmp_path
                "predicted parse fails" in line for line in lines)
     assert not (tmp_path / "b").exists(), "no bundle is made"
     assert main([str(qdq_conv(tmp_path / "conv.onnx")), "--lint-only"]) == 0
-    assert capsys.readouterr().out.strip().endswith("conv.onnx: no findings (no catalogue rule matched this graph)")
+    assert capsys.readouterr().out.strip().endswith("conv.onnx: no known problem matched (no catalogue case's pattern "
+                                                    "and no source-cited rule; no prediction that it builds)")
     (tmp_path / "junk.onnx").write_text("not a model")
     assert main([str(tmp_path / "junk.onnx"), str(tmp_path / "conv.onnx"), "--lint-only"]) == 4
     lines = capsys.readouterr().out.splitlines()
-    assert "not an ONNX model" in lines[0] and lines[1].endswith("conv.onnx: no findings (no catalogue rule matched "
-                                                                 "this graph)"), "one bad model costs only itself"
+    assert "not an ONNX model" in lines[0] and lines[1].endswith("no prediction that it builds)"), \
+        "one bad model costs only itself"
 
 
 def _refused(argv, capsys) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cases import get_case
-from check.lint import Graph, lint_model, weight_dequantize
+from cases.pattern import weight_dequantize
+from check.lint import index, lint_model
 from generators import write
 
 
@@ -21,7 +22,7 @@ def _by(found: list) -> dict:
 def test_the_weight_is_found_through_the_transpose_and_cast_exporters_put_between():
     model = write.build(get_case("nvfp4_two_level_scales"), {"double_scale": "float32",
                                                              "activations": "weight_only"}).model
-    g = Graph(model)
+    g = index(model)
     matmul = next(n for n in g.nodes if n.op_type == "MatMul")
     dq = weight_dequantize(g, matmul.input[1])
     assert dq is not None and dq.input[0] == "w"  # MatMul <- Transpose <- Cast <- DequantizeLinear(w)

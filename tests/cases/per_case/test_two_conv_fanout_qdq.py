@@ -148,3 +148,24 @@ def test_a_committed_cells_params_rebuild_its_model():
     old = {"consumers": "two", "output_qdq": "yes", "size": "small"}
     full = next(p for p in VARIANTS if bundle_id(CASE, p) == bundle_id(CASE, old))
     assert write.build(CASE, old).model.SerializeToString() == write.build(CASE, full).model.SerializeToString()
+
+
+def test_a_user_models_failure_with_this_signature_names_seed_032_and_where_it_is_known():
+    """A user's detector that fails at build with the chooseHigherPrecision assertion: still a new failure (no source
+    speaks of this model), and its verdict line names the case, its seed and the versions it is known on."""
+    from dataclasses import replace
+
+    from cases.user_model import CASE as USER_MODEL
+    from core.cell import Cell
+
+    error = ("[graphOptimizer.cpp::chooseHigherPrecision::7079] Error Code 2: Internal Error (Assertion dt1 == "
+             "DataType::kFLOAT || dt1 == DataType::kHALF failed. )")
+    cell = Cell(bundle="user_model/yolox-0123456789", case="user_model", params={}, digest="d", engine="tensorrt",
+                engine_version="8.6.0", hardware="NVIDIA H200 (sm_90)", status="fail", verdict="new failure",
+                last_stage="load", error=error)
+    judged = rejudge(cell, USER_MODEL)
+    assert judged.verdict == "new failure" and judged.signature == CHOOSE_HIGHER_PRECISION.name
+    assert judged.explanation.startswith("its error matches seed 032 two_conv_fanout_qdq's signature "
+                                         "'chooseHigherPrecision assertion', known on TensorRT 8.5.1.7, 8.5.2.2, "
+                                         "8.5.3.1, 8.6.0 (observed before)")
+    assert "seed 032" not in rejudge(replace(cell, error="something else"), USER_MODEL).explanation
