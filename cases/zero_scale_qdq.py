@@ -31,7 +31,10 @@ more than 127 times that scale.
 
 from __future__ import annotations
 
+from typing import Any, List
+
 from cases.base import Case, Signature
+from cases.pattern import Graph, Match, Pattern, constant_dq, matches
 
 ISSUE_1826 = "https://github.com/NVIDIA/TensorRT/issues/1826"
 ISSUE_2498 = "https://github.com/NVIDIA/TensorRT/issues/2498"
@@ -48,6 +51,22 @@ SCALE_NOT_POSITIVE = Signature(
     source=MODELOPT_454,
 )
 
+def match_zero_scale(g: Graph, n: Any) -> List[Match]:
+    """A Q/DQ whose constant scale holds a zero (or a negative): a dead weight channel where the DequantizeLinear reads
+    an initializer, else a dead activation."""
+    scale = g.const.get(n.input[1]) if len(n.input) > 1 else None
+    if scale is None or not (scale <= 0).any():
+        return []
+    weight = constant_dq(g, n.output[0]) is n
+    return matches(n, {"zero": "weight_channel" if weight else "activation"}, target="node_of_c")
+
+
+PATTERN = Pattern(rules={"zero_scale_qdq": "Q/DQ scale with a zero (a dead channel)"},
+                  ops=("QuantizeLinear", "DequantizeLinear"), match=match_zero_scale,
+                  fix="give each zero scale a positive one (the tensor's smallest non-zero scale): a dead channel's "
+                      "INT8 values are 0, so its dequantized values stay 0")
+
+
 CASE = Case(
     id="zero_scale_qdq",
     seed="033",
@@ -58,4 +77,5 @@ CASE = Case(
     signatures=(SCALE_NOT_POSITIVE,),
     expectations=(),
     builder="generators.zero_scale_qdq:build",
+    pattern=PATTERN,
 )
