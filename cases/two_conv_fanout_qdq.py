@@ -18,32 +18,35 @@ and 8.5.3.1 with the chooseHigherPrecision assertion (8.5.3.1 then "Assertion en
 one Conv, or float outputs, every form builds with its Convs in INT8. The weights and the size do not matter; the
 fan-out into two requantized Convs does. Every expectation is a baseline: no upstream source documents it yet.
 
-Its extent (issue 44): an independent check on an H200 with TensorRT 8.6.0 (2026-11; no committed cells yet, so these
-forms have no expectation) saw it reach further. The sweep holds what the failure seems to need, one axis varied at a
-time from the first 8 reproducers (FORMS), the axes added since at their first value in every id that leaves them out
-(`Case.defaults`): what follows each Conv (`output_qdq`: `yes` Q/DQ, `no` the Conv writes a float graph output,
-`identity` an Identity then the graph output, `relu_qdq` a Relu then Q/DQ, `concat_qdq` the outputs concatenated
-then Q/DQ), the `kernel` (1x1, or 3x3 with pads 1; `kernel_shape` is always set, as TensorRT 8.6.0 needs for a Conv
-whose weights come from a DequantizeLinear), the `consumers` (one, two or three Convs), the `weights` (per-channel or
-per-tensor scales) and the `size`. Its controls are `siblings` that differ (`other_kernel`: the second Conv 3x3;
-`other_stride`: its stride 2), which built there. The trigger seemed to need sibling Convs that could be merged
-side by side whose outputs end in the same kind of typed node (Q/DQ, Relu then Q/DQ, or an Identity); a float output
-that a Conv writes itself built.
+Its extent (issue 44), observed on an H200 on every 8.x version (2026-11-28,
+reports/observed/nvidia-h200/round-2026-11-28/: all 37 reproducers on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0, the same
+outcome on each). The sweep varies one axis at a
+time from the first 8 reproducers (FORMS; the axes added since are left out of the ids at their first value,
+`Case.defaults`): what follows each Conv (`output_qdq`: `yes` Q/DQ, `no` the Conv writes a float graph output,
+`identity` an Identity then the graph output, `relu_qdq` a Relu then Q/DQ, `concat_qdq` the outputs concatenated then
+Q/DQ), the `kernel` (1x1, or 3x3 with pads 1; `kernel_shape` is always set, as TensorRT 8.6.0 needs for a Conv whose
+weights come from a DequantizeLinear), the `consumers` (one, two or three Convs), the `weights` (per-channel or
+per-tensor scales), the `size`, and `siblings` that differ (`other_kernel`: the second Conv 3x3; `other_stride`: its
+stride 2). What triggers it, as the cells show: two or three sibling Convs with the same kernel and stride on one
+Q/DQ activation whose outputs end alike in a typed node (a Q/DQ, a Relu then a Q/DQ, an Identity, or one Concat then
+a Q/DQ), whatever the kernel (1x1, 3x3), the weights' scales (per-channel, per-tensor) and the size: 11 of 11 such
+forms fail to build on every 8.x version. Each Conv writing a float graph output itself builds (two or three Convs:
+"float outputs build" holds only there, an Identity after each Conv does not save it), one Conv builds, and siblings
+of another kernel or stride build.
 
-The way around it that worked there, and no other edit did (a DequantizeLinear or Q/DQ pair copied per Conv, builder
-optimization levels 0 to 5, FP16, DIRECT_IO: TensorRT merges the copies back): `rewrite=merged` builds the same
-network with the sibling Convs merged into one Conv (weights, per-channel scales and biases concatenated; a
-per-tensor weight scale repeated per channel) and a Split, each half's tail as before. It draws its twin's seed, so
-its reference outputs are bit-identical to the unmerged form's (tests/cases/per_case/test_two_conv_fanout_qdq.py).
-The search: docs/findings.md, seed 032.
+The way around it, proven on every 8.x version (the same cells): `rewrite=merged` builds the same network with the
+sibling Convs merged into one Conv (weights, per-channel scales and biases concatenated; a per-tensor weight scale
+repeated per channel) and a Split, each half's tail as before. All 11 merged forms build and run with the merged Conv
+in INT8 on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0, and their reference outputs are bit-identical to the unmerged forms'
+(tests/cases/per_case/test_two_conv_fanout_qdq.py). Tried on an H200 with TensorRT 8.6.0 and not a way around it (an
+independent check, not committed as cells): a DequantizeLinear or Q/DQ pair copied per Conv, builder optimization
+levels 0 to 5, FP16, DIRECT_IO (TensorRT merges the copies back). The record: docs/findings.md, seed 032.
 
-The pattern (the lint's rule): two or more sibling Convs with INT8 weights reading one Q/DQ activation, with the same
-kernel and stride (their output channels may differ), whose outputs end in the same kind of typed node: a Q/DQ, a Relu
-then a Q/DQ, or an Identity. Measured on an H200 with TensorRT 8.6.0 (not committed as cells): that is what triggers
-it; siblings of another kernel or stride build, siblings with different tails build, a ResNet block's 1x1 downsample
-beside its 3x3 builds, and merging the sibling Convs into one Conv followed by a Split avoids it. The matcher declines
-the sweep's controls (one Conv; float outputs). Its predictions are this case's expectations and observed cells, which
-are the Q/DQ-tailed form.
+The pattern (the lint's rule, `match_fanout`): two or more sibling Convs with INT8 weights reading one Q/DQ
+activation, with the same kernel and stride (their output channels may differ), whose outputs end in the same kind
+of typed node. It declines the sweep's controls (one Conv, float outputs, siblings that differ, the merged form) and
+says which of the case's axes the user's graph decides (tail, consumers, kernel, weights), so that its prediction is
+the expectation of the reproducer that matches the graph.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from typing import Any, Dict, List, Tuple
 from cases.base import Case, Expectation, Signature
 from cases.pattern import Graph, Match, Pattern, activation_dq, attr, constant_dq, node_name, quantized_after
 from cases.silu_qdq import QDQ_PLACEMENT
+from core.engines import pin_group
 
 DDDDOCR = "https://pypi.org/project/ddddocr/1.6.1/"  # the wheel that ships the detector it was reduced from
 FOUND_HERE = "reports/observed/nvidia-h100/reduce-choosehigherprecision/"
@@ -86,6 +90,15 @@ FORMS = (
      "rewrite": ("merged",)},
 )
 H100 = "NVIDIA H100 80GB HBM3"
+H200 = "NVIDIA H200"
+OBSERVED_SWEEP = "reports/observed/nvidia-h200/round-2026-11-28/trt-{}.jsonl"  # all 37, every 8.x version, an H200
+ALIKE = {"siblings": ("alike",), "rewrite": ("none",)}
+SWEEP_FAILS = {"consumers": ("two", "three"), "output_qdq": TRIGGERS, **ALIKE}  # sibling Convs with typed tails
+SWEEP_BUILDS = ({"consumers": ("one",), **ALIKE}, {"output_qdq": ("no",), **ALIKE},
+                {"siblings": ("other_kernel", "other_stride")}, {"rewrite": ("merged",)})
+BUILDS_WHY = ("one Conv: it builds in INT8 and matches", "float outputs each Conv writes itself: they build in INT8",
+              "siblings of another kernel or stride: they build in INT8",
+              "the way around it, the sibling Convs merged into one Conv and a Split: it builds in INT8")
 
 CHOOSE_HIGHER_PRECISION = Signature(
     name="choose_higher_precision",
@@ -135,12 +148,27 @@ def _earlier(version: str) -> tuple:
     )
 
 
-FIX_MERGE = ("merge the sibling Convs into one Conv (their weights and biases concatenated on the output channels) "
-             "followed by a Split: measured to build on TensorRT 8.6.0 (an H200)")
+def _sweep(version: str) -> tuple:
+    """The H200 baselines of one 8.x version over the whole sweep (round-2026-11-28/): what fails and what builds."""
+    source = OBSERVED_SWEEP.format(version)
+    return (
+        Expectation("tensorrt", f"=={version}", "fail", source, stage="build", signature=CHOOSE_HIGHER_PRECISION.name,
+                    where=SWEEP_FAILS, hardware=H200, basis="baseline",
+                    note="sibling Convs on one Q/DQ activation whose outputs end alike in a typed node (Q/DQ, Relu "
+                    "then Q/DQ, Identity, Concat then Q/DQ): 11 of 11 forms fail to build"),
+        *(Expectation("tensorrt", f"=={version}", "int8", source, where=where, hardware=H200, basis="baseline",
+                      note=why) for where, why in zip(SWEEP_BUILDS, BUILDS_WHY)),
+    )
+
+
+FIX_MERGE = ("merge the sibling Convs into one Conv (their weights, per-channel scales and biases concatenated on the "
+             "output channels) followed by a Split: it builds in INT8 on TensorRT 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0 "
+             "(reports/observed/nvidia-h200/round-2026-11-28/, every rewrite=merged reproducer)")
 
 
 def _tail(g: Graph, conv: Any) -> str:
-    """What a Conv's output ends in: "qdq" (a Q/DQ), "relu_qdq" (a Relu, then a Q/DQ), "identity", else ""."""
+    """What a Conv's output ends in: "qdq" (a Q/DQ), "relu_qdq" (a Relu, then a Q/DQ), "identity", "concat_qdq" (a
+    Concat, then a Q/DQ), else "" (a float graph output, or anything else)."""
     users = g.users(conv.output[0])
     if len(users) != 1:
         return ""
@@ -150,6 +178,8 @@ def _tail(g: Graph, conv: Any) -> str:
         return "identity"
     if users[0].op_type == "Relu" and quantized_after(g, users[0].output[0]) is not None:
         return "relu_qdq"
+    if users[0].op_type == "Concat" and quantized_after(g, users[0].output[0]) is not None:
+        return "concat_qdq"
     return ""
 
 
@@ -179,8 +209,22 @@ def match_fanout(g: Graph, conv: Any) -> List[Match]:
             others = ", ".join(node_name(c) for c in convs if c is not conv)
             note = (f"{len(convs)} sibling Convs on {dq.output[0]} (kernel {list(kernel)}, stride {list(strides)}, "
                     f"each ending in {tail.replace('_', ' then ')}; with {others})")
-            return [Match(node_name(conv), {"consumers": "two", "output_qdq": "yes"}, target="node_of_c0", note=note)]
+            return [Match(node_name(conv), _decided(g, convs, kernel, tail), target="node_of_c0", note=note)]
     return []
+
+
+def _decided(g: Graph, convs: List[Any], kernel: Tuple[Any, ...], tail: str) -> Dict[str, str]:
+    """The case's axes a user's sibling Convs decide: their tail and number, and the kernel and weight scales where
+    the sweep has them (an axis the graph cannot tell is left out, and every reproducer of it speaks)."""
+    decided = {"output_qdq": "yes" if tail == "qdq" else tail, "siblings": "alike", "rewrite": "none"}
+    if len(convs) in (2, 3):
+        decided["consumers"] = "two" if len(convs) == 2 else "three"
+    if list(kernel) in ([1, 1], [3, 3]):
+        decided["kernel"] = f"{kernel[0]}x{kernel[1]}"
+    scales = [g.const.get(constant_dq(g, c.input[1]).input[1]) for c in convs]
+    if all(s is not None for s in scales):
+        decided["weights"] = "per_tensor" if all(s.size == 1 for s in scales) else "per_channel"
+    return decided
 
 
 PATTERN = Pattern(
@@ -188,13 +232,14 @@ PATTERN = Pattern(
     ops=("Conv",),
     match=match_fanout,
     fix=FIX_MERGE,
-    controls=({"consumers": ("one",)}, {"output_qdq": ("no",)}),
+    controls=({"consumers": ("one",)}, {"output_qdq": ("no",)}, {"siblings": ("other_kernel", "other_stride")},
+              {"rewrite": ("merged",)}),
 )
 
 CASE = Case(
     id="two_conv_fanout_qdq",
     seed="032",
-    title="One Q/DQ activation read by two 1x1 Convs with requantized outputs: TensorRT 8.6.0's chooseHigherPrecision",
+    title="Sibling INT8 Convs on one Q/DQ activation with typed outputs: TensorRT 8.5-8.6.0's chooseHigherPrecision",
     links=(DDDDOCR, QDQ_PLACEMENT),
     axes={
         "consumers": ("two", "one", "three"),
@@ -237,6 +282,7 @@ CASE = Case(
         ),
         *_earlier("8.5.1.7"),
         *_earlier("8.5.2.2"),
+        *(e for v in pin_group("trt").versions for e in _sweep(v)),  # every 8.x version PyPI ships whole
     ),
     builder="generators.two_conv_fanout_qdq:build",
     valid=_swept,

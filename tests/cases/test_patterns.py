@@ -23,9 +23,38 @@ DECLINED = {
     "qdq_scale_dtype_mismatch": ["op=matmul+scale=float16", "op=conv+scale=float16"],  # scale type = data type
     "silu_qdq": ["form=implicit"],  # no Q/DQ at all: the float-model rule speaks for it
     "scalar_quantized_constant": ["constant=one_element+op=mul"],  # a shaped constant into Mul: the fix itself
-    "two_conv_fanout_qdq": ["consumers=two+output_qdq=no+size=detector", "consumers=two+output_qdq=no+size=small",
-                            "consumers=one+output_qdq=yes+size=detector", "consumers=one+output_qdq=yes+size=small",
-                            "consumers=one+output_qdq=no+size=detector", "consumers=one+output_qdq=no+size=small"],
+    # the sweep's controls: one Conv, float outputs, siblings of another kernel or stride, the merged form
+    "two_conv_fanout_qdq": [
+        f"consumers={c}+output_qdq={o}+size={s}+kernel={k}+weights={w}+siblings={sib}+rewrite={r}"
+        for c, o, s, k, w, sib, r in (
+            ("two", "yes", "detector", "1x1", "per_channel", "alike", "merged"),
+            ("two", "yes", "small", "1x1", "per_channel", "alike", "merged"),
+            ("two", "yes", "small", "1x1", "per_channel", "other_kernel", "none"),
+            ("two", "yes", "small", "1x1", "per_channel", "other_stride", "none"),
+            ("two", "yes", "small", "1x1", "per_tensor", "alike", "merged"),
+            ("two", "yes", "small", "3x3", "per_channel", "alike", "merged"),
+            ("two", "no", "detector", "1x1", "per_channel", "alike", "none"),
+            ("two", "no", "small", "1x1", "per_channel", "alike", "none"),
+            ("two", "no", "small", "1x1", "per_tensor", "alike", "none"),
+            ("two", "no", "small", "3x3", "per_channel", "alike", "none"),
+            ("two", "identity", "detector", "1x1", "per_channel", "alike", "merged"),
+            ("two", "identity", "small", "1x1", "per_channel", "alike", "merged"),
+            ("two", "identity", "small", "1x1", "per_channel", "other_kernel", "none"),
+            ("two", "identity", "small", "1x1", "per_channel", "other_stride", "none"),
+            ("two", "relu_qdq", "detector", "1x1", "per_channel", "alike", "merged"),
+            ("two", "relu_qdq", "small", "1x1", "per_channel", "alike", "merged"),
+            ("two", "concat_qdq", "detector", "1x1", "per_channel", "alike", "merged"),
+            ("two", "concat_qdq", "small", "1x1", "per_channel", "alike", "merged"),
+            ("one", "yes", "detector", "1x1", "per_channel", "alike", "none"),
+            ("one", "yes", "small", "1x1", "per_channel", "alike", "none"),
+            ("one", "no", "detector", "1x1", "per_channel", "alike", "none"),
+            ("one", "no", "small", "1x1", "per_channel", "alike", "none"),
+            ("one", "identity", "small", "1x1", "per_channel", "alike", "none"),
+            ("one", "relu_qdq", "small", "1x1", "per_channel", "alike", "none"),
+            ("three", "yes", "small", "1x1", "per_channel", "alike", "merged"),
+            ("three", "no", "small", "1x1", "per_channel", "alike", "none"),
+        )
+    ],
 }
 # Which cases' patterns also match another case's reproducers (pattern's case -> the cases whose reproducers it
 # matches): a graph can show more than one known problem, and these are the ones the catalogue's own models show.
@@ -48,7 +77,7 @@ CROSS_MATCHES = {
     "mxfp8_block_scales": {"float_qdq_types"},
     "q_output_type": {"fp16_quantize_rounding", "grouped_conv"},
     "qlinear_rounding_ties": {"bias_add_after_qdq", "convtranspose_q_fusion", "grouped_conv", "resize_qdq", "silu_qdq",
-                              "two_conv_fanout_qdq"},
+                              "two_conv_fanout_qdq", "zero_scale_qdq"},
     "resize_linear_qdq_drop": {"resize_qdq"},
     "resize_qdq": {"resize_linear_qdq_drop"},
 }
@@ -112,7 +141,8 @@ def test_a_new_case_brings_its_rule_with_it(monkeypatch):
     model = write.build(CASE, {"consumers": "one", "output_qdq": "no", "size": "small"}).model
     assert not [f for f in lint_model(model) if f.rule == "every_conv"]
     fake = Pattern(rules={"every_conv": "any Conv"}, ops=("Conv",),
-                   match=lambda g, n: [Match(n.name or n.output[0], {"consumers": "two", "output_qdq": "yes"})])
+                   match=lambda g, n: [Match(n.name or n.output[0], {"consumers": "two", "output_qdq": "yes",
+                                                                     "siblings": "alike", "rewrite": "none"})])
     monkeypatch.setattr(lint, "_patterns", lambda: ((CASE, fake),))
     found = [f for f in lint.lint_model(model) if f.rule == "every_conv"]
     assert found and {f.case for f in found} == {"two_conv_fanout_qdq"} and "catalogue case 032" in found[0].detail
