@@ -14,13 +14,14 @@ input (a tensor that was all zero when it was calibrated, here fed non-zero valu
 Target: the Conv. ONNX allows either (the scale is a float); the reference is exact: the dead channel, or every channel
 after a zero activation, computes its bias alone.
 
-No expectation yet: an independent check on an H200 (TensorRT 8.6.0, 2026-11) saw 8.6.0 refuse a weight form at parse
-with "Scale coefficients must all be positive", and was told TensorRT for RTX 1.7 builds it; but no committed cell
-holds either, and these reproducers, built ahead of time on a CPU with TensorRT for RTX 1.7.1.116 (not committed),
-were both refused at parse with the same words ("onnxOpImporters.cpp:1889 In function resolveScaleInput: [6]
-Assertion failed: (scaleAllPositive || allowNegativeScale): Scale coefficients must all be positive"). The signature
-recognises the message; the GPU cells will give the baselines. ONNX Runtime 1.31.1's default column on this
-project's CPU (not committed either) was 3 steps off on the dead weight channel's form and 64 on the zero activation
+Observed on an H200 (2026-11-28, reports/observed/nvidia-h200/round-2026-11-28/): TensorRT 8.5.1.7, 8.5.2.2, 8.5.3.1
+and 8.6.0 refuse both forms at parse, "Assertion failed: scaleAllPositive && "Scale coefficients must all be
+positive"", as #2498 and Model-Optimizer#454 report; the expectations are those cells. An independent check on an
+H200 was told that TensorRT for RTX 1.7 builds such a model; built ahead of time on a CPU with TensorRT for RTX
+1.4.0.76 to 1.7.1.116 (every `nox -s matrix`), these reproducers are refused at parse with the same words
+("onnxOpImporters.cpp:1889 In function resolveScaleInput: [6] Assertion failed: (scaleAllPositive ||
+allowNegativeScale): Scale coefficients must all be positive"). ONNX Runtime 1.31.1's default column on this
+project's CPU (not committed) was 3 steps off on the dead weight channel's form and 64 on the zero activation
 scale's, where 1.16.3 matched: news for the cross-check columns, with no source yet.
 
 The fix, in the model: give each zero scale a positive one, the smallest positive normal float32 or the smallest
@@ -33,8 +34,9 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from cases.base import Case, Signature
+from cases.base import Case, Expectation, Signature
 from cases.pattern import Graph, Match, Pattern, constant_dq, matches
+from core.engines import pin_group
 
 ISSUE_1826 = "https://github.com/NVIDIA/TensorRT/issues/1826"
 ISSUE_2498 = "https://github.com/NVIDIA/TensorRT/issues/2498"
@@ -50,6 +52,9 @@ SCALE_NOT_POSITIVE = Signature(
     short="zero Q/DQ scale refused",
     source=MODELOPT_454,
 )
+# Observed (a baseline): both forms on TensorRT 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0, an H200, 2026-11-28.
+OBSERVED = "reports/observed/nvidia-h200/round-2026-11-28/trt-{}.jsonl"
+
 
 def match_zero_scale(g: Graph, n: Any) -> List[Match]:
     """A Q/DQ whose constant scale holds a zero (or a negative): a dead weight channel where the DequantizeLinear reads
@@ -75,7 +80,12 @@ CASE = Case(
     axes={"zero": ("weight_channel", "activation")},
     target_nodes=("node_of_c",),
     signatures=(SCALE_NOT_POSITIVE,),
-    expectations=(),
+    expectations=tuple(
+        Expectation("tensorrt", f"=={v}", "fail", OBSERVED.format(v), stage="load",
+                    signature=SCALE_NOT_POSITIVE.name, hardware="NVIDIA H200", basis="baseline",
+                    note="refused at parse, both forms: 'Scale coefficients must all be positive'")
+        for v in pin_group("trt").versions
+    ),
     builder="generators.zero_scale_qdq:build",
     pattern=PATTERN,
 )

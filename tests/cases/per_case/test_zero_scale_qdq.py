@@ -45,9 +45,16 @@ def test_what_the_zero_leaves_is_the_bias_alone_and_onnx_runtime_agrees(params):
     assert np.array_equal(run_onnxruntime(rep)["y"], y)
 
 
-def test_the_signature_matches_the_parsers_words_and_no_expectation_guesses():
-    """No committed cell holds what TensorRT or TensorRT-RTX does with it yet: no expectation, only the signature."""
+def test_the_signature_matches_the_parsers_words_and_the_expectations_are_the_committed_cells():
+    """Every 8.x version refuses both forms at parse (the H200's cells, 2026-11-28); TensorRT-RTX has no committed
+    cell, so no expectation."""
+    from pathlib import Path
+
     assert SCALE_NOT_POSITIVE.search(TRT_86) and SCALE_NOT_POSITIVE.search(RTX_17)
     assert not SCALE_NOT_POSITIVE.search("Scale coefficients must be positive")
-    for engine, version in (("tensorrt", "8.6.0"), ("tensorrt", "8.5.1.7"), ("tensorrt-rtx", "1.7.1.116")):
-        assert all(CASE.expectation_for(engine, version, p) is None for p in CASE.variants())
+    for version in ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"):
+        for p in CASE.variants():
+            said = CASE.expectation_for("tensorrt", version, p)
+            assert said.outcome == "fail" and said.stage == "load" and said.basis == "baseline"
+            assert (Path(__file__).resolve().parents[3] / said.source).is_file()
+    assert all(CASE.expectation_for("tensorrt-rtx", "1.7.1.116", p) is None for p in CASE.variants())
