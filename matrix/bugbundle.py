@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from cases.verdict import UNEXPECTED, signature_words
 from core.cell import Cell, unpack_text
-from core.engines import ENGINES, REPRO_ALWAYS, variant_label
+from core.engines import ENGINES, REPRO_ALWAYS, pinned_build, variant_label
 from core.engines import title as engine_title
 from core.numerics import float_source
 from core.outcome import FAILED_STAGE, outcome
@@ -732,6 +732,13 @@ def _regressions(everything: Sequence[Cell]) -> Dict[Any, Any]:
     return _LAST[1]
 
 
+def _engine_build(cell: Cell, said: str) -> str:
+    """The engine version as its cell records it, with the build its wheel ships where the pin table knows one and the
+    cell does not say it ("8.6.0 (build 8.6.0.12: <source>)")."""
+    build, source = pinned_build(cell.engine, cell.engine_version)
+    return f"{said} (build {build}: {source})" if build and build != said else said
+
+
 def payload_pins(cell: Cell) -> Dict[str, str]:
     """The CUDA wheels the GPU run's payload pinned ("nvidia-cuda-runtime-cu12==12.0.146, ..."): name -> version."""
     pins = [p.strip().split("==", 1) for p in str(cell.versions.get("payload") or "").split(",") if "==" in p]
@@ -754,7 +761,7 @@ def environment_words(cell: Cell) -> Dict[str, str]:
                                  f"the driver supports CUDA {driver_cuda}" if driver_cuda else "") if x)
     module = ENGINES[cell.engine].module if cell.engine in ENGINES else cell.engine
     return {
-        "engine": str(cell.versions.get(module) or cell.engine_version),
+        "engine": _engine_build(cell, str(cell.versions.get(module) or cell.engine_version)),
         "cuda": cuda or NOT_RECORDED,
         "cudnn": (cell.versions.get("cudnn") or NOT_RECORDED) + pinned("nvidia-cudnn-cu"),
         "cublas": (cell.versions.get("cublas") or NOT_RECORDED) + pinned("nvidia-cublas-cu"),
