@@ -23,7 +23,8 @@ def _start_time(pid: int) -> Optional[str]:
     """A process's start time in clock ticks since boot (Linux /proc), "" where this system cannot say, None for a
     process that does not exist."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return None if fields[0] in ("Z", "X") else fields[19]  # a zombie has ended: only its exit status is left
     except (OSError, IndexError):
         pass
     try:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from core.tempdirs import OWNER, owned, reap
 
@@ -27,3 +30,21 @@ def test_a_dead_owners_folder_is_reaped_and_a_live_ones_kept(tmp_path: Path) -> 
         assert reap("qdq-x-", str(tmp_path)) == 0
         assert not dead.exists() and live.exists() and making.exists() and torn.exists() and Path(mine).exists()
     assert not Path(mine).exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process states are read from /proc")
+def test_a_zombie_owner_counts_as_gone(tmp_path: Path) -> None:
+    """A killed owner that nobody has reaped yet is a zombie: its /proc entry stays, but it runs no more."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+
+    def stat() -> list:
+        return Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    deadline = time.monotonic() + 30
+    while stat()[0] != "Z" and time.monotonic() < deadline:  # exited, not yet waited for
+        time.sleep(0.01)
+    folder = tmp_path / "qdq-x-zombie"
+    folder.mkdir()
+    (folder / OWNER).write_text(f"{proc.pid} {stat()[19]}")
+    assert reap("qdq-x-", str(tmp_path)) == 1 and not folder.exists()
+    proc.wait()

@@ -68,7 +68,11 @@ def test_every_committed_results_file_merges_as_observed(committed):
 def test_every_tensorrt_only_cell_lands_in_its_own_column(committed):
     """The H200's tensorrt-only files: their 258 parse-failure and not-run cells never fall into the default
     column as duplicates; each version's tensorrt-only column holds all 116 of its cells."""
-    assert not [p for p in committed.problems if "duplicate" in p.message]
+    # A later round of the same default column (round-2026-11-28 ran seed 032 and grouped_conv again) gives duplicates
+    # that agree; none lands in the tensorrt-only column, and none disagrees.
+    duplicates = [p.duplicate for p in committed.problems if p.duplicate]
+    assert not [d for d in duplicates if "tensorrt-only" in d.column]
+    assert not [p for p in committed.problems if "different statuses" in p.message]
     only = [c for c in committed.columns if c.variant == "tactics=tensorrt-only"]
     assert len(only) == 4
     for col in only:
