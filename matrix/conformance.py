@@ -29,7 +29,7 @@ from core.cell import Cell
 from core.engines import ENGINES
 from core.outcome import outcome
 from core.words import first_line, many
-from matrix.merge import Column, MergeResult, build, column_key, version_key
+from matrix.merge import Column, MergeResult, build, column_key, never_run, version_key
 
 RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, HARNESS = (
     "right", "wrong", "refused", "built only", "crashed", "not run", "harness error")
@@ -174,8 +174,10 @@ def conformance_view(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict
             ops.append({"op": op, "rows": rows})
     targets = _target_table(per_target, by_column, tests, reasons)
     idle_groups: Dict[str, List[str]] = {}
+    never = never_run(cells)  # a version no machine of this project could install says so, not "no NVIDIA GPU"
     for col in idle:
-        reason = next(iter(by_column[col.key].values())).reason
+        why = never.get((col.engine, col.engine_version))
+        reason = f"never run: {why}" if why else next(iter(by_column[col.key].values())).reason
         idle_groups.setdefault(reason, []).append(column_title(col))
     totals = {w: sum(1 for col in shown for e in by_column[col.key].values() if e.word == w) for w in WORDS}
     return {
