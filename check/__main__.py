@@ -68,6 +68,7 @@ class ModelCheck:
     reference_error: str = ""
     cells: Tuple[str, ...] = field(default_factory=tuple)  # "<column>: <status>" once the engines ran, as said
     statuses: Tuple[str, ...] = field(default_factory=tuple)  # each cell's status, in the order of `cells`
+    report: str = ""  # an unusable model's report stem, its own in this run (unusable_stems)
 
     @property
     def checked(self) -> bool:
@@ -112,6 +113,7 @@ def unwritable(error: Exception) -> str:
 
 def check(args: argparse.Namespace) -> int:
     """Prepare bundles (or take prepared ones), run every engine version, write and print the reports."""
+    from check.index import unusable_stems, write_index
     from check.run import plan
     from check.shapes import parse_shapes
 
@@ -147,9 +149,12 @@ def check(args: argparse.Namespace) -> int:
                                localize=args.localize)
         checks = [replace(o, cells=tuple(f"{column}: {status}" for column, status in cells.get(o.bundle, ())),
                           statuses=tuple(status for _, status in cells.get(o.bundle, ()))) for o in checks]
+    checks = unusable_stems(checks)
     for o in checks:
         if o.unusable and engines_run:
             print("wrote " + ", ".join(str(p) for p in unusable_report(o, Path(args.reports))))
+    if engines_run:
+        print(f"wrote {write_index(checks, Path(args.reports))}")
     return summary(checks, ran=engines_run)
 
 
@@ -383,19 +388,18 @@ def _variant(cell) -> str:
 
 
 def unusable_report(result: ModelCheck, reports: Path) -> List[Path]:
-    """The report of a model that could not be used: what was given and why, as JSON and Markdown."""
-    from cases.user_model import model_id, model_slug
+    """The report of a model that could not be used: what was given and why, as JSON and Markdown, under a name no
+    checked model's report has (check.index.unusable_stem)."""
+    from check.index import unusable_stem
     from core.portable import scrub
 
-    try:
-        stem = model_id(result.model)
-    except OSError:  # not readable at all: its name alone
-        stem = model_slug(result.model)
+    stem = result.report or unusable_stem(result.model, ())
     reports.mkdir(parents=True, exist_ok=True)
     name = Path(result.model).name
     reason = scrub(result.unusable)  # a model's or --inputs' path as result: never this machine's own
-    record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "status": "unusable", "reason": reason}
-    md = f"# {name}: not checked\n\nThis model could not be used, so no engine ran it:\n\n    {reason}\n"
+    record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "path": scrub(result.model), "status": "unusable",
+              "reason": reason}
+    md = f"# {name}: not checked\n\n{scrub(result.model)} could not be used, so no engine ran it:\n\n    {reason}\n"
     paths = [reports / f"{stem}.json", reports / f"{stem}.md"]
     paths[0].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     paths[1].write_text(md, encoding="utf-8")
