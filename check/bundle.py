@@ -517,7 +517,7 @@ def _given_inputs(path: Path, declared: Declared, shapes: Mapping[str, InputShap
             ([f"no model input named {', '.join(extra)}"] if extra else [])) +
             f" (the model's inputs: {', '.join(declared)})")
     for name, (dtype, dims) in declared.items():
-        a = arrays[name]
+        a = arrays[name] = generated.as_declared(arrays[name], dtype)
         if a.dtype != dtype:
             raise CheckError(f"--inputs {path}: input {name!r} is {a.dtype}, the model declares {dtype}")
         if dims != ["?"] and (a.ndim != len(dims) or any(isinstance(d, int) and d != s for d, s in zip(dims, a.shape))):
