@@ -241,6 +241,7 @@ its size in the reason; the others go on.
 With several models, a --shape fixes only the dimensions each model leaves open (check.shapes.fit)."""
     from check.budget import Budget
     from check.bundle import bundle_from_model
+    from check.progress import Ticker
 
     several = len(models) > 1
     check_shapes(models, shapes, several)
@@ -251,10 +252,11 @@ With several models, a --shape fixes only the dimensions each model leaves open 
         npz = Path(args.inputs) if args.inputs else beside(model)
         print(f"preparing {model}" + (f" with inputs {npz}" if npz else "") + " ...", flush=True)
         try:
-            bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
-                                       tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
-                                       float_model=args.float_model, min_sqnr_db=args.min_sqnr,
-                                       min_cosine=args.min_cosine, fit_shapes=several, budget=budget)
+            with Ticker(f"preparing {model.name}"):  # a line every 15 s naming the step (check.progress)
+                bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
+                                           tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
+                                           float_model=args.float_model, min_sqnr_db=args.min_sqnr,
+                                           min_cosine=args.min_cosine, fit_shapes=several, budget=budget)
         except MemoryError as e:  # over what this machine has, though within the budget: this model alone
             said = f": {_first_line(e)}" if str(e) else ""
             checks.append(ModelCheck(model=str(model), unusable=f"out of memory while preparing it (MemoryError{said});"
