@@ -293,15 +293,16 @@ class Heartbeat:
         with self._lock:
             self._running.setdefault(nodeid, time.monotonic())
 
-    def finished(self, nodeid: str, status: str = "") -> None:
-        """A cell ended: said only where a heartbeat line told the user it was running."""
+    def finished(self, nodeid: str, status: str = "", why: str = "") -> None:
+        """A cell ended ("<status> after N s", and why where said): said only where a heartbeat line told the user it
+        was running."""
         with self._lock:
             start = self._running.pop(nodeid, None)
             told = nodeid in self._told
             self._told.discard(nodeid)
         if start is not None and told:
             self._write(f"{self.cell_words(nodeid)}: {status or 'done'} after "
-                        f"{time.monotonic() - start:.0f} s")
+                        f"{time.monotonic() - start:.0f} s" + (f": {why}" if why else ""))
 
     def beat(self) -> None:
         """One line per running cell."""
@@ -439,6 +440,15 @@ class _ControllerHooks:
         writer: ResultsWriter = config._qdq_writers[ref.column]
         props = dict(report.user_properties)
         beat = config._qdq_heartbeat
+        if report.failed and report.when in ("call", "???") and CELL_KEY not in props:
+            run: ColumnRun = config._qdq_columns[ref.column]
+            elapsed = time.monotonic() - self._started.get(report.nodeid, time.monotonic())
+            cell = lost_cell(report, ref.bundle, props.get(FAILURE_KEY), run.info, run.run, cell_timeout(config),
+                             elapsed)
+            if beat is not None:  # "crashed after 601 s: timed out after 600 s (the cell timeout)"
+                beat.finished(report.nodeid, cell.status, cell.reason if cell.explanation == TIMED_OUT else "")
+            self._write(writer, cell)
+            return
         if beat is not None and (report.when in ("teardown", "???") or CELL_KEY in props):
             beat.finished(report.nodeid, props[CELL_KEY].get("status", "") if CELL_KEY in props else "")
         if CELL_KEY in props and report.when == "call":
@@ -446,12 +456,6 @@ class _ControllerHooks:
                 writer.reused += 1
                 return
             self._write(writer, Cell.from_dict(props[CELL_KEY]))
-            return
-        if report.failed and report.when in ("call", "???") and CELL_KEY not in props:
-            run: ColumnRun = config._qdq_columns[ref.column]
-            elapsed = time.monotonic() - self._started.get(report.nodeid, time.monotonic())
-            self._write(writer, lost_cell(report, ref.bundle, props.get(FAILURE_KEY), run.info, run.run,
-                                          cell_timeout(config), elapsed))
 
     def _write(self, writer: ResultsWriter, cell: Cell) -> None:
         """Record a cell; where the disk refuses it, stop the run with one line (no cell runs that cannot be kept)."""

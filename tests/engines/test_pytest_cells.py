@@ -209,7 +209,8 @@ def test_a_target_column_builds_its_cases_and_the_bundles_built_per_target() -> 
 @pytest.mark.slow
 def test_a_cell_the_timeout_kills_says_it_timed_out_and_the_report_shows_it(tmp_path: Path) -> None:
     """pytest-timeout's thread method kills the slow engine's worker: the cell is "crashed", its reason "timed out
-    after 2 s (the cell timeout)", never "the engine's process died", and the per-node report shows those words."""
+    after 2 s (the cell timeout)", never "the engine's process died"; the heartbeat's last line and the per-node report
+    say those words."""
     import os
 
     from core.cell import Cell
@@ -218,12 +219,14 @@ def test_a_cell_the_timeout_kills_says_it_timed_out_and_the_report_shows_it(tmp_
     bundles, results = tmp_path / "bundles", tmp_path / "out.jsonl"
     _fake_bundle(bundles, "slow")
     cmd = [sys.executable, *cells_argv(tmp_path, "tests.engines.fakes:SlowEngine", results), "-q", "-n", "1",
-           "--bundles", str(bundles), "--timeout", "2", "--timeout-method", "thread"]
+           "--bundles", str(bundles), "--timeout", "2", "--timeout-method", "thread", "--heartbeat", "0.5"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "QDQ_FAKE_DELAY": "30"}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     (cell,) = [json.loads(line) for line in results.read_text().splitlines()][1:]
     assert (cell["status"], cell["reason"]) == ("crashed", "timed out after 2 s (the cell timeout)"), \
         proc.stdout + proc.stderr
     assert "cell timeout" in cell["explanation"] and "died" not in cell["explanation"]
+    ended = [x for x in proc.stderr.splitlines() if x.startswith("[cells] grouped_conv/slow") and " after " in x]
+    assert re.fullmatch(r".*: crashed after \d+ s: timed out after 2 s \(the cell timeout\)", ended[-1]), ended
     md = write_node_reports(node_report([Cell.from_dict(cell)], {}), tmp_path / "rep", "slow")[0].read_text()
     assert "timed out after 2 s (the cell timeout)" in md, md
