@@ -68,6 +68,7 @@ class ModelCheck:
     reference_error: str = ""
     cells: Tuple[str, ...] = field(default_factory=tuple)  # "<column>: <status>" once the engines ran, as said
     statuses: Tuple[str, ...] = field(default_factory=tuple)  # each cell's status, in the order of `cells`
+    report: str = ""  # an unusable model's report stem, its own in this run (unusable_stems)
 
     @property
     def checked(self) -> bool:
@@ -112,6 +113,7 @@ def unwritable(error: Exception) -> str:
 
 def check(args: argparse.Namespace) -> int:
     """Prepare bundles (or take prepared ones), run every engine version, write and print the reports."""
+    from check.index import unusable_stems, write_index
     from check.run import plan
     from check.shapes import parse_shapes
 
@@ -147,9 +149,12 @@ def check(args: argparse.Namespace) -> int:
                                localize=args.localize)
         checks = [replace(o, cells=tuple(f"{column}: {status}" for column, status in cells.get(o.bundle, ())),
                           statuses=tuple(status for _, status in cells.get(o.bundle, ()))) for o in checks]
+    checks = unusable_stems(checks)
     for o in checks:
         if o.unusable and engines_run:
             print("wrote " + ", ".join(str(p) for p in unusable_report(o, Path(args.reports))))
+    if engines_run:
+        print(f"wrote {write_index(checks, Path(args.reports))}")
     return summary(checks, ran=engines_run)
 
 
@@ -236,6 +241,7 @@ its size in the reason; the others go on.
 With several models, a --shape fixes only the dimensions each model leaves open (check.shapes.fit)."""
     from check.budget import Budget
     from check.bundle import bundle_from_model
+    from check.progress import Ticker
 
     several = len(models) > 1
     check_shapes(models, shapes, several)
@@ -246,10 +252,11 @@ With several models, a --shape fixes only the dimensions each model leaves open 
         npz = Path(args.inputs) if args.inputs else beside(model)
         print(f"preparing {model}" + (f" with inputs {npz}" if npz else "") + " ...", flush=True)
         try:
-            bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
-                                       tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
-                                       float_model=args.float_model, min_sqnr_db=args.min_sqnr,
-                                       min_cosine=args.min_cosine, fit_shapes=several, budget=budget)
+            with Ticker(f"preparing {model.name}"):  # a line every 15 s naming the step (check.progress)
+                bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
+                                           tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
+                                           float_model=args.float_model, min_sqnr_db=args.min_sqnr,
+                                           min_cosine=args.min_cosine, fit_shapes=several, budget=budget)
         except MemoryError as e:  # over what this machine has, though within the budget: this model alone
             said = f": {_first_line(e)}" if str(e) else ""
             checks.append(ModelCheck(model=str(model), unusable=f"out of memory while preparing it (MemoryError{said});"
@@ -383,19 +390,18 @@ def _variant(cell) -> str:
 
 
 def unusable_report(result: ModelCheck, reports: Path) -> List[Path]:
-    """The report of a model that could not be used: what was given and why, as JSON and Markdown."""
-    from cases.user_model import model_id, model_slug
+    """The report of a model that could not be used: what was given and why, as JSON and Markdown, under a name no
+    checked model's report has (check.index.unusable_stem)."""
+    from check.index import unusable_stem
     from core.portable import scrub
 
-    try:
-        stem = model_id(result.model)
-    except OSError:  # not readable at all: its name alone
-        stem = model_slug(result.model)
+    stem = result.report or unusable_stem(result.model, ())
     reports.mkdir(parents=True, exist_ok=True)
     name = Path(result.model).name
     reason = scrub(result.unusable)  # a model's or --inputs' path as result: never this machine's own
-    record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "status": "unusable", "reason": reason}
-    md = f"# {name}: not checked\n\nThis model could not be used, so no engine ran it:\n\n    {reason}\n"
+    record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "path": scrub(result.model), "status": "unusable",
+              "reason": reason}
+    md = f"# {name}: not checked\n\n{scrub(result.model)} could not be used, so no engine ran it:\n\n    {reason}\n"
     paths = [reports / f"{stem}.json", reports / f"{stem}.md"]
     paths[0].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     paths[1].write_text(md, encoding="utf-8")

@@ -21,7 +21,7 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 import numpy as np
 
 from cases.user_model import CASE, COMPUTE_OPS, model_id
-from check import CheckError
+from check import CheckError, progress
 from check import budget as sizes
 from check import inputs as generated
 from check.budget import Budget
@@ -82,6 +82,7 @@ def bundle_from_model(
     model_path = Path(model_path)
     if not model_path.is_file():
         raise CheckError(f"{model_path}: no such model file")
+    progress.step("reading the model")
     model = _load(onnx, model_path)
     budget = budget or Budget.from_env()
     sizes.check_weights(model, budget)  # from the tensors' dims: nothing read, external data neither
@@ -90,6 +91,7 @@ def bundle_from_model(
     renamed = name_nodes(model)
     external = external_files(model, model_path.parent)
     if external:
+        progress.step("hashing its external data")
         entry = model.metadata_props.add()
         entry.key, entry.value = EXTERNAL_DIGEST_KEY, _files_sha256(model_path.parent, external)
     model_bytes = model.SerializeToString()
@@ -101,7 +103,9 @@ def bundle_from_model(
     if fit_shapes:
         given, kept = fit({n: dims for n, (_, dims) in declared.items()}, given)
     given = {k: v for k, v in given.items() if k in declared}
+    progress.step("sizing its inputs (shape inference)")
     _within(model, declared, inputs_npz, given, budget)
+    progress.step("making its inputs")
     made = _inputs(model, declared, inputs_npz, given, seed)
     not_applied = [k.to_json() for k in kept]
     judge = {"measure": "network", "min_sqnr_db": float(min_sqnr_db), "min_cosine": float(min_cosine)}
@@ -121,9 +125,11 @@ def bundle_from_model(
         for rel in external:
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile((model_path.parent / rel).resolve(), staging / rel)
+        progress.step("running onnx.checker")
         warning = checker_warning(onnx, staging / "model.onnx", model, model_path.name)
         independent = needs_independent(model)
         reference_of = independent_outputs if independent else reference_outputs
+        progress.step("computing the reference")
         expected, reference, failed = reference_of(staging / "model.onnx", made.arrays)
         if failed:
             failed = _ask_for_inputs(failed, made)
@@ -137,17 +143,21 @@ def bundle_from_model(
                     assumed_dims=[a.to_json() for a in made.assumed], input_generation=made.generation,
                     inputs_file=made.source, judge=judge, shape_not_applied=not_applied)
         if floats is not None and not failed:  # no reference: nothing to set the float model's outputs against
+            progress.step("running the float model")
             float_outputs = float_reference(floats, made.arrays, expected)
             np.savez(staging / FLOAT_FILE, **float_outputs)
             meta["float_reference"] = float_record(floats, float_outputs, expected)
         elif not failed:  # no float model given: the quantized model's float twin (check.twin) stands in for it
+            progress.step("building the float twin")
             float_outputs, meta["float_twin"] = twin_reference(staging / "model.onnx", made.arrays, expected,
                                                                qdq_first=independent)
             if float_outputs:
                 np.savez(staging / FLOAT_FILE, **float_outputs)
                 meta["float_reference"] = float_record(None, float_outputs, expected, model_path.name)
+        progress.step("linting it for TensorRT")
         meta["lint"] = lint_record(onnx, staging / "model.onnx")
         meta["meta_digest"] = meta_digest(meta)  # last: it covers every other field, the lint included
+        progress.step("writing the bundle")
         np.savez(staging / "inputs.npz", **made.arrays)
         np.savez(staging / "expected.npz", **expected)
         (staging / "case.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -517,7 +527,7 @@ def _given_inputs(path: Path, declared: Declared, shapes: Mapping[str, InputShap
             ([f"no model input named {', '.join(extra)}"] if extra else [])) +
             f" (the model's inputs: {', '.join(declared)})")
     for name, (dtype, dims) in declared.items():
-        a = arrays[name]
+        a = arrays[name] = generated.as_declared(arrays[name], dtype)
         if a.dtype != dtype:
             raise CheckError(f"--inputs {path}: input {name!r} is {a.dtype}, the model declares {dtype}")
         if dims != ["?"] and (a.ndim != len(dims) or any(isinstance(d, int) and d != s for d, s in zip(dims, a.shape))):

@@ -273,7 +273,8 @@ def _rule(name: str, dtype: np.dtype, bound: Optional[Tuple[int, str]], mask_of:
         return Rule("quantizer_range", f"floats uniform in [{low:.6g}, {high:.6g}): {where}", span=(low, high))
     if dtype.kind == "f":
         return Rule("uniform", "floats uniform in [-1, 1) (no per-tensor QuantizeLinear of it declares a range)")
-    raise CheckError(f"input {name!r}: cannot generate data of type {dtype}; give it with --inputs x.npz")
+    form = " (float32 values, rounded to bfloat16, or its bits as uint16)" if dtype.name == "bfloat16" else ""
+    raise CheckError(f"input {name!r}: cannot generate data of type {dtype}; give it with --inputs x.npz{form}")
 
 
 def _mask_rule(name: str, dtype: np.dtype, mask_of: Optional[str]) -> Rule:
@@ -315,3 +316,16 @@ def generate(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int], ru
 def guessed(generation: Mapping[str, Mapping[str, Any]]) -> List[str]:
     """The inputs whose valid range was a guess (case.json `input_generation`)."""
     return [name for name, entry in generation.items() if not entry.get("known", True)]
+
+
+def as_declared(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A given input in the type the model declares, where numpy cannot store that type: a bfloat16 input from an npz
+    of its bits (uint16, or the 2-byte void numpy writes for ml_dtypes' bfloat16) or of floats (rounded to the nearest
+    bfloat16); any other array as it is."""
+    if np.dtype(dtype).name != "bfloat16" or a.dtype == dtype:
+        return a
+    if a.dtype == np.uint16 or (a.dtype.kind == "V" and a.dtype.itemsize == 2):
+        return np.ascontiguousarray(a).view(dtype)
+    if a.dtype.kind == "f":
+        return a.astype(dtype)
+    return a

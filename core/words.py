@@ -70,7 +70,7 @@ GRID_STATES = (
     ("B", "kx", "fails at build"),
     ("R", "kx", "fails at run"),
     ("C", "kx", "fails the output comparison"),
-    ("X", "kc", "crashed (the engine process died)"),
+    ("X", "kc", "crashed (the engine process died, or it ran past the cell timeout)"),
     ("H", "kh", "harness error (the suite's own code failed; nothing said about the engine)"),
     ("-", "kn", "not run"),
     ("s", "kn", "skipped"),
@@ -184,3 +184,12 @@ def clip(text: str, limit: int) -> str:
 def many(n: int, one: str, more: str = "") -> str:
     """ "1 problem", "2 problems": a count with its noun in the number it takes (`more`: an irregular plural)."""
     return f"{n} {one if n == 1 else more or one + 's'}"
+
+
+def timed_out(seconds: float) -> str:
+    """A crashed cell's reason where the cell timeout stopped it: "timed out after 600 s (the cell timeout)"."""
+    return f"timed out after {seconds:g} s (the cell timeout)" if seconds > 0 else "timed out (the cell timeout)"
+
+
+TIMED_OUT = ("the engine ran past the cell timeout (the run's --timeout) and was stopped before it reported a result; "
+             "a longer --timeout may let it finish")

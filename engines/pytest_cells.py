@@ -8,7 +8,8 @@ written by the controller only. engines.run writes the plan and starts it; the c
 A worker builds the cell and hands it to the controller in the report's user_properties, as a JSON object; the
 controller appends it to the column's results file and flushes, so a crash loses nothing already run. A test without
 a cell is recorded by who failed. The engine: its worker process died (a segfault takes a pytest-xdist worker down,
-and xdist starts a new one) or the cell ran past --timeout; the cell is "crashed" and the run goes on. The suite: its
+and xdist starts a new one) or the cell ran past --timeout (its reason "timed out after N s (the cell timeout)");
+the cell is "crashed" and the run goes on. The suite: its
 own code raised (the runner, an adapter, the judging); the cell is "harness_error", with the exception and its
 traceback, and says nothing about the engine. (A TensorRT-family worker subprocess that dies is the adapter's to
 record: its cell comes back "crashed", with the signal or exit status.)
@@ -51,6 +52,7 @@ from cases.verdict import HARNESS_ERROR, rejudge
 from core.cell import SOURCES, Cell
 from core.engines import ENGINES, spec
 from core.portable import portable_command
+from core.words import TIMED_OUT, timed_out
 from engines.base import EngineInfo
 from engines.environment import identity, installation
 from engines.plan import PROGRESS_PREFIX, CellRef, Column, cell_refs, read_plan, summary_path
@@ -291,15 +293,16 @@ class Heartbeat:
         with self._lock:
             self._running.setdefault(nodeid, time.monotonic())
 
-    def finished(self, nodeid: str, status: str = "") -> None:
-        """A cell ended: said only where a heartbeat line told the user it was running."""
+    def finished(self, nodeid: str, status: str = "", why: str = "") -> None:
+        """A cell ended ("<status> after N s", and why where said): said only where a heartbeat line told the user it
+        was running."""
         with self._lock:
             start = self._running.pop(nodeid, None)
             told = nodeid in self._told
             self._told.discard(nodeid)
         if start is not None and told:
             self._write(f"{self.cell_words(nodeid)}: {status or 'done'} after "
-                        f"{time.monotonic() - start:.0f} s")
+                        f"{time.monotonic() - start:.0f} s" + (f": {why}" if why else ""))
 
     def beat(self) -> None:
         """One line per running cell."""
@@ -417,6 +420,7 @@ class _ControllerHooks:
 
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
+        self._started: Dict[str, float] = {}  # when each cell's test started, for a worker the timeout killed
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -426,6 +430,7 @@ class _ControllerHooks:
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         cell_of(self._config, nodeid)  # a test that is no cell of the plan stops the run here
+        self._started[nodeid] = time.monotonic()
         if self._config._qdq_heartbeat is not None:
             self._config._qdq_heartbeat.started(nodeid)
 
@@ -435,6 +440,15 @@ class _ControllerHooks:
         writer: ResultsWriter = config._qdq_writers[ref.column]
         props = dict(report.user_properties)
         beat = config._qdq_heartbeat
+        if report.failed and report.when in ("call", "???") and CELL_KEY not in props:
+            run: ColumnRun = config._qdq_columns[ref.column]
+            elapsed = time.monotonic() - self._started.get(report.nodeid, time.monotonic())
+            cell = lost_cell(report, ref.bundle, props.get(FAILURE_KEY), run.info, run.run, cell_timeout(config),
+                             elapsed)
+            if beat is not None:  # "crashed after 601 s: timed out after 600 s (the cell timeout)"
+                beat.finished(report.nodeid, cell.status, cell.reason if cell.explanation == TIMED_OUT else "")
+            self._write(writer, cell)
+            return
         if beat is not None and (report.when in ("teardown", "???") or CELL_KEY in props):
             beat.finished(report.nodeid, props[CELL_KEY].get("status", "") if CELL_KEY in props else "")
         if CELL_KEY in props and report.when == "call":
@@ -442,10 +456,6 @@ class _ControllerHooks:
                 writer.reused += 1
                 return
             self._write(writer, Cell.from_dict(props[CELL_KEY]))
-            return
-        if report.failed and report.when in ("call", "???") and CELL_KEY not in props:
-            run: ColumnRun = config._qdq_columns[ref.column]
-            self._write(writer, lost_cell(report, ref.bundle, props.get(FAILURE_KEY), run.info, run.run))
 
     def _write(self, writer: ResultsWriter, cell: Cell) -> None:
         """Record a cell; where the disk refuses it, stop the run with one line (no cell runs that cannot be kept)."""
@@ -511,13 +521,26 @@ def _write_summary(config: pytest.Config, writers: List[ResultsWriter]) -> None:
         pass
 
 
+def cell_timeout(config: pytest.Config) -> float:
+    """The run's cell timeout in seconds (pytest-timeout's --timeout, or its ini value), 0 for none."""
+    try:
+        given = config.getoption("timeout", None)
+        return float(given if given is not None else config.getini("timeout") or 0)
+    except (ValueError, TypeError):  # no pytest-timeout, or a value it would refuse
+        return 0.0
+
+
 def lost_cell(report: pytest.TestReport, bundle_id: str, failure: Optional[Dict[str, str]], info: EngineInfo,
-              run: Dict[str, Any]) -> Cell:
+              run: Dict[str, Any], limit: float = 0.0, elapsed: float = 0.0) -> Cell:
     """The cell of a test that ended without handing back its cell, by who failed: the worker's process died (xdist's
-    report of a crashed worker, when "???") or the cell ran past --timeout, the engine's crash; else the harness's own
+    report of a crashed worker, when "???") or the cell ran past --timeout, the engine's crash, its reason "timed out
+    after N s (the cell timeout)" for the latter (a worker that died at the limit included); else the harness's own
     exception (the failure the worker recorded; one it could not record is the harness's too)."""
     said = failure or {}
-    if report.when == "???" or said.get("kind") == "timeout":
+    if said.get("kind") == "timeout" or (report.when == "???" and limit > 0 and elapsed >= limit):
+        cell = crashed_cell(report, bundle_id, info, run, timed_out(limit))
+        return replace(cell, error=cell.reason, explanation=TIMED_OUT)
+    if report.when == "???":
         return crashed_cell(report, bundle_id, info, run, said.get("error", ""))
     return harness_error_cell(report, bundle_id, info, run, said.get("error", ""), said.get("traceback", ""))
 

@@ -26,26 +26,38 @@ _WORKER_PREFIX = re.compile(r"^(?:ONNX parse failed|build_serialized_network ret
 # error on a machine without a GPU ("Error Code 1: Cuda Runtime (... CUDA driver version is insufficient ...)"), and
 # OpenVINO's trail: its source lines ("Exception from <file>:<line>:"), the checks that failed there ("Check 'false'
 # failed at <file>:<line>:"), the frontend's categories ("FrontEnd API failed with GeneralFailure:", "Model wasn't
-# fully converted. ...") and the graph node it was validating.
+# fully converted. ...", "Loading input model" before the frontend's "Unsupported type") and the graph node it was
+# validating.
 _NOT_WHY = re.compile(r"^(?:While parsing node|--- (?:Begin|End) node|Node name:|ERROR: ModelImporter)|"
                       r"Error Code 1: Cuda Runtime|^Exception from \S+:\d+:$|^Check '.*' failed at \S+:\d+:$|"
                       r"^FrontEnd API failed with \w+:$|^Errors during ONNX translation:$|"
-                      r"^Model wasn't fully converted\.|^Summary:$|^While validating node '.*':$")
+                      r"^Model wasn't fully converted\.|^Summary:$|^While validating node '.*':$|"
+                      r"^Loading input model$")
 # OpenVINO names what it could not convert: "-- Conv-23 with a message:" before the message, the ONNX node it was
 # validating ("While validating ONNX node '<Node(Conv): y>': Check '...' failed at <file>:<line>:"), and, where no
 # message says more, a summary ("-- No conversion rule found for operations: my.domain.FancyOp").
 _OV_OPERATION = re.compile(r"^-- (\S+) with a message:$")
 _OV_NODE = re.compile(r"^While validating ONNX node '<Node\(([\w.]+)\): ([^>]*)>':(?: Check '.*' failed at \S+:\d+:)?$")
 _OV_SUMMARY = re.compile(r"^-- ((?:No conversion rule found for operations|Conversion is failed for): .+)$")
+# OpenVINO's CPU plugin names the node a run or compile failed in ("Node y of type ROIAlign"), then says why after
+# the check that failed, again naming the node ("ROIAlign node with name 'y' Batch index cannot be less, than -1").
+_OV_CPU_NODE = re.compile(r"^Node (\S+) of type (\w+)$")
+_OV_CPU_NAMED = re.compile(r"^\w+ node with name '[^']*':?\s*")
 # ONNX Runtime's exceptions: "[ONNXRuntimeError] : 10 : INVALID_GRAPH : <message>", a load failure's "Load model from
 # <path> failed:", a run failure's "Non-zero status code returned while running Conv node. Name:'y' Status Message:"
 # before the message, and a message that starts at a source line and the C++ function there
 # ("/onnxruntime_src/.../model.cc:149 onnxruntime::Model::Model(...) Unsupported model IR version: 11, ...").
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+# An exception that carries another: "Exception during initialization: <source> <function> [ONNXRuntimeError] : 1 :
+# FAIL : tensorprotoutils.cc:1730 ValidateEmbeddedTensorProtoDataSizeAndShape Initializer 'w': raw_data size (0 bytes)
+# ...": the innermost one says why.
+_ORT_NESTED = re.compile(r"\[ONNXRuntimeError\] : \d+ : \w+ : ")
+_ORT_CATEGORY = re.compile(r"^Exception during initialization:\s*")
 _ORT_LOAD = re.compile(r"^Load model from .*? failed:\s*")
 _ORT_RUN = re.compile(r"^Non-zero status code returned while running \S+ node\. Name:'[^']*' Status Message: ")
 _SOURCE_PREFIX = re.compile(r"^\S*\.(?:cc|cpp|cu|h|hpp):\d+:?\s+"
-                            r"(?:[^()\s][^()]*\((?:[^()]|\([^()]*\))*\)(?: const)?\s+)?")
+                            r"(?:(?:\w+::)+\w+\s+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+){2,}\s+|"
+                            r"[^()\s][^()]*\((?:[^()]|\([^()]*\))*\)(?: const)?\s+)?")
 # Sentences that name a category or a condition, never why: ONNX Runtime's "This is an invalid model." before the
 # type error, and its enforce conditions ("utils::IsPrimitiveDataType<T>(dtype_) was false." before the message).
 _NOT_A_REASON = re.compile(r"^(?:This is an invalid model|Fatal error)$|\bwas false$")
@@ -127,6 +139,7 @@ def failing_node(error: str) -> str:
 
 
 _NODE_NAMED = (_INVALID_NODE, _NODE_SUFFIX, re.compile(r"While validating ONNX node '<Node\([\w.]+\): ([^>]+)>'"),
+               re.compile(r"^Node (\S+) of type \w+$", re.M),
                re.compile(r"node with name '([^']+)'"), re.compile(r"\(node:'([^']+)'"),
                re.compile(r"running \S+ node\. Name:'([^']+)'"), re.compile(r"\bin node \(([^()]+)\)"))
 
@@ -165,8 +178,9 @@ def _why(text: str, node: str) -> str:
     for raw in (text or "").splitlines():
         line = _ORT_PREFIX.sub("", _WORKER_PREFIX.sub("", raw.strip()))
         operation, validating, summary = _OV_OPERATION.match(line), _OV_NODE.match(line), _OV_SUMMARY.match(line)
-        if operation or validating:
-            op = (operation or validating).group(1)
+        cpu = _OV_CPU_NODE.match(line)
+        if operation or validating or cpu:
+            op = cpu.group(2) if cpu else (operation or validating).group(1)
             where = where if validating and where.split("-")[0] == op else op
             continue
         if summary:
@@ -183,11 +197,18 @@ def _why(text: str, node: str) -> str:
             line = _checker(before, suffix.group(2) or "", suffix.group(3) or "") if _BARE.match(before) else before
         elif node and line.startswith(f"{node}: "):
             line = line[len(node) + 2:]
-        why = _first_reason(_SOURCE_PREFIX.sub("", _ORT_RUN.sub("", _ORT_LOAD.sub("", line))))
+        line = _ORT_CATEGORY.sub("", _ORT_RUN.sub("", _ORT_LOAD.sub("", _innermost(line))))
+        why = _first_reason(_OV_CPU_NAMED.sub("", _SOURCE_PREFIX.sub("", line)))
         if why:
             named = f"{where}: {why}" if where and not why.startswith(where.split("-")[0]) else why
             return named[:REASON_LIMIT]
     return ""
+
+
+def _innermost(line: str) -> str:
+    """An ONNX Runtime error that carries another: the innermost one's words (the line itself where it carries none)."""
+    inner = _ORT_NESTED.split(line)[-1].strip()
+    return inner or line
 
 
 def _checker(verdict: str, op: str, func: str) -> str:

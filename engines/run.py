@@ -510,8 +510,9 @@ class _Pytest:
             for line in self.proc.stdout:
                 line = line.rstrip("\n")
                 self.tail.append(line)
-                if line.startswith(PROGRESS_PREFIX):
-                    self.out(f"  {self.tag}{line[len(PROGRESS_PREFIX):]}")
+                at = line.find(PROGRESS_PREFIX)  # pytest's "." for the cell may come first on the same line
+                if at >= 0:
+                    self.out(f"  {self.tag}{line[at + len(PROGRESS_PREFIX):]}")
                 elif line.startswith(("cells: ", "qdq-matrix: ")):
                     self.out(f"  {self.tag}{line}")
 

@@ -1,4 +1,5 @@
-"""Where `python -m check` puts a model's files: <slug>-<10 hex digits of the model's id><suffix>."""
+"""Where `python -m check` puts a model's files: <slug>-<10 hex digits of the model's id><suffix> (an unusable model's
+report: <slug>-<10 hex digits>-unusable<suffix>)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 def report_file(folder: Path, slug: str, suffix: str = ".json") -> Path:
     """The one report of a model in a report folder."""
-    found = [p for p in folder.glob(f"{slug}-*{suffix}") if re.fullmatch(rf"{re.escape(slug)}-[0-9a-f]{{10}}", p.stem)]
+    stem = re.compile(rf"{re.escape(slug)}-[0-9a-f]{{10}}(-unusable)?")
+    found = [p for p in folder.glob(f"{slug}-*{suffix}") if stem.fullmatch(p.stem)]
     assert len(found) == 1, found
     return found[0]

@@ -249,3 +249,33 @@ def test_without_onnxruntime_the_reference_is_not_run_and_says_why(monkeypatch, 
     outputs, reference, why = reference_outputs(tmp_path / "model.onnx", {})
     assert outputs == {} and reference["engine"] == "onnxruntime"
     assert why.startswith("no reference here: it needs onnxruntime") and "'generate' group" in why
+
+
+def _bf16_input(path) -> str:
+    """x (bfloat16 [2, 4]) -> Cast(float) -> Relu -> y."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+                               helper.make_node("Relu", ["xf"], ["y"])], "bf16",
+                              [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_a_bfloat16_input_is_taken_as_floats_or_its_bits_as_the_advice_says(tmp_path):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    model = _bf16_input(tmp_path / "bf16.onnx")
+    with pytest.raises(CheckError, match=r"give it with --inputs x.npz \(float32 values, rounded to bfloat16, or its "
+                                         r"bits as uint16\)"):
+        bundle_from_model(model, tmp_path / "out")
+    x = np.array([[-1.0, 0.3, 1 / 3, 2.0], [0.1, 7.0, -0.5, 1e-3]], np.float32)
+    bits = x.astype(ml_dtypes.bfloat16).view(np.uint16)
+    forms = {"floats": x, "bits": bits, "bfloat16": x.astype(ml_dtypes.bfloat16)}
+    for form, given in forms.items():
+        np.savez(tmp_path / f"{form}.npz", x=given)
+        bundle = bundle_from_model(model, tmp_path / form, inputs_npz=tmp_path / f"{form}.npz")
+        with np.load(bundle.path / "inputs.npz") as f:
+            assert f["x"].view(np.uint16).tolist() == bits.tolist(), form

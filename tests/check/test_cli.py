@@ -166,3 +166,26 @@ def test_checking_a_model_again_reuses_its_cells_unless_the_measure_changed(quan
     printed = capsys.readouterr().out
     assert "cells: 0 reused from earlier runs, run now: 1 pass" in printed, "judged at the new line, not reused"
     assert "SQNR ≥ 200.0 dB" in printed
+
+
+def test_a_long_preparation_says_every_interval_which_step_it_is_on(tmp_path, capsys, monkeypatch):
+    """A slow float twin (monkeypatched: it sleeps) prints "preparing m.onnx: building the float twin (N s)" while
+    it runs."""
+    import time
+
+    import check.bundle
+    import check.progress
+
+    made = check.bundle.twin_reference
+
+    def slow_twin(*args, **kwargs):
+        time.sleep(0.5)
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(check.progress, "INTERVAL_S", 0.1)
+    monkeypatch.setattr(check.bundle, "twin_reference", slow_twin)
+    model = qdq_conv(tmp_path / "m.onnx")
+    assert main([str(model), "--prepare-only", "--out", str(tmp_path / "b")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("preparing m.onnx: ")]
+    assert lines and all(re.fullmatch(r"preparing m\.onnx: [a-z][^()]* \(\d+ s\)", line) for line in lines), lines
+    assert any(line.startswith("preparing m.onnx: building the float twin (") for line in lines), lines

@@ -173,3 +173,38 @@ def test_a_harness_error_is_a_model_not_fully_checked_not_an_engine_failure(caps
     assert summary([clean, harness]) == EXIT_MODEL_UNUSABLE
     assert summary([harness, failed]) == EXIT_MODEL_UNUSABLE | EXIT_ENGINE_FAILED
     assert "a model could not be (fully) checked" in capsys.readouterr().out
+
+
+def _ext_weights(folder: Path, weights: bool = True) -> Path:
+    """folder/ext_weights.onnx, qdq_conv with its weights in ext_weights.bin beside it (left out: weights=False)."""
+    import onnx
+
+    folder.mkdir(parents=True)
+    model = onnx.load(str(qdq_conv(folder / "ext_weights.onnx")))
+    onnx.save(model, str(folder / "ext_weights.onnx"), save_as_external_data=True, location="ext_weights.bin",
+              size_threshold=0)
+    if not weights:
+        (folder / "ext_weights.bin").unlink()
+    return folder / "ext_weights.onnx"
+
+
+def test_models_of_one_name_in_three_folders_keep_their_own_reports(tmp_path, capsys):
+    models = tmp_path / "m"
+    for folder, weights in (("a", True), ("b", False), ("c", True)):
+        _ext_weights(models / folder, weights)
+    assert main([str(models), "--engine", "onnxruntime", *_out(tmp_path)]) == 4, "b cannot be used"
+    printed = capsys.readouterr().out
+    rep = tmp_path / "rep"
+    stems = {p.name.rsplit(".", 1)[0] for p in rep.iterdir() if p.name != "index.md"}
+    assert len(stems) == 3, sorted(p.name for p in rep.iterdir())
+    unusable = [s for s in stems if s.endswith("-unusable")]
+    assert len(unusable) == 1 and not (rep / f"{unusable[0]}.html").exists()
+    for stem in stems - set(unusable):
+        assert {p.suffix for p in rep.glob(f"{stem}.*")} == {".md", ".html", ".json"}
+        assert json.loads((rep / f"{stem}.json").read_text())["columns"], "a checked model's report, not overwritten"
+    assert json.loads((rep / f"{unusable[0]}.json").read_text())["status"] == "unusable"
+    index = (rep / "index.md").read_text()
+    for folder in "abc":
+        assert str(models / folder / "ext_weights.onnx") in index or f"{folder}/ext_weights.onnx" in index
+    assert all(f"({stem}.md)" in index for stem in stems)
+    assert "index.md" in printed

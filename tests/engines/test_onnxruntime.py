@@ -191,3 +191,20 @@ def test_a_maxpool_ort_runs_on_uint8_is_int8_whatever_its_op_name(tmp_path):
     assert evidence["precision"] == "int8", evidence["evidence"]
     assert evidence["layer_type"] == "MaxPool" and evidence["inputs"][0] == "uint8"
     assert "runs MaxPool 'node_of_p' on uint8 inputs" in evidence["evidence"]
+
+
+def test_a_weightless_initializer_is_named_in_the_reason(tmp_path):
+    """An initializer whose raw_data holds 0 bytes: ONNX Runtime nests the cause inside "Exception during
+    initialization: <source> <function>"; the reason is the innermost message, the initializer named."""
+    from engines.reasons import failure_evidence
+
+    weightless = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[4])
+    weightless.raw_data = b""
+    model = make_model("weightless", [node("Add", ["x", "w"], ["y"])], [value_info("x", np.float32, [4])],
+                       [value_info("y", np.float32, [4])], [])
+    model.graph.initializer.append(weightless)
+    obs = Adapter().run(write_bundle(tmp_path / "w", model, {"x": np.zeros(4, np.float32)},
+                                     {"y": np.zeros(4, np.float32)}, ["node_of_y"], {"y": None}))
+    assert obs.error and not obs.outputs
+    _, reason = failure_evidence(obs.error)
+    assert reason.startswith("Initializer 'w': raw_data size (0 bytes) does not match"), reason

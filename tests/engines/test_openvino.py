@@ -194,3 +194,24 @@ def test_dynamic_quantization_of_compressed_weights_is_off_unless_asked(tmp_path
     # What it then computes depends on the CPU (its int8 kernels): only that it ran, and where it says it did.
     obs = on.run(bundle)
     assert obs.options["config"]["DYNAMIC_QUANTIZATION_GROUP_SIZE"] == "32" and obs.stage in ("run", "compare")
+
+
+def _roi_align(root: Path, batch_index: int) -> Bundle:
+    """x [1, 3, 8, 8] -> RoiAlign(one box, its batch index constant) -> y."""
+    model = make_model("roi", [node("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=2, output_width=2)],
+                       [value_info("x", np.float32, [1, 3, 8, 8])], [value_info("y", np.float32, [1, 3, 2, 2])],
+                       [const("rois", np.array([[0, 0, 4, 4]], np.float32)), const("bi", np.array([batch_index]))],
+                       opset=17)
+    x = np.ones((1, 3, 8, 8), np.float32)
+    return write_bundle(root, model, {"x": x}, {"y": np.ones((1, 3, 2, 2), np.float32)}, ["node_of_y"], {"y": None})
+
+
+def test_a_run_failure_says_why_after_the_cpu_plugins_node_line(tmp_path):
+    """OpenVINO's CPU plugin names the node ("Node y of type ROIAlign") before the check that failed and its message:
+    the reason is the message, with the operation named."""
+    from engines.reasons import failure_evidence
+
+    obs = Adapter().run(_roi_align(tmp_path / "roi", batch_index=-3))
+    assert "of type ROIAlign" in obs.error, obs.error
+    node_name, reason = failure_evidence(obs.error)
+    assert reason == "ROIAlign: Batch index cannot be less, than -1" and node_name, (node_name, reason)

@@ -42,7 +42,10 @@ def test_crash_and_hang_cost_one_cell_each(tmp_path: Path) -> None:
     assert set(cells) == {"a-ok", "b-crash", "c-hang", "d-ok", "e-harness"}, proc.stdout + proc.stderr
     assert cells["a-ok"]["status"] == cells["d-ok"]["status"] == "pass"
     assert cells["b-crash"]["status"] == "crashed" and "crashed" in cells["b-crash"]["reason"]
-    assert cells["c-hang"]["status"] == "crashed" and "Timeout" in cells["c-hang"]["reason"]
+    assert cells["c-hang"]["status"] == "crashed" and cells["c-hang"]["reason"] == \
+        cells["c-hang"]["error"] == "timed out after 5 s (the cell timeout)"
+    assert "cell timeout" in cells["c-hang"]["explanation"] and "died" not in cells["c-hang"]["explanation"]
+    assert "died" in cells["b-crash"]["explanation"], "a segfault is still a process that died"
     written = json.loads((tmp_path / "bundles/grouped_conv/b-crash/case.json").read_text())
     assert cells["b-crash"]["digest"] == written["digest"]
     _assert_a_harness_error(cells["e-harness"])
@@ -201,3 +204,29 @@ def test_a_target_column_builds_its_cases_and_the_bundles_built_per_target() -> 
         sorted(flagged)
     metas = {b: {"trt": {"per_target": True}} if b in flagged else {"trt": {}} for b in present}
     assert selection(column, metas) == ["fp8_qdq/a", "onnx_node_tests/quantizelinear_e4m3fn-opset21"]
+
+
+@pytest.mark.slow
+def test_a_cell_the_timeout_kills_says_it_timed_out_and_the_report_shows_it(tmp_path: Path) -> None:
+    """pytest-timeout's thread method kills the slow engine's worker: the cell is "crashed", its reason "timed out
+    after 2 s (the cell timeout)", never "the engine's process died"; the heartbeat's last line and the per-node report
+    say those words."""
+    import os
+
+    from core.cell import Cell
+    from matrix.nodes import node_report, write_node_reports
+
+    bundles, results = tmp_path / "bundles", tmp_path / "out.jsonl"
+    _fake_bundle(bundles, "slow")
+    cmd = [sys.executable, *cells_argv(tmp_path, "tests.engines.fakes:SlowEngine", results), "-q", "-n", "1",
+           "--bundles", str(bundles), "--timeout", "2", "--timeout-method", "thread", "--heartbeat", "0.5"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "QDQ_FAKE_DELAY": "30"}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    (cell,) = [json.loads(line) for line in results.read_text().splitlines()][1:]
+    assert (cell["status"], cell["reason"]) == ("crashed", "timed out after 2 s (the cell timeout)"), \
+        proc.stdout + proc.stderr
+    assert "cell timeout" in cell["explanation"] and "died" not in cell["explanation"]
+    ended = [x for x in proc.stderr.splitlines() if x.startswith("[cells] grouped_conv/slow") and " after " in x]
+    assert re.fullmatch(r".*: crashed after \d+ s: timed out after 2 s \(the cell timeout\)", ended[-1]), ended
+    md = write_node_reports(node_report([Cell.from_dict(cell)], {}), tmp_path / "rep", "slow")[0].read_text()
+    assert "timed out after 2 s (the cell timeout)" in md, md

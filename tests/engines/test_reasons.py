@@ -149,3 +149,27 @@ def test_an_op_checkers_bare_false_names_the_op_and_its_checker():
     fields = {"desc": "false", "func": "checkDynamicQuantizeLinear", "node_name": "x_QuantizeLinear",
               "node_operator": "DynamicQuantizeLinear"}
     assert failure_evidence("ONNX parse failed: false", [fields]) == ("x_QuantizeLinear", says)
+
+
+# Real errors whose cause comes after a header (OpenVINO 2026.4.1 and ONNX Runtime 1.32.0, CPU): a category
+# ("Loading input model"), the CPU plugin's node line ("Node y of type ROIAlign"), a source location and the function
+# there, or an exception that carries another.
+OPENVINO_LOADING = ("Exception from src/inference/src/cpp/core.cpp:84:\nCheck 'false' failed at "
+                    "src/frontends/common/src/frontend.cpp:47:\nLoading input model\nUnsupported type")
+OPENVINO_CPU_NODE = ("Exception from src/inference/src/cpp/infer_request.cpp:224:\n"
+                     "Exception from src/plugins/intel_cpu/src/graph.cpp:1628:\nNode y of type ROIAlign\n"
+                     "Check 'static_cast<size_t>(roiBatchInd) < inputDimVector[0]' failed at "
+                     "src/plugins/intel_cpu/src/nodes/roi_align.cpp:1005:\n"
+                     "ROIAlign node with name 'y' Demanded batch (id = 5) doesn't exist\n\n\n")
+ORT_NESTED = ("[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: "
+              "/onnxruntime_src/onnxruntime/core/optimizer/initializer.cc:51 onnxruntime::Initializer::Initializer("
+              "const onnx::TensorProto&, const std::filesystem::__cxx11::path&) [ONNXRuntimeError] : 1 : FAIL : "
+              "tensorprotoutils.cc:1730 ValidateEmbeddedTensorProtoDataSizeAndShape Initializer 'w': raw_data size "
+              "(0 bytes) does not match expected size from shape and data type (16 bytes)\n")
+
+
+def test_the_reason_is_the_cause_not_the_header_before_it():
+    assert failure_evidence(OPENVINO_LOADING) == ("", "Unsupported type")
+    assert failure_evidence(OPENVINO_CPU_NODE) == ("y", "ROIAlign: Demanded batch (id = 5) doesn't exist")
+    assert failure_evidence(ORT_NESTED)[1] == ("Initializer 'w': raw_data size (0 bytes) does not match expected "
+                                               "size from shape and data type (16 bytes)")

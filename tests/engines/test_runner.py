@@ -170,3 +170,16 @@ def test_a_run_with_unexpected_cells_says_what_pytest_exit_1_means_in_the_same_l
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("engines.run: 0 cells reused, 2 run (") and last.endswith(
         "pytest exit 1: some cells have unexpected verdicts, which are results, not a failed run)"), last
+
+
+def test_a_progress_line_after_pytests_dot_is_still_passed_on() -> None:
+    """pytest -q prints a cell's "." before the controller's "<status> after N s" line reaches the same pipe: the
+    line is passed on all the same (it was lost, so a finished cell was never said)."""
+    import os
+
+    said: List[str] = []
+    script = ("import sys; sys.stdout.write('.[cells] m on ONNX Runtime 1.32.0: pass after 16 s\\n"
+              "[cells] m: running\\n')")
+    started = runner._Pytest([sys.executable, "-c", script], dict(os.environ), said.append)
+    assert started.wait() == 0
+    assert said == ["  m on ONNX Runtime 1.32.0: pass after 16 s", "  m: running"], said
