@@ -66,11 +66,11 @@ _PATH = re.compile(r"[^\s'\"()\[\]]*[\\/][^\s'\"()\[\]]*[\\/]")  # two separator
 _ARCH = re.compile(r"\b(sm|SM|compute)_?\d+\b")  # a target's compute capability: what a cause spans, not splits it
 REASON_LIMIT = 300
 # A model newer than the engine version reads, refused at load by ONNX Runtime's model loader: "Unsupported model IR
-# version: 10, max supported IR version: 9", and "ONNX Runtime only *guarantees* support for models stamped with official
-# released onnx opset versions. Opset 25 is under development ... Current official support for domain ai.onnx is till
-# opset 19." (both seen on 1.16.3). The cell is not applicable to that version: the refusal says nothing about its
-# quantization. OpenVINO has no such refusal: 2024.6 and 2026.4 read a model of IR version 99 or opset 99; an operator
-# version it lacks fails that operator, which stays a failure.
+# version: 10, max supported IR version: 9", and "ONNX Runtime only *guarantees* support for models stamped with
+# official released onnx opset versions. Opset 25 is under development ... Current official support for domain ai.onnx
+# is till opset 19." (both seen on 1.16.3). The cell is not applicable to that version: the refusal says nothing about
+# its quantization. OpenVINO has no such refusal: 2024.6 and 2026.4 read a model of IR version 99 or opset 99; an
+# operator version it lacks fails that operator, which stays a failure.
 _NEWER_MODEL = (
     (re.compile(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)"),
      "the model's ONNX IR version {0} is newer than this version reads (IR {1} at most)"),

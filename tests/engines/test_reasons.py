@@ -154,7 +154,8 @@ def test_an_op_checkers_bare_false_names_the_op_and_its_checker():
 # ONNX Runtime 1.16.3's refusals of a model newer than it reads, as it says them (its opset text: a model of opset 25).
 ORT_LOAD = ("[ONNXRuntimeError] : 1 : FAIL : Load model from m.onnx failed:/onnxruntime_src/onnxruntime/core/graph/"
             "model.cc:149 onnxruntime::Model::Model(onnx::ModelProto&&, const PathString&, const "
-            "IOnnxRuntimeOpSchemaRegistryList*, const onnxruntime::logging::Logger&, const onnxruntime::ModelOptions&) ")
+            "IOnnxRuntimeOpSchemaRegistryList*, const onnxruntime::logging::Logger&, "
+            "const onnxruntime::ModelOptions&) ")
 
 
 @pytest.mark.parametrize("said,why", [
