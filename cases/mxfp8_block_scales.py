@@ -53,7 +53,7 @@ RTX_E8M0_INITIALIZER = Signature(
     # &weights): Failed to import initializer: w_scale". It says so of any initializer it cannot import (1.4's uint4
     # weights "w", an e5m2 input "x"), so the signature asks for the scale: the initializer's name says it is one.
     pattern=r"Failed to import initializer: In node -1 .*convertOnnxWeights[^\n]*Failed to import initializer: "
-            r"\S*scale(?!\S)",
+            r"[\w./:-]*scale\b",
     kind="error",
     source=RTX_2026_LOGS,
     basis="baseline",
