@@ -110,11 +110,14 @@ def cell_signature(case_id: str, engine: str, name: str) -> Optional[Signature]:
 
 # TensorRT's builder finding no kernel for a node: #4060 (8.6.11): "Error Code 10: Internal Error (Could not find any
 # implementation for node weights + node_of_weights_quantized + node_of_output.)"; #3385 (8.5.2) prints the same before
-# its node name; #2280 (8.4, a depthwise ConvTranspose) the same words.
+# its node name; #2280 (8.4, a depthwise ConvTranspose) the same words. The builder says these words of any node it has
+# no kernel for (a Resize, a SiLU's pointwise node, a Myelin ForeignNode), so the signature reads the node too: a
+# convolution with its weights fused in, which the builder names weights first ("w + node_of_conv", "backbone.ida_up.
+# up_1.weight + QuantizeLinear_629_quantize_scale_node + ConvTranspose_631").
 ISSUE_4060 = "https://github.com/NVIDIA/TensorRT/issues/4060"
 NO_IMPLEMENTATION = Signature(
     name="no_implementation",
-    pattern=r"Could not find any implementation for node",
+    pattern=r"Could not find any implementation for node (?:w|[^\s{}()\[\]+]*[Ww]eights?) \+ ",
     kind="error",
     source=ISSUE_4060,
     short="no implementation for a node",

@@ -57,14 +57,10 @@ CASE = Case(
     links=(ISSUE_3659, ISSUE_3603, MIGRATION_11),
     axes={"native_instancenorm": (False, True), "int8_ranges": ("none", "trtexec")},
     target_nodes=("node_of_conv", "node_of_norm"),
+    # No signature for the INT64 warning ("Your ONNX model has been generated with INT64 weights ... Attempting to cast
+    # down to INT32"): 8.x prints it for any model with an INT64 initializer, a Reshape's shape among them (the
+    # observed cells of six other cases show it, passing or failing); the clamping one says this case's part.
     signatures=(
-        Signature(
-            "int64_cast_down",
-            r"Your ONNX model has been generated with INT64 weights.*Attempting to cast down to INT32",
-            "warning",
-            ISSUE_3659,
-            short="INT64 weights cast down to INT32",
-        ),
         Signature(
             "int32_clamped",
             r"One or more weights outside the range of INT32 was clamped",

@@ -49,8 +49,11 @@ MODELOPT_QDQ_UTILS = ("https://github.com/NVIDIA/TensorRT-Model-Optimizer/blob/m
 TRT_FORM = {"form": ("trt_custom",)}
 RTX_E8M0_INITIALIZER = Signature(
     name="rtx_e8m0_initializer",
-    # TensorRT-RTX's ONNX parser on a float8e8m0 scale initializer (1.4 to 1.7).
-    pattern=r"Failed to import initializer: In node -1 .*convertOnnxWeights",
+    # TensorRT-RTX's ONNX parser on a float8e8m0 scale initializer (1.4 to 1.7): "... convertOnnxWeights(initializer,
+    # &weights): Failed to import initializer: w_scale". It says so of any initializer it cannot import (1.4's uint4
+    # weights "w", an e5m2 input "x"), so the signature asks for the scale: the initializer's name says it is one.
+    pattern=r"Failed to import initializer: In node -1 .*convertOnnxWeights[^\n]*Failed to import initializer: "
+            r"[\w./:-]*scale\b",
     kind="error",
     source=RTX_2026_LOGS,
     basis="baseline",

@@ -110,16 +110,9 @@ CHOOSE_HIGHER_PRECISION = Signature(
     source=OBSERVED_REPRO.format("8.6.0"),
     basis="baseline",
 )
-ENGINE_NULLPTR = Signature(
-    name="engine_nullptr",
-    # 8.5.3.1: "[builder.cpp::buildSerializedNetwork::751] Error Code 2: Internal Error (Assertion engine != nullptr
-    # failed. )"
-    pattern=r"Assertion engine != nullptr failed",
-    kind="error",
-    short="no engine built",
-    source=OBSERVED_REPRO.format("8.5.3.1"),
-    basis="baseline",
-)
+# No signature for 8.5.x's last words, "[builder.cpp::buildSerializedNetwork::751] Error Code 2: Internal Error
+# (Assertion engine != nullptr failed. )": 8.5 ends every failed build so, whatever failed (the observed cells of eight
+# other cases say it), and each of this case's failing 8.5 cells prints the chooseHigherPrecision assertion first.
 
 
 def _swept(params: dict) -> bool:
@@ -251,7 +244,7 @@ CASE = Case(
         "rewrite": ("none", "merged"),
     },
     target_nodes=("node_of_y0", "node_of_c0", "node_of_y1", "node_of_c1", "node_of_c2", "node_of_y2", "node_of_m"),
-    signatures=(CHOOSE_HIGHER_PRECISION, ENGINE_NULLPTR),
+    signatures=(CHOOSE_HIGHER_PRECISION,),
     expectations=(
         Expectation(
             "tensorrt", "==8.6.0", "fail", OBSERVED_REPRO.format("8.6.0"), stage="build",

@@ -24,7 +24,8 @@ SESSION_FAMILY = "qdq-matrix/session/"  # what every version of the header's sch
 #   skipped  - the engine is not installed here; `reason` says why
 #   not_run  - it cannot run here (for example: no NVIDIA GPU); `reason` says why
 #   not_applicable - the engine ran, but this version removed the API the reproducer's documented
-#              path needs (TensorRT 11.0 removed INT8 calibration); `reason` says which, with its source
+#              path needs (TensorRT 11.0 removed INT8 calibration), or cannot read the model (its ONNX IR version or
+#              opset is newer than this version reads: ONNX Runtime 1.16.3 on IR 10); `reason` says which
 #   built    - parsed and built ahead of time (TensorRT-RTX), but this machine cannot run the plan (no
 #              GPU, or one the plan does not target); `reason` says why. Its verdict rests on the parse,
 #              the build and the per-node precision; its numerics were not run.

@@ -77,6 +77,18 @@ _ANY_SOURCE_LINE = re.compile(r"\b([\w./-]+\.(?:cpp|cc|cu|c|h|hpp|py)):\d+")
 _PATH = re.compile(r"[^\s'\"()\[\]]*[\\/][^\s'\"()\[\]]*[\\/]")  # two separators or more: a folder
 _ARCH = re.compile(r"\b(sm|SM|compute)_?\d+\b")  # a target's compute capability: what a cause spans, not splits it
 REASON_LIMIT = 300
+# A model newer than the engine version reads, refused at load by ONNX Runtime's model loader: "Unsupported model IR
+# version: 10, max supported IR version: 9", and "ONNX Runtime only *guarantees* support for models stamped with
+# official released onnx opset versions. Opset 25 is under development ... Current official support for domain ai.onnx
+# is till opset 19." (both seen on 1.16.3). The cell is not applicable to that version: the refusal says nothing about
+# its quantization. OpenVINO has no such refusal: 2024.6 and 2026.4 read a model of IR version 99 or opset 99; an
+# operator version it lacks fails that operator, which stays a failure.
+_NEWER_MODEL = (
+    (re.compile(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)"),
+     "the model's ONNX IR version {0} is newer than this version reads (IR {1} at most)"),
+    (re.compile(r"Opset (\d+) is under development.*?support for domain \S+ is till opset (\d+)", re.S),
+     "the model's opset {0} is newer than this version reads (opset {1} at most)"),
+)
 
 
 def failure_evidence(error: str, parser_errors: Sequence[Mapping[str, Any]] = ()) -> Tuple[str, str]:
@@ -224,4 +236,14 @@ def _first_reason(line: str) -> str:
         said = _LABEL.sub("", sentence.strip()).strip().rstrip(".").strip()
         if said and not _NOT_A_REASON.search(said):
             return said
+    return ""
+
+
+def newer_model(error: str) -> str:
+    """Why a load failure is not applicable to this version (the model's IR version or opset is newer than it reads),
+    "" for any other error."""
+    for pattern, words in _NEWER_MODEL:
+        found = pattern.search(error)
+        if found:
+            return words.format(*found.groups())
     return ""

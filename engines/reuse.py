@@ -4,7 +4,9 @@ anything and by the cell test before it runs a bundle.
 A stored cell is only ever looked at under its reuse key (engines.results: bundle digest, engine, engine version,
 hardware, variant, engine options). Under that key, and with the parameters its bundle has now, it stands when what it
 says cannot change by running again:
-  - an observation (pass, fail, built) judged by the measure the bundle asks for now;
+  - an observation (pass, fail, built) judged by the measure the bundle asks for now, but a failure to read a model
+    newer than the version reads (ONNX Runtime's "Unsupported model IR version"), stored before such a cell was
+    "not applicable" (engines.reasons.newer_model);
   - "not applicable": decided from the bundle's request and the engine version's API, before any build;
   - a crash that the catalogue documents (judged "as documented" against the catalogue as it is now), or that is
     the engine's own fault: its process raised SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL on this model (a timeout,
@@ -25,6 +27,7 @@ from core.cell import Cell
 from engines.base import SELF_RAISED
 from engines.cells import judged_alike
 from engines.environment import BROKEN
+from engines.reasons import newer_model
 from engines.results import REUSABLE
 
 
@@ -32,6 +35,8 @@ def reusable(stored: Cell, meta: Mapping[str, Any], case: Optional[Case], static
     """Whether the stored cell stands for a run of the bundle whose case.json is `meta` (same digest)."""
     if stored.digest != meta.get("digest") or ("params" in meta and dict(stored.params) != dict(meta["params"])):
         return False  # another model, or one its bundle now describes otherwise (a user model's documented form)
+    if stored.status == "fail" and newer_model(stored.error):
+        return False  # stored before a model newer than the version reads was "not applicable": run it again
     if stored.status in REUSABLE:
         return judged_alike(stored, meta)
     if stored.status == "not_applicable":

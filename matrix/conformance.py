@@ -31,13 +31,13 @@ from core.outcome import outcome
 from core.words import first_line, many
 from matrix.merge import Column, MergeResult, build, column_key, never_run, version_key
 
-RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, HARNESS = (
-    "right", "wrong", "refused", "built only", "crashed", "not run", "harness error")
-WORDS = (RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, HARNESS)
+RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = (
+    "right", "wrong", "refused", "built only", "crashed", "not run", "not applicable", "harness error")
+WORDS = (RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS)
 NOT_CONVERTED = "not converted"
 # Each cell status in its word (a failed cell is wrong where its outputs were compared, else refused).
 WORD_OF_STATUS = {"pass": RIGHT, "built": BUILT, "crashed": CRASHED, "skipped": NOT_RUN, "not_run": NOT_RUN,
-                  "not_applicable": NOT_RUN, "harness_error": HARNESS}
+                  "not_applicable": NOT_APPLICABLE, "harness_error": HARNESS}
 MANIFEST = Path(ID) / "conformance.json"  # under a bundles root: generators.onnx_node_tests.MANIFEST
 
 
@@ -103,7 +103,7 @@ def entry_of(cell: Cell) -> Entry:
         return Entry(str(p.get("test", "")), str(p.get("op", "")), str(p.get("form", "")), int(p.get("opset", 0)),
                      word, steps, reason, "" if compared else said.failed_stage)
     word = WORD_OF_STATUS.get(cell.status, NOT_RUN)
-    reason = cell.reason if word in (NOT_RUN, CRASHED, HARNESS) else ""
+    reason = cell.reason if word in (NOT_RUN, NOT_APPLICABLE, CRASHED, HARNESS) else ""
     return Entry(str(p.get("test", "")), str(p.get("op", "")), str(p.get("form", "")), int(p.get("opset", 0)),
                  word, None, reason, said.failed_stage if word == CRASHED else "")
 
@@ -335,8 +335,8 @@ def diff_entries(cells: Sequence[Cell], engine: str, from_version: str, to_versi
     changes, compared = [], 0
     for key in sorted(set(sides[from_version]) & set(sides[to_version])):
         a, b = sides[from_version][key], sides[to_version][key]
-        if NOT_RUN in (a.word, b.word):
-            continue
+        if {a.word, b.word} & {NOT_RUN, NOT_APPLICABLE}:
+            continue  # not run, or a model this version cannot read: never a change
         compared += 1
         was, now = (a.reason if _says_why(a) else ""), (b.reason if _says_why(b) else "")
         if (a.text, was) != (b.text, now):

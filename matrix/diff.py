@@ -9,7 +9,7 @@ from urllib.parse import quote
 from core.cell import Cell
 from core.engines import variant_label
 from core.outcome import outcome
-from core.words import FAILED, STATUS_WORDS, WORKED, error_words, first_line, many, say_list
+from core.words import FAILED, HARNESS, IDLE, STATUS_WORDS, WORKED, error_words, first_line, many, say_list
 from matrix.merge import column_key, never_run, version_key
 from matrix.safe import md_cell, md_code
 
@@ -449,7 +449,7 @@ def _not_comparable(a: Optional[Cell], b: Optional[Cell], old: str, new: str) ->
     if a is None or b is None:
         return f"no cell for {old if a is None else new}"
     idle = [f"{v} {STATUS_WORDS[c.status]}" + (f" ({c.reason})" if c.reason else "")
-            for v, c in ((old, a), (new, b)) if c.status in ("skipped", "not_run", "harness_error")]
+            for v, c in ((old, a), (new, b)) if c.status in IDLE + HARNESS]  # not applicable: never a change
     return "; ".join(idle)
 
 

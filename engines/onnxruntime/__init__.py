@@ -20,6 +20,7 @@ from engines.base import EngineInfo, Observation, no_custom_ops
 from engines.hardware import captured_stderr, not_installed, python_versions
 from engines.onnxruntime import stages
 from engines.onnxruntime.stages import CPU
+from engines.reasons import newer_model
 from generators.bundle import Bundle
 
 NAME = "onnxruntime"
@@ -123,6 +124,9 @@ class Adapter:
         session = stages.run_stages(ort, str(bundle.model_path), bundle.inputs(), str(tmp), self._providers(ort),
                                     self.graph_optimization_level, self.x64quantprecision, obs)
         if session is None:
+            too_new = newer_model(obs.error)
+            if too_new:  # a model this version cannot read: not applicable to it, never its failure
+                obs.options["not_applicable"] = too_new
             return
         profile = Path(session.end_profiling())
         optimized = tmp / "optimized.onnx"

@@ -157,6 +157,23 @@ def test_broken_model_fails_at_load_with_text(tmp_path):
     assert obs.stage == "" and obs.error and not obs.outputs
 
 
+def test_a_model_newer_than_the_version_reads_is_not_applicable_with_its_ir_version(tmp_path):
+    bundle = qdq_conv(tmp_path / "newer")
+    model = onnx.load(str(bundle.model_path))
+    model.ir_version = 99
+    onnx.save(model, str(bundle.model_path))
+    obs = Adapter().run(bundle)
+    assert obs.stage == "" and "Unsupported model IR version: 99" in obs.error
+    assert re.fullmatch(r"the model's ONNX IR version 99 is newer than this version reads \(IR \d+ at most\)",
+                        obs.options["not_applicable"])
+
+
+def test_a_model_that_fails_at_load_for_another_reason_is_not_not_applicable(tmp_path):
+    bundle = qdq_conv(tmp_path / "broken")
+    bundle.model_path.write_bytes(b"not an onnx model")
+    assert "not_applicable" not in Adapter().run(bundle).options
+
+
 def test_missing_onnxruntime_is_skipped(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     info = Adapter().probe()

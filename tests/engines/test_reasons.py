@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engines.reasons import error_line, failing_node, failure_evidence, reason_line
+from engines.reasons import error_line, failing_node, failure_evidence, newer_model, reason_line
 
 INVALID_NODE = ("ONNX parse failed: Invalid Node - b_dw_DequantizeLinear\n"
                 "b_dw_DequantizeLinear: only activation types allowed as input to this layer.")
@@ -173,3 +173,33 @@ def test_the_reason_is_the_cause_not_the_header_before_it():
     assert failure_evidence(OPENVINO_CPU_NODE) == ("y", "ROIAlign: Demanded batch (id = 5) doesn't exist")
     assert failure_evidence(ORT_NESTED)[1] == ("Initializer 'w': raw_data size (0 bytes) does not match expected "
                                                "size from shape and data type (16 bytes)")
+
+
+# ONNX Runtime 1.16.3's refusals of a model newer than it reads, as it says them (its opset text: a model of opset 25).
+ORT_LOAD = ("[ONNXRuntimeError] : 1 : FAIL : Load model from m.onnx failed:/onnxruntime_src/onnxruntime/core/graph/"
+            "model.cc:149 onnxruntime::Model::Model(onnx::ModelProto&&, const PathString&, const "
+            "IOnnxRuntimeOpSchemaRegistryList*, const onnxruntime::logging::Logger&, "
+            "const onnxruntime::ModelOptions&) ")
+
+
+@pytest.mark.parametrize("said,why", [
+    ("Unsupported model IR version: 10, max supported IR version: 9\n",
+     "the model's ONNX IR version 10 is newer than this version reads (IR 9 at most)"),
+    ("ONNX Runtime only *guarantees* support for models stamped with official released onnx opset versions. Opset 25 "
+     "is under development and support for this is limited. The operator schemas and or other functionality may "
+     "change before next ONNX release and in this case ONNX Runtime will not guarantee backward compatibility. "
+     "Current official support for domain ai.onnx is till opset 19.",
+     "the model's opset 25 is newer than this version reads (opset 19 at most)"),
+])
+def test_a_model_newer_than_onnx_runtime_reads_says_which_version_and_the_most_it_reads(said, why):
+    assert newer_model(ORT_LOAD + said) == why
+
+
+@pytest.mark.parametrize("error", [
+    ORT_LOAD + "No opset import for domain 'com.example'",
+    "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Failed to find kernel for DequantizeLinear(23) (node:'w_dq' "
+    "ep:'CPUExecutionProvider'). Encountered following errors: ( Version mismatch. node_version: 23 kernel start "
+    "version: 21 kernel_end_version: 21)",
+])
+def test_any_other_load_failure_is_no_newer_model(error):
+    assert newer_model(error) == ""

@@ -41,8 +41,9 @@ CHAIN = {"bundle": "q_output_type/variant=q_dq_chain+activation=int8+plugin=none
     (stored(status="crashed", options={"crash_signal": "SIGSEGV"}, **CHAIN), True),  # the engine's own fault
     (stored(status="crashed", options={"crash_signal": "SIGKILL"}, **CHAIN), False),  # from outside
     (stored(status="skipped", reason="tensorrt_rtx not importable"), False),  # the engine failed to import
+    (stored(status="fail", error="... Unsupported model IR version: 10, max supported IR version: 9"), False),
 ], ids=["pass", "built", "other-tolerance", "other-digest", "not-applicable", "documented-crash", "timeout",
-        "segfault", "killed", "skipped"])
+        "segfault", "killed", "skipped", "stored-before-not-applicable"])
 def test_what_stands_for_a_new_run(cell, stands):
     assert reusable(cell, META, CASE, static_not_run=True) is stands
 

@@ -44,6 +44,15 @@ def test_each_status_has_its_word(make_cell):
     assert (idle.text, idle.reason) == ("not run", "no NVIDIA GPU")
 
 
+def test_a_model_newer_than_the_version_reads_is_not_applicable_and_never_a_change(make_cell):
+    why = "the model's ONNX IR version 10 is newer than this version reads (IR 9 at most)"
+    old = [conf(make_cell, engine_version="1.16.3", status="not_applicable", verdict="not applicable", reason=why,
+                last_stage="", opset=o) for o in (21, 23)]
+    assert (entry_of(old[0]).text, entry_of(old[0]).reason) == ("not applicable", why)
+    new = [conf(make_cell, opset=21), refused_at_load(make_cell, opset=23)]
+    assert diff_markdown(old + new, "onnxruntime", "1.16.3", "1.31.1") == ""  # nothing compared, nothing said
+
+
 def test_conformance_cells_leave_the_catalogue_views(make_cell):
     catalogue = make_cell("q_output_type/out=uint8", engine="onnxruntime", engine_version="1.31.1", hardware=CPU)
     result = build([catalogue, conf(make_cell), refused_at_load(make_cell, engine_version="1.16.3")],

@@ -269,3 +269,21 @@ def test_the_same_error_with_a_signature_matched_on_one_side_only_is_no_change(m
     cells = [make_cell(b, engine_version="8.5.3.1", **said),
              make_cell(b, engine_version="8.6.0", **said, signature="dql_plugin_not_found")]
     assert diff(cells, "tensorrt", "8.5.3.1", "8.6.0").changes == ()
+
+
+@pytest.mark.parametrize("before,after", [("not_applicable", "pass"), ("pass", "not_applicable"),
+                                          ("not_applicable", "fail")])
+def test_a_pair_with_a_side_not_applicable_is_no_change_and_says_why_it_is_not_compared(make_cell, before, after):
+    why = "the model's ONNX IR version 10 is newer than this version reads (IR 9 at most)"
+    states = {"not_applicable": dict(status="not_applicable", verdict="not applicable", reason=why, fused=None,
+                                     max_error_steps=None, last_stage="load", error="Unsupported model IR version"),
+              "pass": dict(fused=True), "fail": dict(status="fail", verdict="new failure", fused=None,
+                                                     last_stage="load", error="something else")}
+    cells = [make_cell("dq_blocked_axis/axis=0", engine_version=OLD, **states[before]),
+             make_cell("dq_blocked_axis/axis=0", engine_version=NEW, **states[after])]
+    report = diff(cells, "tensorrt", OLD, NEW)
+    assert report.changes == ()
+    side = OLD if before == "not_applicable" else NEW
+    assert len(report.not_compared) == 1
+    assert report.not_compared[0].startswith("dq_blocked_axis/axis=0 [")
+    assert report.not_compared[0].endswith(f"]: {side} not applicable ({why})")

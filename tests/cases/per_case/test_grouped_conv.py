@@ -94,6 +94,10 @@ def test_signatures_match_the_upstream_text():
         "[optimizer.cpp::computeCosts::3728] Error Code 10: Internal Error (Could not find any implementation "
         "for node w + node_of_dqconv.dwconv + PWN(node_of_swish.sigmoid, node_of_swish.mul).)"
     )
+    # The same words of a node that is no convolution with its weights: another case's cause.
+    assert not impl.search("Error Code 10: Internal Error (Could not find any implementation for node node_of_r.)")
+    assert not impl.search("(Could not find any implementation for node PWN(PWN(node_of_sigmoid), PWN(node_of_act)).)")
+    assert not impl.search("(Could not find any implementation for node {ForeignNode[b_fc1_quantized...y_Dequa]}.)")
     zp = CASE.signature("nonzero_zero_point")
     assert zp.search("Assertion failed: shiftIsAllZeros(zeroPoint) && \"TRT only supports symmetric quantization\"")
     assert zp.search("TensorRT only supports symmetric quantization. The zero point for the QuantizeLinear/...")

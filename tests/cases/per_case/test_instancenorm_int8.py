@@ -30,8 +30,6 @@ def test_instancenorm_trtexec_variant_asks_for_dummy_ranges():
 @pytest.mark.parametrize(
     "name, text",
     [
-        ("int64_cast_down", "onnx2trt_utils.cpp:374: Your ONNX model has been generated with INT64 "
-         "weights, while TensorRT does not natively support INT64. Attempting to cast down to INT32."),
         ("missing_scale", "Missing scale and zero-point for tensor (Unnamed Layer* 321) "
          "[Shuffle]_output, expect fall back to non-int8 implementation"),
     ],

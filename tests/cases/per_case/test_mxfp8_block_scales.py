@@ -52,3 +52,13 @@ def test_architecture_expectations_follow_the_rtx_quantized_types_page():
     assert CASE.expectation_for("tensorrt-rtx", "1.7.1.116", trt, {"target": "SM86"}).outcome == "fail"
     assert CASE.expectation_for("tensorrt-rtx", "1.7.1.116", trt, {"target": "SM89"}).outcome == "pass"
     assert CASE.expectation_for("tensorrt-rtx", "1.7.1.116", dict(trt, form="onnx_e8m0"), {"target": "SM89"}) is None
+
+
+def test_the_e8m0_signature_asks_for_a_scale_initializer():
+    said = ("ONNX parse failed: Failed to import initializer: In node -1 with name:  and operator:  (parseGraph): "
+            "UNSUPPORTED_NODE: Assertion failed: ctx->getWeightsContext().convertOnnxWeights(initializer, &weights): "
+            "Failed to import initializer: {}\n\n[WARNING] In JIT build, strongly typed is enabled by default.")
+    e8m0 = CASE.signature("rtx_e8m0_initializer")
+    assert e8m0.search(said.format("w_scale"))
+    assert not e8m0.search(said.format("w"))  # TensorRT-RTX 1.4.0.76 on seed 020's uint4 weights
+    assert not e8m0.search(said.format("x"))  # on ONNX's e5m2 DequantizeLinear node test's input
