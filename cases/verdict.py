@@ -105,6 +105,20 @@ class Said:
 
 
 UNEXPECTED = ("fixed", "fails against expectation", "new failure")
+NO_REFERENCE = "no reference"
+# The statuses of an engine that ran: what a model the reference cannot run still gets recorded, blaming nobody.
+RAN = ("pass", "fail", "crashed", "built")
+
+
+def unreferenced(case: Case, status: str, reference_error: str) -> str:
+    """The explanation of a user model's cell that the reference could not check (case.json reference_error): the
+    engine's outcome, and why nobody is blamed; "" for a catalogue case, a model the reference ran, or an engine that
+    did not run it."""
+    if not case.external or not reference_error or status not in RAN:
+        return ""
+    did = {"pass": "ran it", "fail": "failed on it", "crashed": "crashed on it", "built": "built it"}[status]
+    return (f"the reference cannot run this model, so this is the model's (or its inputs') fault, not the engine's; "
+            f"the engine {did}: {reference_error}")
 # How a report names what an expectation or a matched signature rests on (cases.base.BASES).
 BASIS_WORDS = {"documented": "documented", "baseline": "observed before"}
 
@@ -228,6 +242,8 @@ def rejudge(cell: Cell, case: Case) -> Cell:
     if expectation is not None and verdict == AGREES["baseline"] and is_the_baseline(cell, expectation):
         why += f"; {THE_BASELINE_ITSELF}"
     why = with_known_signature(case, cell.engine, errors[0] if errors else "", cell.status, why)
+    if cell.verdict == NO_REFERENCE:  # the bundle's reference could not run: judged so where the cell was made
+        verdict, why = NO_REFERENCE, cell.explanation
     return replace(
         cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
         signature=errors[0] if errors else "", warnings=match_signatures(case, cell.engine, text, "warning"),

@@ -395,7 +395,10 @@ def unusable_report(result: ModelCheck, reports: Path) -> List[Path]:
     name = Path(result.model).name
     reason = scrub(result.unusable)  # a model's or --inputs' path as result: never this machine's own
     record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "status": "unusable", "reason": reason}
-    md = f"# {name}: not checked\n\nThis model could not be used, so no engine ran it:\n\n    {reason}\n"
+    invalid = reason.startswith("invalid model: ")
+    md = f"# {name}: {'invalid model' if invalid else 'not checked'}\n\n" + (
+        "This model is invalid (the model's fault), so no engine was asked to judge it:" if invalid else
+        "This model could not be used, so no engine ran it:") + f"\n\n    {reason}\n"
     paths = [reports / f"{stem}.json", reports / f"{stem}.md"]
     paths[0].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     paths[1].write_text(md, encoding="utf-8")

@@ -10,7 +10,8 @@ import numpy as np
 
 from cases.base import Case
 from cases.common import ENVIRONMENT_SIGNATURES
-from cases.verdict import cell_context, expectation_record, judge, match_signatures, with_known_signature
+from cases.verdict import (NO_REFERENCE, cell_context, expectation_record, judge, match_signatures, unreferenced,
+                           with_known_signature)
 from core import numerics
 from core.cell import Cell
 from core.portable import scrub
@@ -138,9 +139,14 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     why = with_known_signature(case, info.name, errors[0] if errors else "", status, why)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
+    blameless = unreferenced(case, status, str(bundle.meta.get("reference_error") or ""))
+    if blameless:  # the model's (or its inputs') fault: recorded, never judged against the engine
+        verdict, why = NO_REFERENCE, blameless
     passed = not_compared(bundle) or numerics.fragile_words(stats, numerics.float_source(bundle.meta))
     reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
         or (passed if status == "pass" else "")
+    if blameless:
+        reason = reason or not_compared(bundle)  # a failure's ISSUE.md title says why it is the model's
     node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
     options, sources = _options(obs)
     return Cell(
