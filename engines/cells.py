@@ -10,8 +10,15 @@ import numpy as np
 
 from cases.base import Case
 from cases.common import ENVIRONMENT_SIGNATURES
-from cases.verdict import (NO_REFERENCE, cell_context, expectation_record, judge, match_signatures, unreferenced,
-                           with_known_signature)
+from cases.verdict import (
+    NO_REFERENCE,
+    cell_context,
+    expectation_record,
+    judge,
+    match_signatures,
+    unreferenced,
+    with_known_signature,
+)
 from core import numerics
 from core.cell import Cell
 from core.portable import scrub
