@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from cases.base import Case, Expectation
 from cases.common import signatures_of
@@ -176,6 +177,30 @@ def with_known_signature(case: Case, engine: str, signature: str, status: str, w
     return f"{known}; {why}" if known else why
 
 
+def backed_signatures(names: Sequence[str], lint_cases: Collection[str]) -> List[str]:
+    """A user model's matched signatures that name a cause the model has: an engine's own, or a seed case's where the
+    lint matched that case's graph pattern on the model (`lint_cases`, case.json lint findings' cases); a seed case's
+    error text alone names no cause (TensorRT-RTX's 'Failed to import initializer' is any initializer it cannot
+    import, a float8e8m0 scale or weights of 0 bytes)."""
+    return [n for n in names if not _seed_cases_declaring(n) or _seed_cases_declaring(n) & set(lint_cases)]
+
+
+@functools.lru_cache(maxsize=None)
+def _seed_cases_declaring(name: str) -> FrozenSet[str]:
+    """The seed cases that declare a signature of this name, none where only an engine declares it."""
+    from cases import all_cases
+    from cases.common import ENGINE_SIGNATURES
+
+    if any(s.name == name for signatures in ENGINE_SIGNATURES.values() for s in signatures):
+        return frozenset()
+    return frozenset(c.id for c in all_cases() if not c.external and any(s.name == name for s in c.signatures))
+
+
+def lint_cases(meta: Mapping[str, Any]) -> List[str]:
+    """The catalogue cases whose graph pattern the lint matched on a bundle's model (case.json `lint`)."""
+    return sorted({str(f.get("case")) for f in (meta.get("lint") or {}).get("findings") or [] if f.get("case")})
+
+
 def match_signatures(case: Case, engine: str, text: str, kind: str) -> List[str]:
     """Names of the signatures of one kind that occur in text: the case's own, then its engine's (cases.common)."""
     return [s.name for s in signatures_of(case, engine) if s.kind == kind and s.search(text)]
@@ -236,6 +261,8 @@ def rejudge(cell: Cell, case: Case) -> Cell:
         return cell  # nothing the engine did to judge again
     text = "\n".join([cell.error, cell.reason, cell.log])
     errors = match_signatures(case, cell.engine, text, "error")
+    if case.external:  # no model here: a seed case's signature stands where the lint backed it when the cell was made
+        errors = [e for e in errors if e == cell.signature or not _seed_cases_declaring(e)]
     expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params,
                                        cell_context(cell.hardware_detail, cell.variant))
     verdict, why = judge(expectation, cell.status, cell.fused)

@@ -12,9 +12,11 @@ from cases.base import Case
 from cases.common import ENVIRONMENT_SIGNATURES
 from cases.verdict import (
     NO_REFERENCE,
+    backed_signatures,
     cell_context,
     expectation_record,
     judge,
+    lint_cases,
     match_signatures,
     unreferenced,
     with_known_signature,
@@ -132,6 +134,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     error, log = scrub(error), scrub(obs.log)  # the bundle's path on this machine is no part of the observation
     text = "\n".join([error, obs.crashed, log])
     errors = match_signatures(case, info.name, text, "error")
+    if case.external:  # a user's model: a seed case's signature only where the lint matched that case's pattern
+        errors = backed_signatures(errors, lint_cases(bundle.meta))
     machine = environment_limit(info, status, text)
     if machine:  # the machine lacks what this version needs to build: not run, never a build failure
         idle = replace(info, available=False, unavailable_status="not_run", reason=machine)

@@ -89,3 +89,25 @@ def test_a_bundle_whose_reference_could_not_run_is_not_failed_for_it():
                              Observation(stage="run", outputs={"y": np.ones(3, np.float32)}), RUN)
     assert (cell.status, cell.last_stage, cell.max_error_steps) == ("pass", "run", None)
     assert cell.reason == f"numerics not compared: {meta['reference_error']}"
+
+
+RTX = EngineInfo("tensorrt-rtx", "1.7.1.116", "no GPU (ahead-of-time build, target SM89)", True)
+IMPORT_FAILED = ("ONNX parse failed: Failed to import initializer: In node -1 with name:  and operator:  "
+                 "(importInitializers): UNSUPPORTED_NODE: Assertion failed: ctx->getWeightsContext()."
+                 "convertOnnxWeights(initializer, &weights): Failed to import initializer: w_q")
+
+
+@pytest.mark.parametrize("linted, named", [([], ""), (["mxfp8_block_scales"], "rtx_e8m0_initializer")])
+def test_a_user_cell_names_a_seed_signature_only_where_the_lint_matched_that_case(linted, named):
+    """TensorRT-RTX's 'Failed to import initializer' is any initializer it cannot import (weights of 0 bytes, uint4,
+    a float8e8m0 scale): a user model's cell names seed mxfp8_block_scales' signature only where the lint matched that
+    case's pattern on the model, never from the text alone."""
+    from generators.bundle import Bundle
+
+    meta = {"bundle": "user_model/m", "params": {"model": "m.onnx"}, "digest": "d", "target_nodes": [],
+            "outputs": {"y": {"step": None}}, "tolerance_steps": 2.0,
+            "lint": {"findings": [{"case": c, "rule": c} for c in linted]}}
+    cell = judge_observation(get_case("user_model"), Bundle(path=None, meta=meta), RTX,
+                             Observation(stage="", error=IMPORT_FAILED), RUN)
+    assert cell.signature == named
+    assert ("float8e8m0" in cell.explanation) == bool(named)
