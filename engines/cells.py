@@ -17,6 +17,7 @@ from cases.verdict import (
     expectation_record,
     judge,
     lint_cases,
+    lint_expectation,
     match_signatures,
     unreferenced,
     with_known_signature,
@@ -146,7 +147,12 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     is_fused = numerics.fused(obs.precision, targets) if status in ("pass", "built") else None
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
+    node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
+    if expectation is None and case.external and status == "fail":  # what the model's lint predicted, and why
+        expectation = lint_expectation(bundle.meta, info.name, info.version, info.variant, stage, node)
     verdict, why = judge(expectation, status, is_fused)
+    if expectation is not None and expectation.rule:
+        why += f"; {expectation.note}"
     why = with_known_signature(case, info.name, errors[0] if errors else "", status, why)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
@@ -158,7 +164,6 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
         or (passed if status == "pass" else "")
     if blameless:
         reason = reason or not_compared(bundle)  # a failure's ISSUE.md title says why it is the model's
-    node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
     options, sources = _options(obs)
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
