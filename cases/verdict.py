@@ -118,8 +118,8 @@ def unreferenced(case: Case, status: str, reference_error: str) -> str:
     if not case.external or not reference_error or status not in RAN:
         return ""
     did = {"pass": "ran it", "fail": "failed on it", "crashed": "crashed on it", "built": "built it"}[status]
-    return (f"the reference cannot run this model, so this is the model's (or its inputs') fault, not the engine's; "
-            f"the engine {did}: {reference_error}")
+    return (f"no reference to judge it by, which is the model's (or its inputs') fault, not the engine's; the engine "
+            f"{did}: {reference_error}")
 # How a report names what an expectation or a matched signature rests on (cases.base.BASES).
 BASIS_WORDS = {"documented": "documented", "baseline": "observed before"}
 
