@@ -215,7 +215,8 @@ def lint_expectation(meta: Mapping[str, Any], engine: str, version: str, variant
     found.sort(key=lambda f: (f.get("basis") != "documented", bool(f.get("case"))))  # a source-cited rule first
     for f in found:
         source, documented = str(f.get("source") or ""), f.get("basis") == "documented"
-        folder = source.split("/")[2] if source.startswith("reports/observed/") and source.count("/") >= 2 else ""
+        folder = source.split("/")[2] if source.startswith("reports/observed/") and source.endswith(".jsonl") \
+            and source.count("/") >= 3 else ""  # a baseline names the observed file, and its hardware's folder
         if not documented and not folder:
             continue
         said = f.get("words") or f.get("rule")
