@@ -240,10 +240,9 @@ def _held_bytes(tensor: Any, base: Path) -> int:
     """The bytes of data a tensor holds: its raw_data or typed fields, or its external range or file."""
     if tensor.data_location == 1:  # TensorProto.EXTERNAL
         said = {e.key: e.value for e in tensor.external_data}
-        if "length" in said:
-            return int(said["length"])
         path = base / said.get("location", "")
-        return max(0, path.stat().st_size - int(said.get("offset") or 0)) if path.is_file() else 0
+        held = max(0, path.stat().st_size - int(said.get("offset") or 0)) if path.is_file() else 0
+        return min(held, int(said["length"])) if "length" in said else held  # a file of 0 bytes holds none
     typed = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
     return len(tensor.raw_data) or sum(len(getattr(tensor, f)) for f in typed)
 

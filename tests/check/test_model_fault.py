@@ -90,7 +90,7 @@ def test_an_invalid_model_is_refused_before_any_engine_with_the_models_reason(ch
 
 
 def test_a_model_the_reference_cannot_run_gets_no_reference_never_new_failure(checked):
-    _, _, lines, cells = checked
+    root, _, lines, cells = checked
     assert cells and not [c for c in cells if c["verdict"] == "new failure"]
     by_model = {c["params"]["model"]: c for c in cells}
     assert {c["verdict"] for c in by_model.values()} == {"no reference"}
@@ -99,6 +99,10 @@ def test_a_model_the_reference_cannot_run_gets_no_reference_never_new_failure(ch
     assert "the model's (or its inputs') fault" in by_model["zero.onnx"]["explanation"]
     assert "no reference, the model's (or its inputs') fault, no engine blamed: the reference (ONNX Runtime" in \
         lines["gather"] and "indices" in lines["gather"]
+    for model in ("zero", "gather"):  # the model's report says it first, in both forms
+        for form in ("md", "html"):
+            report = next((root / "rep").glob(f"{model}-*.{form}")).read_text()
+            assert "No reference, the model's (or its inputs') fault:" in report.split("Inputs:", 1)[0], (model, form)
 
 
 def test_no_bug_bundle_for_a_model_the_reference_cannot_run_unless_asked(checked, tmp_path):
@@ -112,3 +116,16 @@ def test_no_bug_bundle_for_a_model_the_reference_cannot_run_unless_asked(checked
     issues = list((tmp_path / "asked").rglob("ISSUE.md"))
     assert issues and all(p.read_text().startswith("# The model's fault, do not file as an engine bug (")
                           for p in issues)
+
+
+def test_an_external_data_file_of_0_bytes_is_an_invalid_model(tmp_path):
+    """Weights saved beside the model, then emptied: the model names where they should be and holds none."""
+    from check import CheckError
+    from check.bundle import bundle_from_model
+
+    model = onnx.load(str(qdq_conv(tmp_path / "conv.onnx")))
+    onnx.save(model, str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.data", size_threshold=0)
+    (tmp_path / "ext.data").write_bytes(b"")
+    with pytest.raises(CheckError, match="^invalid model: tensor '.*' declares 1 element and holds 0 bytes"):
+        bundle_from_model(tmp_path / "ext.onnx", tmp_path / "out")
