@@ -105,6 +105,8 @@ class Expectation:
     # The source documents the process dying (a signal, an abort), not only a failure: a crashed cell agrees with a
     # failing expectation only where this is set (cases.verdict.judge); a crash is never the documented error.
     crashes: bool = False
+    # A user model's expectation read from its lint (cases.verdict.lint_expectation): the lint rule that predicted it.
+    rule: str = ""
 
     def __post_init__(self) -> None:
         from packaging.specifiers import SpecifierSet

@@ -5,8 +5,11 @@ Not a seed and not a sweep (`external=True`): each bundle is one model a user br
 It has no expectations of its own: a failure is a "new failure" and a pass "undocumented", except where the model
 is in a form a seed case reproduces (check.forms: onnxruntime's quantize_dynamic, seed 002). Its bundle then names
 that case and the variant it matches (params `like_case`, `like_<axis>`), and the case's expectations judge its cells
-where they speak. The signatures are the catalogue's, so a known upstream symptom is still named when a user's model
-shows it.
+where they speak. A failure its lint predicted at that stage takes the prediction's verdict (cases.verdict.
+lint_expectation: a documented rule's source, or the observed cells it was read from), and a model the reference
+cannot run gets "no reference" cells that blame nobody (cases.verdict.unreferenced). The signatures are the
+catalogue's, so a known upstream symptom is still named when a user's model shows it; a seed case's only where the
+lint matched that case's pattern on the model (cases.verdict.backed_signatures).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from cases.base import Case, Expectation
 from cases.common import signatures_of
@@ -105,6 +106,20 @@ class Said:
 
 
 UNEXPECTED = ("fixed", "fails against expectation", "new failure")
+NO_REFERENCE = "no reference"
+# The statuses of an engine that ran: what a model the reference cannot run still gets recorded, blaming nobody.
+RAN = ("pass", "fail", "crashed", "built")
+
+
+def unreferenced(case: Case, status: str, reference_error: str) -> str:
+    """The explanation of a user model's cell that the reference could not check (case.json reference_error): the
+    engine's outcome, and why nobody is blamed; "" for a catalogue case, a model the reference ran, or an engine that
+    did not run it."""
+    if not case.external or not reference_error or status not in RAN:
+        return ""
+    did = {"pass": "ran it", "fail": "failed on it", "crashed": "crashed on it", "built": "built it"}[status]
+    return (f"no reference to judge it by, which is the model's (or its inputs') fault, not the engine's; the engine "
+            f"{did}: {reference_error}")
 # How a report names what an expectation or a matched signature rests on (cases.base.BASES).
 BASIS_WORDS = {"documented": "documented", "baseline": "observed before"}
 
@@ -162,6 +177,83 @@ def with_known_signature(case: Case, engine: str, signature: str, status: str, w
     return f"{known}; {why}" if known else why
 
 
+def backed_signatures(names: Sequence[str], lint_cases: Collection[str]) -> List[str]:
+    """A user model's matched signatures that name a cause the model has: an engine's own, or a seed case's where the
+    lint matched that case's graph pattern on the model (`lint_cases`, case.json lint findings' cases); a seed case's
+    error text alone names no cause (TensorRT-RTX's 'Failed to import initializer' is any initializer it cannot
+    import, a float8e8m0 scale or weights of 0 bytes)."""
+    return [n for n in names if not _seed_cases_declaring(n) or _seed_cases_declaring(n) & set(lint_cases)]
+
+
+@functools.lru_cache(maxsize=None)
+def _seed_cases_declaring(name: str) -> FrozenSet[str]:
+    """The seed cases that declare a signature of this name, none where only an engine declares it."""
+    from cases import all_cases
+    from cases.common import ENGINE_SIGNATURES
+
+    if any(s.name == name for signatures in ENGINE_SIGNATURES.values() for s in signatures):
+        return frozenset()
+    return frozenset(c.id for c in all_cases() if not c.external and any(s.name == name for s in c.signatures))
+
+
+# A lint prediction of a failure, by the stage a cell failed at (the last stage it completed: "" for none).
+PREDICTED_AT = {"parse fails": "", "build fails": "load"}
+PREDICTED_STAGE = {"parse fails": "load", "build fails": "build"}  # and the stage that failed
+
+
+def lint_expectation(meta: Mapping[str, Any], engine: str, version: str, variant: Mapping[str, str],
+                     completed: str, node: str) -> Optional[Expectation]:
+    """For a user model's failing cell that no case expectation speaks for: the failure its lint predicted for this
+    engine, version and build target at the stage it failed (and at the node it names, where it names one), as the
+    expectation it rests on: a documented rule's upstream source first ("as documented"), else the observed cells
+    of this repository it was read from ("as observed before"); None where the lint predicted no such failure."""
+    target = f"target={variant['target']}" if variant.get("target") else ""
+    found = [f for f in (meta.get("lint") or {}).get("findings") or []
+             if f.get("engine") == engine and PREDICTED_AT.get(str(f.get("predicted"))) == completed
+             and _covers(str(f.get("versions") or ""), version) and f.get("setting", "") in ("", target)
+             and (not node or f.get("node") == node)]
+    found.sort(key=lambda f: (f.get("basis") != "documented", bool(f.get("case"))))  # a source-cited rule first
+    for f in found:
+        source, documented = str(f.get("source") or ""), f.get("basis") == "documented"
+        folder = source.split("/")[2] if source.startswith("reports/observed/") and source.endswith(".jsonl") \
+            and source.count("/") >= 3 else ""  # a baseline names the observed file, and its hardware's folder
+        if not documented and not folder:
+            continue
+        said = f.get("words") or f.get("rule")
+        return Expectation(engine=engine, versions=str(f.get("versions") or ""), outcome="fail",
+                           stage=PREDICTED_STAGE[str(f["predicted"])], source=source,
+                           basis="documented" if documented else "baseline", hardware=folder or None,
+                           note=f"the lint predicted it: {said} at node {f.get('node')}", rule=str(f.get("rule")))
+    return None
+
+
+def _covers(versions: str, version: str) -> bool:
+    """Whether a PEP 440 specifier set ("" is every version) speaks about one version."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return SpecifierSet(versions).contains(Version(version), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def stored_expectation(record: Mapping[str, Any], engine: str) -> Optional[Expectation]:
+    """A user cell's lint expectation as its cell stores it (expectation_record), for judging it again; None for any
+    other record."""
+    if not record.get("rule"):
+        return None
+    return Expectation(engine=engine, versions=str(record.get("versions") or ""), outcome=str(record["outcome"]),
+                       source=str(record["source"]), stage=record.get("stage") or None, note=str(record.get("note")),
+                       basis=str(record.get("basis") or "documented"), hardware=record.get("hardware") or None,
+                       rule=str(record["rule"]))
+
+
+def lint_cases(meta: Mapping[str, Any]) -> List[str]:
+    """The catalogue cases whose graph pattern the lint matched on a bundle's model (case.json `lint`)."""
+    return sorted({str(f.get("case")) for f in (meta.get("lint") or {}).get("findings") or [] if f.get("case")})
+
+
 def match_signatures(case: Case, engine: str, text: str, kind: str) -> List[str]:
     """Names of the signatures of one kind that occur in text: the case's own, then its engine's (cases.common)."""
     return [s.name for s in signatures_of(case, engine) if s.kind == kind and s.search(text)]
@@ -187,6 +279,7 @@ def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
         "stage": expectation.stage or "", "signature": expectation.signature or "",
         "hardware": expectation.hardware or "", "note": expectation.note, "basis": expectation.basis,
         **({"crashes": True} if expectation.crashes else {}),
+        **({"rule": expectation.rule} if expectation.rule else {}),
         **({"when": {k: list(v) for k, v in expectation.when.items()}} if expectation.when else {}),
     }
 
@@ -222,12 +315,20 @@ def rejudge(cell: Cell, case: Case) -> Cell:
         return cell  # nothing the engine did to judge again
     text = "\n".join([cell.error, cell.reason, cell.log])
     errors = match_signatures(case, cell.engine, text, "error")
+    if case.external:  # no model here: a seed case's signature stands where the lint backed it when the cell was made
+        errors = [e for e in errors if e == cell.signature or not _seed_cases_declaring(e)]
     expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params,
                                        cell_context(cell.hardware_detail, cell.variant))
+    if expectation is None and case.external and cell.status in ("fail", "crashed"):
+        expectation = stored_expectation(cell.expectation, cell.engine)  # the lint's, read when the cell was made
     verdict, why = judge(expectation, cell.status, cell.fused)
+    if expectation is not None and expectation.rule:
+        why += f"; {expectation.note}"
     if expectation is not None and verdict == AGREES["baseline"] and is_the_baseline(cell, expectation):
         why += f"; {THE_BASELINE_ITSELF}"
     why = with_known_signature(case, cell.engine, errors[0] if errors else "", cell.status, why)
+    if cell.verdict == NO_REFERENCE:  # the bundle's reference could not run: judged so where the cell was made
+        verdict, why = NO_REFERENCE, cell.explanation
     return replace(
         cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
         signature=errors[0] if errors else "", warnings=match_signatures(case, cell.engine, text, "warning"),

@@ -21,8 +21,9 @@ With several models, a --shape fixes only the dimensions each leaves open; a mod
 own, and says so.
 
 Exit status: 0 every model checked and no engine failed one; 1 an engine failed a model (a failing or
-crashed cell); 4 a model could not be checked (unreadable, unsafe external data, over the size budget, inputs that do
-not fit, or its reference could not run, so numerics were not compared); 5 both; 2 a usage error, nothing run (bad
+crashed cell); 4 a model could not be checked (unreadable, unsafe external data, an invalid model: weights of 0 bytes
+or one onnx.checker's full_check refuses, over the size budget, inputs that do not fit, or its reference could not
+run, so numerics were not compared and its cells are "no reference"); 5 both; 2 a usage error, nothing run (bad
 flag or number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
 the one model given or has another rank than an open input of one of several); 3 a folder that cannot be written
 (a full disk, a read-only or forbidden --out, --results or --reports: one line naming it and the errno).
@@ -401,7 +402,10 @@ def unusable_report(result: ModelCheck, reports: Path) -> List[Path]:
     reason = scrub(result.unusable)  # a model's or --inputs' path as result: never this machine's own
     record = {"schema": "qdq-matrix/check-unusable/1", "model": name, "path": scrub(result.model), "status": "unusable",
               "reason": reason}
-    md = f"# {name}: not checked\n\n{scrub(result.model)} could not be used, so no engine ran it:\n\n    {reason}\n"
+    invalid = reason.startswith("invalid model: ")
+    md = f"# {name}: {'invalid model' if invalid else 'not checked'}\n\n" + (
+        "This model is invalid (the model's fault), so no engine was asked to judge it:" if invalid else
+        f"{scrub(result.model)} could not be used, so no engine ran it:") + f"\n\n    {reason}\n"
     paths = [reports / f"{stem}.json", reports / f"{stem}.md"]
     paths[0].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     paths[1].write_text(md, encoding="utf-8")
@@ -413,14 +417,14 @@ def summary(checks: Sequence[ModelCheck], ran: bool = True) -> int:
     print(f"\nsummary: {len(checks)} model{'s' if len(checks) != 1 else ''}")
     status = EXIT_OK
     for o in checks:
-        failed = [s for s in o.statuses if s in FAILED]
+        failed = [s for s in o.statuses if s in FAILED and not o.reference_error]  # no reference: nobody to blame
         if o.unusable:
             line = f"unusable: {o.unusable}"
         else:
             line = "; ".join(o.cells) if o.cells else ("bundle ready, no engine run" if not ran else "no cell")
             line = f"{o.form}; {line}" if o.form else line
-            if o.reference_error:
-                line += f"; numerics not compared: {o.reference_error}"
+            if o.reference_error:  # the engines' cells are "no reference": nobody is blamed
+                line += f"; no reference, the model's (or its inputs') fault, no engine blamed: {o.reference_error}"
         print(f"  {o.model}: {line}")
         if failed:
             status |= EXIT_ENGINE_FAILED

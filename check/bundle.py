@@ -39,8 +39,9 @@ from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
 # quantized constant operand are no compute node; 5: the quantization form and the seed case it matches (params
 # like_case, like_<axis>), integer and QLinear ops as target nodes, the --shape dimensions a model kept; 6: the float
 # twin's outputs where no float model is given; 7: floats over the range their QuantizeLinear represents, masks with a
-# padded tail, a reference that is no engine under test for integer and com.microsoft quantized ops).
-FORMAT_VERSION = "user-7"
+# padded tail, a reference that is no engine under test for integer and com.microsoft quantized ops; 8: onnx.checker
+# full_check and empty weights refuse a model, a declared 0 dimension is kept).
+FORMAT_VERSION = "user-8"
 DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
 QUANTIZE = "QuantizeLinear"
@@ -69,8 +70,9 @@ def bundle_from_model(
     """Read a user's model, make or load its inputs, compute the reference, write the bundle.
 
     CheckError where the model cannot be used at all (unreadable, unsafe external data, a shape or inputs that
-    do not fit). An onnx.checker failure is a warning and a reference that cannot run is recorded
-    (case.json `checker_warning`, `reference_error`): the engines still decide. `taken`: bundle slugs already
+    do not fit), or an invalid model: one whose weights hold 0 bytes, or that onnx.checker (full_check) refuses. A
+    reference that cannot run it is recorded (case.json `reference_error`): the engines still run it, and their cells
+    blame nobody ("no reference"). `taken`: bundle slugs already
     used in this run, so that two models never share one. Outputs are judged by the network measure (SQNR and
     cosine against the reference, core.numerics); with a float model, the same inputs also run through it,
     so a report separates quantization loss from engine fidelity. `fit_shapes` (one of several models): a shape
@@ -126,11 +128,15 @@ def bundle_from_model(
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile((model_path.parent / rel).resolve(), staging / rel)
         progress.step("running onnx.checker")
-        warning = checker_warning(onnx, staging / "model.onnx", model, model_path.name)
+        invalid = empty_weights(model, staging) or checker_refusal(onnx, staging / "model.onnx", model,
+                                                                   model_path.name)
+        if invalid:  # the model's own fault: no engine is asked to judge it
+            raise CheckError(f"invalid model: {invalid}")
         independent = needs_independent(model)
         reference_of = independent_outputs if independent else reference_outputs
         progress.step("computing the reference")
         expected, reference, failed = reference_of(staging / "model.onnx", made.arrays)
+        failed = empty_dims(declared, expected, failed)
         if failed:
             failed = _ask_for_inputs(failed, made)
             expected = {}
@@ -138,7 +144,7 @@ def bundle_from_model(
                      staging)
         if failed:
             meta["outputs"] = declared_outputs(onnx, model)
-        meta.update(checker="warning" if warning else "passed", checker_warning=warning, reference_error=failed,
+        meta.update(checker="passed", checker_warning="", reference_error=failed,
                     cache_key=key, renamed_nodes=renamed, external_data=external, profile=made.profile,
                     assumed_dims=[a.to_json() for a in made.assumed], input_generation=made.generation,
                     inputs_file=made.source, judge=judge, shape_not_applied=not_applied)
@@ -217,13 +223,52 @@ def _load(onnx: Any, path: Path) -> Any:
     return model
 
 
-def checker_warning(onnx: Any, staged: Path, model: Any, file_name: str) -> str:
-    """onnx.checker on the bundle's copy (path form: models over 2 GB with external data): "" when it passes,
-    else a warning with the fix where one is known. The engines still run: they decide, the checker advises."""
+def checker_refusal(onnx: Any, staged: Path, model: Any, file_name: str) -> str:
+    """onnx.checker with full_check (shape inference too) on the bundle's copy (path form: models over 2 GB with
+    external data): "" when it passes, else its first line with the fix where one is known. A model it refuses is
+    invalid: no engine verdict is asked of it."""
     try:
-        onnx.checker.check_model(str(staged))
-    except Exception as e:  # ValidationError and friends
-        return f"onnx.checker refused the model: {_first(e)}" + checker_fix(model, file_name)
+        onnx.checker.check_model(str(staged), full_check=True)
+    except Exception as e:  # ValidationError, InferenceError and friends
+        return f"onnx.checker (full_check) refuses it: {_first(e)}" + checker_fix(model, file_name)
+    return ""
+
+
+def empty_weights(model: Any, base: Path) -> str:
+    """ "" for a model whose weights hold data, else the first tensor that declares elements and holds 0 bytes (an
+    initializer whose raw_data is empty, an external data file or range of 0 bytes): the model's weights are not
+    in it."""
+    for tensor in _tensors(model.graph):
+        count = _count(tensor.dims)
+        if count and not _held_bytes(tensor, base):
+            return (f"tensor {tensor.name!r} declares {count} element{'s' if count != 1 else ''} and holds 0 bytes of "
+                    "data: the model was saved without its weights")
+    return ""
+
+
+def _held_bytes(tensor: Any, base: Path) -> int:
+    """The bytes of data a tensor holds: its raw_data or typed fields, or its external range or file."""
+    if tensor.data_location == 1:  # TensorProto.EXTERNAL
+        said = {e.key: e.value for e in tensor.external_data}
+        path = base / said.get("location", "")
+        held = max(0, path.stat().st_size - int(said.get("offset") or 0)) if path.is_file() else 0
+        return min(held, int(said["length"])) if "length" in said else held  # a file of 0 bytes holds none
+    typed = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+    return len(tensor.raw_data) or sum(len(getattr(tensor, f)) for f in typed)
+
+
+def empty_dims(declared: Declared, expected: Mapping[str, np.ndarray], failed: str) -> str:
+    """The reference's error, or where the model declares an input dimension of 0 (a size, kept 0, never an open
+    dimension), that dimension as the model's reason: for a reference that failed, or whose outputs are all empty."""
+    zeros = [f"{name}[{axis}]" for name, (_, dims) in declared.items() for axis, d in enumerate(dims) if d == 0]
+    if not zeros:
+        return failed
+    said = (f"the model declares input dimension{'s' if len(zeros) > 1 else ''} {', '.join(zeros)} = 0 (a size: "
+            "the input is empty)")
+    if failed:
+        return f"{said}; {failed}"
+    if expected and all(np.asarray(a).size == 0 for a in expected.values()):
+        return f"{said}, so every output is empty and there is nothing to compare"
     return ""
 
 
@@ -445,7 +490,7 @@ def graph_inputs(onnx: Any, model: Any) -> Dict[str, Tuple[np.dtype, List[Union[
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(ttype.elem_type))
         dims: List[Union[int, str]] = []
         for i, d in enumerate(ttype.shape.dim):
-            dims.append(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else (d.dim_param or f"dim{i}"))
+            dims.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or f"dim{i}"))  # a 0 is a size
         if not ttype.HasField("shape"):
             dims = ["?"]
         found[vi.name] = (dtype, dims)

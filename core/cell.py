@@ -46,8 +46,11 @@ SOURCES = ("local", "observed")
 #   new failure        - it failed where nothing says it would; undocumented: it passed where nothing says
 #   not run, not applicable - the engine did not run it here; the API its documented path needs is gone
 #   harness error      - the suite's own code failed on it: nothing is said about the engine
+#   no reference       - the engine ran a user's model that the reference cannot run (the model's or its inputs' fault:
+#                        empty weights, a 0 dimension, indices out of range): what the engine did is recorded, and
+#                        nobody is blamed for it; `reason` says why the reference cannot run it
 VERDICTS = ("as documented", "as observed before", "fixed", "fails against expectation", "new failure", "undocumented",
-            "not run", "not applicable", "harness error")
+            "not run", "not applicable", "harness error", "no reference")
 # Verdict values older files store, read as today's word (the committed 8.5.3.1 observations say "regressed"; every
 # merge judges a cell again in any case: cases.verdict.rejudge). The schema accepts them, a cell never holds them.
 LEGACY_VERDICTS = {"regressed": "fails against expectation"}

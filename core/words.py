@@ -45,7 +45,8 @@ STATUS_WORDS = {"pass": "pass", "fail": "fail", "crashed": "crashed", "skipped":
 # A mark after a grid cell's letter per verdict: the verdicts a reader must not miss, and a cell that agrees with this
 # project's own earlier run rather than with an upstream document.
 VERDICT_MARKS = {"as documented": "", "as observed before": "=", "fixed": "+", "fails against expectation": "!",
-                 "new failure": "*", "undocumented": "?", "not run": "", "not applicable": "", "harness error": ""}
+                 "new failure": "*", "undocumented": "?", "not run": "", "not applicable": "", "harness error": "",
+                 "no reference": "~"}
 # A mark after a grid cell's letter (and verdict mark) for a regression: it passed, built or fused on the engine's
 # version before on this hardware, and fails, crashes or lost fusion here (matrix.diff.regressions), whatever the
 # verdict.
@@ -53,8 +54,7 @@ REGRESSION_MARK = "↓"
 # What JUnit makes of each verdict: a failure, an error (the harness's), a skip, or a passed test ("").
 JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures",
          "fails against expectation": "failures", "new failure": "failures", "undocumented": "", "not run": "skipped",
-         "not applicable": "skipped",
-         "harness error": "errors"}
+         "not applicable": "skipped", "harness error": "errors", "no reference": "skipped"}
 
 # ---- outcome kinds (core.outcome.KINDS) ----
 

@@ -10,7 +10,18 @@ import numpy as np
 
 from cases.base import Case
 from cases.common import ENVIRONMENT_SIGNATURES
-from cases.verdict import cell_context, expectation_record, judge, match_signatures, with_known_signature
+from cases.verdict import (
+    NO_REFERENCE,
+    backed_signatures,
+    cell_context,
+    expectation_record,
+    judge,
+    lint_cases,
+    lint_expectation,
+    match_signatures,
+    unreferenced,
+    with_known_signature,
+)
 from core import numerics
 from core.cell import Cell
 from core.portable import scrub
@@ -124,6 +135,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     error, log = scrub(error), scrub(obs.log)  # the bundle's path on this machine is no part of the observation
     text = "\n".join([error, obs.crashed, log])
     errors = match_signatures(case, info.name, text, "error")
+    if case.external:  # a user's model: a seed case's signature only where the lint matched that case's pattern
+        errors = backed_signatures(errors, lint_cases(bundle.meta))
     machine = environment_limit(info, status, text)
     if machine:  # the machine lacks what this version needs to build: not run, never a build failure
         idle = replace(info, available=False, unavailable_status="not_run", reason=machine)
@@ -134,14 +147,23 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     is_fused = numerics.fused(obs.precision, targets) if status in ("pass", "built") else None
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
+    node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
+    if expectation is None and case.external and status == "fail":  # what the model's lint predicted, and why
+        expectation = lint_expectation(bundle.meta, info.name, info.version, info.variant, stage, node)
     verdict, why = judge(expectation, status, is_fused)
+    if expectation is not None and expectation.rule:
+        why += f"; {expectation.note}"
     why = with_known_signature(case, info.name, errors[0] if errors else "", status, why)
     if status == "not_applicable":
         why = f"{why}: {obs.options['not_applicable']}"
+    blameless = unreferenced(case, status, str(bundle.meta.get("reference_error") or ""))
+    if blameless:  # the model's (or its inputs') fault: recorded, never judged against the engine
+        verdict, why = NO_REFERENCE, blameless
     passed = not_compared(bundle) or numerics.fragile_words(stats, numerics.float_source(bundle.meta))
     reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
         or (passed if status == "pass" else "")
-    node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
+    if blameless:
+        reason = reason or not_compared(bundle)  # a failure's ISSUE.md title says why it is the model's
     options, sources = _options(obs)
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],

@@ -229,11 +229,12 @@ def bugs_cmd(args: argparse.Namespace) -> int:
             print(f"matrix bugs: no cells of {', '.join(args.model)}; user models with cells: "
                   f"{', '.join(known) or 'none (run python -m check MODEL first)'}", file=sys.stderr)
             return 2
-        cells = [c for c in mine if wanted(c, args.include_documented)]
+        cells = [c for c in mine if wanted(c, args.include_documented, args.include_unreferenced)]
     else:  # a conformance entry is a table's answer, not a bug to file: named with --cell, it gets its bundle
         from matrix.conformance import is_conformance
 
-        cells = [c for c in result.cells if wanted(c, args.include_documented) and not is_conformance(c)]
+        cells = [c for c in result.cells
+                 if wanted(c, args.include_documented, args.include_unreferenced) and not is_conformance(c)]
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
@@ -412,6 +413,9 @@ def _parser() -> argparse.ArgumentParser:
     bug.add_argument("--include-documented", action="store_true",
                      help="also cells that do what an upstream source documents (as documented: nothing new to file; "
                           "their ISSUE.md says so first)")
+    bug.add_argument("--include-unreferenced", action="store_true",
+                     help="also cells of a user model the reference cannot run (no reference: the model's or its "
+                          "inputs' fault; their ISSUE.md says so first)")
     bug.add_argument("--model", action="append", metavar="MODEL",
                      help="only the failing cells of this user model: its .onnx file, bundle id or name (repeatable)")
     bug.add_argument("--user-bundles", default=str(REPO / ".bundles-user"),

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from cases.verdict import UNEXPECTED, signature_words
+from cases.verdict import NO_REFERENCE, UNEXPECTED, signature_words
 from core.cell import Cell, unpack_text
 from core.engines import ENGINES, REPRO_ALWAYS, pinned_build, variant_label
 from core.engines import title as engine_title
@@ -87,10 +87,12 @@ class Made:
     needs_model: bool = False  # refused only because a user model's bundle is not here: listed, not a failure
 
 
-def wanted(cell: Cell, documented: bool = False) -> bool:
+def wanted(cell: Cell, documented: bool = False, unreferenced: bool = False) -> bool:
     """A cell worth a bug bundle: it failed or crashed, or its verdict is unexpected; one that does what an upstream
-    source documents ("as documented": nothing new to file) only with `documented`."""
-    return (cell.status in FAILED or cell.verdict in UNEXPECTED) and (documented or cell.verdict != "as documented")
+    source documents ("as documented": nothing new to file) only with `documented`, one of a model the reference
+    cannot run ("no reference": the model's fault) only with `unreferenced`."""
+    return (cell.status in FAILED or cell.verdict in UNEXPECTED) and (documented or cell.verdict != "as documented") \
+        and (unreferenced or cell.verdict != NO_REFERENCE)
 
 
 def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None,
@@ -582,6 +584,8 @@ def title(cell: Cell, varies: Sequence[str] = (), precision: str = "",
         text = f"Regression from {was['from']} to {cell.engine_version}: {text}"
     if cell.verdict == "as documented":
         text = f"Matches the documentation, do not file as a new bug: {text}"
+    if cell.verdict == NO_REFERENCE:
+        text = f"The model's fault, do not file as an engine bug ({cell.reason}): {text}"
     return text
 
 

@@ -94,6 +94,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "schema": NODES_SCHEMA, "bundle": bundle,
         "model": (meta.get("params") or (cells[0].params if cells else {})).get("model", bundle),
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
+        "no_reference": str(meta.get("reference_error") or ""),  # the model's (or its inputs') fault, said first
         "targets": len(targets), "compute": compute, "other": len(targets) - compute, "graph": graph,
         "float_model": form == "float", "form": form, "forms": forms_view(meta), "shape_notes": shape_notes(meta),
         "weights": weight_shares(nodes, details, graph), "inputs": inputs_view(meta),

@@ -20,7 +20,7 @@ def _model(path: Path, nodes: List, inputs: List, inits: List, out: str = "y", o
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
-    onnx.save(model, str(path))
+    onnx.save(onnx.shape_inference.infer_shapes(model), str(path))  # the output's shape: onnx.checker requires one
     return path
 
 

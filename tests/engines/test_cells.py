@@ -89,3 +89,64 @@ def test_a_bundle_whose_reference_could_not_run_is_not_failed_for_it():
                              Observation(stage="run", outputs={"y": np.ones(3, np.float32)}), RUN)
     assert (cell.status, cell.last_stage, cell.max_error_steps) == ("pass", "run", None)
     assert cell.reason == f"numerics not compared: {meta['reference_error']}"
+
+
+RTX = EngineInfo("tensorrt-rtx", "1.7.1.116", "no GPU (ahead-of-time build, target SM89)", True)
+IMPORT_FAILED = ("ONNX parse failed: Failed to import initializer: In node -1 with name:  and operator:  "
+                 "(importInitializers): UNSUPPORTED_NODE: Assertion failed: ctx->getWeightsContext()."
+                 "convertOnnxWeights(initializer, &weights): Failed to import initializer: w_q")
+
+
+@pytest.mark.parametrize("linted, named", [([], ""), (["mxfp8_block_scales"], "rtx_e8m0_initializer")])
+def test_a_user_cell_names_a_seed_signature_only_where_the_lint_matched_that_case(linted, named):
+    """TensorRT-RTX's 'Failed to import initializer' is any initializer it cannot import (weights of 0 bytes, uint4,
+    a float8e8m0 scale): a user model's cell names seed mxfp8_block_scales' signature only where the lint matched that
+    case's pattern on the model, never from the text alone."""
+    from generators.bundle import Bundle
+
+    meta = {"bundle": "user_model/m", "params": {"model": "m.onnx"}, "digest": "d", "target_nodes": [],
+            "outputs": {"y": {"step": None}}, "tolerance_steps": 2.0,
+            "lint": {"findings": [{"case": c, "rule": c} for c in linted]}}
+    cell = judge_observation(get_case("user_model"), Bundle(path=None, meta=meta), RTX,
+                             Observation(stage="", error=IMPORT_FAILED), RUN)
+    assert cell.signature == named
+    assert ("float8e8m0" in cell.explanation) == bool(named)
+
+
+def _uint8_activation_meta(tmp_path) -> dict:
+    """A user bundle's case.json for the Q/DQ conv with its activation zero point uint8 128, its lint the real one."""
+    import json
+
+    import onnx
+    from onnx import numpy_helper
+
+    from check.lint import lint_model, to_json
+    from tests.check.models import qdq_conv
+
+    model = onnx.load(str(qdq_conv(tmp_path / "conv.onnx", unnamed=False)))
+    model.graph.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), "zu"))
+    for node in model.graph.node[:2]:
+        node.input[2] = "zu"
+    return {"bundle": "user_model/u8", "params": {"model": "u8.onnx"}, "digest": "d", "target_nodes": [],
+            "outputs": {"y": {"step": None}}, "tolerance_steps": 2.0,
+            "lint": json.loads(to_json(lint_model(model)))}
+
+
+def test_a_failure_the_lint_predicted_from_a_documented_rule_is_as_documented(tmp_path):
+    """TensorRT's parser refuses a uint8 zero point as onnx-tensorrt's operators.md says (check.lint's zero-point
+    rule): a user model that fails so is "as documented", citing it, and stays so when judged again; a failure the
+    lint did not predict (at build) is still a new failure."""
+    from cases.verdict import rejudge
+    from generators.bundle import Bundle
+
+    bundle = Bundle(path=None, meta=_uint8_activation_meta(tmp_path))
+    case = get_case("user_model")
+    refused = Observation(stage="", error="ONNX parse failed: TensorRT only supports symmetric quantization")
+    cell = judge_observation(case, bundle, H200, refused, RUN)
+    assert cell.verdict == "as documented"
+    assert "onnx-tensorrt/blob/main/docs/operators.md" in cell.explanation
+    assert "the lint predicted it" in cell.explanation
+    assert cell.expectation["rule"] == "uint8_activation"
+    assert rejudge(cell, case).verdict == "as documented"
+    built_then_failed = judge_observation(case, bundle, H200, Observation(stage="load", error="no kernel"), RUN)
+    assert built_then_failed.verdict == "new failure"

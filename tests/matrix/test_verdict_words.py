@@ -106,6 +106,26 @@ def test_a_harness_error_says_nothing_of_the_engine():
     assert 'errors="1"' in xml and 'failures="0"' in xml and "<error " in xml and "Traceback" in xml
 
 
+def test_no_reference_blames_nobody_in_any_view():
+    """A user model's cell with no reference: skipped in JUnit, `~` in the grid, not unexpected, no bug bundle unless
+    asked, and rejudging keeps it."""
+    from cases import get_case
+    from cases.verdict import UNEXPECTED, rejudge
+    from matrix.bugbundle import wanted
+    from matrix.grid import cell_code
+    from matrix.merge import build
+    from matrix.render import junit_xml
+    from tests.matrix.conftest import cell
+
+    blameless = cell("user_model/m", params={"model": "m.onnx"}, status="fail", expectation={},
+                     verdict="no reference", explanation="no reference to judge it by, which is the model's ...")
+    assert "no reference" not in UNEXPECTED and cell_code(blameless)[0].endswith("~")
+    assert not wanted(blameless) and wanted(blameless, unreferenced=True)
+    assert rejudge(blameless, get_case("user_model")).verdict == "no reference"
+    xml = junit_xml(build([blameless])).decode()
+    assert 'skipped="1"' in xml and 'failures="0"' in xml
+
+
 @pytest.mark.parametrize("basis", ["baseline", "documented"])
 def test_a_bug_bundle_never_calls_a_baseline_documented(basis, committed, catalogue_bundles):
     """The committed H100 8.6.0 cell of seed 024's quantize_static form fails as observed before; the same cell made

@@ -150,8 +150,10 @@ def test_a_committed_cells_params_rebuild_its_model():
 
 
 def test_a_user_models_failure_with_this_signature_names_seed_032_and_where_it_is_known():
-    """A user's detector that fails at build with the chooseHigherPrecision assertion: still a new failure (no source
-    speaks of this model), and its verdict line names the case, its seed and the versions it is known on."""
+    """A user's detector that fails at build with the chooseHigherPrecision assertion, where its lint matched seed
+    032's pattern (the cell was recorded with the signature): still a new failure (no source speaks of this model),
+    and its verdict line names the case, its seed and the versions it is known on. Without the lint's match (no
+    signature recorded), the error text alone names no seed case when the cell is judged again."""
     from dataclasses import replace
 
     from cases.user_model import CASE as USER_MODEL
@@ -161,10 +163,12 @@ def test_a_user_models_failure_with_this_signature_names_seed_032_and_where_it_i
              "DataType::kFLOAT || dt1 == DataType::kHALF failed. )")
     cell = Cell(bundle="user_model/yolox-0123456789", case="user_model", params={}, digest="d", engine="tensorrt",
                 engine_version="8.6.0", hardware="NVIDIA H200 (sm_90)", status="fail", verdict="new failure",
-                last_stage="load", error=error)
+                last_stage="load", error=error, signature=CHOOSE_HIGHER_PRECISION.name)
     judged = rejudge(cell, USER_MODEL)
     assert judged.verdict == "new failure" and judged.signature == CHOOSE_HIGHER_PRECISION.name
     assert judged.explanation.startswith("its error matches seed 032 two_conv_fanout_qdq's signature "
                                          "'chooseHigherPrecision assertion', known on TensorRT 8.5.1.7, 8.5.2.2, "
                                          "8.5.3.1, 8.6.0 (observed before)")
     assert "seed 032" not in rejudge(replace(cell, error="something else"), USER_MODEL).explanation
+    unbacked = rejudge(replace(cell, signature=""), USER_MODEL)
+    assert unbacked.signature == "" and "seed 032" not in unbacked.explanation
