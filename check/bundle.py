@@ -749,7 +749,7 @@ def twin_reference(model: Path, inputs: Mapping[str, np.ndarray], expected: Mapp
         return {}, {"error": f"the float twin could not be derived: {type(e).__name__}: {_first(e)}"}
     if not done["pairs"] and not done["folded"]:
         return {}, dict(done, error="no QuantizeLinear -> DequantizeLinear pair and no quantized constant to undo")
-    path = model.parent / f".twin-{os.getpid()}.onnx"  # beside the model: its external data's paths hold for the twin
+    path = model.parent / f".qdq-twin-{os.getpid()}.onnx"  # beside the model: its data files hold
     try:
         large = twin.ByteSize() > 1_800_000_000  # protobuf's 2 GB limit: the weights go beside it
         onnx.save_model(twin, str(path), save_as_external_data=large, location=f"{path.stem}.data")

@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 TIME = Path("/usr/bin/time")
 
 
-def build(folder: Path, megabytes: float, layers: int, weights: str) -> int:
-    """Write model.onnx with its weights in model.data under folder; returns the weights' bytes."""
+def build(folder: Path, megabytes: float, layers: int, weights: str, name: str = "model") -> int:
+    """Write <name>.onnx with its weights in <name>.data under folder; returns the weights' bytes."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -64,7 +64,7 @@ def build(folder: Path, megabytes: float, layers: int, weights: str) -> int:
     graph = helper.make_graph(nodes, "memory", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, side])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, side])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="check-memory")
-    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, location="model.data",
+    onnx.save_model(model, str(folder / f"{name}.onnx"), save_as_external_data=True, location=f"{name}.data",
                     size_threshold=1024)
     return layers * side * side * width
 
@@ -97,6 +97,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--weights", choices=("int8", "float"), default="int8",
                         help="int8 behind a DequantizeLinear (default), or float32 behind a Q/DQ pair")
     parser.add_argument("--cap-gib", type=float, default=None, help="an address-space limit for the run, in GiB")
+    parser.add_argument("--with-next", action="store_true",
+                        help="a 1 MB model beside it (next.onnx), and check the folder: the next model is checked too")
     parser.add_argument("flags", nargs="*", help="check's flags (after --; default --prepare-only)")
     args = parser.parse_args(argv)
     if not TIME.is_file():
@@ -104,8 +106,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     folder = Path(tempfile.mkdtemp(prefix="qdq-check-memory-"))
     try:
-        weights = build(folder, args.mb, args.layers, args.weights)
-        done = measure(folder / "model.onnx", folder, args.flags or ["--prepare-only"], args.cap_gib)
+        models = folder / "models"
+        models.mkdir()
+        weights = build(models, args.mb, args.layers, args.weights)
+        if args.with_next:
+            build(models, 1, 2, args.weights, "next")
+        target = models if args.with_next else models / "model.onnx"
+        done = measure(target, folder, args.flags or ["--prepare-only"], args.cap_gib)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     summary = done.stdout[done.stdout.find("summary:"):].strip() if "summary:" in done.stdout else done.stdout[-2000:]

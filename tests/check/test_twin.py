@@ -60,7 +60,7 @@ def test_a_folded_constant_is_what_onnxs_reference_dequantizelinear_computes(nam
     got = dequantize(node, [numpy_helper.to_array(t) for t in inits])
     assert got.dtype == want.dtype and np.array_equal(got, want), name
     twin, done = float_twin(model)
-    assert done == {"pairs": 0, "relu": 0, "folded": 1, "kept": []}
+    assert done == {"pairs": 0, "relu": 0, "folded": 1, "dequantized_at_run": 0, "kept": []}
     assert [n.op_type for n in twin.graph.node] == [] and [i.name for i in twin.graph.initializer] == ["y"]
     assert np.array_equal(numpy_helper.to_array(twin.graph.initializer[0]), want)
 
@@ -93,6 +93,21 @@ def test_the_twin_stands_in_for_the_float_model(quantized, tmp_path, which, relu
     if which == "fragile":
         assert loss["sqnr_db"] < 12 and abs(loss["sqnr_db"] - twin_loss["sqnr_db"]) < 1.0, (loss, twin_loss)
     assert output_stats(floats[name], twins[name])["sqnr_db"] > 25, "the twin is the float model, weights quantized"
+
+
+@pytest.mark.parametrize("which", ["tensorrt-settings", "ort-defaults"])
+def test_a_weight_left_to_its_dequantizelinear_gives_the_folded_twins_outputs(quantized, tmp_path, which):
+    """A weight over the folding limit keeps its DequantizeLinear (its data is not read, nor held again as floats), and
+    the reference's runner computes the very values folding would: the twin's outputs are bit for bit the same."""
+    model = onnx.load(str(quantized[which]), load_external_data=False)
+    folded, done = float_twin(model)
+    at_run, kept_dq = float_twin(model, fold_bytes=0)
+    assert done["dequantized_at_run"] == 0 and kept_dq["dequantized_at_run"] == done["folded"] >= 6
+    assert kept_dq["folded"] == 0 and kept_dq["pairs"] == done["pairs"]
+    onnx.save(folded, str(tmp_path / "folded.onnx"))
+    onnx.save(at_run, str(tmp_path / "at_run.onnx"))
+    want, got = (reference_outputs(tmp_path / f"{n}.onnx", INPUTS)[0] for n in ("folded", "at_run"))
+    assert want.keys() == got.keys() and all(np.array_equal(want[n], got[n]) for n in want)
 
 
 def _graph(nodes: List[onnx.NodeProto], inits: List[onnx.TensorProto], x_type: int = TensorProto.FLOAT
