@@ -36,6 +36,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -235,7 +236,6 @@ its size in the reason; the others go on.
 
 With several models, a --shape fixes only the dimensions each model leaves open (check.shapes.fit)."""
     from check.budget import Budget
-    from check.bundle import bundle_from_model
     from check.isolated import Crashed, out_of_memory, run_isolated
 
     several = len(models) > 1
@@ -247,10 +247,11 @@ With several models, a --shape fixes only the dimensions each model leaves open 
         npz = Path(args.inputs) if args.inputs else beside(model)
         print(f"preparing {model}" + (f" with inputs {npz}" if npz else "") + " ...", flush=True)
         try:  # in a child process: a crash or an allocation that fails costs this model alone
-            bundle_id = run_isolated(lambda: bundle_from_model(
-                model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed, tolerance_steps=args.tolerance,
-                strict_shape_names=False, taken=taken, float_model=args.float_model, min_sqnr_db=args.min_sqnr,
-                min_cosine=args.min_cosine, fit_shapes=several, budget=budget).id)
+            bundle_id = run_isolated(partial(
+                _bundle_id, model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
+                tolerance_steps=args.tolerance, strict_shape_names=False, taken=list(taken),
+                float_model=args.float_model, min_sqnr_db=args.min_sqnr, min_cosine=args.min_cosine,
+                fit_shapes=several, budget=budget))
         except Crashed as e:  # a segfault or an abort (protobuf, an engine's C++) while the bundle was made
             checks.append(ModelCheck(model=str(model), unusable=f"crashed while preparing: {e.signal or e}"))
             continue
@@ -270,6 +271,13 @@ With several models, a --shape fixes only the dimensions each model leaves open 
         taken.append(bundle_id.split("/", 1)[1])
         checks.append(replace(model_check(Path(args.out), bundle_id), model=str(model)))
     return checks
+
+
+def _bundle_id(*args: object, **kwargs: object) -> str:
+    """check.bundle.bundle_from_model's bundle id: what comes back from the child process that made it."""
+    from check.bundle import bundle_from_model
+
+    return bundle_from_model(*args, **kwargs).id  # type: ignore[arg-type]
 
 
 def _first_line(e: BaseException) -> str:

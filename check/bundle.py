@@ -571,9 +571,9 @@ def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray]
     except MemoryError:
         raise
     except Exception as e:
-        said = _first(e).replace(str(model), model.name)
-        if any(word in said for word in ALLOCATION_FAILED):  # the machine's memory, not the model: out of memory
-            raise MemoryError(f"ONNX Runtime {ort.__version__}: {said}") from e  # the bundle's staging path is no one's business
+        said = _first(e).replace(str(model), model.name)  # the bundle's staging path is no one's business
+        if any(word in said for word in ALLOCATION_FAILED):  # the machine's memory, not the model's fault
+            raise MemoryError(f"ONNX Runtime {ort.__version__}: {said}") from e
         why = f"the reference (ONNX Runtime {ort.__version__}, CPU, optimizations off) cannot run it: {said}"
         return {}, reference, why
     return {n: np.asarray(a) for n, a in outputs.items()}, reference, ""
@@ -747,7 +747,7 @@ def twin_reference(model: Path, inputs: Mapping[str, np.ndarray], expected: Mapp
         raise
     except Exception as e:  # a graph the derivation was not written for: the bundle goes on without a twin
         return {}, {"error": f"the float twin could not be derived: {type(e).__name__}: {_first(e)}"}
-    if not done["pairs"] and not done["folded"]:
+    if not done["pairs"] and not done["folded"] and not done["dequantized_at_run"]:
         return {}, dict(done, error="no QuantizeLinear -> DequantizeLinear pair and no quantized constant to undo")
     path = model.parent / f".qdq-twin-{os.getpid()}.onnx"  # beside the model: its data files hold
     try:
