@@ -29,7 +29,7 @@ def run_isolated(work: Callable[[], Any]) -> Any:
         return work()
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(work, send), daemon=True)
+    child = context.Process(target=_child, args=(work, send))
     child.start()
     send.close()
     answer = _answer(receive, child)
