@@ -12,7 +12,6 @@ summary line says then. Exit status: check's own; 2 where /usr/bin/time or onnx 
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import resource
@@ -26,6 +25,9 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from core.cli import ArgumentParser  # noqa: E402
+
 TIME = Path("/usr/bin/time")
 
 
@@ -91,7 +93,7 @@ def peak_bytes(stderr: str) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Build, run, print the peak against the weights."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="tools/check-memory.py", description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=300.0, help="weights in MB (10^6 bytes; default 300)")
     parser.add_argument("--layers", type=int, default=8, help="MatMul layers (default 8)")
     parser.add_argument("--weights", choices=("int8", "float"), default="int8",
