@@ -1,6 +1,6 @@
 """Peak memory of `python -m check` on a Q/DQ model with ~300 MB of external weights (docs/benchmark.md).
 
-    python tools/check-memory.py [--mb 300] [--layers 8] [--weights int8|float] [--cap-gib 2] [-- more check flags]
+    .nox/tests/bin/python tools/check-memory.py [--mb 300] [--layers 8] [--weights int8|float] [--cap-gib 2] [-- more check flags]
 
 Builds the model in a temporary folder (a chain of MatMuls, activations through QuantizeLinear -> DequantizeLinear, the
 weights int8 behind a per-channel DequantizeLinear, or float32 behind a QuantizeLinear -> DequantizeLinear pair as
@@ -67,7 +67,7 @@ def build(folder: Path, megabytes: float, layers: int, weights: str, name: str =
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, side])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="check-memory")
     onnx.save_model(model, str(folder / f"{name}.onnx"), save_as_external_data=True, location=f"{name}.data",
-                    size_threshold=1024)
+                    size_threshold=4096)
     return layers * side * side * width
 
 
@@ -88,7 +88,7 @@ def measure(model: Path, out: Path, flags: Sequence[str], cap_gib: Optional[floa
 def peak_bytes(stderr: str) -> int:
     """The peak RSS /usr/bin/time -v reports (kilobytes), in bytes; 0 where it says none."""
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
-    return int(found.group(1)) * 1024 if found else 0
+    return int(found.group(1)) << 10 if found else 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -134,3 +134,37 @@ def test_what_cannot_be_undone_is_kept_with_its_reason():
     assert [n.op_type for n in twin.graph.node] == ["DequantizeLinear"]
     assert done["kept"] == [{"node": "dq", "op": "DequantizeLinear", "why": "it dequantizes a graph input or another "
                              "node's output, not a QuantizeLinear or a constant"}]
+
+
+def test_a_bundles_twin_leaves_a_large_weight_in_its_file_and_the_report_says_so(tmp_path):
+    """A weight over 1 MiB in external data: the bundle's float twin keeps its DequantizeLinear (the loss is still
+    measured), no twin file is left in the bundle, and the per-node report counts it apart from the folded constants."""
+    from check.bundle import bundle_from_model
+    from core.cell import Cell
+    from matrix.nodes import node_report
+    from matrix.render import render_template
+
+    side = 1088
+    weight = np.random.default_rng(1).integers(-127, 128, (side, side)).astype(np.int8)
+    inits = [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.float32(0.01), "s"),
+             numpy_helper.from_array(np.int8(0), "z"), numpy_helper.from_array(np.float32(0.05), "sx")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "z"], ["xq"], name="q"),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "z"], ["xd"], name="dq"),
+             helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wd"], name="w_dq"),
+             helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")]
+    graph = helper.make_graph(nodes, "large", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, side])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, side])], inits)
+    path = tmp_path / "m" / "large.onnx"
+    path.parent.mkdir()
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path),
+              save_as_external_data=True, location="large.data", size_threshold=1024)
+    bundle = bundle_from_model(path, tmp_path / "b")
+    twin = bundle.meta["float_twin"]
+    assert (twin["pairs"], twin["folded"], twin["dequantized_at_run"], twin["error"]) == (1, 0, 1, ""), twin
+    assert "loss" in bundle.meta["float_reference"]
+    assert not list((tmp_path / "b").rglob(".qdq-twin-*")), "the twin's file is removed"
+    cell = Cell(bundle=bundle.id, case="user_model", params=dict(bundle.meta["params"]), digest=bundle.meta["digest"],
+                engine="onnxruntime", engine_version="1.32.0", hardware="here", status="pass", verdict="undocumented",
+                last_stage="compare", precision={t: {"precision": "int8"} for t in bundle.meta["target_nodes"]})
+    md = render_template("nodes.md.j2", node_report([cell], bundle.meta), html=False)
+    assert "0 quantized constants folded into float, 1 weight left to its DequantizeLinear" in md
