@@ -1,6 +1,7 @@
 """Peak memory of `python -m check` on a Q/DQ model with ~300 MB of external weights (docs/benchmark.md).
 
-    .nox/tests/bin/python tools/check-memory.py [--mb 300] [--layers 8] [--weights int8|float] [--cap-gib 2] [-- more check flags]
+    .nox/tests/bin/python tools/check-memory.py [--mb 300] [--layers 8] [--weights int8|float] [--cap-gib 2]
+        [--with-next] [-- more check flags]
 
 Builds the model in a temporary folder (a chain of MatMuls, activations through QuantizeLinear -> DequantizeLinear, the
 weights int8 behind a per-channel DequantizeLinear, or float32 behind a QuantizeLinear -> DequantizeLinear pair as
