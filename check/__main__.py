@@ -37,6 +37,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -241,8 +242,7 @@ its size in the reason; the others go on.
 
 With several models, a --shape fixes only the dimensions each model leaves open (check.shapes.fit)."""
     from check.budget import Budget
-    from check.bundle import bundle_from_model
-    from check.progress import Ticker
+    from check.isolated import Crashed, out_of_memory, run_isolated
 
     several = len(models) > 1
     check_shapes(models, shapes, several)
@@ -252,25 +252,41 @@ With several models, a --shape fixes only the dimensions each model leaves open 
     for model in models:
         npz = Path(args.inputs) if args.inputs else beside(model)
         print(f"preparing {model}" + (f" with inputs {npz}" if npz else "") + " ...", flush=True)
-        try:
-            with Ticker(f"preparing {model.name}"):  # a line every 15 s naming the step (check.progress)
-                bundle = bundle_from_model(model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
-                                           tolerance_steps=args.tolerance, strict_shape_names=False, taken=taken,
-                                           float_model=args.float_model, min_sqnr_db=args.min_sqnr,
-                                           min_cosine=args.min_cosine, fit_shapes=several, budget=budget)
-        except MemoryError as e:  # over what this machine has, though within the budget: this model alone
+        try:  # in a child process: a crash or an allocation that fails costs this model alone
+            bundle_id = run_isolated(partial(
+                _bundle_id, model, Path(args.out), inputs_npz=npz, shapes=shapes, seed=args.seed,
+                tolerance_steps=args.tolerance, strict_shape_names=False, taken=list(taken),
+                float_model=args.float_model, min_sqnr_db=args.min_sqnr, min_cosine=args.min_cosine,
+                fit_shapes=several, budget=budget))
+        except Crashed as e:  # a segfault or an abort (protobuf, an engine's C++) while the bundle was made
+            checks.append(ModelCheck(model=str(model), unusable=f"crashed while preparing: {e.signal or e}"))
+            continue
+        except (MemoryError, OSError) as e:  # over what this machine has, though within the budget: this model alone
+            if not out_of_memory(e):
+                raise
             said = f": {_first_line(e)}" if str(e) else ""
-            checks.append(ModelCheck(model=str(model), unusable=f"out of memory while preparing it (MemoryError{said});"
-                                     f" lower {_budget_flags()} to refuse such a model before it allocates"))
+            checks.append(ModelCheck(model=str(model), unusable=f"out of memory while preparing it "
+                                     f"({type(e).__name__}{said}); lower {_budget_flags()} to refuse such a model "
+                                     "before it allocates"))
             continue
         except CheckError as e:
             said = str(e)
             checks.append(ModelCheck(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
                 f"{model}: ") else said))
             continue
-        taken.append(bundle.id.split("/", 1)[1])
-        checks.append(replace(model_check(Path(args.out), bundle.id), model=str(model)))
+        taken.append(bundle_id.split("/", 1)[1])
+        checks.append(replace(model_check(Path(args.out), bundle_id), model=str(model)))
     return checks
+
+
+def _bundle_id(model: Path, *args: object, **kwargs: object) -> str:
+    """check.bundle.bundle_from_model's bundle id: what comes back from the child process that made it, which says
+    every 15 s what it is doing (check.progress)."""
+    from check.bundle import bundle_from_model
+    from check.progress import Ticker
+
+    with Ticker(f"preparing {model.name}"):
+        return bundle_from_model(model, *args, **kwargs).id  # type: ignore[arg-type]
 
 
 def _first_line(e: BaseException) -> str:

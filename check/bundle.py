@@ -30,7 +30,6 @@ from check.forms import record as quantization_record
 from check.reference import needs_independent
 from check.shapes import AssumedDim, InputShape, NotApplied, as_shape, check_fits, fit, profile, resolve, show_dims
 from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB, comparison_step, output_stats
-from core.tempdirs import owned
 from generators.bundle import FLOAT_FILE, Bundle, load_bundle, meta_digest
 
 # Part of the cache key: bump when what a user bundle holds changes (2: lint, meta_digest; 3: profile, assumed
@@ -46,6 +45,7 @@ DEFAULT_TOLERANCE_STEPS = 2.0
 EXTERNAL_DIGEST_KEY = "qdq_matrix.external_data_sha256"
 QUANTIZE = "QuantizeLinear"
 DEQUANTIZE = "DequantizeLinear"
+ALLOCATION_FAILED = ("bad_alloc", "bad allocation", "Failed to allocate memory")  # ONNX Runtime's words for it
 PathLike = Union[str, Path]
 Shapes = Mapping[str, Union[InputShape, Sequence[int]]]
 Declared = Dict[str, Tuple[np.dtype, List[Union[int, str]]]]
@@ -615,12 +615,20 @@ def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray]
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
+    options.enable_cpu_mem_arena = False  # each activation freed once read, not kept in an arena: same numbers
+    # Each node as late as its inputs allow: by default every DequantizeLinear of a weight runs first and all the
+    # float weights are alive at once (4x the int8 weights); the same kernels on the same inputs, the same outputs.
+    options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
     try:
         session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         names = [o.name for o in session.get_outputs()]
         outputs = dict(zip(names, session.run(names, dict(inputs))))
+    except MemoryError:
+        raise
     except Exception as e:
         said = _first(e).replace(str(model), model.name)  # the bundle's staging path is no one's business
+        if any(word in said for word in ALLOCATION_FAILED):  # the machine's memory, not the model's fault
+            raise MemoryError(f"ONNX Runtime {ort.__version__}: {said}") from e
         why = f"the reference (ONNX Runtime {ort.__version__}, CPU, optimizations off) cannot run it: {said}"
         return {}, reference, why
     return {n: np.asarray(a) for n, a in outputs.items()}, reference, ""
@@ -782,19 +790,29 @@ def twin_reference(model: Path, inputs: Mapping[str, np.ndarray], expected: Mapp
 
     onnx = _onnx()
     try:
-        loaded, rewritten = qdq_form(onnx.load(str(model))) if qdq_first else (onnx.load(str(model)), {})
-        twin, done = float_twin(loaded)
+        if qdq_first:  # the rewrite reads QLinear weights and biases: with their data
+            loaded, rewritten = qdq_form(onnx.load(str(model)))
+        else:  # the weights stay in their files: the twin names the same ones (check.twin reads only what it folds)
+            loaded, rewritten = onnx.load(str(model), load_external_data=False), {}
+        twin, done = float_twin(loaded, base_dir=model.parent)
+        del loaded
         if rewritten:
             done = dict(done, rewritten=rewritten)
+    except MemoryError:
+        raise
     except Exception as e:  # a graph the derivation was not written for: the bundle goes on without a twin
         return {}, {"error": f"the float twin could not be derived: {type(e).__name__}: {_first(e)}"}
-    if not done["pairs"] and not done["folded"]:
+    if not done["pairs"] and not done["folded"] and not done["dequantized_at_run"]:
         return {}, dict(done, error="no QuantizeLinear -> DequantizeLinear pair and no quantized constant to undo")
-    with owned("qdq-twin-") as tmp:
-        path = Path(tmp) / "twin.onnx"
+    path = model.parent / f".qdq-twin-{os.getpid()}.onnx"  # beside the model: its data files hold
+    try:
         large = twin.ByteSize() > 1_800_000_000  # protobuf's 2 GB limit: the weights go beside it
-        onnx.save_model(twin, str(path), save_as_external_data=large, location="twin.data")
+        onnx.save_model(twin, str(path), save_as_external_data=large, location=f"{path.stem}.data")
+        del twin
         got, _, failed = reference_outputs(path, inputs)
+    finally:
+        path.unlink(missing_ok=True)
+        path.with_suffix(".data").unlink(missing_ok=True)
     if failed:
         return {}, dict(done, error=failed.replace("cannot run it", "cannot run the float twin"))
     wrong = [n for n in expected if n not in got or got[n].shape != expected[n].shape]

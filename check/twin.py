@@ -10,23 +10,32 @@ it. What cannot be undone is kept and said with its reason: a pair whose two sca
 DequantizeLinear of a graph input or of another operator's output, one whose constants cannot be read. The float
 originals of the weights are not in a quantized model, so the twin keeps the weights' quantized values: its loss is
 the activations' quantization (`--float-model` measures both). Nodes inside subgraphs are left as they are.
+
+A constant over FOLD_BYTES (a weight, not a scale) is not folded: its DequantizeLinear stays in the twin, where the
+reference's runner computes the same scale * (q - zero point) when it runs the twin, so the twin's outputs are the
+same and the weights are neither read nor held again as floats (four times their int8 bytes). With its external data
+not loaded, the twin's weights stay in the files the model names; only scales, zero points and small constants are read.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 import numpy as np
 
 QUANTIZE = "QuantizeLinear"
 DEQUANTIZE = "DequantizeLinear"
 LOWEST = {"int4": -8, "uint4": 0}  # ml_dtypes' 4-bit integers, which numpy's iinfo does not know; floats have none
+FOLD_BYTES = 1 << 20  # a quantized constant larger than this keeps its DequantizeLinear in the twin
 
 
-def float_twin(model: Any) -> Tuple[Any, Dict[str, Any]]:
+def float_twin(model: Any, base_dir: Union[str, Path] = "", fold_bytes: int = FOLD_BYTES
+               ) -> Tuple[Any, Dict[str, Any]]:
     """(the twin, what was done: {"pairs": Q/DQ pairs removed, "relu": how many of them became a Relu, "folded":
-    constants folded, "kept": [{node, op, why}]}) for an onnx ModelProto with its weights loaded; the model itself is
-    not changed."""
+    constants folded, "dequantized_at_run": DequantizeLinear nodes of constants over `fold_bytes` kept to run as
+    they are, "kept": [{node, op, why}]}) for an onnx ModelProto, its external data loaded or not (then read from
+    `base_dir` where a small constant needs it); the model itself is not changed."""
     from onnx import ModelProto, helper, numpy_helper
 
     twin = ModelProto()
@@ -40,10 +49,10 @@ def float_twin(model: Any) -> Tuple[Any, Dict[str, Any]]:
 
     def array(name: str) -> np.ndarray:
         if name not in arrays:
-            arrays[name] = numpy_helper.to_array(constants[name])
+            arrays[name] = numpy_helper.to_array(constants[name], base_dir=str(base_dir))
         return arrays[name]
 
-    nodes, folded, kept, pairs, relus = [], [], [], 0, 0
+    nodes, folded, kept, pairs, relus, at_run = [], [], [], 0, 0, 0
     for node in graph.node:
         if node.op_type != DEQUANTIZE or not node.input:
             nodes.append(node)
@@ -60,6 +69,10 @@ def float_twin(model: Any) -> Tuple[Any, Dict[str, Any]]:
                                           name=node.name))
             pairs += 1
             relus += floor
+            continue
+        if node.input[0] in constants and _nbytes(constants[node.input[0]]) > fold_bytes:
+            nodes.append(node)  # a weight: the runner dequantizes it as folding would, from where it is stored
+            at_run += 1
             continue
         if node.input[0] in constants or node.input[0] in arrays:
             try:
@@ -80,7 +93,7 @@ def float_twin(model: Any) -> Tuple[Any, Dict[str, Any]]:
     _drop_unused(graph)
     kept += [{"node": n.name, "op": QUANTIZE, "why": "its output is read by more than a DequantizeLinear (a graph "
               "output or another operator)"} for n in graph.node if n.op_type == QUANTIZE]
-    return twin, {"pairs": pairs, "relu": relus, "folded": len(folded), "kept": kept}
+    return twin, {"pairs": pairs, "relu": relus, "folded": len(folded), "dequantized_at_run": at_run, "kept": kept}
 
 
 def dequantize(node: Any, inputs: List[Optional[np.ndarray]]) -> np.ndarray:
@@ -148,6 +161,17 @@ def _pair_differs(q: Any, dq: Any, constant: Callable[[str], bool], array: Calla
         if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y):
             return f"its {what} differs from its QuantizeLinear's, a requantization"
     return ""
+
+
+def _nbytes(tensor: Any) -> int:
+    """A constant's bytes from its dims and type, nothing read (a 4-bit element counted as a byte)."""
+    from onnx import helper
+
+    try:
+        size = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    except Exception:  # a type numpy does not know: as large as the largest
+        size = 8
+    return int(np.prod(tensor.dims, dtype=np.int64)) * size
 
 
 def _attribute_tensor(node: Any) -> Any:

@@ -168,9 +168,9 @@ def test_checking_a_model_again_reuses_its_cells_unless_the_measure_changed(quan
     assert "SQNR ≥ 200.0 dB" in printed
 
 
-def test_a_long_preparation_says_every_interval_which_step_it_is_on(tmp_path, capsys, monkeypatch):
+def test_a_long_preparation_says_every_interval_which_step_it_is_on(tmp_path, capfd, monkeypatch):
     """A slow float twin (monkeypatched: it sleeps) prints "preparing m.onnx: building the float twin (N s)" while
-    it runs."""
+    it runs (from the child process that prepares the model: read at the file descriptor)."""
     import time
 
     import check.bundle
@@ -186,6 +186,6 @@ def test_a_long_preparation_says_every_interval_which_step_it_is_on(tmp_path, ca
     monkeypatch.setattr(check.bundle, "twin_reference", slow_twin)
     model = qdq_conv(tmp_path / "m.onnx")
     assert main([str(model), "--prepare-only", "--out", str(tmp_path / "b")]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("preparing m.onnx: ")]
+    lines = [line for line in capfd.readouterr().out.splitlines() if line.startswith("preparing m.onnx: ")]
     assert lines and all(re.fullmatch(r"preparing m\.onnx: [a-z][^()]* \(\d+ s\)", line) for line in lines), lines
     assert any(line.startswith("preparing m.onnx: building the float twin (") for line in lines), lines

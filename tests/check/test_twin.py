@@ -60,7 +60,7 @@ def test_a_folded_constant_is_what_onnxs_reference_dequantizelinear_computes(nam
     got = dequantize(node, [numpy_helper.to_array(t) for t in inits])
     assert got.dtype == want.dtype and np.array_equal(got, want), name
     twin, done = float_twin(model)
-    assert done == {"pairs": 0, "relu": 0, "folded": 1, "kept": []}
+    assert done == {"pairs": 0, "relu": 0, "folded": 1, "dequantized_at_run": 0, "kept": []}
     assert [n.op_type for n in twin.graph.node] == [] and [i.name for i in twin.graph.initializer] == ["y"]
     assert np.array_equal(numpy_helper.to_array(twin.graph.initializer[0]), want)
 
@@ -95,6 +95,21 @@ def test_the_twin_stands_in_for_the_float_model(quantized, tmp_path, which, relu
     assert output_stats(floats[name], twins[name])["sqnr_db"] > 25, "the twin is the float model, weights quantized"
 
 
+@pytest.mark.parametrize("which", ["tensorrt-settings", "ort-defaults"])
+def test_a_weight_left_to_its_dequantizelinear_gives_the_folded_twins_outputs(quantized, tmp_path, which):
+    """A weight over the folding limit keeps its DequantizeLinear (its data is not read, nor held again as floats), and
+    the reference's runner computes the very values folding would: the twin's outputs are bit for bit the same."""
+    model = onnx.load(str(quantized[which]), load_external_data=False)
+    folded, done = float_twin(model)
+    at_run, kept_dq = float_twin(model, fold_bytes=0)
+    assert done["dequantized_at_run"] == 0 and kept_dq["dequantized_at_run"] == done["folded"] >= 6
+    assert kept_dq["folded"] == 0 and kept_dq["pairs"] == done["pairs"]
+    onnx.save(folded, str(tmp_path / "folded.onnx"))
+    onnx.save(at_run, str(tmp_path / "at_run.onnx"))
+    want, got = (reference_outputs(tmp_path / f"{n}.onnx", INPUTS)[0] for n in ("folded", "at_run"))
+    assert want.keys() == got.keys() and all(np.array_equal(want[n], got[n]) for n in want)
+
+
 def _graph(nodes: List[onnx.NodeProto], inits: List[onnx.TensorProto], x_type: int = TensorProto.FLOAT
            ) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "kept", [helper.make_tensor_value_info("x", x_type, [4])],
@@ -119,3 +134,37 @@ def test_what_cannot_be_undone_is_kept_with_its_reason():
     assert [n.op_type for n in twin.graph.node] == ["DequantizeLinear"]
     assert done["kept"] == [{"node": "dq", "op": "DequantizeLinear", "why": "it dequantizes a graph input or another "
                              "node's output, not a QuantizeLinear or a constant"}]
+
+
+def test_a_bundles_twin_leaves_a_large_weight_in_its_file_and_the_report_says_so(tmp_path):
+    """A weight over 1 MiB in external data: the bundle's float twin keeps its DequantizeLinear (the loss is still
+    measured), no twin file is left in the bundle, and the per-node report counts it apart from the folded constants."""
+    from check.bundle import bundle_from_model
+    from core.cell import Cell
+    from matrix.nodes import node_report
+    from matrix.render import render_template
+
+    side = 1088
+    weight = np.random.default_rng(1).integers(-127, 128, (side, side)).astype(np.int8)
+    inits = [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.float32(0.01), "s"),
+             numpy_helper.from_array(np.int8(0), "z"), numpy_helper.from_array(np.float32(0.05), "sx")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "z"], ["xq"], name="q"),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "z"], ["xd"], name="dq"),
+             helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wd"], name="w_dq"),
+             helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")]
+    graph = helper.make_graph(nodes, "large", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, side])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, side])], inits)
+    path = tmp_path / "m" / "large.onnx"
+    path.parent.mkdir()
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path),
+              save_as_external_data=True, location="large.data", size_threshold=1024)
+    bundle = bundle_from_model(path, tmp_path / "b")
+    twin = bundle.meta["float_twin"]
+    assert (twin["pairs"], twin["folded"], twin["dequantized_at_run"], twin["error"]) == (1, 0, 1, ""), twin
+    assert "loss" in bundle.meta["float_reference"]
+    assert not list((tmp_path / "b").rglob(".qdq-twin-*")), "the twin's file is removed"
+    cell = Cell(bundle=bundle.id, case="user_model", params=dict(bundle.meta["params"]), digest=bundle.meta["digest"],
+                engine="onnxruntime", engine_version="1.32.0", hardware="here", status="pass", verdict="undocumented",
+                last_stage="compare", precision={t: {"precision": "int8"} for t in bundle.meta["target_nodes"]})
+    md = render_template("nodes.md.j2", node_report([cell], bundle.meta), html=False)
+    assert "0 quantized constants folded into float, 1 weight left to its DequantizeLinear" in md

@@ -172,3 +172,68 @@ def test_an_inputs_file_is_sized_from_its_headers_and_the_environment_sets_the_b
     monkeypatch.setenv("QDQ_MAX_INPUT_BYTES", "lots")
     assert main([str(model), *_out(tmp_path)]) == 2, "a budget that is not a size is a usage error"
     assert "$QDQ_MAX_INPUT_BYTES: 'lots' is not a size" in capsys.readouterr().err
+
+
+def _heavy(path: Path, side: int = 12288) -> Path:
+    """One MatMul of an int8 weight (side x side, external data) behind a per-channel DequantizeLinear: 151 MB of
+    weights whose float values (604 MB) the reference computes when it runs."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = (np.arange(side * side, dtype=np.int64) % 251 - 125).astype(np.int8).reshape(side, side)
+    inits = [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.full(side, 0.01, np.float32), "s"),
+             numpy_helper.from_array(np.zeros(side, np.int8), "z")]
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["w_dq"], name="w_dq", axis=1),
+             helper.make_node("MatMul", ["x", "w_dq"], ["y"], name="matmul")]
+    graph = helper.make_graph(nodes, "heavy", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, side])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, side])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(model, str(path), save_as_external_data=True, location=f"{path.stem}.data", size_threshold=1024)
+    return path
+
+
+def test_a_model_whose_preparation_is_over_the_address_space_is_out_of_memory_and_the_next_is_checked(tmp_path):
+    """Under an address space of 600 MiB (RLIMIT_AS), a model within the size budget whose reference needs more (its
+    weight's float values alone are 604 MB) is "unusable: out of memory", never a crash or a reference that "cannot run
+    it"; the model after it in the folder is checked and reported, and the run says exit status 4."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    _heavy(folder / "a_heavy.onnx")
+    qdq_conv(folder / "b_good.onnx")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "check", str(folder), *_out(tmp_path)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (600 << 20,) * 2))
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said
+    heavy = next(line for line in done.stdout.splitlines() if line.strip().startswith(str(folder / "a_heavy.onnx")))
+    assert "unusable: out of memory while preparing it" in heavy, said
+    reports = {json.loads(p.read_text())["model"]: json.loads(p.read_text()) for p in (tmp_path / "rep").glob("*.json")}
+    assert reports["a_heavy.onnx"]["status"] == "unusable"
+    (column,) = reports["b_good.onnx"]["columns"]
+    assert column["status"] == "pass", column
+
+
+def test_a_model_whose_preparation_crashes_is_unusable_and_the_next_is_checked(tmp_path, monkeypatch, capsys):
+    """A segfault while one model's bundle is made (protobuf's or an engine's C++) costs that model: "crashed while
+    preparing: SIGSEGV", exit status 4, and the model after it in the folder still gets its bundle."""
+    import signal
+
+    import check.bundle
+
+    real = check.bundle.bundle_from_model
+
+    def segfault(model, *args, **kwargs):
+        if Path(model).name == "a_crash.onnx":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(check.bundle, "bundle_from_model", segfault)
+    folder = tmp_path / "models"
+    folder.mkdir()
+    qdq_conv(folder / "a_crash.onnx")
+    qdq_conv(folder / "b_good.onnx")
+    status = main([str(folder), *_out(tmp_path)[:6], "--prepare-only"])
+    said = capsys.readouterr().out
+    assert status == 4, said
+    assert f"{folder / 'a_crash.onnx'}: unusable: crashed while preparing: SIGSEGV" in said
+    assert f"{folder / 'b_good.onnx'}: Q/DQ; bundle ready, no engine run" in said

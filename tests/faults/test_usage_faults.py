@@ -46,6 +46,7 @@ BAD = [
     ("tools/benchmark.py", "--check no-such-engine"),
     ("tools/benchmark.py", "--batch 4"),
     ("tools/matrix-benchmark.py", "--runs 7"),
+    ("tools/check-memory.py", "--mb many"),
     ("tools/migrate-observed.py", "--no-such-flag"),
     ("tools/lint-vs-observed.py", "--no-such-flag"),
     ("tools/conformance-ort.py", "--no-such-flag"),
