@@ -94,7 +94,7 @@ def test_a_bundle_whose_reference_could_not_run_is_not_failed_for_it():
 RTX = EngineInfo("tensorrt-rtx", "1.7.1.116", "no GPU (ahead-of-time build, target SM89)", True)
 IMPORT_FAILED = ("ONNX parse failed: Failed to import initializer: In node -1 with name:  and operator:  "
                  "(importInitializers): UNSUPPORTED_NODE: Assertion failed: ctx->getWeightsContext()."
-                 "convertOnnxWeights(initializer, &weights): Failed to import initializer: w_q")
+                 "convertOnnxWeights(initializer, &weights): Failed to import initializer: w_scale")
 
 
 @pytest.mark.parametrize("linted, named", [([], ""), (["mxfp8_block_scales"], "rtx_e8m0_initializer")])
