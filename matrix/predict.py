@@ -313,13 +313,14 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
     if not findings:
         return [f"lint {name}: no known problem matched (no catalogue case's pattern and no source-cited rule; "
                 "no prediction that it builds)"]
-    same: Dict[tuple, List[str]] = {}
+    same: Dict[tuple, Dict[str, None]] = {}  # each node once, in the lint's order (two findings may say one thing)
     for f in findings:
         key = (f["rule"], f.get("engine", ENGINE), f.get("versions", ""), f.get("setting", ""), f["predicted"],
                f.get("source", ""))
-        same.setdefault(key, []).append(f["node"])
+        same.setdefault(key, {})[f["node"]] = None
     lines = []
-    for (rule, engine, versions, setting, predicted, source), nodes in same.items():
+    for (rule, engine, versions, setting, predicted, source), named in same.items():
+        nodes = list(named)
         shown = ", ".join(nodes[:SHOWN_NODES]) + (f" and {len(nodes) - SHOWN_NODES} more" if len(nodes) > SHOWN_NODES
                                                   else "")
         where = shown if len(nodes) == 1 else f"{len(nodes)} nodes ({shown})"
