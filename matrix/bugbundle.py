@@ -712,28 +712,19 @@ def regression(cell: Cell, everything: Sequence[Cell]) -> Optional[Dict[str, Any
     INT8 fusion where the engine's previous version that ran the reproducer on its hardware setting passed, built or
     fused): that version, its runs on the same hardware class (their hardware and files), and their verdict's source
     where they did what one documents; else None."""
-    found = _regressions(everything).get((column_key(cell), cell.bundle))
+    mine = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine]  # its runs of every version
+    found = regressions(mine).get((column_key(cell), cell.bundle))
     if found is None:
         return None
     previous, change = found
     key = hardware_class(cell)
-    before = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine and c.status in RAN
-              and c.engine_version == previous and hardware_class(c) == key]
+    before = [c for c in mine if c.status in RAN and c.engine_version == previous and hardware_class(c) == key]
     lost = cell.status in WORKED and cell.fused is False
     documented = sorted({c.expectation["source"] for c in before if c.verdict == "as documented"})
     return {"from": previous, "lost_fusion": lost, "hardware": sorted({c.setting for c in before}),
             "files": sorted({str(c.run.get("file") or "") for c in before} - {""}), "documented": documented,
             "before": "built" if before and all(c.status == "built" for c in before) else "passed",
             "fused": bool(before) and all(c.fused for c in before), "kind": change.kind}
-
-
-_LAST: List[Any] = []  # (the cells, their regressions): a run of `nox -s bugs` asks once per bundle of one merge
-
-
-def _regressions(everything: Sequence[Cell]) -> Dict[Any, Any]:
-    if not _LAST or _LAST[0] is not everything:
-        _LAST[:] = [everything, regressions(everything)]
-    return _LAST[1]
 
 
 def _engine_build(cell: Cell, said: str) -> str:
