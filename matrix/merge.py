@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from cases.user_model import CASE as USER_MODEL
 from core.cell import SOURCES, Cell
-from core.engines import ENGINES, pinned_build, unreachable_versions, variant_label
+from core.engines import ENGINES, pinned_build, runs_here, unreachable_versions, variant_label
 from core.portable import portable_path, portable_text, scrub
 from core.results import read_results
 from core.words import IDLE
@@ -354,8 +354,6 @@ def _refuse_unrunnable(cell: Cell) -> None:
     """ValueError for a local cell that says an engine ran which this machine cannot run (TensorRT with no NVIDIA
     GPU here): only an observation listed in the manifest speaks for such an engine. A cell that says it did not run
     (not run, skipped, not applicable) is what this machine would write, and stands."""
-    from core.engines import ENGINES, runs_here
-
     if cell.status in IDLE or cell.engine not in ENGINES or runs_here(cell.engine):
         return
     raise ValueError(f"a local cell of {cell.engine} {cell.engine_version} that says it {cell.status}, but this "
