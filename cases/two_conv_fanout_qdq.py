@@ -72,6 +72,7 @@ TRIGGER = {"consumers": ("two",), "output_qdq": ("yes",), **FIRST}  # both Convs
 ONE = {"consumers": ("one",), "output_qdq": ("yes", "no"), **FIRST}
 FLOAT = {"consumers": ("two", "one"), "output_qdq": ("no",), **FIRST}
 TRIGGERS = ("yes", "identity", "relu_qdq", "concat_qdq")  # the tails seen to fail with sibling Convs
+COPIES = ("dq_copies", "qdq_copies")  # the shared activation's DequantizeLinear, or its Q/DQ pair, copied per Conv
 # The reproducers: each line a product of the values it names, every added axis it does not name at its ADDED value.
 FORMS = (
     {"consumers": ("two", "one"), "output_qdq": ("yes", "no"), "size": ("detector", "small")},  # the first 8
@@ -88,6 +89,14 @@ FORMS = (
     {"consumers": ("three",), "output_qdq": ("yes",), "size": ("small",), "rewrite": ("merged",)},
     {"consumers": ("two",), "output_qdq": ("yes",), "size": ("small",), "weights": ("per_tensor",),
      "rewrite": ("merged",)},
+    # What the field tried and TensorRT reportedly merges back (issue 44): a copy of the shared DequantizeLinear, or of
+    # the Q/DQ pair, per Conv; on the trigger forms, small (the size does not matter) and the reduced detector's.
+    {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",), "rewrite": COPIES},
+    {"consumers": ("two",), "output_qdq": TRIGGERS, "size": ("small",), "rewrite": COPIES},
+    {"consumers": ("two",), "output_qdq": ("yes",), "size": ("small",), "kernel": ("3x3",), "rewrite": COPIES},
+    {"consumers": ("three",), "output_qdq": ("yes",), "size": ("small",), "rewrite": COPIES},
+    {"consumers": ("two",), "output_qdq": ("yes",), "size": ("small",), "weights": ("per_tensor",),
+     "rewrite": COPIES},
 )
 H100 = "NVIDIA H100 80GB HBM3"
 H200 = "NVIDIA H200"
@@ -176,11 +185,31 @@ def _tail(g: Graph, conv: Any) -> str:
     return ""
 
 
-def _siblings(g: Graph, dq: Any) -> Dict[Tuple[Any, ...], List[Any]]:
-    """The INT8-weight Convs reading one activation DequantizeLinear, by kernel, stride and tail."""
+def _same_constants(g: Graph, a: Any, b: Any) -> bool:
+    """Whether two Q/DQ nodes read the same scale and zero point (the same tensors, or constants of equal value)."""
+    if len(a.input) != len(b.input):
+        return False
+    for x, y in zip(a.input[1:], b.input[1:]):
+        if x != y and not (x in g.const and y in g.const and g.const[x].tolist() == g.const[y].tolist()):
+            return False
+    return True
+
+
+def _copies(g: Graph, dq: Any) -> Tuple[List[Any], str]:
+    """The activation DequantizeLinears that compute what `dq` does: it and its copies on the same QuantizeLinear
+    ("dq_copies"), or on copies of that QuantizeLinear, reading the same tensor ("qdq_copies"); "none": it alone."""
+    q = g.producer[dq.input[0]]
+    quantizers = [u for u in g.users(q.input[0]) if u.op_type == "QuantizeLinear" and _same_constants(g, u, q)]
+    dqs = [u for qq in quantizers for u in g.users(qq.output[0])
+           if u.op_type == "DequantizeLinear" and _same_constants(g, u, dq)]
+    return dqs, "qdq_copies" if len(quantizers) > 1 else "dq_copies" if len(dqs) > 1 else "none"
+
+
+def _siblings(g: Graph, dqs: List[Any]) -> Dict[Tuple[Any, ...], List[Any]]:
+    """The INT8-weight Convs reading one activation DequantizeLinear (or its copies), by kernel, stride and tail."""
     groups: Dict[Tuple[Any, ...], List[Any]] = {}
-    for conv in g.users(dq.output[0]):
-        if conv.op_type != "Conv" or conv.input[0] != dq.output[0] or len(conv.input) < 2:
+    for conv in (c for dq in dqs for c in g.users(dq.output[0]) if c.input[0] == dq.output[0]):
+        if conv.op_type != "Conv" or len(conv.input) < 2:
             continue
         w = constant_dq(g, conv.input[1])
         tail = _tail(g, conv)
@@ -197,19 +226,23 @@ def match_fanout(g: Graph, conv: Any) -> List[Match]:
     dq = activation_dq(g, conv.input[0]) if conv.input else None
     if dq is None or g.op(dq.input[0]) != "QuantizeLinear":
         return []
-    for (kernel, strides, tail), convs in _siblings(g, dq).items():
+    dqs, copies = _copies(g, dq)
+    for (kernel, strides, tail), convs in _siblings(g, dqs).items():
         if conv in convs and len(convs) > 1:
             others = ", ".join(node_name(c) for c in convs if c is not conv)
-            note = (f"{len(convs)} sibling Convs on {dq.output[0]} (kernel {list(kernel)}, stride {list(strides)}, "
+            shared = dq.output[0] + {"none": "", "dq_copies": " (its DequantizeLinear copied per Conv)",
+                                     "qdq_copies": " (its Q/DQ pair copied per Conv)"}[copies]
+            note = (f"{len(convs)} sibling Convs on {shared} (kernel {list(kernel)}, stride {list(strides)}, "
                     f"each ending in {tail.replace('_', ' then ')}; with {others})")
-            return [Match(node_name(conv), _decided(g, convs, kernel, tail), target="node_of_c0", note=note)]
+            return [Match(node_name(conv), _decided(g, convs, kernel, tail, copies), target="node_of_c0", note=note)]
     return []
 
 
-def _decided(g: Graph, convs: List[Any], kernel: Tuple[Any, ...], tail: str) -> Dict[str, str]:
-    """The case's axes a user's sibling Convs decide: their tail and number, and the kernel and weight scales where
-    the sweep has them (an axis the graph cannot tell is left out, and every reproducer of it speaks)."""
-    decided = {"output_qdq": "yes" if tail == "qdq" else tail, "siblings": "alike", "rewrite": "none"}
+def _decided(g: Graph, convs: List[Any], kernel: Tuple[Any, ...], tail: str, copies: str) -> Dict[str, str]:
+    """The case's axes a user's sibling Convs decide: their tail and number, whether they read copies of the one Q/DQ,
+    and the kernel and weight scales where the sweep has them (an axis the graph cannot tell is left out, and every
+    reproducer of it speaks)."""
+    decided = {"output_qdq": "yes" if tail == "qdq" else tail, "siblings": "alike", "rewrite": copies}
     if len(convs) in (2, 3):
         decided["consumers"] = "two" if len(convs) == 2 else "three"
     if list(kernel) in ([1, 1], [3, 3]):
@@ -241,7 +274,7 @@ CASE = Case(
         "kernel": ("1x1", "3x3"),
         "weights": ("per_channel", "per_tensor"),
         "siblings": ("alike", "other_kernel", "other_stride"),
-        "rewrite": ("none", "merged"),
+        "rewrite": ("none", "merged", "dq_copies", "qdq_copies"),
     },
     target_nodes=("node_of_y0", "node_of_c0", "node_of_y1", "node_of_c1", "node_of_c2", "node_of_y2", "node_of_m"),
     signatures=(CHOOSE_HIGHER_PRECISION,),

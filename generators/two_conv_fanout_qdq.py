@@ -57,12 +57,12 @@ class Sibling:
 def build(params: dict, rng: np.random.Generator) -> Reproducer:
     """x -> Q/DQ -> sibling Convs (INT8 weights -> DQ, float bias) -> each one's tail; or the Convs merged and Split."""
     c_in, c_out, hw = SIZES[params["size"]]
-    if params["rewrite"] == "merged":  # the same network as its unmerged twin: that twin's seed
+    if params["rewrite"] != "none":  # the same network as its unrewritten twin: that twin's seed
         rng = np.random.default_rng(_seed(dict(params, rewrite="none")))
     x = activations(rng, (1, c_in, hw, hw))
     siblings = [_sibling(params, k, c_in, c_out, rng) for k in range(CONSUMERS[params["consumers"]])]
     floats = [float_op("Conv", [x, dequantized(s.w, s.scale, 0), s.bias], **s.attrs()) for s in siblings]
-    nodes, inits = qdq_pair("x", X_SCALE, "x")
+    nodes, inits = _activation(params["rewrite"], len(siblings))
     if params["rewrite"] == "merged":
         conv_nodes, conv_inits, targets = _merged(siblings, params["output_qdq"])
         tails = [_tail(params["output_qdq"], k, conv) for k, conv in enumerate(floats)]
@@ -72,7 +72,8 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
         targets = []
         tails = []
         for k, (s, conv) in enumerate(zip(siblings, floats)):  # each Conv, then its tail: the first 8's order
-            conv_nodes, conv_inits, target = _apart(s, k, params["output_qdq"])
+            source = "x_dq" if params["rewrite"] == "none" else f"x_dq{k}"
+            conv_nodes, conv_inits, target = _apart(s, k, params["output_qdq"], source)
             tails.append(_tail(params["output_qdq"], k, conv))
             nodes, inits = nodes + conv_nodes + tails[-1].nodes, inits + conv_inits + tails[-1].inits
             targets.append(target)
@@ -113,11 +114,25 @@ def _sibling(params: dict, k: int, c_in: int, c_out: int, rng: np.random.Generat
     return Sibling(w, np.asarray(scale, np.float32), bias, kernel, stride)
 
 
-def _apart(s: Sibling, k: int, tail: str) -> Tuple[List[onnx.NodeProto], List[onnx.TensorProto], str]:
-    """Conv k on x_dq with its own weights: it writes c<k>, or y<k> itself where its output is a float graph output."""
+def _activation(rewrite: str, count: int) -> Tuple[List[onnx.NodeProto], List[onnx.TensorProto]]:
+    """x -> Q/DQ -> x_dq; with copies, x_dq<k> per Conv: a DequantizeLinear per Conv on the one QuantizeLinear
+    ("dq_copies"), or a Q/DQ pair per Conv ("qdq_copies"), every copy with the same scale and zero point."""
+    if rewrite == "qdq_copies":
+        pairs = [qdq_pair("x", X_SCALE, f"x{k}", output=f"x_dq{k}") for k in range(count)]
+        return [n for p in pairs for n in p[0]], [i for p in pairs for i in p[1]]
+    nodes, inits = qdq_pair("x", X_SCALE, "x")
+    if rewrite == "dq_copies":
+        nodes = nodes[:1] + [node("DequantizeLinear", ["x_q", "x_scale", "x_zero_point"], [f"x_dq{k}"])
+                             for k in range(count)]
+    return nodes, inits
+
+
+def _apart(s: Sibling, k: int, tail: str, source: str) -> Tuple[List[onnx.NodeProto], List[onnx.TensorProto], str]:
+    """Conv k on `source` (x_dq, or its copy) with its own weights: it writes c<k>, or y<k> itself where its output is
+    a float graph output."""
     nodes, inits = weight_dq(f"w{k}", s.w, s.scale, axis=0)
     out = f"y{k}" if tail == "no" else f"c{k}"
-    nodes = nodes + [node("Conv", ["x_dq", f"w{k}_dq", f"b{k}"], [out], **s.attrs())]
+    nodes = nodes + [node("Conv", [source, f"w{k}_dq", f"b{k}"], [out], **s.attrs())]
     return nodes, inits + [const(f"b{k}", s.bias)], f"node_of_{out}"
 
 
@@ -181,6 +196,8 @@ def _notes(params: dict, siblings: List[Sibling], c_in: int, c_out: int, hw: int
     tail = {"yes": "each output quantized again", "no": "float outputs written by the Convs",
             "identity": "each output through an Identity", "relu_qdq": "each output through Relu then Q/DQ",
             "concat_qdq": "the outputs concatenated then Q/DQ"}[params["output_qdq"]]
-    merged = "; the Convs merged into one and Split" if params["rewrite"] == "merged" else ""
+    merged = {"none": "", "merged": "; the Convs merged into one and Split",
+              "dq_copies": "; its DequantizeLinear copied per Conv", "qdq_copies": "; its Q/DQ pair copied per Conv"}[
+        params["rewrite"]]
     convs = f"{len(siblings)} {kernels} Conv {c_in}->{c_out} ({scales} weights)"
     return f"{convs} on one Q/DQ input {hw}x{hw}; {tail}{merged}"
