@@ -153,8 +153,8 @@ def model_of(test: str, op: str, form: Form, opset: int) -> Tuple[Any, Dict[str,
     nodes = [helper.make_node(op, ["x", "scale", "zero_point"], ["y"], name=f"{op}_0", **attrs)]
     if test.endswith("_pair"):
         nodes[0].output[0] = "q"
-        nodes.append(helper.make_node("DequantizeLinear", ["q", "scale", "zero_point"], ["y"], name="DequantizeLinear_1",
-                                      **attrs))
+        nodes.append(helper.make_node("DequantizeLinear", ["q", "scale", "zero_point"], ["y"],
+                                      name="DequantizeLinear_1", **attrs))
     out_type = TensorProto.FLOAT if op == "DequantizeLinear" or test.endswith("_pair") \
         else helper.np_dtype_to_tensor_dtype(zero.dtype)
     graph = helper.make_graph(nodes, test, inputs, [helper.make_tensor_value_info("y", out_type, list(SHAPE))],
