@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases import all_cases  # noqa: E402
 from cases.onnx_node_tests import ID as ONNX_NODE_TESTS  # noqa: E402
+from cases.qdq_companion import ID as QDQ_COMPANION  # noqa: E402
 from core.engines import ENGINES, pin_group  # noqa: E402
 
 # The pin table, read from the engine descriptors (core/engines.py, where each pin says why), never typed here:
@@ -61,7 +62,8 @@ ENGINE_PINS.update({f"openvino({v})": (f"openvino=={v}", *pins) for v, pins in O
 # (Case.arch_dependent); the rest build for the default.
 RTX_SWEEP = list(ENGINES["tensorrt-rtx"].option("target").sweep)
 ARCH_CASES = [c.id for c in all_cases() if c.arch_dependent]
-CONFORMANCE = ONNX_NODE_TESTS  # the conformance bundles' case (cases/onnx_node_tests.py; nox -s conformance)
+# the conformance bundles' cases (cases/onnx_node_tests.py, cases/qdq_companion.py; nox -s conformance)
+CONFORMANCE = [ONNX_NODE_TESTS, QDQ_COMPANION]
 NVIDIA_INDEX = _TRT10.index
 # NVIDIA ModelOpt as a producer (`nox -s "producers(modelopt)"`, opt-in, never in the test group or CI): its [onnx]
 # extra pins onnx 1.21 and onnxruntime-gpu (which runs on the CPU provider), and it needs a torch >= 2.8. A local CPU
@@ -636,22 +638,23 @@ def conformance(session: nox.Session) -> None:
     """The conformance table alone (nox -s matrix runs it too): which Q/DQ operator forms each engine version accepts.
 
     The onnx package's node tests for the quantization operators (written by the bundles session, each at its own
-    opset and converted to every opset the engines read) on every engine version this machine can run, reused like
+    opset and converted to every opset the engines read) and the int8 companion (generators/qdq_companion.py) on every
+    engine version this machine can run, reused like
     every cell, then reports/conformance.{md,html,json} (docs/conformance.md). With a GPU, the TensorRT sessions run
     their conformance bundles and the report session follows."""
     _sync(session, "generate", "cells", "report")
     gpu = has_nvidia_gpu()
     with contextlib.ExitStack() as locks:
         py = _session_envs(session, ENGINE_PINS, locks)
-        columns = [dict(c, only_cases=[CONFORMANCE]) if not c.get("per_target") else dict(c, only_cases=[])
+        columns = [dict(c, only_cases=list(CONFORMANCE)) if not c.get("per_target") else dict(c, only_cases=[])
                    for c in _columns_here(session, py, gpu) if not c.get("plugins_only")]
         _run_columns(session, "python", "-m", "engines.run", *_column_args(columns), "-n", _workers("tensorrt-rtx"),
                      CELL_TIMEOUT, *session.posargs, env=_env(), success_codes=[0, 1])
     if gpu:
         for version in TRT_PYPI:
-            session.notify(f"trt({version})", ["--only-case", CONFORMANCE])
+            session.notify(f"trt({version})", [a for c in CONFORMANCE for a in ("--only-case", c)])
         for version in TRT_NVIDIA:
-            session.notify(f"trt10({version})", ["--only-case", CONFORMANCE])
+            session.notify(f"trt10({version})", [a for c in CONFORMANCE for a in ("--only-case", c)])
         session.notify("report")
         return
     session.run("python", "-m", "matrix", "conformance", *_results_args(), "--out", str(HERE / "reports"), env=_env())

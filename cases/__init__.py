@@ -56,6 +56,7 @@ CASE_MODULES = (
     "cases.zero_scale_qdq",
     # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
     "cases.onnx_node_tests",
+    "cases.qdq_companion",
     "cases.user_model",
 )
 

@@ -1,5 +1,5 @@
 """`python -m generators list|write`: list bundle ids, or build and write bundles (`write` without --case or --param:
-the catalogue's, then the conformance bundles of generators.onnx_node_tests)."""
+the catalogue's, then the conformance bundles of generators.onnx_node_tests and generators.qdq_companion)."""
 
 from __future__ import annotations
 
@@ -104,9 +104,10 @@ def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) ->
         return EXIT_USAGE
     print(f"{len(paths)} bundles in {root}: {counts['written']} written, {counts['cached']} cached")
     if not case_ids and not wanted:  # the whole catalogue: the conformance bundles too (docs/conformance.md)
-        from generators import onnx_node_tests
+        from generators import onnx_node_tests, qdq_companion
 
-        return onnx_node_tests.main([] if out is None else ["--out", str(out)])
+        where = [] if out is None else ["--out", str(out)]
+        return onnx_node_tests.main(where) or qdq_companion.main(where)
     return 0
 
 

@@ -26,8 +26,8 @@ GENERATORS = Path(__file__).resolve().parent
 GENERATOR_VERSION = "3"  # 2: case.json carries meta_digest; 3: its ORT cross-check names the CPU INT8 level
 
 # Modules of generators/ that no catalogue builder imports and that key their own bundles: an edit to one rebuilds
-# only its own (the conformance bundles, generators/onnx_node_tests.py).
-OWN_KEYS = ("onnx_node_tests",)
+# only its own (the conformance bundles, generators/onnx_node_tests.py and generators/qdq_companion.py).
+OWN_KEYS = ("onnx_node_tests", "qdq_companion")
 
 # progress(done, total, bundle id, "written" or "cached")
 Progress = Callable[[int, int, str, str], None]

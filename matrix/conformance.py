@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from cases.onnx_node_tests import ID, OPS
+from cases.qdq_companion import ID as COMPANION
 from core.cell import Cell
 from core.engines import ENGINES
 from core.outcome import outcome
@@ -41,17 +42,21 @@ WORD_OF_STATUS = {"pass": RIGHT, "built": BUILT, "crashed": CRASHED, "skipped": 
 MANIFEST = Path(ID) / "conformance.json"  # under a bundles root: generators.onnx_node_tests.MANIFEST
 
 
+CASES = (ID, COMPANION)  # the node tests and the int8 companion (cases/qdq_companion.py): the conformance page's cells
+
+
 def is_conformance(cell: Cell) -> bool:
-    return cell.case == ID
+    return cell.case in CASES
 
 
 def split(result: MergeResult) -> Tuple[MergeResult, List[Cell]]:
     """The merged matrix without the conformance cells (what every catalogue view reads), and those cells."""
     mine = [c for c in result.cells if is_conformance(c)]
-    if not mine and not any(r.case == ID for r in result.rows):
+    if not mine and not any(r.case in CASES for r in result.rows):
         return result, []
     rest = build([c for c in result.cells if not is_conformance(c)], result.problems,
-                 [r.bundle for r in result.rows if r.case != ID], {k: v for k, v in result.cases.items() if k != ID},
+                 [r.bundle for r in result.rows if r.case not in CASES],
+                 {k: v for k, v in result.cases.items() if k not in CASES},
                  result.files)
     return rest, mine
 

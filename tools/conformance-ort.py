@@ -3,11 +3,12 @@
 
     python tools/conformance-ort.py [--bundles .bundles] [--results results]   # under a Python that has onnxruntime
 
-Every conformance bundle (generators/onnx_node_tests.py) is loaded into a bare `onnxruntime.InferenceSession` (CPU,
-its default options), run on the bundle's inputs, and its outputs compared with ONNX's expected outputs by this
-script's own few lines of numpy (integer and code outputs equal, float outputs within half of case.json's step): no
-adapter, no pytest, no core.numerics. Each bundle's word (right, wrong, refused) is then set beside the table's entry
-for the same ONNX Runtime version (matrix.conformance, over the results files), and every disagreement is listed.
+Every conformance bundle (generators/onnx_node_tests.py and generators/qdq_companion.py) is loaded into a bare
+`onnxruntime.InferenceSession` (CPU, its default options), run on the bundle's inputs, and its outputs compared with
+ONNX's expected outputs by this script's own few lines of numpy (integer and code outputs equal, float outputs within
+half of case.json's step): no adapter, no pytest, no core.numerics. Each bundle's word (right, wrong, refused) is then
+set beside the table's entry for the same ONNX Runtime version (matrix.conformance, over the results files), and
+every disagreement is listed.
 Exit 0 when they all agree, 1 when any differs, 2 when there is nothing to compare.
 """
 
@@ -77,9 +78,11 @@ def table(results: Sequence[Path], version: str) -> Dict[str, Tuple[str, Optiona
 
 def compare(bundles: Path, entries: Dict[str, Tuple[str, Optional[float]]], ort: Any) -> Tuple[int, List[str]]:
     """How many bundles agree, and a line per disagreement (or per bundle the table has no entry for)."""
+    from matrix.conformance import CASES  # the node tests' and the int8 companion's folders
+
     agree, differ = 0, []
-    for case_json in sorted((bundles / "onnx_node_tests").glob("*/case.json")):
-        bundle_id = f"onnx_node_tests/{case_json.parent.name}"
+    for case_json in sorted(p for case in CASES for p in (bundles / case).glob("*/case.json")):
+        bundle_id = f"{case_json.parent.parent.name}/{case_json.parent.name}"
         word, steps, why = direct(case_json.parent, ort)
         said = entries.get(bundle_id)
         if said is None:
