@@ -63,12 +63,13 @@ def offer(model_path: Path, inputs: Mapping[str, np.ndarray], expected: Mapping[
     got, _, failed = run(path, inputs)
     if failed:
         record["why_not"] = f"the reference cannot run the rewritten model: {failed}"
+        path.unlink()
         return record
     comparison = compare(expected, got, steps)
     record.update(comparison=comparison, cells=proving_cells([s.params for s in groups]))
-    if comparison["steps"] > MAX_STEPS:
-        record["why_not"] = (f"the rewritten model's outputs move by {comparison['steps']:.3g} steps on the "
-                             f"reference (past {MAX_STEPS:g})")
+    if comparison["steps"] is None or comparison["steps"] > MAX_STEPS:
+        moved = "differ in shape" if comparison["steps"] is None else f"move by {comparison['steps']:.3g} steps"
+        record["why_not"] = f"the rewritten model's outputs {moved} on the reference (past {MAX_STEPS:g} step)"
         path.unlink()
         return record
     record.update(offered=True, model=MERGED_FILE)
@@ -250,20 +251,21 @@ def _merged_nodes(g: Any, s: Siblings, name: str) -> Tuple[List[Any], List[Any]]
 def compare(expected: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],
             steps: Mapping[str, Optional[float]]) -> Dict[str, Any]:
     """Each output of the rewritten model against the original's on the reference: bit for bit, else the largest
-    difference in the output's comparison step (core.numerics.comparison_step)."""
+    difference in the output's comparison step (core.numerics.comparison_step); steps None where a shape differs."""
     from core.numerics import comparison_step
 
     outputs: Dict[str, Any] = {}
     for name, want in expected.items():
         have = np.asarray(got.get(name))
         if have.shape != want.shape:
-            outputs[name] = {"equal": False, "steps": float("inf"), "step": None, "unit": "shape differs"}
+            outputs[name] = {"equal": False, "steps": None, "step": None, "unit": "shape differs"}
             continue
         step, unit = comparison_step(want, steps.get(name))
         diff = np.abs(have.astype(np.float64) - want.astype(np.float64))
         outputs[name] = {"equal": bool(np.array_equal(have, want)), "steps": float(diff.max() / step) if diff.size
                          else 0.0, "step": step, "unit": unit}
-    worst = max((o["steps"] for o in outputs.values()), default=0.0)
+    moved = [o["steps"] for o in outputs.values()]
+    worst = None if None in moved else max(moved, default=0.0)  # None: an output of another shape
     return {"bit_for_bit": all(o["equal"] for o in outputs.values()), "steps": worst, "outputs": outputs}
 
 

@@ -173,3 +173,4 @@ def test_outputs_that_move_past_one_step_refuse_the_offer(tmp_path):
     assert not record["offered"] and "2 steps" in record["why_not"] and not (tmp_path / MERGED_FILE).exists()
     within = compare(expected, {"y0": expected["y0"] + 0.25, "y1": expected["y1"]}, steps)
     assert not within["bit_for_bit"] and within["steps"] == 1.0
+    assert compare(expected, {"y0": expected["y0"][:, :2], "y1": expected["y1"]}, steps)["steps"] is None
