@@ -38,15 +38,20 @@ The way around it, proven on every 8.x version (the same cells): `rewrite=merged
 sibling Convs merged into one Conv (weights, per-channel scales and biases concatenated; a per-tensor weight scale
 repeated per channel) and a Split, each half's tail as before. All 11 merged forms build and run with the merged Conv
 in INT8 on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0, and their reference outputs are bit-identical to the unmerged forms'
-(tests/cases/per_case/test_two_conv_fanout_qdq.py). Tried on an H200 with TensorRT 8.6.0 and not a way around it (an
-independent check, not committed as cells): a DequantizeLinear or Q/DQ pair copied per Conv, builder optimization
-levels 0 to 5, FP16, DIRECT_IO (TensorRT merges the copies back). The record: docs/findings.md, seed 032.
+(tests/cases/per_case/test_two_conv_fanout_qdq.py). `check` offers it for a user's model that matches the pattern
+(check/rewrite.py): it writes the merged model, shows its outputs equal the original's on the reference and names these
+cells. Tried on an H200 with TensorRT 8.6.0 and not a way around it (an independent check, issue 44): a
+DequantizeLinear or Q/DQ pair copied per Conv (TensorRT merges the copies back), builder optimization levels 0 to 5,
+FP16, DIRECT_IO. The copies are reproducers, `rewrite=dq_copies` and `rewrite=qdq_copies` on the trigger forms (the
+twin's seed, its reference outputs bit for bit): no expectation until their GPU cells are committed. The record:
+docs/findings.md, seed 032.
 
 The pattern (the lint's rule, `match_fanout`): two or more sibling Convs with INT8 weights reading one Q/DQ
-activation, with the same kernel and stride (their output channels may differ), whose outputs end in the same kind
-of typed node. It declines the sweep's controls (one Conv, float outputs, siblings that differ, the merged form) and
-says which of the case's axes the user's graph decides (tail, consumers, kernel, weights), so that its prediction is
-the expectation of the reproducer that matches the graph.
+activation (or copies of its DequantizeLinear or Q/DQ pair, with the same scale and zero point), with the same
+kernel and stride (their output channels may differ), whose outputs end in the same kind of typed node. It declines
+the sweep's controls (one Conv, float outputs, siblings that differ, the merged form) and says which of the case's axes
+the user's graph decides (tail, consumers, kernel, weights, copies), so that its prediction is the expectation of the
+reproducer that matches the graph.
 """
 
 from __future__ import annotations

@@ -196,6 +196,9 @@ def model_check(root: Path, bundle: str) -> ModelCheck:
         notes.append(f"mask rule: {MASK_RULE} (give real masks with --inputs)")
     if meta.get("inputs_file"):
         notes.append(f"inputs from {meta['inputs_file']}")
+    from check.rewrite import notes as rewrite_notes
+
+    notes += rewrite_notes(meta.get("rewrite") or {}, root / bundle)
     error = str(meta.get("reference_error") or "")
     if error:
         notes.append(f"numerics not compared: {error}")

@@ -105,6 +105,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "nodes": nodes, "node_groups": node_groups(nodes, columns), "listed": len(nodes) <= LISTED_NODES,
         "evidence_listed": len(nodes) <= LISTED_NODES and len(nodes) * len(columns) <= LISTED_EVIDENCE,
         "predictions": predictions_view(meta.get("lint"), cells), "advice": advice(meta.get("lint")),
+        "rewrite": dict(meta.get("rewrite") or {}),  # seed 032's way around, where check offers it (check.rewrite)
         "localize": [],  # check --localize fills it (check.localize: it runs engines, which matrix never does)
         # Said once under the engine table where a column only built (TensorRT-RTX ahead of time), never per cell.
         "built_note": {"text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
