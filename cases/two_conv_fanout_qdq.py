@@ -43,8 +43,9 @@ in INT8 on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0, and their reference outputs are 
 cells. Tried on an H200 with TensorRT 8.6.0 and not a way around it (an independent check, issue 44): a
 DequantizeLinear or Q/DQ pair copied per Conv (TensorRT merges the copies back), builder optimization levels 0 to 5,
 FP16, DIRECT_IO. The copies are reproducers, `rewrite=dq_copies` and `rewrite=qdq_copies` on the trigger forms (the
-twin's seed, its reference outputs bit for bit): no expectation until their GPU cells are committed. The record:
-docs/findings.md, seed 032.
+twin's seed, its reference outputs bit for bit), observed on an H200 on every 8.x version (2026-11-28,
+reports/observed/nvidia-h200/round-2026-11-28b/): 16 of 16 fail to build with the same assertion, as their unedited
+twins do. The record: docs/findings.md, seed 032.
 
 The pattern (the lint's rule, `match_fanout`): two or more sibling Convs with INT8 weights reading one Q/DQ
 activation (or copies of its DequantizeLinear or Q/DQ pair, with the same scale and zero point), with the same
@@ -106,6 +107,7 @@ FORMS = (
 H100 = "NVIDIA H100 80GB HBM3"
 H200 = "NVIDIA H200"
 OBSERVED_SWEEP = "reports/observed/nvidia-h200/round-2026-11-28/trt-{}.jsonl"  # all 37, every 8.x version, an H200
+OBSERVED_COPIES = "reports/observed/nvidia-h200/round-2026-11-28b/trt-{}.jsonl"  # the 16 copy forms, every 8.x version
 ALIKE = {"siblings": ("alike",), "rewrite": ("none",)}
 SWEEP_FAILS = {"consumers": ("two", "three"), "output_qdq": TRIGGERS, **ALIKE}  # sibling Convs with typed tails
 SWEEP_BUILDS = ({"consumers": ("one",), **ALIKE}, {"output_qdq": ("no",), **ALIKE},
@@ -165,6 +167,10 @@ def _sweep(version: str) -> tuple:
                     "then Q/DQ, Identity, Concat then Q/DQ): 11 of 11 forms fail to build"),
         *(Expectation("tensorrt", f"=={version}", "int8", source, where=where, hardware=H200, basis="baseline",
                       note=why) for where, why in zip(SWEEP_BUILDS, BUILDS_WHY)),
+        Expectation("tensorrt", f"=={version}", "fail", OBSERVED_COPIES.format(version), stage="build",
+                    signature=CHOOSE_HIGHER_PRECISION.name, where={"rewrite": COPIES}, hardware=H200,
+                    basis="baseline", note="the shared DequantizeLinear, or its Q/DQ pair, copied per Conv: TensorRT "
+                    "merges the copies back, and 16 of 16 forms fail to build as their unedited twins do"),
     )
 
 

@@ -120,10 +120,13 @@ def test_the_merged_form_computes_what_its_twin_does_bit_for_bit(params):
 
 def test_a_cell_written_before_the_axes_were_added_is_judged_at_their_first_value():
     """The committed cells name 8 reproducers without the added axes; the baselines still judge them as the same
-    reproducers at the added axes' first values, and every form of the sweep has a baseline (the H200's, every 8.x)
-    but the copies forms, not yet observed: no source speaks for them."""
+    reproducers at the added axes' first values, and every form of the sweep has a baseline (the H200's, every 8.x);
+    the copies forms' baselines name their own round's file and expect the twin's failure."""
     for version in ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"):
-        assert all(CASE.expectation_for("tensorrt", version, p) is None for p in COPIES)
+        for p in COPIES:
+            said = CASE.expectation_for("tensorrt", version, p)
+            assert said.outcome == "fail" and said.signature == "choose_higher_precision", (version, p)
+            assert said.source.endswith(f"round-2026-11-28b/trt-{version}.jsonl")
         for p in (p for p in VARIANTS if p not in COPIES):
             said = CASE.expectation_for("tensorrt", version, p)
             assert said is not None and said.basis == "baseline", (version, p)
