@@ -136,9 +136,15 @@ def signature_words(case_id: str, engine: str, name: str) -> str:
     from cases.common import cell_signature
 
     found = cell_signature(case_id, engine, name)
-    if found is None:
+    return signature_basis_words(found.basis if found is not None else "")
+
+
+def signature_basis_words(basis: str) -> str:
+    """ "documented signature" or "signature observed before" for a matched signature's basis (a cell's
+    signature_basis); "signature" for none (a signature the catalogue no longer declares)."""
+    if not basis:
         return "signature"
-    return "documented signature" if found.basis == "documented" else "signature observed before"
+    return "documented signature" if basis == "documented" else "signature observed before"
 
 
 def known_signature(case: Case, engine: str, signature: str) -> str:
