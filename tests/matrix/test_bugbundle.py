@@ -572,3 +572,47 @@ def test_a_documented_cell_gets_a_bundle_only_when_asked(bundles, tmp_path):
     issue = issue_of(documented, [documented], bundles, tmp_path / "asked")  # merged cells are judged again: direct
     assert issue.startswith("# Matches the documentation, do not file as a new bug: ")
     assert "**This matches the documentation and should not be filed as a new bug**" in issue
+
+
+def test_writing_a_bug_bundle_reads_its_reproducer_once_and_asks_no_catalogue(bundles, tmp_path, monkeypatch):
+    """One bug bundle opens each file of the reproducer that ran once (its digest, case.json, model and copies come
+    from those bytes), and the signature's regex, source and basis come from the cell: no catalogue lookup at all."""
+    import builtins
+    import io
+
+    import cases
+    import cases.common
+    from matrix.bugbundle import make
+
+    cell = sample("8.6.0")  # a committed cell without the signature's fields: the merge filled them in
+    assert cell.signature == "no_implementation" and cell.signature_basis == "documented"
+    assert cell.signature_pattern.startswith("Could not find any implementation") and cell.signature_source
+    source = (bundles / BUNDLE).resolve()
+    opened: List[str] = []
+    real_open = builtins.open
+
+    def counting(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and source in Path(file).resolve().parents:
+            opened.append(Path(file).name)
+        return real_open(file, *args, **kwargs)
+
+    def catalogue(*args, **kwargs):
+        raise AssertionError(f"a bug bundle consulted the catalogue: {args}")
+
+    monkeypatch.setattr(builtins, "open", counting)
+    monkeypatch.setattr(io, "open", counting)
+    for module, names in ((cases, ("get_case", "all_cases")),
+                          (cases.common, ("cell_signature", "find_signature", "signatures_of"))):
+        for name in names:
+            monkeypatch.setattr(module, name, catalogue)
+    folder = make(cell, [cell], bundles, tmp_path / "out")
+    assert sorted(opened) == ["case.json", "expected.npz", "inputs.npz", "model.onnx"], opened
+    for name in ("case.json", "expected.npz", "inputs.npz", "model.onnx"):
+        assert (folder / name).read_bytes() == (source / name).read_bytes()
+    issue = (folder / "ISSUE.md").read_text(encoding="utf-8")
+    assert f"Matched documented signature `{cell.signature}`" in issue and cell.signature_source in issue
+    assert "(cpg=3, weights=per_channel, activation=int8, output_qdq=yes, epilogue=none)" in issue.splitlines()[0]
+    said = json.loads((folder / "cell.json").read_text(encoding="utf-8"))
+    assert said["recorded"]["signature_regex"] == cell.signature_pattern
+    assert said["request"]["target_ops"] == {"node_of_conv": "Conv"}
+    assert said["request"]["trt"]["tactics"] == said["options"]["tactics"] == cell.variant["tactics"]
