@@ -402,8 +402,8 @@ def repro_cell(cell: Cell, meta: Dict[str, Any], target_ops: Optional[Dict[str, 
            "timeout_s": REPRO_TIMEOUT_S,
            "engine": engine, "options": _engine_options(cell)}
     if spec.family == "tensorrt":  # the column's options as the worker's request and its engine record carry them
-        trt = dict(spec.settings, **(meta.get("trt") or {}), **{n: spec.value(cell.variant, n)
-                                                                 for n in spec.request_options})
+        trt = dict(spec.settings, **(meta.get("trt") or {}))
+        trt.update({n: spec.value(cell.variant, n) for n in spec.request_options})
         engine.update({n: spec.value(cell.variant, n) for n in spec.worker_options})
         out["request"] = {"bundle": cell.bundle, "target_nodes": list(meta.get("target_nodes") or []),
                           "target_ops": dict(target_ops or {}), "profile": profile_of(cell, meta), "trt": trt}
@@ -437,7 +437,8 @@ def _engine_options(cell: Cell) -> Dict[str, Any]:
     return ENGINES[cell.engine].run_options(cell.options, cell.variant)
 
 
-def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell], source: Optional[Source] = None) -> Dict[str, Any]:
+def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell],
+         source: Optional[Source] = None) -> Dict[str, Any]:
     """Everything ISSUE.md and commands.md show, in one dict (`source`: the reproducer as read_source read it, whose
     model names the precision)."""
     trt = dict(meta.get("trt") or {})
