@@ -616,3 +616,24 @@ def test_writing_a_bug_bundle_reads_its_reproducer_once_and_asks_no_catalogue(bu
     assert said["recorded"]["signature_regex"] == cell.signature_pattern
     assert said["request"]["target_ops"] == {"node_of_conv": "Conv"}
     assert said["request"]["trt"]["tactics"] == said["options"]["tactics"] == cell.variant["tactics"]
+
+
+def test_how_repro_py_runs_each_engine_is_its_descriptors():
+    """The options and settings a bug bundle's repro.py runs an engine with come from core.engines, not from a branch
+    per engine in matrix/: the providers asked for over those reported, OpenVINO's device and f32 hint where a cell
+    recorded none, TensorRT's tactics from its column, and ISSUE.md's settings line from the same values."""
+    from core.engines import ENGINES
+
+    ort = ENGINES["onnxruntime"].run_options({"providers": ["CUDAExecutionProvider", "CPUExecutionProvider"],
+                                              "providers_requested": ["CPUExecutionProvider"]}, {})
+    assert ort["providers"] == ["CPUExecutionProvider"] and ort["x64quantprecision"] == "0"
+    assert ENGINES["onnxruntime"].run_settings_words(ort) == "providers CPUExecutionProvider"
+    ov = ENGINES["openvino"].run_options({}, {})
+    assert ov["device"] == "CPU" and ov["config"] == {"INFERENCE_PRECISION_HINT": "f32"}
+    assert ENGINES["openvino"].run_settings_words(ov) == 'device CPU, config {"INFERENCE_PRECISION_HINT": "f32"}'
+    trt = ENGINES["tensorrt"].run_options({"tactics": "default"}, {"tactics": "tensorrt-only"})
+    assert trt["tactics"] == "tensorrt-only" and ENGINES["tensorrt"].run_settings_words(trt) == ""
+    assert ENGINES["tensorrt-rtx"].run_settings_words(ENGINES["tensorrt-rtx"].run_options({}, {})) == \
+        "an ahead-of-time build"
+    source = (REPO / "matrix" / "bugbundle.py").read_text(encoding="utf-8")
+    assert not re.search(r'engine == "(onnxruntime|openvino)"', source)
