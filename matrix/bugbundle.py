@@ -659,18 +659,6 @@ def install_command(engine: str, version: str) -> str:
     return f"pip install {index}{' '.join(wanted)}"
 
 
-def qdq_precision(model: Path) -> str:
-    """The precisions a reproducer's Q/DQ nodes quantize to, from its model ("FP8", "INT4 and INT8"); "" where none
-    is found or the model cannot be read."""
-    try:
-        import onnx
-
-        graph = onnx.load(str(model), load_external_data=False).graph
-    except Exception:  # no onnx here, or a model it cannot read: the title says "quantized"
-        return ""
-    return graph_precision(graph)
-
-
 def graph_precision(graph: Any) -> str:
     """The precisions a graph's Q/DQ nodes quantize to ("FP8", "INT4 and INT8"); "" where none is found."""
     kinds = {t.name: t.data_type for t in graph.initializer}

@@ -549,7 +549,12 @@ def test_the_latest_release_question_says_what_this_suite_could_not_run(bundles,
 
 def test_the_title_names_the_reproducers_precision_and_the_rtx_target(tmp_path):
     """FP8 from the model's Q/DQ types, not a constant; a TensorRT-RTX ahead-of-time build names its target."""
-    from matrix.bugbundle import qdq_precision, title
+    import onnx
+
+    from matrix.bugbundle import graph_precision, title
+
+    def qdq_precision(model: Path) -> str:
+        return graph_precision(onnx.load(str(model), load_external_data=False).graph)
 
     write_all(["fp8_qdq"], {"op": ["conv"], "weights": ["per_tensor"]}, root=tmp_path)
     [model] = list(tmp_path.rglob("model.onnx"))
