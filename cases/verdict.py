@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from cases.base import Case, Expectation
-from cases.common import signatures_of
+from cases.common import find_signature, signatures_of
 from core.cell import Cell
 
 
@@ -136,9 +136,15 @@ def signature_words(case_id: str, engine: str, name: str) -> str:
     from cases.common import cell_signature
 
     found = cell_signature(case_id, engine, name)
-    if found is None:
+    return signature_basis_words(found.basis if found is not None else "")
+
+
+def signature_basis_words(basis: str) -> str:
+    """ "documented signature" or "signature observed before" for a matched signature's basis (a cell's
+    signature_basis); "signature" for none (a signature the catalogue no longer declares)."""
+    if not basis:
         return "signature"
-    return "documented signature" if found.basis == "documented" else "signature observed before"
+    return "documented signature" if basis == "documented" else "signature observed before"
 
 
 def known_signature(case: Case, engine: str, signature: str) -> str:
@@ -254,6 +260,14 @@ def lint_cases(meta: Mapping[str, Any]) -> List[str]:
     return sorted({str(f.get("case")) for f in (meta.get("lint") or {}).get("findings") or [] if f.get("case")})
 
 
+def signature_fields(case: Case, engine: str, name: str) -> Dict[str, str]:
+    """The error signature a cell matched, as its Cell fields: its name, regex, source and basis, all "" for none (a
+    bug bundle reads them from the cell, never from the catalogue)."""
+    found = find_signature(case, engine, name) if name else None
+    return {"signature": name, "signature_pattern": found.pattern if found else "",
+            "signature_source": found.source if found else "", "signature_basis": found.basis if found else ""}
+
+
 def match_signatures(case: Case, engine: str, text: str, kind: str) -> List[str]:
     """Names of the signatures of one kind that occur in text: the case's own, then its engine's (cases.common)."""
     return [s.name for s in signatures_of(case, engine) if s.kind == kind and s.search(text)]
@@ -331,5 +345,6 @@ def rejudge(cell: Cell, case: Case) -> Cell:
         verdict, why = NO_REFERENCE, cell.explanation
     return replace(
         cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
-        signature=errors[0] if errors else "", warnings=match_signatures(case, cell.engine, text, "warning"),
+        **signature_fields(case, cell.engine, errors[0] if errors else ""),
+        warnings=match_signatures(case, cell.engine, text, "warning"),
     )

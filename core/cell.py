@@ -91,6 +91,13 @@ class Cell:
     # worked. The reports group root causes by it and by the signature, never by the text again.
     symptom: str = ""
     signature: str = ""  # the documented error signature it matched, if any
+    # That signature as the catalogue declared it when the cell was judged (cases.verdict.signature_fields): its regex,
+    # where its text comes from (an upstream thread, or this repository's file for a baseline) and its basis
+    # (cases.base.BASES); "" each where none matched. A bug bundle reads them here, never from the catalogue; a cell
+    # stored before they were recorded gets them when the merge judges it again.
+    signature_pattern: str = ""
+    signature_source: str = ""
+    signature_basis: str = ""
     warnings: List[str] = field(default_factory=list)  # matched warning signature names
     output_dtypes: Dict[str, str] = field(default_factory=dict)
     network_dtypes: Dict[str, str] = field(default_factory=dict)  # TensorRT: tensor dtypes before build

@@ -10,6 +10,7 @@ makes a column of its own when it is not at its default (a cell's `variant`): ON
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
@@ -72,6 +73,17 @@ class EngineSpec:
     repro_commands: str = ""  # the template of the equivalent tool command lines a bug bundle carries ("" none)
     lint: bool = False  # the TensorRT lint (check.lint) predicts for it: it shares TensorRT's ONNX parser
     pins: Tuple[PinGroup, ...] = ()
+    # How a bug bundle's repro.py runs a cell as the adapter did (run_options, matrix.bugbundle): the settings the
+    # adapter passes the engine, each the value a cell's options recorded where they did (under `run_aliases`' key
+    # first: what was asked for, over what the engine reports), else this default; the column options whose column
+    # value stands over a recorded one; the column options the worker's request carries (`request_options`) and its
+    # engine record (`worker_options`); and the settings line ISSUE.md shows, a template over run_options' values.
+    run_settings: Mapping[str, Any] = field(default_factory=dict)
+    run_aliases: Mapping[str, str] = field(default_factory=dict)
+    column_decides: Tuple[str, ...] = ()
+    request_options: Tuple[str, ...] = ()
+    worker_options: Tuple[str, ...] = ()
+    run_words: str = ""
 
     def option(self, name: str) -> EngineOption:
         for o in self.options:
@@ -90,6 +102,22 @@ class EngineSpec:
     def value(self, variant: Mapping[str, Any], name: str) -> str:
         """One option's value in a cell's column: its variant's, else the option's default."""
         return str(variant.get(name) or self.option(name).default)
+
+    def run_options(self, recorded: Mapping[str, Any], variant: Mapping[str, Any]) -> Dict[str, Any]:
+        """The options the adapter ran a cell with: those it recorded, each option's column value where it recorded
+        none (or where the column decides), and the settings the adapter passes the engine (run_settings)."""
+        found = dict(recorded)
+        for o in self.options:
+            found.setdefault(o.name, self.value(variant, o.name))
+        for name in self.column_decides:
+            found[name] = self.value(variant, name)
+        for name, default in self.run_settings.items():
+            found[name] = _plain(found.get(self.run_aliases.get(name, name)) or found.get(name) or default)
+        return found
+
+    def run_settings_words(self, options: Mapping[str, Any]) -> str:
+        """ISSUE.md's words for the settings every cell of the engine runs with (run_words over run_options)."""
+        return self.run_words.format(**{k: _said(v) for k, v in options.items() if k.isidentifier()})
 
     def resolve(self, given: Mapping[str, Optional[str]]) -> Dict[str, str]:
         """Every option: given (None for not given), else its environment variable, else its default; ValueError
@@ -111,6 +139,20 @@ class EngineSpec:
                 raise ValueError(f"{self.name} option {o.name} must be one of {', '.join(o.choices)}, not {value!r}")
 
 
+def _plain(value: Any) -> Any:
+    """A setting's value as a cell's JSON holds it: a list for a sequence, a dict for a mapping."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _said(value: Any) -> str:
+    """A setting's value in a sentence: a list joined by commas, a mapping as sorted JSON."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return json.dumps(value, sort_keys=True) if isinstance(value, Mapping) else str(value)
+
+
 ORT_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_LAYOUT", "ORT_ENABLE_ALL")
 # Every target a TensorRT-RTX ahead-of-time build accepts ("default": the builder's own set); a full run sweeps
 # some of them (the target option's `sweep`).
@@ -126,6 +168,9 @@ TRT_FILES = ("worker.py", "build.py", "execute.py", "capabilities.py", "inspect.
              "plugins.py", "timing.py", "lifeline.py")
 TRT_REPRO = {f"suite/tensorrt/{name}": f"engines/tensorrt/{name}" for name in TRT_FILES}
 TRT_SETTINGS = {"workspace_mb": 1024}  # the builder's workspace pool: 1 GiB
+ORT_SETTINGS = {"providers": ("CPUExecutionProvider",)}
+# On CPUs with bf16 support OpenVINO computes float layers in bf16 unless the hint says f32.
+OV_SETTINGS = {"device": "CPU", "inference_precision_hint": "f32"}
 
 ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
     EngineSpec(
@@ -141,6 +186,7 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
                          "results/timing-cache/ ($QDQ_TIMING_CACHE_DIR)", column=False),
         ),
         settings=TRT_SETTINGS, repro_files=TRT_REPRO, repro_commands="commands_tensorrt.md.j2", lint=True,
+        column_decides=("tactics",), request_options=("tactics",),
         pins=(
             # TensorRT from PyPI: whole wheels exist only for these, for CPython <= 3.10, and their trt.nptype needs
             # numpy < 1.24 (np.bool). They need an NVIDIA GPU. Their Requires-Dist names the CUDA wheels: 8.5.x
@@ -177,6 +223,7 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
                          "without it"),
         ),
         settings=TRT_SETTINGS, repro_files=TRT_REPRO, lint=True,
+        request_options=("target",), worker_options=("plugin_link",), run_words="an ahead-of-time build",
         pins=(
             # Real, and it builds with no GPU (CPU-only ahead-of-time builds), so every machine gets these columns.
             # `tensorrt-rtx==V` is what a user's `pip install` gives: the cu13 build (tensorrt_rtx_cu13_libs); the
@@ -195,8 +242,10 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
                          "session.x64quantprecision: u8s8 -> u8u8 where x86-64 without VNNI would saturate "
                          "(microsoft/onnxruntime#12088)"),
         ),
-        settings={"providers": ("CPUExecutionProvider",)},
+        settings=ORT_SETTINGS,
         repro_files={"suite/stages.py": "engines/onnxruntime/stages.py"},
+        run_settings=ORT_SETTINGS, run_aliases={"providers": "providers_requested"},
+        run_words="providers {providers}",
         # Oldest and newest; 1.16 is the oldest that reads the bundles (IR 8), and it needs numpy 1.x.
         pins=(PinGroup("ort", ("1.16.3", "1.31.1"), extra={"1.16.3": ("numpy<2",)}),),
     ),
@@ -210,9 +259,11 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
                          "DYNAMIC_QUANTIZATION_GROUP_SIZE: 0 turns the CPU plugin's dynamic quantization of "
                          "activations for compressed weights off; 32 is OpenVINO's own default"),
         ),
-        # On CPUs with bf16 support OpenVINO computes float layers in bf16 unless the hint says f32.
-        settings={"device": "CPU", "inference_precision_hint": "f32"},
+        settings=OV_SETTINGS,
         repro_files={"suite/stages.py": "engines/openvino/stages.py"},
+        run_settings={"device": OV_SETTINGS["device"],
+                      "config": {"INFERENCE_PRECISION_HINT": OV_SETTINGS["inference_precision_hint"]}},
+        run_words="device {device}, config {config}",
         # Oldest and newest; the oldest needs numpy 1.x.
         pins=(PinGroup("openvino", ("2024.6.0", "2026.4.1"), extra={"2024.6.0": ("numpy<2",)}),),
     ),

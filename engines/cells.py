@@ -19,6 +19,7 @@ from cases.verdict import (
     lint_cases,
     lint_expectation,
     match_signatures,
+    signature_fields,
     unreferenced,
     with_known_signature,
 )
@@ -168,7 +169,8 @@ def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observa
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,
-        last_stage=stage, reason=reason, error=error[:4000], signature=errors[0] if errors else "",
+        last_stage=stage, reason=reason, error=error[:4000],
+        **signature_fields(case, info.name, errors[0] if errors else ""),
         warnings=match_signatures(case, info.name, text, "warning"), output_dtypes=dtypes,
         network_dtypes=dict(obs.network_dtypes), max_error_steps=worst, output_stats=stats,
         parser_errors=list(obs.parser_errors), failing_node=node, engine_reason=says,

@@ -20,16 +20,17 @@ every cell: everything from a results file (ids, error texts) reaches it as JSON
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from cases.verdict import NO_REFERENCE, UNEXPECTED, signature_words
+from cases.verdict import NO_REFERENCE, UNEXPECTED, signature_basis_words
 from core.cell import Cell, unpack_text
 from core.engines import ENGINES, REPRO_ALWAYS, pinned_build, variant_label
 from core.engines import title as engine_title
@@ -74,6 +75,22 @@ class Refused(Exception):
 
 class NeedsModel(Refused):
     """A user model's cell whose bundle is not here: only the model's owner can make it (python -m check)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """The reproducer bundle that ran, read once: its files' bytes (copied into the bug bundle as they are), its
+    case.json, and what its model says (the Q/DQ precision the title names, the target nodes' op types)."""
+
+    path: Path
+    files: Dict[str, bytes]
+    meta: Dict[str, Any]
+    precision: str = ""
+    target_ops: Dict[str, str] = field(default_factory=dict)
+
+
+class Missing(Refused):
+    """The reproducer bundle is not there (make_all says whether only the model's owner can make it)."""
 
 
 @dataclass(frozen=True)
@@ -136,33 +153,58 @@ def folder_name(text: str) -> str:
     return file_name(text)
 
 
-def source_bundle(cell: Cell, root: Path) -> Path:
-    """The reproducer folder that ran in this cell; Refused when it is missing or its digest differs."""
-    from generators.bundle import load_bundle
-    from generators.write import digest
+def read_source(cell: Cell, root: Path) -> Source:
+    """The reproducer bundle that ran in this cell, each file read once; Refused when it is missing, or its digest
+    differs from the cell's (Missing: not there at all)."""
+    from generators.bundle import digest
 
     parts = cell.bundle.replace("\\", "/").split("/")
     if cell.bundle.startswith(("/", "\\")) or any(p in ("", ".", "..") or ":" in p for p in parts):
         raise Refused(f"bundle id {cell.bundle!r} is not a relative <case>/<params> path; refused")
     path = Path(root) / cell.bundle
     missing = [n for n in SOURCE_FILES if not (path / n).is_file()]
-    if missing and is_user_model(cell):
-        raise NeedsModel(f"needs the model: {cell.bundle} is a user's model and its bundle is not in {show(root)}; "
-                         f"its owner makes it with `python -m check MODEL.onnx` (or `--prepare-only --out DIR`, then "
-                         f"--user-bundles DIR), and it must hash to {cell.digest[:12]}")
     if missing:
-        raise Refused(f"bundle {cell.bundle} is not in {show(root)} (missing {', '.join(missing)}); write it with "
+        raise Missing(f"bundle {cell.bundle} is not in {show(root)} (missing {', '.join(missing)}); write it with "
                       f"`python -m generators write --case {cell.case}` and check that its digest is {cell.digest}")
-    bundle = load_bundle(path)
-    recorded = bundle.meta.get("digest", "")
+    files = {n: (path / n).read_bytes() for n in (*SOURCE_FILES, *(n for n in OPTIONAL_FILES if (path / n).is_file()))}
+    meta = json.loads(files["case.json"])
+    recorded = meta.get("digest", "")
     if recorded != cell.digest:
         raise Refused(f"digest mismatch for {cell.bundle}: the cell ran {cell.digest}, but {path} is {recorded}; "
                       "the generator changed since that run, so this is not the model that ran (refused)")
-    actual = digest((path / "model.onnx").read_bytes(), bundle.inputs(), bundle.expected())
+    actual = digest(files["model.onnx"], _arrays(files["inputs.npz"]), _arrays(files["expected.npz"]))
     if actual != cell.digest:
         raise Refused(f"digest mismatch for {cell.bundle}: its files hash to {actual}, not {cell.digest} as "
                       "case.json and the cell say (edited files?); refused")
-    return path
+    graph = _graph(files["model.onnx"])
+    targets = set(meta.get("target_nodes") or [])
+    return Source(path, files, meta, graph_precision(graph) if graph is not None else "",
+                  {n.name: n.op_type for n in graph.node if n.name in targets} if graph is not None else {})
+
+
+def needs_model(cell: Cell, root: Path) -> NeedsModel:
+    """The refusal of a user model's cell whose bundle is not here."""
+    return NeedsModel(f"needs the model: {cell.bundle} is a user's model and its bundle is not in {show(root)}; its "
+                      f"owner makes it with `python -m check MODEL.onnx` (or `--prepare-only --out DIR`, then "
+                      f"--user-bundles DIR), and it must hash to {cell.digest[:12]}")
+
+
+def _arrays(data: bytes) -> Dict[str, Any]:
+    """The arrays of an npz file's bytes."""
+    import numpy as np
+
+    with np.load(io.BytesIO(data)) as f:
+        return {k: f[k] for k in f.files}
+
+
+def _graph(model: bytes) -> Any:
+    """The model's graph, None where onnx is not here or cannot read it (the title then says "quantized")."""
+    try:
+        import onnx
+
+        return onnx.load_model_from_string(model).graph
+    except Exception:  # no onnx here, or a model it cannot read
+        return None
 
 
 def is_user_model(cell: Cell) -> bool:
@@ -207,6 +249,8 @@ def make_all(cells: Sequence[Cell], everything: Sequence[Cell], bundles: Path, o
         try:
             path = make(cell, everything, root, out)
         except Refused as e:
+            if isinstance(e, Missing) and is_user_model(cell):
+                e = needs_model(cell, root)
             made.append(Made(cell, refused=str(e), needs_model=isinstance(e, NeedsModel)))
             continue
         written[target] = cell
@@ -221,15 +265,17 @@ def earlier(out: Path, made: Sequence[Made]) -> List[Path]:
 
 
 def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path) -> Path:
-    """Write one bug bundle folder and return it."""
-    source = source_bundle(cell, bundles)
-    meta = json.loads((source / "case.json").read_text())
+    """Write one bug bundle folder and return it: the reproducer's files are read once, and everything else comes from
+    the cell (its signature's regex, source and basis included), never from the catalogue."""
+    source = read_source(cell, bundles)
+    meta = source.meta
     target = folder_for(cell, Path(out))
     if Path(out).resolve() not in target.resolve().parents:
         raise Refused(f"{target} is not inside {out}; refused")
     shipped = shipped_files(cell)
     shown = view(cell, meta, everything, source)
-    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source, shown["last_stages_seen"]), indent=2) + "\n",
+    texts = {"cell.json": json.dumps(repro_cell(cell, meta, source.target_ops, shown["last_stages_seen"]),
+                                     indent=2) + "\n",
              "log.txt": log_text(cell, meta),
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if shown["verbose"]["attached"]:
@@ -237,13 +283,12 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path) -> Pa
     if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
         texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, shown)
         texts["data_loader.py"] = render("data_loader.py.j2", {})
-    sources = [*SOURCE_FILES, *(n for n in OPTIONAL_FILES if (source / n).is_file())]
-    files = sorted([*sources, *texts, "repro.py", "suite/", "ISSUE.md"])
+    files = sorted([*source.files, *texts, "repro.py", "suite/", "ISSUE.md"])
     texts["ISSUE.md"] = render("ISSUE.md.j2", dict(shown, files=files))
     _clear(target)  # only now: a cell that cannot be rendered leaves nothing behind
     target.mkdir(parents=True)
-    for name in sources:
-        shutil.copyfile(source / name, target / name)
+    for name, data in source.files.items():
+        (target / name).write_bytes(data)
     for name, path in shipped.items():
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target / name)
@@ -335,28 +380,20 @@ def stages_seen(cell: Cell, everything: Sequence[Cell]) -> List[str]:
 
 
 def signature_pattern(cell: Cell) -> str:
-    """The regex of the catalogue signature the cell matched ("" if none, or the catalogue cannot say)."""
-    found = _signature(cell)
-    return found.pattern if found is not None else ""
+    """The regex of the catalogue signature the cell matched, as the cell records it ("" if none: repro.py then checks
+    status and stage only)."""
+    return cell.signature_pattern if cell.signature else ""
 
 
 def signature_source(cell: Cell) -> str:
-    found = _signature(cell)
-    return found.source if found is not None else ""
+    """Where the matched signature's text comes from, as the cell records it ("" if none)."""
+    return cell.signature_source if cell.signature else ""
 
 
-def _signature(cell: Cell) -> Any:
-    """The Signature record of the cell's matched signature, the case's own or its engine's, or None (repro.py then
-    checks status and stage only)."""
-    from cases.common import cell_signature
-
-    return cell_signature(cell.case, cell.engine, cell.signature)
-
-
-def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None,
+def repro_cell(cell: Cell, meta: Dict[str, Any], target_ops: Optional[Dict[str, str]] = None,
                seen: Sequence[str] = ()) -> Dict[str, Any]:
     """cell.json: the recorded outcome, the engine, and how the adapter ran it (TensorRT: the worker's request
-    without its paths and GPU, which repro.py fills in)."""
+    without its paths and GPU, which repro.py fills in; `target_ops`: the target nodes' op types, read_source's)."""
     spec = ENGINES[cell.engine]
     engine = {"name": cell.engine, "family": spec.family, "module": spec.module, "title": spec.title,
               "requirement": spec.requirement, "device": spec.device,
@@ -364,15 +401,12 @@ def repro_cell(cell: Cell, meta: Dict[str, Any], source: Optional[Path] = None,
     out = {"recorded": recorded(cell, meta, seen), "failed_stages": dict(FAILED_STAGE),
            "timeout_s": REPRO_TIMEOUT_S,
            "engine": engine, "options": _engine_options(cell)}
-    if spec.family == "tensorrt":
+    if spec.family == "tensorrt":  # the column's options as the worker's request and its engine record carry them
         trt = dict(spec.settings, **(meta.get("trt") or {}))
-        if cell.engine == "tensorrt":
-            trt["tactics"] = spec.value(cell.variant, "tactics")
-        else:  # TensorRT-RTX: the ahead-of-time target, and the library link the worker was given
-            trt["target"] = spec.value(cell.variant, "target")
-            engine["plugin_link"] = spec.value(cell.variant, "plugin_link")
+        trt.update({n: spec.value(cell.variant, n) for n in spec.request_options})
+        engine.update({n: spec.value(cell.variant, n) for n in spec.worker_options})
         out["request"] = {"bundle": cell.bundle, "target_nodes": list(meta.get("target_nodes") or []),
-                          "target_ops": _target_ops(source), "profile": profile_of(cell, meta), "trt": trt}
+                          "target_ops": dict(target_ops or {}), "profile": profile_of(cell, meta), "trt": trt}
     return out
 
 
@@ -398,41 +432,21 @@ def profile_commands(profile: Dict[str, Dict[str, List[int]]]) -> Dict[str, List
     return {"trtexec": [" ".join(trtexec)], "polygraphy": [" ".join(polygraphy)], "lines": lines}
 
 
-def _target_ops(source: Optional[Path]) -> Dict[str, str]:
-    """The target nodes' op types, as the TensorRT adapter gives them to the worker ({} without onnx)."""
-    if source is None:
-        return {}
-    from generators.bundle import load_bundle
-
-    return load_bundle(source).target_ops()
-
-
 def _engine_options(cell: Cell) -> Dict[str, Any]:
     """The options the adapter used, with the descriptor's defaults where a cell did not record them."""
-    spec = ENGINES[cell.engine]
-    opts = dict(cell.options)
-    for o in spec.options:
-        opts.setdefault(o.name, spec.value(cell.variant, o.name))
-    if cell.engine == "onnxruntime":
-        opts["providers"] = list(opts.get("providers_requested") or opts.get("providers") or spec.settings["providers"])
-    if cell.engine == "openvino":
-        opts.setdefault("device", spec.settings["device"])
-        hint = spec.settings["inference_precision_hint"]
-        opts["config"] = dict(opts.get("config") or {"INFERENCE_PRECISION_HINT": hint})
-    if cell.engine == "tensorrt":
-        opts["tactics"] = spec.value(cell.variant, "tactics")
-    return opts
+    return ENGINES[cell.engine].run_options(cell.options, cell.variant)
 
 
-def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell], source: Optional[Path] = None) -> Dict[str, Any]:
-    """Everything ISSUE.md and commands.md show, in one dict (`source`: the reproducer's folder, whose model names the
-    precision)."""
+def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell],
+         source: Optional[Source] = None) -> Dict[str, Any]:
+    """Everything ISSUE.md and commands.md show, in one dict (`source`: the reproducer as read_source read it, whose
+    model names the precision)."""
     trt = dict(meta.get("trt") or {})
     seen = stages_seen(cell, everything)
-    precision = qdq_precision(source / "model.onnx") if source is not None else ""
+    precision = source.precision if source is not None else ""
     was = regression(cell, everything)
     return {
-        "cell": cell, "meta": meta, "title": title(cell, seen, precision, was), "precision": precision,
+        "cell": cell, "meta": meta, "title": title(cell, seen, precision, was, meta), "precision": precision,
         "regression": was, "documented": cell.verdict == "as documented", "install": install_command(
             cell.engine, cell.engine_version), "env": environment_words(cell), "verbose": verbose_words(cell),
         "latest": latest_release(cell, everything), "expected": expected_words(cell, meta, was),
@@ -444,7 +458,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell], source: O
         "error_first_line": first_line(cell.error), "error_lines": _lines(cell.error, 30),
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
-        "signature_words": signature_words(cell.case, cell.engine, cell.signature) if cell.signature else "",
+        "signature_words": signature_basis_words(cell.signature_basis) if cell.signature else "",
         "baseline": (cell.expectation or {}).get("basis") == "baseline",
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
         "trt": trt, "tactic_sources": cell.tactic_sources, "tensorrt_only": tensorrt_only(cell),
@@ -466,14 +480,7 @@ def settings(cell: Cell) -> str:
     if spec is None:
         return ""
     column = ", ".join(f"{o.name}={spec.value(cell.variant, o.name)}" for o in spec.options if o.column)
-    opts = _engine_options(cell)
-    more = ""
-    if cell.engine == "onnxruntime":
-        more = f"providers {', '.join(opts['providers'])}"
-    elif cell.engine == "openvino":
-        more = f"device {opts['device']}, config {json.dumps(opts['config'], sort_keys=True)}"
-    elif spec.device == "aot":
-        more = "an ahead-of-time build"
+    more = spec.run_settings_words(_engine_options(cell))
     return "; ".join(p for p in (column, more) if p)
 
 
@@ -574,12 +581,12 @@ def tool_commands(cell: Cell, meta: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def title(cell: Cell, varies: Sequence[str] = (), precision: str = "",
-          was: Optional[Dict[str, Any]] = None) -> str:
+          was: Optional[Dict[str, Any]] = None, meta: Optional[Dict[str, Any]] = None) -> str:
     """The issue title, after NVIDIA/TensorRT's "XXX failure of TensorRT X.Y when running XXX on GPU XXX", with the
     reproducer's precision (its Q/DQ types) and target; "Regression from X to Y: " first where it is one (`was`:
     regression()), "Matches the documentation, do not file as a new bug: " where it does what the documentation
-    says."""
-    text = _title(cell, varies, precision)
+    says; `meta`: case.json, whose parameters are in the case's axis order)."""
+    text = _title(cell, varies, precision, meta)
     if was:
         text = f"Regression from {was['from']} to {cell.engine_version}: {text}"
     if cell.verdict == "as documented":
@@ -589,10 +596,10 @@ def title(cell: Cell, varies: Sequence[str] = (), precision: str = "",
     return text
 
 
-def _title(cell: Cell, varies: Sequence[str], precision: str) -> str:
+def _title(cell: Cell, varies: Sequence[str], precision: str, meta: Optional[Dict[str, Any]] = None) -> str:
     """The title's own words: a failure whose stage varies between runs (`varies`: the last stages reached,
     stages_seen) names each stage seen."""
-    running = f"when running {cell.case} ({params_text(cell)})"
+    running = f"when running {cell.case} ({params_text(cell, meta)})"
     where = f"{engine_title(cell.engine)} {cell.engine_version} {running} {precision or 'quantized'} ONNX model on " \
             f"{device(cell)}"
     if cell.status == "crashed":
@@ -613,15 +620,8 @@ def _title(cell: Cell, varies: Sequence[str], precision: str) -> str:
 
 
 def params_text(cell: Cell, meta: Optional[Dict[str, Any]] = None) -> str:
-    """"k=v, ..." in the case's axis order where the catalogue knows it."""
+    """"k=v, ..." in the order of the bundle's case.json (`meta`: the case's axis order), else the record's own."""
     order = list((meta or {}).get("params") or {})
-    if not order:
-        try:
-            from cases import get_case
-
-            order = list(get_case(cell.case).axes)
-        except Exception:  # an unknown case: the record's own order
-            order = []
     keys = [k for k in order if k in cell.params] + [k for k in cell.params if k not in order]
     return ", ".join(f"{k}={_param(cell.params[k])}" for k in keys)
 
@@ -659,15 +659,8 @@ def install_command(engine: str, version: str) -> str:
     return f"pip install {index}{' '.join(wanted)}"
 
 
-def qdq_precision(model: Path) -> str:
-    """The precisions a reproducer's Q/DQ nodes quantize to, from its model ("FP8", "INT4 and INT8"); "" where none
-    is found or the model cannot be read."""
-    try:
-        import onnx
-
-        graph = onnx.load(str(model), load_external_data=False).graph
-    except Exception:  # no onnx here, or a model it cannot read: the title says "quantized"
-        return ""
+def graph_precision(graph: Any) -> str:
+    """The precisions a graph's Q/DQ nodes quantize to ("FP8", "INT4 and INT8"); "" where none is found."""
     kinds = {t.name: t.data_type for t in graph.initializer}
     for v in [*graph.input, *graph.output, *graph.value_info]:
         kinds[v.name] = v.type.tensor_type.elem_type

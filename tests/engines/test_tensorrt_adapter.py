@@ -263,16 +263,16 @@ def test_native_instancenorm_before_8_6_still_needs_cudnn(bundle, version, why):
 def test_an_xdist_worker_takes_its_controllers_probe_answer(monkeypatch):
     """The controller's probe answer is handed to each xdist worker (probe_answers -> adopt_probe_answers), which then
     starts no probe of its own; an answer from another environment is not taken."""
-    import engines.tensorrt as family
+    from engines.tensorrt import lifeline, probes
 
-    monkeypatch.setattr(family, "_PROBES", {})
+    monkeypatch.setattr(probes, "_PROBES", {})
     adapter = Adapter(python=sys.executable)
     answer = {"version": "8.6.0", "library": "/x/libnvinfer.so.8"}
-    handed = [[list(family._probe_key(sys.executable, adapter.module)), answer]]
+    handed = [[list(probes.probe_key(sys.executable, adapter.module)), answer]]
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")  # who runs it is no part of the answer
-    monkeypatch.setenv(family.lifeline.PARENT_ENV, "12345")
+    monkeypatch.setenv(lifeline.PARENT_ENV, "12345")
     monkeypatch.setenv("COLUMNS", "80")  # xdist gives its workers a terminal size
-    family.adopt_probe_answers(json.loads(json.dumps(handed)))  # as xdist's workerinput carries it
+    probes.adopt_probe_answers(json.loads(json.dumps(handed)))  # as xdist's workerinput carries it
 
     def no_probe(self):
         raise AssertionError("a probe process was started")
@@ -286,7 +286,7 @@ def test_an_xdist_worker_takes_its_controllers_probe_answer(monkeypatch):
 
 def test_request_folders_go_in_memory_only_where_there_is_room(monkeypatch, tmp_path):
     """$QDQ_SCRATCH wins; else /dev/shm with 1 GiB free; a container's 64 MiB /dev/shm is left alone."""
-    import engines.tensorrt as family
+    from engines.tensorrt import adapter as family
 
     family.scratch.cache_clear()
     monkeypatch.setenv(family.SCRATCH_ENV, str(tmp_path))

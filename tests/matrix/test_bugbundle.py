@@ -549,7 +549,12 @@ def test_the_latest_release_question_says_what_this_suite_could_not_run(bundles,
 
 def test_the_title_names_the_reproducers_precision_and_the_rtx_target(tmp_path):
     """FP8 from the model's Q/DQ types, not a constant; a TensorRT-RTX ahead-of-time build names its target."""
-    from matrix.bugbundle import qdq_precision, title
+    import onnx
+
+    from matrix.bugbundle import graph_precision, title
+
+    def qdq_precision(model: Path) -> str:
+        return graph_precision(onnx.load(str(model), load_external_data=False).graph)
 
     write_all(["fp8_qdq"], {"op": ["conv"], "weights": ["per_tensor"]}, root=tmp_path)
     [model] = list(tmp_path.rglob("model.onnx"))
@@ -572,3 +577,68 @@ def test_a_documented_cell_gets_a_bundle_only_when_asked(bundles, tmp_path):
     issue = issue_of(documented, [documented], bundles, tmp_path / "asked")  # merged cells are judged again: direct
     assert issue.startswith("# Matches the documentation, do not file as a new bug: ")
     assert "**This matches the documentation and should not be filed as a new bug**" in issue
+
+
+def test_writing_a_bug_bundle_reads_its_reproducer_once_and_asks_no_catalogue(bundles, tmp_path, monkeypatch):
+    """One bug bundle opens each file of the reproducer that ran once (its digest, case.json, model and copies come
+    from those bytes), and the signature's regex, source and basis come from the cell: no catalogue lookup at all."""
+    import builtins
+    import io
+
+    import cases
+    import cases.common
+    from matrix.bugbundle import make
+
+    cell = sample("8.6.0")  # a committed cell without the signature's fields: the merge filled them in
+    assert cell.signature == "no_implementation" and cell.signature_basis == "documented"
+    assert cell.signature_pattern.startswith("Could not find any implementation") and cell.signature_source
+    source = (bundles / BUNDLE).resolve()
+    opened: List[str] = []
+    real_open = builtins.open
+
+    def counting(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and source in Path(file).resolve().parents:
+            opened.append(Path(file).name)
+        return real_open(file, *args, **kwargs)
+
+    def catalogue(*args, **kwargs):
+        raise AssertionError(f"a bug bundle consulted the catalogue: {args}")
+
+    monkeypatch.setattr(builtins, "open", counting)
+    monkeypatch.setattr(io, "open", counting)
+    for module, names in ((cases, ("get_case", "all_cases")),
+                          (cases.common, ("cell_signature", "find_signature", "signatures_of"))):
+        for name in names:
+            monkeypatch.setattr(module, name, catalogue)
+    folder = make(cell, [cell], bundles, tmp_path / "out")
+    assert sorted(opened) == ["case.json", "expected.npz", "inputs.npz", "model.onnx"], opened
+    for name in ("case.json", "expected.npz", "inputs.npz", "model.onnx"):
+        assert (folder / name).read_bytes() == (source / name).read_bytes()
+    issue = (folder / "ISSUE.md").read_text(encoding="utf-8")
+    assert f"Matched documented signature `{cell.signature}`" in issue and cell.signature_source in issue
+    assert "(cpg=3, weights=per_channel, activation=int8, output_qdq=yes, epilogue=none)" in issue.splitlines()[0]
+    said = json.loads((folder / "cell.json").read_text(encoding="utf-8"))
+    assert said["recorded"]["signature_regex"] == cell.signature_pattern
+    assert said["request"]["target_ops"] == {"node_of_conv": "Conv"}
+    assert said["request"]["trt"]["tactics"] == said["options"]["tactics"] == cell.variant["tactics"]
+
+
+def test_how_repro_py_runs_each_engine_is_its_descriptors():
+    """The options and settings a bug bundle's repro.py runs an engine with come from core.engines, not from a branch
+    per engine in matrix/: the providers asked for over those reported, OpenVINO's device and f32 hint where a cell
+    recorded none, TensorRT's tactics from its column, and ISSUE.md's settings line from the same values."""
+    from core.engines import ENGINES
+
+    ort = ENGINES["onnxruntime"].run_options({"providers": ["CUDAExecutionProvider", "CPUExecutionProvider"],
+                                              "providers_requested": ["CPUExecutionProvider"]}, {})
+    assert ort["providers"] == ["CPUExecutionProvider"] and ort["x64quantprecision"] == "0"
+    assert ENGINES["onnxruntime"].run_settings_words(ort) == "providers CPUExecutionProvider"
+    ov = ENGINES["openvino"].run_options({}, {})
+    assert ov["device"] == "CPU" and ov["config"] == {"INFERENCE_PRECISION_HINT": "f32"}
+    assert ENGINES["openvino"].run_settings_words(ov) == 'device CPU, config {"INFERENCE_PRECISION_HINT": "f32"}'
+    trt = ENGINES["tensorrt"].run_options({"tactics": "default"}, {"tactics": "tensorrt-only"})
+    assert trt["tactics"] == "tensorrt-only" and ENGINES["tensorrt"].run_settings_words(trt) == ""
+    assert ENGINES["tensorrt-rtx"].run_settings_words(ENGINES["tensorrt-rtx"].run_options({}, {})) == \
+        "an ahead-of-time build"
+    source = (REPO / "matrix" / "bugbundle.py").read_text(encoding="utf-8")
+    assert not re.search(r'engine == "(onnxruntime|openvino)"', source)

@@ -226,13 +226,18 @@ def test_every_quantized_precision_a_cell_can_hold_is_evidence_fp4_too():
 
 def test_an_engine_wide_signature_reaches_the_report_and_the_bug_bundle():
     """rtx_conv_dtype_check is declared once for the engine (cases.common.ENGINE_SIGNATURES), not by the case."""
+    from cases import get_case
+    from cases.common import ENGINE_SIGNATURES
+    from cases.verdict import signature_fields
     from matrix.bugbundle import signature_source
     from matrix.nodes import signature_short
 
     base = dict(params={}, digest="d", hardware="no GPU", verdict="as documented", engine="tensorrt-rtx",
                 engine_version="1.6.1.120", status="fail", signature="rtx_conv_dtype_check")
-    cell = Cell(bundle="concat_requant/x", case="concat_requant", **base)
-    assert signature_short(cell) and signature_source(cell)
+    declared = next(s for s in ENGINE_SIGNATURES["tensorrt-rtx"] if s.name == "rtx_conv_dtype_check")
+    judged = signature_fields(get_case("concat_requant"), "tensorrt-rtx", "rtx_conv_dtype_check")  # as cells record it
+    cell = Cell(bundle="concat_requant/x", case="concat_requant", **dict(base, **judged))
+    assert signature_short(cell) and signature_source(cell) == declared.source
     assert signature_short(Cell(bundle="gone/x", case="no_such_case", **base)) == ""
 
 
