@@ -36,16 +36,18 @@ of another kernel or stride build.
 
 The way around it, proven on every 8.x version (the same cells): `rewrite=merged` builds the same network with the
 sibling Convs merged into one Conv (weights, per-channel scales and biases concatenated; a per-tensor weight scale
-repeated per channel) and a Split, each half's tail as before. All 11 merged forms build and run with the merged Conv
-in INT8 on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0, and their reference outputs are bit-identical to the unmerged forms'
+repeated per channel) and a Split, each half's tail as before. All 11 merged forms build and run with the merged Conv in
+INT8 on 8.5.1.7, 8.5.2.2, 8.5.3.1 and 8.6.0, and their reference outputs are bit-identical to the unmerged forms'
 (tests/cases/per_case/test_two_conv_fanout_qdq.py). `check` offers it for a user's model that matches the pattern
 (check/rewrite.py): it writes the merged model, shows its outputs equal the original's on the reference and names these
-cells. Tried on an H200 with TensorRT 8.6.0 and not a way around it (an independent check, issue 44): a
-DequantizeLinear or Q/DQ pair copied per Conv (TensorRT merges the copies back), builder optimization levels 0 to 5,
-FP16, DIRECT_IO. The copies are reproducers, `rewrite=dq_copies` and `rewrite=qdq_copies` on the trigger forms (the
-twin's seed, its reference outputs bit for bit), observed on an H200 on every 8.x version (2026-11-28,
-reports/observed/nvidia-h200/round-2026-11-28b/): 16 of 16 fail to build with the same assertion, as their unedited
-twins do. The record: docs/findings.md, seed 032.
+cells; on the ddddocr detector itself (an H200, reports/observed/nvidia-h200/check-ddddocr-2026-11-28/) the quantized
+model fails on 8.5.3.1 and 8.6.0 and its merged rewrite builds on 8.6.0. Not a way around it (an independent check on
+8.6.0, issue 44, and this project's H200 records, reports/observed/nvidia-h200/builder-settings-2026-11-28/, on every
+8.x version): FP16, DIRECT_IO, builder optimization levels 0 to 5 (8.6.0), and a DequantizeLinear or Q/DQ pair copied
+per Conv (TensorRT merges the copies back). The copies are reproducers, `rewrite=dq_copies` and `rewrite=qdq_copies` on
+the trigger forms (the twin's seed, its reference outputs bit for bit), observed on an H200 on every 8.x version
+(2026-11-28, reports/observed/nvidia-h200/round-2026-11-28b/): 16 of 16 fail to build with the same assertion, as their
+unedited twins do. The record: docs/findings.md, seed 032.
 
 The pattern (the lint's rule, `match_fanout`): two or more sibling Convs with INT8 weights reading one Q/DQ
 activation (or copies of its DequantizeLinear or Q/DQ pair, with the same scale and zero point), with the same
