@@ -1,7 +1,8 @@
 """The conformance table: which Q/DQ operator forms each engine version accepts, and whether it computes them right.
 
 Its cells are the conformance bundles' (cases.onnx_node_tests: the onnx package's node tests for the quantization
-operators, each at its own opset and converted to every opset the engines read), run by the cell runner like every
+operators, each at its own opset and converted to every opset the engines read; and cases.qdq_companion: the int8
+forms the TensorRT family takes, with zero points 0, at every operator version), run by the cell runner like every
 other bundle; `split` takes them out of the catalogue's views, and this module says each one in its own words:
 
     right        it ran, and every output matches ONNX's expected output (integers exactly, floats within half a step)
@@ -390,7 +391,8 @@ def diff_entries(cells: Sequence[Cell], engine: str, from_version: str, to_versi
     for c in cells:
         if is_conformance(c) and c.engine == engine and c.engine_version in sides:
             e = entry_of(c)
-            sides[c.engine_version][(c.setting, e.test, e.opset)] = e
+            test = e.test if c.case == ID else f"{COMPANION}/{e.test}"  # a companion test may share a node test's name
+            sides[c.engine_version][(c.setting, test, e.opset)] = e
     changes, compared = [], 0
     for key in sorted(set(sides[from_version]) & set(sides[to_version])):
         a, b = sides[from_version][key], sides[to_version][key]
@@ -417,9 +419,11 @@ def diff_markdown(cells: Sequence[Cell], engine: str, from_version: str, to_vers
     lines = [f"## Conformance: {md_cell(engine)} {md_cell(from_version)} → {md_cell(to_version)}", ""]
     if not changes:
         return "\n".join(lines + [f"No conformance entry changed ({many(compared, 'entry', 'entries')} compared: "
-                                  "the onnx node tests for the quantization operators, per opset).", ""])
+                                  "the onnx node tests for the quantization operators and the int8 companion, per "
+                                  "opset).", ""])
     lines += [f"**{many(len(changes), 'entry', 'entries')} changed of {compared} compared{on}** (the onnx node tests "
-              "for the quantization operators, per opset; docs/conformance.md says what each word means).", ""]
+              f"for the quantization operators and the int8 companion, {COMPANION}/..., per opset; "
+              "docs/conformance.md says what each word means).", ""]
     groups: Dict[Tuple[str, str], List[Change]] = {}
     for c in changes:
         groups.setdefault((c.before, c.after), []).append(c)
