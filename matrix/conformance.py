@@ -29,7 +29,7 @@ from cases.onnx_node_tests import ID, OPS
 from cases.qdq_companion import FORMS
 from cases.qdq_companion import ID as COMPANION
 from core.cell import Cell
-from core.engines import ENGINES
+from core.engines import ENGINES, family
 from core.outcome import outcome
 from core.words import first_line, many
 from matrix.merge import Column, MergeResult, build, column_key, never_run, version_key
@@ -45,6 +45,7 @@ WORD_OF_STATUS = {"pass": RIGHT, "built": BUILT, "crashed": CRASHED, "skipped": 
 # A crash counts with the refusals.
 FORM_WORDS = {RIGHT: "builds and computes right", WRONG: "builds and computes wrong",
               BUILT: "builds (a plan only: no GPU here runs it)", REFUSED: "refuses", NOT_RUN: "not run"}
+TENSORRT = family("tensorrt")  # TensorRT and TensorRT-RTX: the engines the headline answers for
 GPU_RUN = f"a GPU run: ONLY_CASES={COMPANION} tools/gpu-round.sh observe LABEL, docs/gpu-recipe.md"
 MANIFEST = Path(ID) / "conformance.json"  # under a bundles root: generators.onnx_node_tests.MANIFEST
 
@@ -235,7 +236,7 @@ def _companion_forms(main: Sequence[Column], by_column: Mapping[Any, Mapping[Tup
     the form's bundles; a version without companion cells says so."""
     answers = []
     for col in main:
-        if col.engine not in ("tensorrt", "tensorrt-rtx"):
+        if family(col.engine) != TENSORRT:
             continue
         entries = list(by_column.get(col.key, {}).values())
         groups: Dict[str, List[str]] = {w: [] for w in FORM_WORDS}
