@@ -230,3 +230,16 @@ def test_the_diff_keeps_a_companion_test_apart_from_the_node_test_of_its_name(ma
     text = diff_markdown(old + new, "onnxruntime", "1.16.3", "1.31.1")
     assert "**1 entry changed of 2 compared" in text
     assert "- **1 × refused at load → right**: quantizelinear_e4m3fn at 19" in text
+
+
+def test_the_conformance_command_says_the_companion_per_tensorrt_version(make_cell, write_results, tmp_path, capsys):
+    from matrix.__main__ import main
+
+    cells = [conf(make_cell), companion(make_cell, test="quantizelinear_int8_per_axis", engine="tensorrt-rtx",
+                                        engine_version="1.7.1.116", status="built", last_stage="build")]
+    path = write_results("cells.jsonl", cells)
+    assert main(["conformance", "--results", str(path), "--out", str(tmp_path / "out"),
+                 "--bundles", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "int8 companion: 1 test of 6 forms at 1 opset (1 bundle)" in out
+    assert "  TensorRT for RTX 1.7.1.116: builds (a plan only: no GPU here runs it): int8_per_axis (1 of 1)" in out
