@@ -1,4 +1,4 @@
-"""Conformance companion: int8 Q/DQ forms written from onnx's reference implementation (onnx.reference), per opset.
+"""Conformance companion: int8 Q/DQ forms per opset, from onnx's reference (github.com/onnx/onnx, onnx/reference).
 
 onnx 1.23.2 ships no int8 Q/DQ node test with a zero zero point (its integer tests are uint8, 16-, 4- and 2-bit, nearly
 all with non-zero zero points), so the TensorRT family, which takes symmetric quantization only, refuses nearly every

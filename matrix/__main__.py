@@ -308,6 +308,10 @@ def conformance_cmd(args: argparse.Namespace) -> int:
         print(f"  {r['column']}: {r['all']['text']}")
     for g in page["idle"]:
         print(f"  {', '.join(g['columns'])}: not run ({g['reason']})")
+    if page["companion"]["tests"]:
+        print(f"int8 companion: {page['companion']['headline']}")
+        for f in page["companion"]["forms"]:
+            print(f"  {f['column']}: {f['text']}")
     print(f"wrote {out / 'conformance.md'}, {out / 'conformance.html'} and {out / 'conformance.json'}")
     return 0
 

@@ -1,7 +1,8 @@
 """The conformance table: which Q/DQ operator forms each engine version accepts, and whether it computes them right.
 
 Its cells are the conformance bundles' (cases.onnx_node_tests: the onnx package's node tests for the quantization
-operators, each at its own opset and converted to every opset the engines read), run by the cell runner like every
+operators, each at its own opset and converted to every opset the engines read; and cases.qdq_companion: the int8
+forms the TensorRT family takes, with zero points 0, at every operator version), run by the cell runner like every
 other bundle; `split` takes them out of the catalogue's views, and this module says each one in its own words:
 
     right        it ran, and every output matches ONNX's expected output (integers exactly, floats within half a step)
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from cases.onnx_node_tests import ID, OPS
+from cases.qdq_companion import FORMS
 from cases.qdq_companion import ID as COMPANION
 from core.cell import Cell
-from core.engines import ENGINES
+from core.engines import ENGINES, family
 from core.outcome import outcome
 from core.words import first_line, many
 from matrix.merge import Column, MergeResult, build, column_key, never_run, version_key
@@ -39,6 +41,12 @@ NOT_CONVERTED = "not converted"
 # Each cell status in its word (a failed cell is wrong where its outputs were compared, else refused).
 WORD_OF_STATUS = {"pass": RIGHT, "built": BUILT, "crashed": CRASHED, "skipped": NOT_RUN, "not_run": NOT_RUN,
                   "not_applicable": NOT_APPLICABLE, "harness_error": HARNESS}
+# How the companion's headline says each word of a form, per TensorRT version (_companion_forms).
+# A crash counts with the refusals.
+FORM_WORDS = {RIGHT: "builds and computes right", WRONG: "builds and computes wrong",
+              BUILT: "builds (a plan only: no GPU here runs it)", REFUSED: "refuses", NOT_RUN: "not run"}
+TENSORRT = family("tensorrt")  # TensorRT and TensorRT-RTX: the engines the headline answers for
+GPU_RUN = f"a GPU run: ONLY_CASES={COMPANION} tools/gpu-round.sh observe LABEL, docs/gpu-recipe.md"
 MANIFEST = Path(ID) / "conformance.json"  # under a bundles root: generators.onnx_node_tests.MANIFEST
 
 
@@ -139,31 +147,59 @@ def _engine_order(col: Column) -> Tuple[Any, ...]:
 
 
 def conformance_view(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict[str, Any]:
-    """Everything the conformance page, its section in the matrix report and conformance.json show."""
-    by_column: Dict[Any, Dict[Tuple[str, int], Entry]] = {}
+    """Everything the conformance page, its section in the matrix report and conformance.json show: the node tests'
+    tables and, beside them on the same engine version columns, the int8 companion's (cases.qdq_companion)."""
+    by_set: Dict[str, Dict[Any, Dict[Tuple[str, int], Entry]]] = {ID: {}, COMPANION: {}}
     columns: Dict[Any, Column] = {}
     for cell in cells:
         key = column_key(cell)
         columns.setdefault(key, Column(*key))
         entry = entry_of(cell)
-        by_column.setdefault(key, {})[(entry.test, entry.opset)] = entry
-    tests = _tests(cells, manifest)
+        by_set[COMPANION if cell.case == COMPANION else ID].setdefault(key, {})[(entry.test, entry.opset)] = entry
     not_converted = {(e["test"], int(e["opset"])): str(e.get("refused") or "")
                      for e in manifest.get("entries") or [] if not e.get("bundle")}
-    opsets = sorted({o for t in tests.values() for o in t["opsets"]} | {o for _, o in not_converted})
     ordered = sorted(columns.values(), key=_engine_order)
     reasons = _Reasons()
     idle, shown = [], []
     for col in ordered:
-        entries = by_column[col.key].values()
-        words = {e.word for e in entries}
-        if words <= {NOT_RUN} and len({e.reason for e in entries}) == 1:
+        entries = [e for s in by_set.values() for e in s.get(col.key, {}).values()]
+        if {e.word for e in entries} <= {NOT_RUN} and len({e.reason for e in entries}) == 1:
             idle.append(col)
         else:
             shown.append(col)
     per_target = [c for c in shown if c.variant.startswith("target=")]
     main = [c for c in shown if c not in per_target]
-    summary = [_summary_row(col, by_column[col.key], opsets) for col in main]
+    node = _set_view(by_set[ID], _tests([c for c in cells if c.case != COMPANION], manifest), not_converted, main,
+                     per_target, reasons)
+    companion = _set_view(by_set[COMPANION], _tests([c for c in cells if c.case == COMPANION], {}), {}, main,
+                          per_target, reasons)
+    companion["forms"] = _companion_forms(main, by_set[COMPANION])
+    companion["headline"] = _companion_headline(companion, sum(bool(by_set[COMPANION].get(c.key)) for c in main))
+    idle_groups: Dict[str, List[str]] = {}
+    never = never_run(cells)  # a version no machine of this project could install says so, not "no NVIDIA GPU"
+    for col in idle:
+        why = never.get((col.engine, col.engine_version))
+        first = next(e for s in by_set.values() for e in s.get(col.key, {}).values())
+        idle_groups.setdefault(f"never run: {why}" if why else first.reason, []).append(column_title(col))
+    records = [dict(_entry_record(e), column=column_title(col), set=name) for col in ordered
+               for name, s in by_set.items()
+               for e in sorted(s.get(col.key, {}).values(), key=lambda e: (e.op, e.test, e.opset))]
+    side = [{"column": column_title(c), "node_tests": _counts(list(by_set[ID].get(c.key, {}).values())),
+             "companion": _counts(list(by_set[COMPANION].get(c.key, {}).values()))} for c in main]
+    return {
+        **node, "columns": [column_title(c) for c in main], "companion": companion, "side_by_side": side,
+        "idle": [{"reason": r, "columns": cs} for r, cs in idle_groups.items()],
+        "not_converted": len(not_converted), "reasons": reasons.listing(),
+        "onnx": str((manifest.get("libraries") or {}).get("onnx", "")), "entries": records,
+    }
+
+
+def _set_view(by_column: Mapping[Any, Mapping[Tuple[str, int], Entry]], tests: Mapping[str, Dict[str, Any]],
+              not_converted: Mapping[Tuple[str, int], str], main: Sequence[Column], per_target: Sequence[Column],
+              reasons: _Reasons) -> Dict[str, Any]:
+    """One set's tables (the node tests', or the companion's) over the page's columns: per-opset counts, a table per
+    operator, the per-target table, and its totals."""
+    opsets = sorted({o for t in tests.values() for o in t["opsets"]} | {o for _, o in not_converted})
     ops = []
     for op in OPS:
         rows = []
@@ -174,26 +210,46 @@ def conformance_view(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict
                          "not_converted": [{"opset": o, "reason": not_converted[(name, o)],
                                             "ref": reasons.ref(not_converted[(name, o)])}
                                            for o in opsets if (name, o) in not_converted],
-                         "entries": [_phrase(by_column[c.key], name, t["opsets"], reasons) for c in main]})
+                         "entries": [_phrase(by_column.get(c.key, {}), name, t["opsets"], reasons) for c in main]})
         if rows:
             ops.append({"op": op, "rows": rows})
-    targets = _target_table(per_target, by_column, tests, reasons)
-    idle_groups: Dict[str, List[str]] = {}
-    never = never_run(cells)  # a version no machine of this project could install says so, not "no NVIDIA GPU"
-    for col in idle:
-        why = never.get((col.engine, col.engine_version))
-        reason = f"never run: {why}" if why else next(iter(by_column[col.key].values())).reason
-        idle_groups.setdefault(reason, []).append(column_title(col))
-    totals = {w: sum(1 for col in shown for e in by_column[col.key].values() if e.word == w) for w in WORDS}
-    return {
-        "tests": len(tests), "bundles": sum(len(t["opsets"]) for t in tests.values()), "opsets": opsets,
-        "ops": ops, "columns": [column_title(c) for c in main], "summary": summary, "targets": targets,
-        "idle": [{"reason": r, "columns": cs} for r, cs in idle_groups.items()],
-        "not_converted": len(not_converted), "reasons": reasons.listing(), "totals": totals,
-        "onnx": str((manifest.get("libraries") or {}).get("onnx", "")),
-        "entries": [dict(_entry_record(e), column=column_title(col)) for col in ordered
-                    for e in sorted(by_column[col.key].values(), key=lambda e: (e.op, e.test, e.opset))],
-    }
+    have = [c for c in main if by_column.get(c.key)]
+    return {"tests": len(tests), "bundles": sum(len(t["opsets"]) for t in tests.values()), "opsets": opsets,
+            "ops": ops, "summary": [_summary_row(c, by_column[c.key], opsets) for c in have],
+            "targets": _target_table([c for c in per_target if by_column.get(c.key)], by_column, tests, reasons),
+            "totals": {w: sum(1 for c in [*main, *per_target] for e in by_column.get(c.key, {}).values()
+                              if e.word == w) for w in WORDS}}
+
+
+def _companion_headline(companion: Mapping[str, Any], columns: int) -> str:
+    """One line: how many companion tests and bundles, how many entries of each word."""
+    said = ", ".join(f"{n} {w}" for w, n in companion["totals"].items() if n)
+    return (f"{many(companion['tests'], 'test')} of {many(len(FORMS), 'form')} at "
+            f"{many(len(companion['opsets']), 'opset')} ({many(companion['bundles'], 'bundle')}), over the "
+            f"{many(columns, 'engine version')} below that ran them: {said or 'no entries yet'}")
+
+
+def _companion_forms(main: Sequence[Column], by_column: Mapping[Any, Mapping[Tuple[str, int], Entry]]) \
+        -> List[Dict[str, Any]]:
+    """Per TensorRT and TensorRT-RTX version on the page: which of the companion's forms it builds and computes right,
+    builds and computes wrong, builds only (no GPU here runs the plan), refuses or did not run, each with how many of
+    the form's bundles; a version without companion cells says so."""
+    answers = []
+    for col in main:
+        if family(col.engine) != TENSORRT:
+            continue
+        entries = list(by_column.get(col.key, {}).values())
+        groups: Dict[str, List[str]] = {w: [] for w in FORM_WORDS}
+        for form in FORMS:
+            of = [e for e in entries if e.form == form]
+            for word in FORM_WORDS:
+                n = sum(e.word == word or (word == REFUSED and e.word == CRASHED) for e in of)
+                if n:
+                    groups[word].append(f"{form} ({n} of {len(of)})")
+        said = "; ".join(f"{FORM_WORDS[w]}: {', '.join(forms)}" for w, forms in groups.items() if forms)
+        answers.append({"column": column_title(col), "groups": groups,
+                        "text": said or f"no companion cell yet ({GPU_RUN})"})
+    return answers
 
 
 def _tests(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -336,7 +392,8 @@ def diff_entries(cells: Sequence[Cell], engine: str, from_version: str, to_versi
     for c in cells:
         if is_conformance(c) and c.engine == engine and c.engine_version in sides:
             e = entry_of(c)
-            sides[c.engine_version][(c.setting, e.test, e.opset)] = e
+            test = e.test if c.case == ID else f"{COMPANION}/{e.test}"  # a companion test may share a node test's name
+            sides[c.engine_version][(c.setting, test, e.opset)] = e
     changes, compared = [], 0
     for key in sorted(set(sides[from_version]) & set(sides[to_version])):
         a, b = sides[from_version][key], sides[to_version][key]
@@ -363,9 +420,11 @@ def diff_markdown(cells: Sequence[Cell], engine: str, from_version: str, to_vers
     lines = [f"## Conformance: {md_cell(engine)} {md_cell(from_version)} → {md_cell(to_version)}", ""]
     if not changes:
         return "\n".join(lines + [f"No conformance entry changed ({many(compared, 'entry', 'entries')} compared: "
-                                  "the onnx node tests for the quantization operators, per opset).", ""])
+                                  "the onnx node tests for the quantization operators and the int8 companion, per "
+                                  "opset).", ""])
     lines += [f"**{many(len(changes), 'entry', 'entries')} changed of {compared} compared{on}** (the onnx node tests "
-              "for the quantization operators, per opset; docs/conformance.md says what each word means).", ""]
+              f"for the quantization operators and the int8 companion, {COMPANION}/..., per opset; "
+              "docs/conformance.md says what each word means).", ""]
     groups: Dict[Tuple[str, str], List[Change]] = {}
     for c in changes:
         groups.setdefault((c.before, c.after), []).append(c)

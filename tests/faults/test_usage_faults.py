@@ -42,6 +42,7 @@ BAD = [
     ("-m engines.tensorrt.rederive", ""),
     ("-m generators", "no-such-command"),
     ("-m generators.onnx_node_tests", "--no-such-flag"),
+    ("-m generators.qdq_companion", "--no-such-flag"),
     ("-m cases.catalogue", "--no-such-flag"),
     ("tools/benchmark.py", "--check no-such-engine"),
     ("tools/benchmark.py", "--batch 4"),

@@ -128,3 +128,118 @@ def test_the_diff_says_what_each_form_does_differently(make_cell, write_results,
     out = capsys.readouterr().out
     assert "## onnxruntime 1.16.3 → 1.31.1" in out and "## Conformance: onnxruntime 1.16.3 → 1.31.1" in out
     assert "no changes between onnxruntime 1.16.3 and 1.31.1" in out  # the catalogue's diff: its one reproducer
+
+
+# ---- the int8 companion beside the node tests ---------------------------------------------------------------------
+
+
+def companion(make_cell: Any, test: str = "quantizelinear_int8_per_tensor", opset: int = 13, form: str = "",
+              **fields: Any):
+    """A companion cell of one test at one opset (ONNX Runtime 1.31.1 unless said)."""
+    op = "DequantizeLinear" if test.startswith("de") else "QuantizeLinear"
+    name = form or test.split("_", 1)[1].removesuffix("_pair")
+    base = dict(case="qdq_companion", params={"op": op, "form": name, "test": test, "opset": opset},
+                engine="onnxruntime", engine_version="1.31.1", hardware=CPU, verdict="undocumented", expectation={},
+                precision={}, fused=None)
+    base.update(fields)
+    return make_cell(f"qdq_companion/{test}-opset{opset}", **base)
+
+
+def test_the_companion_stands_beside_the_node_tests_on_each_column(make_cell):
+    # a companion test may share a node test's name (quantizelinear_e4m3fn): each set keeps its own entry
+    cells = [conf(make_cell, test="quantizelinear_e4m3fn", opset=19),
+             companion(make_cell, test="quantizelinear_e4m3fn", opset=19, status="fail", last_stage="run",
+                       max_error_steps=2.0, error="output 'y' differs from the reference by 2 steps (tolerance 0.5)")]
+    view = conformance_view(cells, {})
+    assert view["side_by_side"] == [{"column": "ONNX Runtime 1.31.1",
+                                     "node_tests": {"n": 1, "counts": {"right": 1}, "text": "1 right"},
+                                     "companion": {"n": 1, "counts": {"wrong": 1}, "text": "1 wrong"}}]
+    assert view["ops"][0]["rows"][0]["entries"][0]["parts"][0]["text"] == "right"
+    assert view["companion"]["ops"][0]["rows"][0]["entries"][0]["parts"][0]["text"] == "wrong by 2 steps"
+    assert view["companion"]["headline"].startswith("1 test of 6 forms at 1 opset (1 bundle)")
+    assert {(e["set"], e["word"]) for e in view["entries"]} == {("onnx_node_tests", "right"),
+                                                              ("qdq_companion", "wrong")}
+
+
+def test_the_headline_says_which_int8_forms_each_tensorrt_version_builds_and_computes_right(make_cell):
+    trt = dict(engine="tensorrt", engine_version="8.6.0", hardware="NVIDIA H200 (sm_90)")
+    refused = dict(status="fail", last_stage="", max_error_steps=None,
+                   error="In node 0 (importQuantizeLinear): UNSUPPORTED_NODE: Assertion failed: no int4")
+    cells = [companion(make_cell, opset=o, **trt) for o in (10, 13)]
+    cells += [companion(make_cell, test="quantizelinear_int8_per_tensor_pair", opset=13, status="fail",
+                        last_stage="run", max_error_steps=1.0, error="output 'y' differs by 1 step", **trt)]
+    cells += [companion(make_cell, test="quantizelinear_int4_zp0", opset=21, **refused, **trt)]
+    cells += [companion(make_cell, test="quantizelinear_int8_per_axis", opset=13, engine="tensorrt-rtx",
+                        engine_version="1.7.1.116", status="built", last_stage="build")]
+    [rtx, gpu] = conformance_view(cells, {})["companion"]["forms"]
+    assert gpu["column"] == "TensorRT 8.6.0" and gpu["text"] == (
+        "builds and computes right: int8_per_tensor (2 of 3); builds and computes wrong: int8_per_tensor (1 of 3); "
+        "refuses: int4_zp0 (1 of 1)")
+    assert rtx["text"] == "builds (a plan only: no GPU here runs it): int8_per_axis (1 of 1)"
+
+
+def test_gpu_cells_from_any_observed_folder_join_their_version_column(make_cell, tmp_path):
+    from matrix import observed
+    from matrix.merge import load_results
+
+    root = tmp_path / "observed"
+    run = {"source": "observed", "date": "2026-11-28T00:00:00Z"}
+    gpu = dict(engine="tensorrt", engine_version="8.5.2.2", hardware="NVIDIA H200 (sm_90)", run=run)
+    files = {"conformance/trt-8.5.2.2.jsonl": [refused_at_load(make_cell, **gpu)],
+             "any-later-round/trt-8.5.2.2.jsonl": [companion(make_cell, **gpu)]}
+    for name, cells in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("".join(c.to_json() + "\n" for c in cells), encoding="utf-8")
+    listed = observed.add(observed.Manifest(root), [root / n for n in files], "an H200 (test)", "pytest")
+    _, cells = split(load_results([root], manifest=listed))
+    view = conformance_view(cells, {})
+    [row] = view["side_by_side"]
+    assert row["column"] == "TensorRT 8.5.2.2 · observed on NVIDIA H200 (sm_90)"
+    assert (row["node_tests"]["text"], row["companion"]["text"]) == ("1 refused", "1 right")
+    assert view["companion"]["forms"][0]["text"] == "builds and computes right: int8_per_tensor (1 of 1)"
+
+
+def test_a_tensorrt_version_without_companion_cells_says_how_to_get_them(make_cell):
+    view = conformance_view([refused_at_load(make_cell, engine="tensorrt", engine_version="8.5.1.7")], {})
+    [said] = view["companion"]["forms"]
+    assert said["text"].startswith("no companion cell yet (a GPU run: ONLY_CASES=qdq_companion tools/gpu-round.sh")
+
+
+def test_the_page_shows_the_companion_beside_the_node_tests(make_cell, write_results, tmp_path):
+    from matrix.__main__ import main
+
+    cells = [conf(make_cell), companion(make_cell, test="dequantizelinear_int8_per_axis", opset=13)]
+    path = write_results("ort.jsonl", cells)
+    out = tmp_path / "reports"
+    assert main(["report", "--results", str(path), "--out", str(out), "--bundles", str(tmp_path / "none")]) == 0
+    page = (out / "conformance.md").read_text()
+    assert "| engine version | onnx node tests | int8 companion |" in page
+    assert "| ONNX Runtime 1.31.1 | 1 right | 1 right |" in page
+    assert "## The int8 companion: DequantizeLinear" in page
+    assert "| dequantizelinear_int8_per_axis | int8_per_axis | 13 | right |" in page
+    assert "| ONNX Runtime 1.31.1 | 1 right | 1 right |" in (out / "matrix.md").read_text()
+    html = (out / "conformance.html").read_text()
+    assert 'id="companion-DequantizeLinear"' in html and "<th>int8 companion</th>" in html
+
+
+def test_the_diff_keeps_a_companion_test_apart_from_the_node_test_of_its_name(make_cell):
+    old = [refused_at_load(make_cell, test="quantizelinear_e4m3fn", opset=19, engine_version="1.16.3"),
+           companion(make_cell, test="quantizelinear_e4m3fn", opset=19, engine_version="1.16.3")]
+    new = [conf(make_cell, test="quantizelinear_e4m3fn", opset=19),
+           companion(make_cell, test="quantizelinear_e4m3fn", opset=19)]
+    text = diff_markdown(old + new, "onnxruntime", "1.16.3", "1.31.1")
+    assert "**1 entry changed of 2 compared" in text
+    assert "- **1 × refused at load → right**: quantizelinear_e4m3fn at 19" in text
+
+
+def test_the_conformance_command_says_the_companion_per_tensorrt_version(make_cell, write_results, tmp_path, capsys):
+    from matrix.__main__ import main
+
+    cells = [conf(make_cell), companion(make_cell, test="quantizelinear_int8_per_axis", engine="tensorrt-rtx",
+                                        engine_version="1.7.1.116", status="built", last_stage="build")]
+    path = write_results("cells.jsonl", cells)
+    assert main(["conformance", "--results", str(path), "--out", str(tmp_path / "out"),
+                 "--bundles", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "int8 companion: 1 test of 6 forms at 1 opset (1 bundle)" in out
+    assert "  TensorRT for RTX 1.7.1.116: builds (a plan only: no GPU here runs it): int8_per_axis (1 of 1)" in out
