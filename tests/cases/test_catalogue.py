@@ -20,7 +20,7 @@ import onnx
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from cases import CASE_MODULES, all_cases, bundle_id, get_case
+from cases import CASE_MODULES, CaseModuleError, all_cases, bundle_id, case_modules, get_case
 from cases.base import Case, Expectation, Signature, repository_path, upstream
 from core.isa import isa
 from core.numerics import error_steps
@@ -70,12 +70,37 @@ def test_every_seed_is_covered_once():
     assert len(set(CASE_IDS)) == len(CASES)
 
 
-def test_seeds_count_up_in_registration_order_and_external_cases_come_last():
-    declared = [importlib.import_module(m).CASE for m in CASE_MODULES]
-    seeds = [c.seed for c in declared if not c.external]
+def test_seeds_count_up_from_000_without_a_gap_and_external_cases_come_last():
+    listed = all_cases(external=True)
+    seeds = [c.seed for c in listed if not c.external]
     assert seeds == [f"{n:03d}" for n in range(len(seeds))]
-    assert [c.external for c in declared] == sorted(c.external for c in declared)
-    assert CASE_MODULES[-1] == "cases.user_model"
+    assert [c.external for c in listed] == sorted(c.external for c in listed)
+    assert {f"cases.{c.id}" for c in listed} == set(CASE_MODULES)
+
+
+def test_a_case_module_is_found_by_its_case_declaration_not_by_a_list(tmp_path):
+    """The seed's one source is the Case.seed field: no list names a module, so no position can disagree with it."""
+    (tmp_path / "some_case.py").write_text('"""A case."""\n\nCASE = make()\n', encoding="utf-8")
+    (tmp_path / "typed_case.py").write_text("CASE: Case = make()\n", encoding="utf-8")
+    (tmp_path / "helpers.py").write_text("def f():\n    CASE = 1\n    return CASE\n", encoding="utf-8")
+    (tmp_path / "_private.py").write_text("CASE = make()\n", encoding="utf-8")
+    assert case_modules(tmp_path) == ("cases.some_case", "cases.typed_case")
+    assert "CASE_MODULES" not in (REPO / "docs" / "adding-a-case.md").read_text(encoding="utf-8")
+
+
+def test_two_cases_of_one_seed_stop_the_catalogue(tmp_path, monkeypatch):
+    import sys
+
+    import cases
+
+    (tmp_path / "second_of_seed_000.py").write_text(
+        "import dataclasses\nfrom cases.q_output_type import CASE as FIRST\n"
+        "CASE = dataclasses.replace(FIRST, id='second_of_seed_000')\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cases, "CASE_MODULES", (*CASE_MODULES, "second_of_seed_000"))
+    with pytest.raises(CaseModuleError, match="seed 000 is case q_output_type's already"):
+        all_cases()
+    sys.modules.pop("second_of_seed_000", None)
 
 
 # ---- each case ----
