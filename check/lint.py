@@ -4,14 +4,14 @@ before any engine runs.
 The catalogue is the lint. Every case declares the graph pattern it reproduces (cases/<id>.py, `pattern=`,
 cases.pattern): one engine here indexes the model once and runs every case's matcher on the nodes of the op types it
 visits; a match names the case's parameters the graph decides, and the predictions are what that case's expectations
-(their PEP 440 ranges and sources) and its observed cells (reports/observed/<hardware>/trt-*.jsonl and rtx-*.jsonl,
-read by check.observations; their versions made ranges by check.versions) say for them, with the case's seed and fix. A few rules rest on a document rather than a case (SOURCE_RULES: the
-parser's zero-point check, onnx-tensorrt's operator tables, the 8.x Conv importer, the explicit-quantization guide) and
-cite it. Where nothing matches, the lint says "no known problem matched": no prediction that the model builds. Each
-finding says its basis as fields: "documented" (an upstream URL is its source) or "observed" (its source is the results
-file or folder it was read from), and the catalogue case it was matched to.
-A version-specific prediction needs either. Predictions have four values, so a report can put them next to what
-TensorRT did:
+(their PEP 440 ranges and sources) and its observed cells (reports/observed/<hardware>/trt-*.jsonl and rtx-*.jsonl, read
+by check.observations; their versions made ranges by check.versions) say for them, with the case's seed and fix. A few
+rules rest on a document rather than a case (SOURCE_RULES: the parser's zero-point check, onnx-tensorrt's operator
+tables, the 8.x Conv importer, the explicit-quantization guide) and cite it. Where nothing matches, the lint says "no
+known problem matched": no prediction that the model builds. Each finding says its basis as fields: "documented" (an
+upstream URL is its source) or "observed" (its source is the results file or folder it was read from), and the catalogue
+case it was matched to. A version-specific prediction needs either. Predictions have four values, so a report can put
+them next to what TensorRT did:
 
     "parse fails"  the ONNX parser refuses the node       "build fails"  the builder finds no implementation
     "float"        it runs, the node in a float kernel    "int8"         it runs, the node in an INT8 kernel
