@@ -42,11 +42,6 @@ ONNXRUNTIME_DOMAINS = ("", "ai.onnx", "com.microsoft")
 # Types ONNX Runtime's CPU provider has no Q/DQ kernel for (1.2x: "Failed to find kernel for DequantizeLinear(23)",
 # "Could not find an implementation for DequantizeLinear(24)"): a model that holds them may be one it cannot run.
 NO_CPU_KERNEL = {onnx.TensorProto.FLOAT4E2M1, onnx.TensorProto.FLOAT8E8M0}
-# The cases whose builder brings a numpy reference although onnx.reference could read the graph, and why.
-OWN_REFERENCE = {
-    "convtranspose_grouped": "onnx.reference mishandles a grouped ConvTranspose",
-    "quantized_constant_plugin": "one reference for all its forms, the custom-op ones included",
-}
 
 
 def _custom_ops(model: onnx.ModelProto) -> Set[str]:
@@ -263,15 +258,17 @@ def test_targets_are_nodes_of_the_model_and_convolutions_carry_kernel_shape(case
 @pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
 def test_bundle_verifies_and_says_what_computed_its_expected_outputs(catalogue_bundles, case, params):
     """The digests hold; the checker passed; the expected outputs are finite and come from onnx.reference, or from
-    the builder's numpy reference where the graph holds a custom op onnx.reference cannot run (or OWN_REFERENCE says
-    why)."""
+    the builder's numpy reference where the graph holds a custom op onnx.reference cannot run, or where the builder
+    says why onnx.reference does not do (Reproducer.reference_why)."""
     bundle = _bundle(catalogue_bundles, case, params)
     meta = bundle.meta
     assert (meta["bundle"], meta["case"], meta["seed"], meta["params"]) == \
         (bundle_id(case, params), case.id, case.seed, params)
     assert meta["checker"] == "passed" and meta["cache_key"] == write.cache_key(case, params)
     custom = _custom_ops(onnx.load(str(bundle.model_path)))
-    assert meta["reference"] == ("numpy" if custom or case.id in OWN_REFERENCE else "onnx.reference"), custom
+    why = write.build(case, params).reference_why
+    assert meta["reference"] == ("numpy" if custom or why else "onnx.reference"), custom
+    assert not (custom and why), f"a custom op needs no reason to bring a numpy reference: {why}"
     for name, want in bundle.expected().items():
         assert np.isfinite(want.astype(np.float64)).all(), name
 
