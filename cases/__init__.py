@@ -1,64 +1,32 @@
 """The catalogue: one module per documented TensorRT quantization issue.
 
-Importing a case module declares its case; nothing is built until a generator is asked.
+Importing a case module declares its case; nothing is built until a generator is asked. A case module is found, not
+registered: every module of this package that declares `CASE = Case(...)` at its top level is one, and its seed is its
+`Case.seed` field alone (no list gives it a place), so adding a case is its module, its generator and its test.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List
+import re
+from pathlib import Path
+from typing import Dict, List, Tuple
 
 from cases.base import Case, Expectation, Signature, slug
 
-# A case's seed is its place in this tuple (000 first, counting up; tests/cases/test_catalogue.py checks it); the
-# external cases come last. The comments group the cases by where they came from.
-CASE_MODULES = (
-    # The five seed issues: 000 .. 004.
-    "cases.q_output_type",
-    "cases.instancenorm_int8",
-    "cases.dynamic_quantize",
-    "cases.grouped_conv",
-    "cases.quantized_constant_plugin",
-    # More documented TensorRT Q/DQ fusion threads (ConvTranspose, Resize, residual Add, Concat, MatMul): 005 onwards.
-    "cases.convtranspose_q_fusion",
-    "cases.convtranspose_weight_axis",
-    "cases.convtranspose_grouped",
-    "cases.resize_qdq",
-    "cases.residual_add_qdq",
-    "cases.concat_requant",
-    "cases.matmul_per_channel",
-    "cases.transformer_qdq_pattern",
-    # 2025-2026 quantized types (float16 scales, INT4, FP8) and threads: 013 onwards.
-    "cases.fp16_scale_qdq",
-    "cases.int4_blocked_weights",
-    "cases.fp8_qdq",
-    "cases.fp8_conv_stack",
-    "cases.dynamic_quantize_asymmetric",
-    "cases.bias_add_after_qdq",
-    # FP4, NVFP4 and MXFP8 forms (docs/low-precision.md), the cross-check engines' own bugs: 019 onwards.
-    "cases.fp4_weight_only",
-    "cases.nvfp4_two_level_scales",
-    "cases.mxfp8_block_scales",
-    "cases.int4_matmulnbits_fusion",
-    "cases.qdq_scale_dtype_mismatch",
-    # What checking real-architecture models found (YOLO SiLU, BERT GELU constants): 024 onwards.
-    "cases.silu_qdq",
-    "cases.scalar_quantized_constant",
-    # The cross-check engines' own Q/DQ numerics and ONNX frontends (ONNX Runtime, OpenVINO threads): 026 onwards.
-    "cases.dq_blocked_rank1",
-    "cases.qlinear_rounding_ties",
-    "cases.resize_linear_qdq_drop",
-    "cases.fp16_quantize_rounding",
-    "cases.dq_blocked_axis",
-    "cases.float_qdq_types",
-    # Found by checking third-party models on TensorRT 8.x and reduced on the GPU: 032 onwards.
-    "cases.two_conv_fanout_qdq",
-    "cases.zero_scale_qdq",
-    # External cases (Case.external): models from outside the catalogue; not seeds, no sweep.
-    "cases.onnx_node_tests",
-    "cases.qdq_companion",
-    "cases.user_model",
-)
+HERE = Path(__file__).resolve().parent
+DECLARES_CASE = re.compile(r"^CASE\s*(?::[^=\n]*)?=", re.MULTILINE)  # a top-level `CASE = ...` (or `CASE: Case = ...`)
+
+
+def case_modules(folder: Path = HERE) -> Tuple[str, ...]:
+    """The case modules of this package, by name: each module whose source declares CASE at its top level. Found from
+    the files, without importing them, so that a module that does not import is named by all_cases."""
+    return tuple(f"cases.{p.stem}" for p in sorted(folder.glob("*.py"))
+                 if not p.stem.startswith("_") and DECLARES_CASE.search(p.read_text(encoding="utf-8")))
+
+
+# Every case module, seed and external, by name (the order of this tuple decides nothing: all_cases sorts by seed).
+CASE_MODULES = case_modules()
 
 __all__ = ["Case", "CaseModuleError", "Expectation", "Signature", "all_cases", "get_case", "slug", "bundle_id"]
 
@@ -74,15 +42,32 @@ class CaseModuleError(Exception):
 
 
 def all_cases(external: bool = False) -> List[Case]:
-    """Every seed case of the catalogue, in seed order; with external=True also the external cases. A module that does
-    not import raises CaseModuleError, naming it."""
+    """Every seed case of the catalogue, in seed order; with external=True also the external cases, after them by id. A
+    module that does not import, or whose CASE is not named as the module is, raises CaseModuleError, naming it; two
+    cases of one seed raise it too."""
     found = []
     for module in CASE_MODULES:
         try:
-            found.append(importlib.import_module(module).CASE)
+            case = importlib.import_module(module).CASE
+            if case.id != module.rsplit(".", 1)[-1]:
+                raise ValueError(f"its CASE is named {case.id!r}; a case module is named by its case's id")
         except Exception as e:
             raise CaseModuleError(module, e) from e
-    return [c for c in found if external or not c.external]
+        found.append(case)
+    _one_case_per_seed(found)
+    ordered = sorted(found, key=lambda c: (c.external, c.seed, c.id))
+    return [c for c in ordered if external or not c.external]
+
+
+def _one_case_per_seed(cases: List[Case]) -> None:
+    """CaseModuleError naming the second of two cases that claim one seed."""
+    seen: Dict[str, str] = {}
+    for c in cases:
+        if c.external:
+            continue
+        if c.seed in seen:
+            raise CaseModuleError(f"cases.{c.id}", ValueError(f"seed {c.seed} is case {seen[c.seed]}'s already"))
+        seen[c.seed] = c.id
 
 
 def get_case(case_id: str) -> Case:

@@ -157,7 +157,7 @@ class Case:
     """One documented upstream issue, swept over the parameters that matter."""
 
     id: str
-    seed: str  # its number in the catalogue: three digits, its place in cases.CASE_MODULES; "" for an external case
+    seed: str  # its number in the catalogue, three digits, given here alone (cases.all_cases); "" for an external case
     title: str
     links: Tuple[str, ...]
     axes: Mapping[str, Tuple[ParamValue, ...]]

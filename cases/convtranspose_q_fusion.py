@@ -48,6 +48,7 @@ PATTERN = Pattern(
     ops=("ConvTranspose",),
     match=match_q_fusion,
     controls=({"op": ("conv",)},),
+    also_matches=("convtranspose_grouped", "convtranspose_weight_axis"),
 )
 
 

@@ -42,6 +42,7 @@ PATTERN = Pattern(
     rules={"convtranspose_weight_axis": "INT8 ConvTranspose weights per channel"},
     ops=("ConvTranspose",),
     match=match_weight_axis,
+    also_matches=("convtranspose_grouped", "convtranspose_q_fusion"),
 )
 
 

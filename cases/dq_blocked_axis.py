@@ -43,7 +43,8 @@ def match_blocked_axis(g: Graph, n: Any) -> List[Match]:
 
 
 PATTERN = Pattern(rules={"dq_blocked_axis": "blocked DequantizeLinear along an axis"}, ops=("DequantizeLinear",),
-                  match=match_blocked_axis)
+                  match=match_blocked_axis,
+                  also_matches=("dq_blocked_rank1", "nvfp4_two_level_scales"))
 
 
 CASE = Case(

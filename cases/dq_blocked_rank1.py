@@ -53,7 +53,8 @@ def match_blocked_activation(g: Graph, n: Any) -> List[Match]:
 
 
 PATTERN = Pattern(rules={"dq_blocked_activation": "blocked DequantizeLinear of an activation"},
-                  ops=("DequantizeLinear",), match=match_blocked_activation)
+                  ops=("DequantizeLinear",), match=match_blocked_activation,
+                  also_matches=("dq_blocked_axis", "nvfp4_two_level_scales"))
 
 
 CASE = Case(

@@ -51,6 +51,7 @@ PATTERN = Pattern(
     ops=("DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"),
     match=match_dynamic,
     fix=FIX_STATIC_QDQ,
+    also_matches=("dynamic_quantize_asymmetric",),
 )
 
 

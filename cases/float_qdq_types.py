@@ -55,7 +55,8 @@ def match_float_types(g: Graph, n: Any) -> List[Match]:
 
 
 PATTERN = Pattern(rules={"float_qdq_types": "FP8/FP4 Q/DQ types"}, ops=("QuantizeLinear", "MatMul"),
-                  match=match_float_types)
+                  match=match_float_types,
+                  also_matches=("fp4_weight_only", "fp8_conv_stack", "fp8_qdq"))
 
 
 CASE = Case(

@@ -49,7 +49,8 @@ def match_fp16_quantize(g: Graph, n: Any) -> List[Match]:
 
 
 PATTERN = Pattern(rules={"fp16_quantize": "INT8 QuantizeLinear of float16 values"}, ops=("QuantizeLinear",),
-                  match=match_fp16_quantize)
+                  match=match_fp16_quantize,
+                  also_matches=("fp16_scale_qdq", "qdq_scale_dtype_mismatch"))
 
 
 CASE = Case(

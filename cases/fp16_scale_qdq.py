@@ -80,7 +80,8 @@ def match_fp16_scale(g: Graph, n: Any) -> List[Match]:
 
 
 PATTERN = Pattern(rules={"fp16_scale_qdq": "INT8 Q/DQ with float16 scales"}, ops=("Conv", "MatMul", "DequantizeLinear"),
-                  match=match_fp16_scale)
+                  match=match_fp16_scale,
+                  also_matches=("qdq_scale_dtype_mismatch",))
 
 
 CASE = Case(

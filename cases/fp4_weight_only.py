@@ -90,7 +90,8 @@ def match_fp4(g: Graph, n: Any) -> List[Match]:
     return matches(n, params, target="node_of_y")
 
 
-PATTERN = Pattern(rules={"fp4_weight_only": "FP4 weights"}, ops=("Conv", "MatMul"), match=match_fp4)
+PATTERN = Pattern(rules={"fp4_weight_only": "FP4 weights"}, ops=("Conv", "MatMul"), match=match_fp4,
+                  also_matches=("float_qdq_types",))
 
 
 CASE = Case(

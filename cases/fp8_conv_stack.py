@@ -52,7 +52,8 @@ def match_fp8_conv(g: Graph, n: Any) -> List[Match]:
     return matches(n, params)
 
 
-PATTERN = Pattern(rules={"fp8_conv_stack": "FP8 Conv stack"}, ops=("Conv",), match=match_fp8_conv)
+PATTERN = Pattern(rules={"fp8_conv_stack": "FP8 Conv stack"}, ops=("Conv",), match=match_fp8_conv,
+                  also_matches=("fp8_qdq",))
 
 
 CASE = Case(

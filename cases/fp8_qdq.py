@@ -51,7 +51,8 @@ def match_fp8(g: Graph, n: Any) -> List[Match]:
     return matches(n, {"op": n.op_type.lower()}, target="node_of_y")
 
 
-PATTERN = Pattern(rules={"fp8_gemm": "FP8 GEMM or Conv"}, ops=("MatMul", "Gemm", "Conv"), match=match_fp8)
+PATTERN = Pattern(rules={"fp8_gemm": "FP8 GEMM or Conv"}, ops=("MatMul", "Gemm", "Conv"), match=match_fp8,
+                  also_matches=("fp8_conv_stack",))
 
 
 CASE = Case(

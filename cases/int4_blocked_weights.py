@@ -58,7 +58,8 @@ def match_int4(g: Graph, n: Any) -> List[Match]:
     return matches(n, params, target="node_of_y")
 
 
-PATTERN = Pattern(rules={"int4_gemm": "INT4 weight-only GEMM"}, ops=("MatMul", "Gemm"), match=match_int4)
+PATTERN = Pattern(rules={"int4_gemm": "INT4 weight-only GEMM"}, ops=("MatMul", "Gemm"), match=match_int4,
+                  also_matches=("int4_matmulnbits_fusion",))
 
 
 CASE = Case(

@@ -55,7 +55,8 @@ def match_nbits(g: Graph, n: Any) -> List[Match]:
 
 
 PATTERN = Pattern(rules={"int4_matmulnbits": "blocked INT4 weights (MatMulNBits form)"}, ops=("MatMul", "Gemm"),
-                  match=match_nbits)
+                  match=match_nbits,
+                  also_matches=("int4_blocked_weights",))
 
 
 CASE = Case(

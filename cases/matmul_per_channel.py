@@ -47,7 +47,9 @@ def match_matmul(g: Graph, n: Any) -> List[Match]:
 
 
 PATTERN = Pattern(rules={"matmul_per_channel": "INT8 MatMul/Gemm weights"}, ops=("MatMul", "Gemm"),
-                  match=match_matmul)
+                  match=match_matmul,
+                  also_matches=("bias_add_after_qdq", "fp16_scale_qdq", "qdq_scale_dtype_mismatch",
+                                "transformer_qdq_pattern"))
 
 
 CASE = Case(

@@ -80,7 +80,8 @@ def match_mxfp8(g: Graph, n: Any) -> List[Match]:
     return matches(n, {"form": form, "activations": "dynamic" if dynamic else "weight_only"}, target="node_of_y")
 
 
-PATTERN = Pattern(rules={"mxfp8_gemm": "MXFP8 block scales"}, ops=("MatMul",), match=match_mxfp8)
+PATTERN = Pattern(rules={"mxfp8_gemm": "MXFP8 block scales"}, ops=("MatMul",), match=match_mxfp8,
+                  also_matches=("float_qdq_types",))
 
 
 CASE = Case(

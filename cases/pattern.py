@@ -42,14 +42,19 @@ class Match:
 class Pattern:
     """What a case reproduces, as a lint rule: the rules it reports (name -> a reader's few words), the op types whose
     nodes it visits (() every node), its matcher, and the producer fix where the case knows one. `controls` names the
-    sweep's reproducers that do not show the problem (each entry a filter like an expectation's `where`), which the
-    matcher may decline (tests/cases/test_patterns.py states which it does)."""
+    sweep's reproducers that do not show the problem (each entry a filter like an expectation's `where`): the matcher
+    declines exactly those. A graph can show more than one known problem: `also_matches` names the other cases whose
+    reproducers this pattern matches too, `matched_by` the other cases whose patterns match this case's reproducers;
+    each such pair is said once, by either case, so that a new case states its own in its module
+    (tests/cases/test_patterns.py runs every pattern on every reproducer and holds them to it)."""
 
     rules: Mapping[str, str]
     ops: Tuple[str, ...]
     match: Callable[["Graph", Any], Iterable[Match]]
     fix: str = ""
     controls: Tuple[Mapping[str, Tuple[Any, ...]], ...] = ()
+    also_matches: Tuple[str, ...] = ()
+    matched_by: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.rules:

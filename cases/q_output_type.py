@@ -144,6 +144,7 @@ PATTERN = Pattern(
     ops=("QuantizeLinear",),
     match=match_q_output,
     controls=({"variant": ("q_dq_chain",), "activation": ("int8",)},),
+    also_matches=("fp16_quantize_rounding", "grouped_conv"),
 )
 
 

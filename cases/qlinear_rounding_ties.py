@@ -53,7 +53,9 @@ def match_qlinear(g: Graph, n: Any) -> List[Match]:
     return matches(n, {"op": _OPS[n.op_type]}, target="node_of_c")
 
 
-PATTERN = Pattern(rules={"qlinear_op": "an op between Q/DQ (a QLinear fusion)"}, ops=tuple(_OPS), match=match_qlinear)
+PATTERN = Pattern(rules={"qlinear_op": "an op between Q/DQ (a QLinear fusion)"}, ops=tuple(_OPS), match=match_qlinear,
+                  also_matches=("bias_add_after_qdq", "convtranspose_q_fusion", "grouped_conv", "resize_qdq",
+                                "silu_qdq", "two_conv_fanout_qdq", "zero_scale_qdq"))
 
 
 CASE = Case(

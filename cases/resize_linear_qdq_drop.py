@@ -52,7 +52,8 @@ def match_resize_between_qdq(g: Graph, n: Any) -> List[Match]:
     return matches(n, {"mode": mode} if mode in CASE.axes["mode"] else {}, target="node_of_r")
 
 
-PATTERN = Pattern(rules={"resize_between_qdq": "Resize between Q/DQ"}, ops=("Resize",), match=match_resize_between_qdq)
+PATTERN = Pattern(rules={"resize_between_qdq": "Resize between Q/DQ"}, ops=("Resize",), match=match_resize_between_qdq,
+                  also_matches=("resize_qdq",))
 
 
 CASE = Case(

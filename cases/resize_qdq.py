@@ -32,7 +32,8 @@ def match_resize(g: Graph, n: Any) -> List[Match]:
     return matches(n, params, target="node_of_rs")
 
 
-PATTERN = Pattern(rules={"resize_qdq": "Resize between Q/DQ"}, ops=("Resize",), match=match_resize)
+PATTERN = Pattern(rules={"resize_qdq": "Resize between Q/DQ"}, ops=("Resize",), match=match_resize,
+                  also_matches=("resize_linear_qdq_drop",))
 
 
 CASE = Case(

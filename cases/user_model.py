@@ -37,18 +37,15 @@ COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "LSTM", "GRU
 
 
 def catalogue_signatures() -> Tuple[Signature, ...]:
-    """Every documented signature of the seed cases (cases.CASE_MODULES, external ones left out) and of the engines
-    (cases.common.ENGINE_SIGNATURES), once per name."""
+    """Every documented signature of the seed cases (cases.CASE_MODULES, external ones left out), in seed order, and of
+    the engines (cases.common.ENGINE_SIGNATURES), once per name."""
     from cases import CASE_MODULES
     from cases.common import ENGINE_SIGNATURES
 
     found: Dict[str, Signature] = {}
-    for module in CASE_MODULES:
-        if module == __name__:
-            continue
-        case = importlib.import_module(module).CASE
-        if case.external:
-            continue
+    # Not all_cases(): it would import this module, which is still importing.
+    declared = [importlib.import_module(m).CASE for m in CASE_MODULES if m != __name__]
+    for case in sorted((c for c in declared if not c.external), key=lambda c: c.seed):
         for s in case.signatures:
             found.setdefault(s.name, s)
     for signatures in ENGINE_SIGNATURES.values():

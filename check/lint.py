@@ -4,14 +4,14 @@ before any engine runs.
 The catalogue is the lint. Every case declares the graph pattern it reproduces (cases/<id>.py, `pattern=`,
 cases.pattern): one engine here indexes the model once and runs every case's matcher on the nodes of the op types it
 visits; a match names the case's parameters the graph decides, and the predictions are what that case's expectations
-(their PEP 440 ranges and sources) and its observed cells (reports/observed/<hardware>/trt-*.jsonl and rtx-*.jsonl)
-say for them, with the case's seed and fix. A few rules rest on a document rather than a case (SOURCE_RULES: the
-parser's zero-point check, onnx-tensorrt's operator tables, the 8.x Conv importer, the explicit-quantization guide) and
-cite it. Where nothing matches, the lint says "no known problem matched": no prediction that the model builds. Each
-finding says its basis as fields: "documented" (an upstream URL is its source) or "observed" (its source is the results
-file or folder it was read from), and the catalogue case it was matched to.
-A version-specific prediction needs either. Predictions have four values, so a report can put them next to what
-TensorRT did:
+(their PEP 440 ranges and sources) and its observed cells (reports/observed/<hardware>/trt-*.jsonl and rtx-*.jsonl, read
+by check.observations; their versions made ranges by check.versions) say for them, with the case's seed and fix. A few
+rules rest on a document rather than a case (SOURCE_RULES: the parser's zero-point check, onnx-tensorrt's operator
+tables, the 8.x Conv importer, the explicit-quantization guide) and cite it. Where nothing matches, the lint says "no
+known problem matched": no prediction that the model builds. Each finding says its basis as fields: "documented" (an
+upstream URL is its source) or "observed" (its source is the results file or folder it was read from), and the catalogue
+case it was matched to. A version-specific prediction needs either. Predictions have four values, so a report can put
+them next to what TensorRT did:
 
     "parse fails"  the ONNX parser refuses the node       "build fails"  the builder finds no implementation
     "float"        it runs, the node in a float kernel    "int8"         it runs, the node in an INT8 kernel
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -39,9 +38,10 @@ from cases.common import (  # noqa: F401 (FIX_STATIC_QDQ, FIX_SYMMETRIC_INT8, QU
     QUANTIZE_STATIC,
 )
 from cases.pattern import COMPUTE_OPS, INTEGER_OPS, QUANT_OPS, Graph, Match, node_name  # noqa: F401 (re-exported)
+from check.observations import OBSERVED, ResultsFileError, model_cells, observed_cells
+from check.versions import check_specifier, runs, specifier
 from core.cli import ArgumentParser
 from core.outcome import outcome
-from core.results import read_results
 from matrix.predict import (  # noqa: F401 (re-exported)
     ENGINE,
     ENGINES,
@@ -56,8 +56,6 @@ from matrix.predict import (  # noqa: F401 (re-exported)
     node_outcome,
 )
 
-REPO = Path(__file__).resolve().parent.parent
-OBSERVED = REPO / "reports" / "observed"
 FIX_SYMMETRIC_WEIGHTS = (f'{QUANTIZE_STATIC}(..., weight_type=QuantType.QInt8, '
                          'extra_options={"WeightSymmetric": True})')
 FIX_FLOAT_BIAS = f'{QUANTIZE_STATIC}(..., extra_options={{"QuantizeBias": False}})'
@@ -103,9 +101,7 @@ class Finding:
             object.__setattr__(self, "basis", basis_of(self.source))
         if self.basis not in FINDING_BASES:
             raise ValueError(f"basis {self.basis!r} is not one of {FINDING_BASES}")
-        from packaging.specifiers import SpecifierSet
-
-        SpecifierSet(self.versions)
+        check_specifier(self.versions)
 
     def covers(self, version: str) -> bool:
         """Whether this finding speaks about one TensorRT version."""
@@ -403,45 +399,7 @@ def _predicted(outcome: str, stage: Optional[str]) -> Optional[str]:
     return {"int8": "int8", "not_int8": "float"}.get(outcome)
 
 
-# ---- observed cells as knowledge ----
-
-def observed_cells(root: Optional[Path]) -> List[Dict[str, Any]]:
-    """Every TensorRT and TensorRT-RTX cell record under reports/observed in its default setting (the cells of option
-    or target sweeps skipped), read by core.results: a file it refuses gives none, and so does a file that root's
-    MANIFEST.json does not list at the digest it has (matrix.observed: only a listed file is an observation)."""
-    if root is None or not Path(root).is_dir():
-        return []
-    from matrix import observed
-
-    try:
-        listed = {rel: e.sha256 for rel, e in observed.load(Path(root)).entries.items()}
-    except observed.ManifestError:
-        return []
-    paths = sorted(Path(root).glob("*/trt-*.jsonl")) + sorted(Path(root).glob("*/rtx-*.jsonl"))
-    return [dict(c, _file=shown) for path in paths for shown in [_shown(path)]
-            for c in _engine_records(path, os.stat(path).st_mtime_ns, listed.get(path.relative_to(root).as_posix()))
-            if not c.get("variant")]
-
-
-@functools.lru_cache(maxsize=None)
-def _engine_records(path: Path, mtime: int, listed: Optional[str]) -> Tuple[Dict[str, Any], ...]:
-    """The TensorRT-family cells of one results file as records; () where core.results refuses it or its bytes
-    are not the sha256 the manifest lists (None: not listed). Read once per file version: the lint runs per model."""
-    from matrix.observed import sha256
-
-    found = read_results(path)
-    if found.refused or sha256(found.data) != listed:
-        return ()
-    return tuple(asdict(c.cell) for c in found.cells if c.cell.engine in ENGINES)
-
-
-def _shown(path: Path) -> str:
-    """A results file as the repository names it (absolute outside the repository)."""
-    try:
-        return str(path.resolve().relative_to(REPO))
-    except ValueError:
-        return str(path)
-
+# ---- observed cells as knowledge (check.observations reads them) ----
 
 def observed_outcome(cell: Mapping[str, Any], target: str = "") -> Optional[str]:
     """What a cell shows, in prediction words (for one target node where named); None where it cannot say."""
@@ -460,8 +418,6 @@ def observed_findings(node: str, rule: str, cells: Sequence[Dict[str, Any]], cas
                       params: Mapping[str, Any], fix: str, note: str = "", target: str = "") -> List[Finding]:
     """Findings from observed cells of the matching reproducers: one per engine and run of equal outcomes over its
     versions. Where the graph leaves an axis open, a version speaks where all its reproducers agree."""
-    from matrix.merge import version_key
-
     seen_at: Dict[str, Dict[str, Dict[str, Tuple[str, str]]]] = {}
     for c in cells:
         if c.get("case") != case_id or any(c.get("params", {}).get(k) != v for k, v in params.items()):
@@ -473,19 +429,13 @@ def observed_findings(node: str, rule: str, cells: Sequence[Dict[str, Any]], cas
     out: List[Finding] = []
     for engine in sorted(seen_at, key=lambda e: (e != ENGINE, e)):
         seen = {v: next(iter(o.items())) for v, o in seen_at[engine].items() if len(o) == 1}
-        versions = sorted(seen, key=version_key)
-        start = 0
-        for i in range(1, len(versions) + 1):
-            if i == len(versions) or seen[versions[i]][0] != seen[versions[start]][0]:
-                lo, hi = versions[start], versions[i - 1]
-                spec = f"=={lo}" if lo == hi else f">={lo},<={hi}"
-                said, (path, hardware) = seen[lo]
-                path = path if lo == hi else str(Path(path).parent)
-                detail = f"observed: {case_words(case_id)} ({_params(params)}) on {hardware}"
-                detail += f"; {note}" if note else ""
-                out.append(Finding(node, rule, spec, said, path, detail, fix, engine, basis="observed",
-                                   case=case_id))
-                start = i
+        for lo, hi in runs({v: said for v, (said, _) in seen.items()}):
+            said, (path, hardware) = seen[lo]
+            path = path if lo == hi else str(Path(path).parent)
+            detail = f"observed: {case_words(case_id)} ({_params(params)}) on {hardware}"
+            detail += f"; {note}" if note else ""
+            out.append(Finding(node, rule, specifier(lo, hi), said, path, detail, fix, engine, basis="observed",
+                               case=case_id))
     return out
 
 
@@ -569,7 +519,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         findings = lint_path(args.model, args.observed)
         cells = model_cells(args.cells, args.model)
-    except LintInputError as e:
+    except (LintInputError, ResultsFileError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.cells:
@@ -581,44 +531,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     print(to_json(findings) if args.json else to_markdown(findings, f"TensorRT readiness: {args.model.name}"), end="")
     return 0
-
-
-def model_cells(paths: Sequence[Path], model: Path) -> List[Dict[str, Any]]:
-    """The TensorRT and TensorRT-RTX cells of this model's bundle (cases.user_model.bundle_ids_for) in results files."""
-    from cases.user_model import bundle_ids_for
-
-    cells = engine_cells(paths)
-    return [c for bundle in bundle_ids_for(model) for c in cells.get(bundle, [])]
-
-
-def engine_cells(paths: Sequence[Path]) -> Dict[str, List[Dict[str, Any]]]:
-    """The TensorRT and TensorRT-RTX cells in results files, by bundle id: each file read once, by core.results;
-    LintInputError for a file that is missing or that it refuses."""
-    cells: Dict[str, List[Dict[str, Any]]] = {}
-    for path in paths:
-        if not Path(path).is_file():
-            raise LintInputError(f"no such results file: {path}")
-        found = read_results(path)
-        if found.refused:
-            raise LintInputError(f"{path} is not a results file this suite reads ({found.why_refused})")
-        changed = _manifest().refusal(Path(path), found.data)
-        if changed:
-            raise LintInputError(f"{path}: {changed}")
-        for c in found.cells:
-            if c.cell.engine in ENGINES:
-                cells.setdefault(c.cell.bundle, []).append(asdict(c.cell))
-    return cells
-
-
-def _manifest() -> Any:
-    """reports/observed/MANIFEST.json (one with no entries where it cannot be read: nothing is then refused here; the
-    merge says why)."""
-    from matrix import observed
-
-    try:
-        return observed.load(observed.OBSERVED)
-    except observed.ManifestError:
-        return observed.Manifest(observed.OBSERVED)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,6 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
     )
 
     def reference(inputs: dict) -> dict:
-        # onnx.reference's ConvTranspose mishandles group > 1, so the expected output is computed here.
         zero = np.int8(0)
         x_dq = dequantize(quantize(inputs["x"], np.float32(X_SCALE), zero), np.float32(X_SCALE), zero)
         y = conv_transpose(x_dq, w.astype(np.float32) * np.float32(W_SCALE), groups, 2, pad)
@@ -56,6 +55,7 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
     return Reproducer(
         model=model,
         reference=reference,
+        reference_why="onnx.reference mishandles a grouped ConvTranspose (group > 1): one reference for every variant",
         inputs={"x": x},
         target_nodes=("node_of_up" if params["output_qdq"] else "node_of_y",),
         output_steps={"y": float(y_scale) if y_scale is not None else None},

@@ -45,6 +45,7 @@ def build(params: dict, rng: np.random.Generator) -> Reproducer:
         output_steps={"y": None},
         trt=trt,
         reference=lambda inputs: _reference(inputs, w),
+        reference_why="" if form in PLUGIN_OPS else "one reference for all its forms, the custom-op ones included",
         notes="plugin: identity over one INT8 linear tensor" if form in PLUGIN_OPS else "",
     )
 

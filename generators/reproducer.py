@@ -27,4 +27,7 @@ class Reproducer:
     # Where onnx.reference cannot compute the expected outputs (custom ops, opset-13
     # DequantizeLinear on onnx >= 1.16), a numpy function of the inputs that does.
     reference: Optional[Callable[[Dict[str, np.ndarray]], Dict[str, np.ndarray]]] = None
+    # Why `reference` is given where the graph holds no custom op, so that onnx.reference could read it (what it
+    # mishandles); tests/cases/test_catalogue.py holds every reproducer to it.
+    reference_why: str = ""
     notes: str = ""

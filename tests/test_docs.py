@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 from pathlib import Path
-from typing import List, Set
+from typing import Iterator, List, Set, Tuple
 
 import pytest
 
@@ -17,6 +17,10 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 README_MAX_LINES = 220
 FIRST_SCREEN = 40  # lines a terminal or a GitHub page shows before the reader scrolls
+# A count of the catalogue ("34 cases", "316 reproducers", "a 219-reproducer catalogue"), a date, a seed range.
+COUNT = re.compile(r"(?<![\w.-])(\d+)(?:-reproducer\b| (?:seed )?(?:cases|reproducers)\b)")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+SEEDS = re.compile(r"\b[Ss]eeds? (\d{3})(?:-(\d{3}))?")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
 PACKAGES = ("core", "cases", "generators", "engines", "matrix", "check")
@@ -96,11 +100,47 @@ def _resolves(dotted: str) -> bool:
     return False
 
 
-def test_readme_counts_are_the_catalogues():
+def catalogue_counts(page: Path) -> Iterator[Tuple[str, int, str, str]]:
+    """Every count of cases or reproducers a page states, with its scope: (the count as written, the number, the
+    seeds it speaks of as "LOW-HIGH" (the whole catalogue "000-999"), the sentence). Its scope is the seeds its
+    sentence names, else its paragraph's, else its heading's. A count in a paragraph or under a heading that holds a
+    date (YYYY-MM-DD) is history and not yielded, and neither is one quoted as a report's words ("...")."""
+    heading = ""
+    for paragraph in re.split(r"\n\s*\n", page.read_text(encoding="utf-8")):
+        if paragraph.startswith("#"):
+            heading = paragraph.splitlines()[0]
+        if DATE.search(paragraph) or DATE.search(heading):
+            continue
+        for sentence in re.split(r"(?<=[.;:])\s+(?=[A-Z(])", paragraph):
+            unquoted = re.sub(r'"[^"]*"', "", sentence)
+            for m in COUNT.finditer(unquoted):
+                named = SEEDS.search(sentence) or SEEDS.search(paragraph) or SEEDS.search(heading)
+                seeds = f"{named[1]}-{named[2] or named[1]}" if named else "000-999"
+                yield m[0], int(m[1]), seeds, sentence
+
+
+def test_every_count_of_the_catalogue_in_the_docs_is_the_catalogues_or_dated():
+    """A count of cases or reproducers that the README or a page states is what the catalogue says today for the seeds
+    it speaks of, or it is dated as history (docs/catalogue.md is written with its counts and checked apart)."""
     cases = all_cases()
-    text = README.read_text(encoding="utf-8")
-    assert f"{len(cases)} cases (seeds {cases[0].seed}-{cases[-1].seed}), " \
-           f"{sum(reproducers(c) for c in cases)} reproducers" in text
+    for page in pages():
+        if page.name == "catalogue.md":
+            continue
+        for said, number, seeds, sentence in catalogue_counts(page):
+            low, high = seeds.split("-")
+            scope = [c for c in cases if low <= c.seed <= high]
+            today = len(scope) if "case" in said else sum(reproducers(c) for c in scope)
+            assert number == today, f"{page.name}: {said!r} (seeds {seeds}): the catalogue has {today} today; " \
+                                    f"date it as history or say today's count: {sentence!r}"
+
+
+def test_a_count_that_the_catalogue_outgrew_fails_and_a_dated_one_does_not(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Now\n\nThe catalogue: 3 cases, 5 reproducers (seeds 000-002); `x` has 8 reproducers.\n\n"
+                    "## Then (2026-11-20)\n\nThe whole catalogue: 200 reproducers.\n\nA report says "
+                    '"302 reproducers compared".\n', encoding="utf-8")
+    found = [(said, seeds) for said, _, seeds, _ in catalogue_counts(page)]
+    assert found == [("3 cases", "000-002"), ("5 reproducers", "000-002"), ("8 reproducers", "000-002")]
 
 
 def _links(page: Path) -> List[str]:

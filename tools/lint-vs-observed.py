@@ -34,7 +34,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from check.lint import Finding, LintInputError, basis_words, engine_cells, lint_model, lint_path  # noqa: E402
+from check.lint import Finding, basis_words, lint_model, lint_path  # noqa: E402
+from check.observations import ResultsFileError, engine_cells  # noqa: E402
 from core.cli import ArgumentParser  # noqa: E402
 from core.engines import LINT_ENGINES  # noqa: E402
 from core.engines import title as engine_title  # noqa: E402
@@ -320,7 +321,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         + " --cells FILES"
     try:
         by_bundle = engine_cells(args.cells)
-    except LintInputError as e:
+    except ResultsFileError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,9 +1,12 @@
 """docs/adding-a-case.md, followed step by step on its throwaway case in a copy of the repository: the page's code
-blocks are the case module, its builder and its test, and its commands register it, write the catalogue page, build
-the bundles, run the cells on ONNX Runtime and render the report. A step of the page that stops working fails here."""
+blocks are the case module, its builder and its test, the three files a case is; its commands write the catalogue
+page, run the tests a new case can break (the whole of tests/cases, the docs and ruff), build the bundles, run the cells
+on ONNX Runtime and render the report. A step of the page that stops working fails here, and so does a case that needs
+a file more: a list to register it in, a count to edit by hand, a map in check/."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -20,11 +23,8 @@ from core.results import read_results
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "adding-a-case.md"
 FILE_BLOCK = re.compile(r"^```python file=(\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-PLAIN_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 COMMAND = re.compile(r"^    ((?:python|nox|\.venv/bin/nox|tools/) ?[^#\n]*?)\s*(?:#.*)?$", re.MULTILINE)
-# What the steps need of the repository: the layers up to the reports, the case tests and the catalogue page.
-COPIED = ("cases", "core", "generators", "engines", "matrix", "tests/conftest.py", "tests/cases", "docs/catalogue.md",
-          "pyproject.toml")
+PAGE = "docs/catalogue.md"  # the one file a command rewrites for a new case
 
 
 def guide_files() -> Dict[str, str]:
@@ -71,34 +71,69 @@ def test_the_pages_commands_name_real_sessions_flags_and_files():
 
 
 def _copy(tmp: Path) -> Path:
-    """The parts of the repository the steps need, in tmp/repo."""
+    """The repository's files as git tracks them (the working tree's text of each), in tmp/repo, itself a git
+    checkout that tracks them (the tests that read `git ls-files` read it)."""
     root = tmp / "repo"
-    for name in COPIED:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
+    listed = _git(REPO, "ls-files", "-z").decode().split("\0")
+    for name in listed:
+        if name and (REPO / name).is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, root / name)
+            shutil.copy2(REPO / name, root / name)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
     return root
 
 
-def _register(root: Path, cid: str) -> None:
-    """Step 4: the page's line in CASE_MODULES, after the last seed case and before the external ones."""
-    [block] = [b for b in PLAIN_BLOCK.findall(GUIDE.read_text(encoding="utf-8")) if f'"cases.{cid}",' in b]
-    assert "# External cases" in block and block.index(f'"cases.{cid}"') < block.index("# External cases")
-    init = root / "cases" / "__init__.py"
-    text = init.read_text(encoding="utf-8")
-    marker = "    # External cases"
-    assert text.count(marker) == 1
-    init.write_text(text.replace(marker, f'    "cases.{cid}",\n{marker}'), encoding="utf-8")
+def _git(root: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=str(root), capture_output=True, check=True, timeout=120).stdout
 
 
-def _run(root: Path, *args: str, env: Dict[str, str]) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, *args], cwd=str(root), capture_output=True, text=True, timeout=240, env=env)
+def _digests(root: Path) -> Dict[str, str]:
+    """Every file of the copy (caches aside) -> its sha256."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*")
+            if p.is_file() and not {"__pycache__", ".ruff_cache", ".git"} & set(p.relative_to(root).parts)}
+
+
+def _touched(before: Dict[str, str], after: Dict[str, str]) -> List[str]:
+    """The files added, changed or removed between two digests of the copy."""
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
+def _run(root: Path, *args: str, env: Dict[str, str], timeout: int = 240) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, *args], cwd=str(root), capture_output=True, text=True, timeout=timeout,
+                          env=env)
     said = f"{' '.join(args)}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.returncode == 0, said
     return done
+
+
+# What the lint knows of the case, in the copy: the rule's name once, then the node its pattern matches in each
+# reproducer, found by check.lint's own engine (case_patterns: every case's pattern by the op types it visits).
+LINT_PROBE = """
+from cases import get_case
+from check.lint import case_patterns, index, rule_words
+from generators import write
+case = get_case("{cid}")
+print(*[r for r in rule_words() if r in case.pattern.rules])
+for params in case.variants():
+    g = index(write.build(case, params).model)
+    print(*[m.node for n in g.nodes for c, p in case_patterns().get(n.op_type, []) if c.id == case.id
+            for m in p.find(g, n)])
+"""
+
+
+def _passed_per_file(junit: Path) -> Dict[str, int]:
+    """Test module (dotted) -> how many of its tests passed, from pytest's JUnit XML; a failure or an error fails."""
+    import xml.etree.ElementTree as ET
+
+    passed: Dict[str, int] = {}
+    for case in ET.parse(junit).iter("testcase"):
+        bad = [c.tag for c in case if c.tag in ("failure", "error")]
+        assert not bad, (case.get("classname"), case.get("name"), bad)
+        if not any(c.tag == "skipped" for c in case):
+            module = re.sub(r"\.[A-Z]\w*$", "", case.get("classname", ""))  # a class's tests count for its module
+            passed[module] = passed.get(module, 0) + 1
+    return passed
 
 
 def _verdicts(path: Path) -> List[tuple]:
@@ -107,33 +142,43 @@ def _verdicts(path: Path) -> List[tuple]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1500)
 def test_the_page_followed_on_its_throwaway_case(tmp_path: Path):
     pytest.importorskip("onnxruntime")
     root, cid = _copy(tmp_path), case_id()
     seed = f"{len(all_cases()):03d}"  # the next free seed (the page says which it had when written)
+    before = _digests(root)
     for path, text in guide_files().items():
         if path.startswith("cases/"):
             assert re.search(r'seed="\d{3}"', text)
             text = re.sub(r'seed="\d{3}"', f'seed="{seed}"', text)
         (root / path).write_text(text, encoding="utf-8")
-    _register(root, cid)
+    assert _touched(before, _digests(root)) == sorted(guide_files()), "a case is its module, its builder, its test"
+    _git(root, "add", *guide_files())  # as its author commits them
     env = {**os.environ, "PYTHONPATH": str(root), "QDQ_BUNDLES": str(tmp_path / "bundles")}
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_CURRENT_TEST", None)
 
-    # The files lint clean, as the whole tree must.
-    _run(root, "-m", "ruff", "check", "--config", str(REPO / "pyproject.toml"), *guide_files(), env=env)
-    # Step 6: the catalogue page, with the case as its last seed.
-    _run(root, "-m", "cases.catalogue", "--markdown", "--out", "docs/catalogue.md", env=env)
-    page = (root / "docs" / "catalogue.md").read_text(encoding="utf-8")
+    # Step 6: the catalogue page, with the case as its last seed: the only other file a new case changes.
+    _run(root, "-m", "cases.catalogue", "--markdown", "--out", PAGE, env=env)
+    page = (root / PAGE).read_text(encoding="utf-8")
     assert f"| {seed} | [`{cid}`](../cases/{cid}.py) |" in page
-    # Steps 4 and 5: the catalogue's checks of every case and the case's own test pass on it.
-    tests = _run(root, "-m", "pytest", "tests/cases/test_catalogue.py", "tests/cases/test_catalogue_page.py",
-                 f"tests/cases/per_case/test_{cid}.py", "-k", cid, "-n", "0", "-q", "-p", "no:cacheprovider", env=env)
-    assert re.search(r"(\d+) passed", tests.stdout) and int(re.search(r"(\d+) passed", tests.stdout)[1]) >= 15, \
-        tests.stdout[-2000:]
-    assert " failed" not in tests.stdout and " error" not in tests.stdout, tests.stdout[-2000:]
+    assert _touched(before, _digests(root)) == sorted([*guide_files(), PAGE])
+    # Steps 2 and 5: its pattern is a lint rule with no edit of check/: its words are in the registry, and the lint's
+    # engine runs it on the case's reproducers, whose Add it matches.
+    lint = _run(root, "-c", LINT_PROBE.format(cid=cid), env=env)
+    assert lint.stdout.split() == ["qlinear_add", "node_of_c", "node_of_c"], lint.stdout
+    # Step 5: the tests a new case can break, whole: every case's checks, the catalogue page, the lint's patterns and
+    # cross-matches over every case, the docs (counts included) and ruff on the whole tree.
+    junit = tmp_path / "junit.xml"
+    _run(root, "-m", "pytest", "tests/cases", "tests/test_docs.py", "tests/test_ruff.py", "--deselect",
+         "tests/cases/test_adding_a_case.py", "-n", "2", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+         env=env, timeout=900)
+    passed = _passed_per_file(junit)
+    for test in (f"tests.cases.per_case.test_{cid}", "tests.cases.test_catalogue", "tests.cases.test_catalogue_page",
+                 "tests.cases.test_patterns", "tests.test_docs", "tests.test_ruff"):
+        assert passed.get(test, 0) > 0, (test, passed)
+    assert sum(passed.values()) > 2000, passed
     # Step 7: its bundles, and its cells on ONNX Runtime: the default column and the unoptimized one.
     _run(root, "-m", "generators", "write", "--case", cid, env=env)
     bundles = sorted(p.name for p in (tmp_path / "bundles" / cid).iterdir() if not p.name.startswith("."))

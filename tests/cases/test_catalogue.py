@@ -20,7 +20,7 @@ import onnx
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from cases import CASE_MODULES, all_cases, bundle_id, get_case
+from cases import CASE_MODULES, CaseModuleError, all_cases, bundle_id, case_modules, get_case
 from cases.base import Case, Expectation, Signature, repository_path, upstream
 from core.isa import isa
 from core.numerics import error_steps
@@ -42,11 +42,6 @@ ONNXRUNTIME_DOMAINS = ("", "ai.onnx", "com.microsoft")
 # Types ONNX Runtime's CPU provider has no Q/DQ kernel for (1.2x: "Failed to find kernel for DequantizeLinear(23)",
 # "Could not find an implementation for DequantizeLinear(24)"): a model that holds them may be one it cannot run.
 NO_CPU_KERNEL = {onnx.TensorProto.FLOAT4E2M1, onnx.TensorProto.FLOAT8E8M0}
-# The cases whose builder brings a numpy reference although onnx.reference could read the graph, and why.
-OWN_REFERENCE = {
-    "convtranspose_grouped": "onnx.reference mishandles a grouped ConvTranspose",
-    "quantized_constant_plugin": "one reference for all its forms, the custom-op ones included",
-}
 
 
 def _custom_ops(model: onnx.ModelProto) -> Set[str]:
@@ -70,12 +65,37 @@ def test_every_seed_is_covered_once():
     assert len(set(CASE_IDS)) == len(CASES)
 
 
-def test_seeds_count_up_in_registration_order_and_external_cases_come_last():
-    declared = [importlib.import_module(m).CASE for m in CASE_MODULES]
-    seeds = [c.seed for c in declared if not c.external]
+def test_seeds_count_up_from_000_without_a_gap_and_external_cases_come_last():
+    listed = all_cases(external=True)
+    seeds = [c.seed for c in listed if not c.external]
     assert seeds == [f"{n:03d}" for n in range(len(seeds))]
-    assert [c.external for c in declared] == sorted(c.external for c in declared)
-    assert CASE_MODULES[-1] == "cases.user_model"
+    assert [c.external for c in listed] == sorted(c.external for c in listed)
+    assert {f"cases.{c.id}" for c in listed} == set(CASE_MODULES)
+
+
+def test_a_case_module_is_found_by_its_case_declaration_not_by_a_list(tmp_path):
+    """The seed's one source is the Case.seed field: no list names a module, so no position can disagree with it."""
+    (tmp_path / "some_case.py").write_text('"""A case."""\n\nCASE = make()\n', encoding="utf-8")
+    (tmp_path / "typed_case.py").write_text("CASE: Case = make()\n", encoding="utf-8")
+    (tmp_path / "helpers.py").write_text("def f():\n    CASE = 1\n    return CASE\n", encoding="utf-8")
+    (tmp_path / "_private.py").write_text("CASE = make()\n", encoding="utf-8")
+    assert case_modules(tmp_path) == ("cases.some_case", "cases.typed_case")
+    assert "CASE_MODULES" not in (REPO / "docs" / "adding-a-case.md").read_text(encoding="utf-8")
+
+
+def test_two_cases_of_one_seed_stop_the_catalogue(tmp_path, monkeypatch):
+    import sys
+
+    import cases
+
+    (tmp_path / "second_of_seed_000.py").write_text(
+        "import dataclasses\nfrom cases.q_output_type import CASE as FIRST\n"
+        "CASE = dataclasses.replace(FIRST, id='second_of_seed_000')\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cases, "CASE_MODULES", (*CASE_MODULES, "second_of_seed_000"))
+    with pytest.raises(CaseModuleError, match="seed 000 is case q_output_type's already"):
+        all_cases()
+    sys.modules.pop("second_of_seed_000", None)
 
 
 # ---- each case ----
@@ -238,15 +258,17 @@ def test_targets_are_nodes_of_the_model_and_convolutions_carry_kernel_shape(case
 @pytest.mark.parametrize("case, params", VARIANTS, ids=IDS)
 def test_bundle_verifies_and_says_what_computed_its_expected_outputs(catalogue_bundles, case, params):
     """The digests hold; the checker passed; the expected outputs are finite and come from onnx.reference, or from
-    the builder's numpy reference where the graph holds a custom op onnx.reference cannot run (or OWN_REFERENCE says
-    why)."""
+    the builder's numpy reference where the graph holds a custom op onnx.reference cannot run, or where the builder
+    says why onnx.reference does not do (Reproducer.reference_why)."""
     bundle = _bundle(catalogue_bundles, case, params)
     meta = bundle.meta
     assert (meta["bundle"], meta["case"], meta["seed"], meta["params"]) == \
         (bundle_id(case, params), case.id, case.seed, params)
     assert meta["checker"] == "passed" and meta["cache_key"] == write.cache_key(case, params)
     custom = _custom_ops(onnx.load(str(bundle.model_path)))
-    assert meta["reference"] == ("numpy" if custom or case.id in OWN_REFERENCE else "onnx.reference"), custom
+    why = write.build(case, params).reference_why
+    assert meta["reference"] == ("numpy" if custom or why else "onnx.reference"), custom
+    assert not (custom and why), f"a custom op needs no reason to bring a numpy reference: {why}"
     for name, want in bundle.expected().items():
         assert np.isfinite(want.astype(np.float64)).all(), name
 

@@ -14,7 +14,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from check.lint import LintInputError, engine_cells, observed_cells
+from check.observations import ResultsFileError, engine_cells, observed_cells
 from core.results import read_results
 from engines.results import stored_cells
 from matrix import observed
@@ -146,7 +146,7 @@ def test_the_lint_refuses_an_edited_committed_observation_named_to_it(tmp_path: 
     target = copy / "nvidia-h100" / "trt-8.6.0.jsonl"
     assert engine_cells([target])  # listed at its digest: read
     _flip_one_failure(target, copy / "nvidia-h100" / "trt-8.5.3.1.jsonl")
-    with pytest.raises(LintInputError, match="git checkout -- "):
+    with pytest.raises(ResultsFileError, match="git checkout -- "):
         engine_cells([target])
 
 
