@@ -1,6 +1,7 @@
-"""pytest plugin of the cell runner (engines/runner.py): one test per cell, one JSONL results file per column,
-written by the controller only. engines.run writes the plan and starts it; the columns come from the plan alone
-(engines.run is the one command line for columns; this plugin has none of its own):
+"""pytest plugin of the cell runner (engines/runner.py): one test per cell (or per batch of one-node cells, each
+handed back as it ends: engines.plan.cell_refs), one JSONL results file per column, written by the controller only.
+engines.run writes the plan and starts it; the columns come from the plan alone (engines.run is the one command line
+for columns; this plugin has none of its own):
 
     python -m engines.run --engine onnxruntime -n 2                   # which starts, per interpreter:
     python -m pytest -p engines.pytest_cells engines/runner.py --cells-plan PLAN.json -n 2

@@ -1,5 +1,6 @@
-"""The cell runner: one test per cell of a plan's columns, each a bundle run (or its stored cell reused) on one engine
-version, its cell handed to the controller that records it (engines.pytest_cells).
+"""The cell runner: one test per cell of a plan's columns (or per batch of one-node bundles), each a bundle run (or
+its stored cell reused) on one engine version, its cell handed to the controller that records it
+(engines.pytest_cells).
 
     python -m engines.run --engine onnxruntime     # writes the plan and starts, per interpreter:
     python -m pytest -p engines.pytest_cells engines/runner.py --cells-plan PLAN.json -n 2
