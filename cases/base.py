@@ -172,6 +172,9 @@ class Case:
     # Its outcome depends on the GPU architecture a TensorRT-RTX plan targets: a full run builds it once per swept
     # target (core.engines, the target option's `sweep`), each a column.
     arch_dependent: bool = False
+    # Every bundle of it is a one-node model (one operator's test, milliseconds on any engine): the cell runner runs
+    # many of them per test in one engine process (engines.plan.cell_refs' batches), and alone where a batch died.
+    one_node: bool = False
     # Axes added after the case's first reproducers ran, each with the value those reproducers had: a reproducer at
     # that value leaves the axis out of its id (so it keeps its id, seed, model and committed cells), and a cell
     # written before the axis existed is judged at that value.

@@ -31,6 +31,7 @@ CASE = Case(
     expectations=(),
     builder="generators.onnx_node_tests:write_all",
     external=True,
+    one_node=True,
 )
 # The quantized types whose TensorRT-RTX support the GPU architecture decides (its support matrix: FP8 from SM89, FP4
 # from SM120, INT4 weights from SM80; docs/tensorrt-rtx.md): a form of these types is built once per target at the

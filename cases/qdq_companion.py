@@ -56,6 +56,7 @@ CASE = Case(
     expectations=(),
     builder="generators.qdq_companion:write_all",
     external=True,
+    one_node=True,  # one-node bundles: batched per engine process (engines.run --batch)
 )
 # The quantized types whose TensorRT-RTX support the GPU architecture decides (cases.onnx_node_tests.PER_TARGET_TYPES):
 # their forms are built once per target at their first opset.

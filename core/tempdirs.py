@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Set, Tuple
 
 OWNER = ".owner"  # in each folder: "<pid> <start time>" of the process that made it
 
@@ -65,11 +65,18 @@ def reap(prefix: str, where: Optional[str] = None) -> int:
     return removed
 
 
+# (prefix, folder) pairs this process has reaped: once is enough, since it removes its own folders itself, and a
+# reap lists the whole temporary folder (an ONNX Runtime cell asked for one each, hundreds of times a run)
+_REAPED: Set[Tuple[str, Optional[str]]] = set()
+
+
 @contextlib.contextmanager
 def owned(prefix: str, where: Optional[str] = None) -> Iterator[str]:
-    """A temporary folder that names this process as its owner; removed on leaving, and reaped by the next caller
-    with the same prefix where this process was killed before it could remove it."""
-    reap(prefix, where)
+    """A temporary folder that names this process as its owner; removed on leaving, and reaped by the next process
+    that asks for one with the same prefix where this process was killed before it could remove it."""
+    if (prefix, where) not in _REAPED:
+        reap(prefix, where)
+        _REAPED.add((prefix, where))
     tmp = tempfile.mkdtemp(prefix=prefix, dir=where)
     try:
         part = Path(tmp, OWNER + ".part")  # written whole, then renamed: a reaper never reads half a line

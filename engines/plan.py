@@ -41,6 +41,9 @@ class Column:
     label: str = ""  # its test ids' prefix ("" in a run of one column)
     command: str = ""  # how to run it again, as its cells record it
     reused: int = 0  # stored cells of it that engines.run found standing (not among `bundles`): counted, never run
+    # one-node bundles (their case's Case.one_node) per test, run one after the other in one engine process; 0 or 1:
+    # one bundle per test (engines.run reruns a batch whose process died this way, so a crash costs one cell)
+    batch: int = 0
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -68,25 +71,51 @@ class Column:
 
 @dataclass(frozen=True)
 class CellRef:
-    """One cell test of a run: the index of its column in the plan and its bundle."""
+    """One cell test of a run: the index of its column in the plan and its bundle, or the bundles of a batch."""
 
     column: int
-    bundle: str
+    bundle: str  # "" for a batch
+    batch: Tuple[str, ...] = ()  # a batch's one-node bundles, run in this order by one test
+
+    @property
+    def bundles(self) -> Tuple[str, ...]:
+        """The bundles this test runs: its batch, or its one bundle."""
+        return self.batch or (self.bundle,)
 
 
 def cell_refs(columns: Sequence[Column], present: Sequence[str], needs_plugin: Callable[[str], bool],
-              per_target: Callable[[str], bool] = lambda bundle: False) -> Dict[str, CellRef]:
+              per_target: Callable[[str], bool] = lambda bundle: False,
+              one_node: Callable[[str], bool] = lambda bundle: False) -> Dict[str, CellRef]:
     """Every cell test of a run by its test id ("<column label>|<bundle>", or the bundle alone in a run of one
-    column), in order; ValueError where two columns would give one id (a plan of several columns labels each)."""
+    column), in order; a column with `batch` gathers its one-node bundles into tests of that many
+    ("<column label>|one-node batch <k>", where its first bundle was); ValueError where two columns would give one id
+    (a plan of several columns labels each)."""
     refs: Dict[str, CellRef] = {}
     for index, column in enumerate(columns):
-        for bundle in column.select(present, needs_plugin, per_target):
-            name = f"{column.label}{COLUMN_MARK}{bundle}" if column.label else bundle
+        for name, bundles in _tests(column, column.select(present, needs_plugin, per_target), one_node):
+            name = f"{column.label}{COLUMN_MARK}{name}" if column.label else name
             if name in refs:
                 raise ValueError(f"two columns of the plan give the test id {name!r}: a plan of several columns "
                                  "gives each a label of its own")
-            refs[name] = CellRef(index, bundle)
+            refs[name] = CellRef(index, bundles[0]) if len(bundles) == 1 else CellRef(index, "", tuple(bundles))
     return refs
+
+
+def _tests(column: Column, bundles: Sequence[str], one_node: Callable[[str], bool]) -> List[Tuple[str, List[str]]]:
+    """A column's tests in order, each (its name, its bundles): a bundle alone, or up to `batch` one-node bundles."""
+    if column.batch <= 1:
+        return [(b, [b]) for b in bundles]
+    tests: List[Tuple[str, List[str]]] = []
+    batches: List[List[str]] = []
+    for b in bundles:
+        if not one_node(b):
+            tests.append((b, [b]))
+        elif batches and len(batches[-1]) < column.batch:
+            batches[-1].append(b)  # already in tests
+        else:
+            batches.append([b])
+            tests.append((f"one-node batch {len(batches)}", batches[-1]))
+    return [(found[0] if len(found) == 1 else name, found) for name, found in tests]
 
 
 def pytest_args(plan: Path) -> List[str]:

@@ -1,6 +1,7 @@
-"""pytest plugin of the cell runner (engines/runner.py): one test per cell, one JSONL results file per column,
-written by the controller only. engines.run writes the plan and starts it; the columns come from the plan alone
-(engines.run is the one command line for columns; this plugin has none of its own):
+"""pytest plugin of the cell runner (engines/runner.py): one test per cell (or per batch of one-node cells, each
+handed back as it ends: engines.plan.cell_refs), one JSONL results file per column, written by the controller only.
+engines.run writes the plan and starts it; the columns come from the plan alone (engines.run is the one command line
+for columns; this plugin has none of its own):
 
     python -m engines.run --engine onnxruntime -n 2                   # which starts, per interpreter:
     python -m pytest -p engines.pytest_cells engines/runner.py --cells-plan PLAN.json -n 2
@@ -175,6 +176,14 @@ def _per_target(bundle_id: str) -> bool:
     return _trt_setting(bundle_id, "per_target")
 
 
+def _one_node(bundle_id: str) -> bool:
+    """Whether a bundle's case makes one-node models (Case.one_node), which run in batches."""
+    try:
+        return get_case(bundle_id.split("/", 1)[0]).one_node
+    except KeyError:  # no case of the catalogue: a bundle of its own test
+        return False
+
+
 def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
     """The cell tests of a plan's columns (engines.plan.cell_refs over the bundles present); a usage error where
     there is no bundle at all, or where two columns would give one test id."""
@@ -184,7 +193,7 @@ def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
     if not present:
         raise pytest.UsageError(f"no bundles under {bundles_root()}: run `python -m generators write` first")
     try:
-        return cell_refs(columns, present, _needs_plugin, _per_target)
+        return cell_refs(columns, present, _needs_plugin, _per_target, _one_node)
     except ValueError as e:
         raise pytest.UsageError(f"--cells-plan: {e}") from None
 
@@ -197,7 +206,8 @@ def pytest_configure(config: pytest.Config) -> None:
     lifeline.keep()  # a worker dies with the controller, the controller with the engines.run that started it
     if hasattr(config, "workerinput"):
         config._qdq_columns = [ColumnRun.from_dict(c) for c in config.workerinput["qdq_columns"]]
-        config._qdq_cells = {name: CellRef(column, bundle) for name, column, bundle in config.workerinput["qdq_cells"]}
+        config._qdq_cells = {name: CellRef(column, bundle, tuple(batch))
+                             for name, column, bundle, batch in config.workerinput["qdq_cells"]}
         adopt_probe_answers(config.workerinput.get("qdq_probes", []))
         return
     os.environ[lifeline.PARENT_ENV] = str(os.getpid())  # what the xdist workers started from here are told
@@ -220,12 +230,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config._qdq_columns = runs
     config._qdq_writers = writers
     config._qdq_stopped = ""  # why the run stopped early (a results file the disk refused), "" while it goes on
+    config._qdq_alone = [[] for _ in runs]  # per column, the bundles of batches that died: engines.run runs each alone
     interval = heartbeat_interval(config)
     labels = [engine_label(r.info) for r in runs]
 
     def cell_words(nodeid: str) -> str:  # "<bundle> on <engine version>", of a cell the logstart hook found
         ref = cell_of(config, nodeid)
-        return f"{ref.bundle} on {labels[ref.column]}"
+        return f"{batch_words(ref)} on {labels[ref.column]}"
 
     config._qdq_heartbeat = Heartbeat(cell_words, interval) if interval > 0 else None
     config.pluginmanager.register(_ControllerHooks(config), "qdq-controller")
@@ -263,6 +274,13 @@ def _open_column(config: pytest.Config, column: Column) -> Tuple[ColumnRun, Resu
         sys.stderr.write(f"qdq-matrix: {writer.notice}\n")
     reuse = {} if config.getoption("--fresh") else {"path": str(writer.path), "upto": writer.resume_offset}
     return ColumnRun(column, info, run, reuse), writer
+
+
+def batch_words(ref: CellRef) -> str:
+    """A test as a heartbeat line names it: its bundle, or "<n> one-node bundles (<first> to <last>)"."""
+    if not ref.batch:
+        return ref.bundle
+    return f"{len(ref.batch)} one-node bundles ({ref.batch[0]} to {ref.batch[-1]})"
 
 
 def engine_label(info: EngineInfo) -> str:
@@ -425,7 +443,8 @@ class _ControllerHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["qdq_columns"] = [r.to_dict() for r in node.config._qdq_columns]
-        node.workerinput["qdq_cells"] = [[name, ref.column, ref.bundle] for name, ref in node.config._qdq_cells.items()]
+        node.workerinput["qdq_cells"] = [[name, ref.column, ref.bundle, list(ref.batch)]
+                                         for name, ref in node.config._qdq_cells.items()]
         node.workerinput["qdq_probes"] = probe_answers()  # the columns' probes, asked once, here
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
@@ -437,6 +456,9 @@ class _ControllerHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self._config
         ref = cell_of(config, report.nodeid)
+        if ref.batch:
+            self._batch_report(ref, report)
+            return
         writer: ResultsWriter = config._qdq_writers[ref.column]
         props = dict(report.user_properties)
         beat = config._qdq_heartbeat
@@ -457,6 +479,28 @@ class _ControllerHooks:
                 return
             self._write(writer, Cell.from_dict(props[CELL_KEY]))
 
+    def _batch_report(self, ref: CellRef, report: pytest.TestReport) -> None:
+        """A batch's cells, each recorded as its own test's would be; the bundles it ended without (its process died,
+        it ran past the timeout, the harness raised) are left for engines.run to run again one per test, so that what
+        broke costs the one cell it breaks alone, exactly as without batches."""
+        beat = self._config._qdq_heartbeat
+        if report.when not in ("call", "???"):
+            return
+        writer: ResultsWriter = self._config._qdq_writers[ref.column]
+        handed = set()
+        for key, value in report.user_properties:
+            if key == CELL_KEY:
+                handed.add(value["bundle"])
+                self._write(writer, Cell.from_dict(value))
+            elif key == REUSED_KEY:  # already in the file: the bundle's id
+                handed.add(value)
+                writer.reused += 1
+        rest = [b for b in ref.batch if b not in handed]
+        self._config._qdq_alone[ref.column].extend(rest)
+        if beat is not None:
+            beat.finished(report.nodeid, f"{len(handed)} cells" if not rest else
+                          f"{len(handed)} cells, {len(rest)} left to run alone")
+
     def _write(self, writer: ResultsWriter, cell: Cell) -> None:
         """Record a cell; where the disk refuses it, stop the run with one line (no cell runs that cannot be kept)."""
         if self._config._qdq_stopped:
@@ -476,11 +520,12 @@ class _ControllerHooks:
             session.config._qdq_heartbeat.close()
         lines: List[str] = []
         ran = reused = 0
-        for writer in writers:
+        for writer, alone in zip(writers, session.config._qdq_alone):
             done = sum(writer.counts.values())
             counts = ", ".join(f"{n} {s}" for s, n in sorted(writer.counts.items())) or "none"
+            left = f"; {len(alone)} of batches that ended early, to run one per test" if alone else ""
             lines += [writer.notice, f"cells: {writer.reused} reused from earlier runs, run now: {counts} -> "
-                                     f"{writer.path} ({done + writer.reused} cells in all)"]
+                                     f"{writer.path} ({done + writer.reused} cells in all{left})"]
             ran, reused = ran + done, reused + writer.reused
         _write_summary(session.config, writers)
         errors = len(_reporter(session).stats.get("error", [])) if _reporter(session) else 0
@@ -492,7 +537,7 @@ class _ControllerHooks:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             lines.append(f"qdq-matrix: {errors} errors outside the cells (collection or set-up): the run is broken, "
                          f"not judged (exit {int(session.exitstatus)})")
-        elif ran + reused == 0:
+        elif ran + reused + sum(map(len, session.config._qdq_alone)) == 0:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
             lines.append(f"qdq-matrix: no cell ran (exit {int(session.exitstatus)})")
         session.config._qdq_summary = "\n".join(filter(None, lines))
@@ -513,7 +558,8 @@ def _write_summary(config: pytest.Config, writers: List[ResultsWriter]) -> None:
     plan = config.getoption("--cells-plan")
     if not plan:
         return
-    columns = [{"results": str(w.path), "reused": w.reused, "written": dict(w.counts)} for w in writers]
+    columns = [{"results": str(w.path), "reused": w.reused, "written": dict(w.counts), "alone": list(alone)}
+               for w, alone in zip(writers, config._qdq_alone)]
     try:
         summary_path(Path(plan)).write_text(json.dumps({"columns": columns, "stopped": config._qdq_stopped}),
                                             encoding="utf-8")

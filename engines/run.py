@@ -64,6 +64,9 @@ SPEC_FIELDS = {"engine": str, "version": str, "python": str, "results": str, "op
 PYTEST_QUIET = ["-q", "-rN", "--no-header", "--tb=no"]
 RUNNER = "python -m engines.run"
 EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
+# One-node bundles (Case.one_node) per pytest test: each costs the engine milliseconds, and a test of its own costs
+# pytest and xdist about as much again; a batch of this many is about a second of work on the slowest engine here.
+BATCH = 32
 
 
 class UsageError(Exception):
@@ -421,17 +424,29 @@ class Launched:
     written: int
     reused: int
     unknown: str = ""
+    alone: Tuple[Decision, ...] = ()  # the bundles of batches that ended early, per column: to run one per test
+
+    def then(self, again: "Launched") -> "Launched":
+        """This launch and the one that ran its batches' leftovers alone, as one: a broken run's status first, else
+        the worse, and the cells of both."""
+        broken = [s for s in (self.status, again.status) if s not in (0, 1)]
+        return Launched(broken[0] if broken else max(self.status, again.status), self.written + again.written,
+                        self.reused + again.reused, self.unknown or again.unknown, again.alone)
 
 
 def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Sequence[str],
-           fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None) -> Launched:
+           fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None,
+           batch: int = 0) -> Launched:
     """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
     workers run under each column's own; another for an in-process engine installed there), side by side: the run
-    with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do."""
+    with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do.
+    `batch`: one-node bundles per test (engines.plan.Column.batch); what a batch ended without comes back in
+    `alone`."""
     groups: Dict[str, List[Column]] = {}
     for d in decisions:
         if d.run:
-            groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run, reused=d.reused))
+            groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run, reused=d.reused,
+                                                                        batch=batch))
     biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
     env = lifeline.child_env(dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
@@ -460,7 +475,10 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     unknown = next((s["stopped"] for s in summaries if s and s.get("stopped")), "")
     if not unknown and not all(summaries):
         unknown = "a pytest run stopped before it said what it recorded"
-    return Launched(broken[0] if broken else max(statuses), written, reused, unknown)
+    alone = tuple(Decision(replace(c, bundles=(), reused=0, batch=0), tuple(said["alone"]), 0, True)
+                  for s, columns in zip(summaries, groups.values()) if s
+                  for c, said in zip(columns, s["columns"]) if said["alone"])
+    return Launched(broken[0] if broken else max(statuses), written, reused, unknown, alone)
 
 
 def _summary(plan: Path) -> Optional[Dict[str, Any]]:
@@ -470,6 +488,7 @@ def _summary(plan: Path) -> Optional[Dict[str, Any]]:
         for column in data["columns"]:
             column["written"] = {str(k): int(v) for k, v in column["written"].items()}
             column["reused"] = int(column["reused"])
+            column["alone"] = [str(b) for b in column.get("alone") or []]
         return data
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -562,7 +581,8 @@ def write_idle(column: Column, info: EngineInfo, root: Path, metas: Dict[str, Di
 
 
 def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool = False,
-        extra: Sequence[str] = (), results: Optional[Path] = None, out: Callable[[str], None] = print) -> int:
+        extra: Sequence[str] = (), results: Optional[Path] = None, out: Callable[[str], None] = print,
+        batch: int = BATCH) -> int:
     """Decide every column, say what stands, run the rest in one pytest; the exit status (module docstring)."""
     start = time.perf_counter()
     metas = bundle_metas(bundles)
@@ -595,7 +615,11 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         write_all_idle()
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
-    done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle)
+    done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle, batch=batch)
+    if done.alone and done.status in (0, 1):  # a batch's process died (or it timed out, or the harness raised)
+        out(f"engines.run: {sum(len(d.run) for d in done.alone)} cells of batches that ended early run again, one "
+            "per test, so that what broke costs its own cell alone")
+        done = done.then(launch(done.alone, workers, bundles, extra, fresh, out))
     if done.status in (0, 1):  # each column that now stands whole is remembered, so the next run need not read it
         after = Store(results or REPO / "results")
         for d in here:
@@ -661,6 +685,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", default=None, help="the results file (one column only)")
     parser.add_argument("--results-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--fresh", action="store_true", help="run every cell again")
+    parser.add_argument("--batch", type=int, default=BATCH, metavar="N",
+                        help=f"one-node bundles per test (default {BATCH}; 0: one bundle per test); a batch that "
+                             "ends early (its process died) runs again one bundle per test")
     parser.add_argument("-n", "--workers", type=int, default=2,
                         help="pytest-xdist workers (default 2; 0: the cells run in the pytest controller itself)")
     return parser
@@ -673,7 +700,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         columns = columns_from(args)
         if args.results and len(columns) > 1:
             raise UsageError("--results names one file: give each column its own (\"results\" in --column)")
-        return run(columns, args.bundles or bundles_root(), args.workers, args.fresh, extra, args.results_dir)
+        return run(columns, args.bundles or bundles_root(), args.workers, args.fresh, extra, args.results_dir,
+                   batch=args.batch)
     except UsageError as e:
         print(f"engines.run: {e}", file=sys.stderr)
         return 2

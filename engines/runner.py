@@ -1,5 +1,6 @@
-"""The cell runner: one test per cell of a plan's columns, each a bundle run (or its stored cell reused) on one engine
-version, its cell handed to the controller that records it (engines.pytest_cells).
+"""The cell runner: one test per cell of a plan's columns (or per batch of one-node bundles), each a bundle run (or
+its stored cell reused) on one engine version, its cell handed to the controller that records it
+(engines.pytest_cells).
 
     python -m engines.run --engine onnxruntime     # writes the plan and starts, per interpreter:
     python -m pytest -p engines.pytest_cells engines/runner.py --cells-plan PLAN.json -n 2
@@ -10,12 +11,13 @@ pytest-timeout give a run (a crash costs one cell, a hang is stopped, one contro
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator
+from typing import Any, Callable, Dict, Iterator, Tuple
 
 import pytest
 
 from cases import get_case
 from cases.verdict import UNEXPECTED, rejudge
+from core.cell import Cell
 from engines.cells import corrupt_cell, run_cell
 from engines.plan import CellRef
 from engines.pytest_cells import CELL_KEY, REUSED_KEY, make_engine_for, stored_cell
@@ -48,30 +50,42 @@ def cell_engine(request: pytest.FixtureRequest) -> Iterator[Callable[[int], Any]
 
 
 def test_cell(cell: CellRef, request: pytest.FixtureRequest, cell_engine: Callable[[int], Any]) -> None:
-    """Run the bundle (or reuse its stored cell), hand the cell to the controller, fail on an unexpected verdict."""
-    config = request.config
-    run = config._qdq_columns[cell.column]
+    """Run the bundle (or reuse its stored cell), hand the cell to the controller, fail on an unexpected verdict; a
+    batch runs its bundles one after the other, handing each cell back as it ends."""
+    done = []
+    for bundle in cell.bundles:
+        one, reused = one_cell(request.config, cell.column, bundle, cell_engine)
+        if reused:  # the results file holds it already
+            request.node.user_properties.append((REUSED_KEY, bundle if cell.batch else True))
+        if not (reused and cell.batch):
+            request.node.user_properties.append((CELL_KEY, one.to_record()))
+        done.append(one)
+    unexpected = [c for c in done if c.verdict in UNEXPECTED]
+    if unexpected:
+        pytest.fail("\n".join(_failure(c) for c in unexpected), pytrace=False)
+    if all(c.status in ("skipped", "not_run") for c in done):
+        pytest.skip("; ".join(f"{c.status}: {c.reason}" for c in done))
+
+
+def one_cell(config: pytest.Config, column: int, bundle_id: str,
+             cell_engine: Callable[[int], Any]) -> Tuple[Cell, bool]:
+    """One bundle's cell on a column, and whether it is the stored one (reused): run, or reused where it stands."""
+    run = config._qdq_columns[column]
     try:
-        bundle = verify_bundle(bundles_root() / cell.bundle)
+        bundle = verify_bundle(bundles_root() / bundle_id)
     except BundleCorrupt as e:
-        corrupt = corrupt_cell(cell.bundle, str(e), run.info, run.run)
-        request.node.user_properties.append((CELL_KEY, corrupt.to_record()))
-        pytest.skip(f"not run: {e}")
+        return corrupt_cell(bundle_id, str(e), run.info, run.run), False
     case = get_case(bundle.meta["case"])
-    engine = cell_engine(cell.column)
-    stored = stored_cell(config, cell.column, bundle.id, bundle.meta["digest"])
+    engine = cell_engine(column)
+    stored = stored_cell(config, column, bundle.id, bundle.meta["digest"])
     static = run.info.available and getattr(engine, "static_not_run", False)
     if stored is not None and reusable(stored, bundle.meta, case, static):
-        done, reused = rejudge(stored, case), True
-    else:
-        done = run_cell(case, bundle, engine, run.info, run.run)
-        reused = same_not_run(done, stored)
-    if reused:  # the results file holds it already
-        request.node.user_properties.append((REUSED_KEY, True))
-    request.node.user_properties.append((CELL_KEY, done.to_record()))
-    if done.status in ("skipped", "not_run"):
-        pytest.skip(f"{done.status}: {done.reason}")
-    if done.verdict in UNEXPECTED:
-        detail = f"\n  error: {done.error.splitlines()[0]}" if done.error else ""
-        pytest.fail(f"{done.verdict}: {done.explanation} [{done.status} at stage '{done.last_stage}']{detail}",
-                    pytrace=False)
+        return rejudge(stored, case), True
+    done = run_cell(case, bundle, engine, run.info, run.run)
+    return done, same_not_run(done, stored)
+
+
+def _failure(cell: Cell) -> str:
+    """An unexpected verdict as the failing test says it."""
+    detail = f"\n  error: {cell.error.splitlines()[0]}" if cell.error else ""
+    return f"{cell.verdict}: {cell.explanation} [{cell.status} at stage '{cell.last_stage}']{detail}"

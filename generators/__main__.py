@@ -4,9 +4,10 @@ the catalogue's, then the conformance bundles of generators.onnx_node_tests and 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases, bundle_id, get_case
 from core.cli import ArgumentParser
@@ -97,18 +98,48 @@ def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) ->
         print(f"[{done}/{total}] {bundle} {status}", flush=True)
 
     root = bundles_root() if out is None else out
+    # the whole catalogue: the conformance bundles too (docs/conformance.md), written by a process of their own beside
+    # the catalogue's (their own folder), so that two cores write both in the time of the longer
+    conformance = _conformance_beside(out) if not case_ids and not wanted else None
     try:
         paths = write.write_all(case_ids, wanted, out, progress=progress)
     except OSError as e:  # a bundle folder that cannot be written: one line, never a traceback
         print(f"error: cannot write bundles in {root}: {e.strerror or e} ({e.filename or root})", file=sys.stderr)
+        if conformance is not None:
+            _ended(conformance)
         return EXIT_USAGE
     print(f"{len(paths)} bundles in {root}: {counts['written']} written, {counts['cached']} cached")
-    if not case_ids and not wanted:  # the whole catalogue: the conformance bundles too (docs/conformance.md)
-        from generators import onnx_node_tests, qdq_companion
+    return 0 if conformance is None else _ended(conformance)
 
-        where = [] if out is None else ["--out", str(out)]
-        return onnx_node_tests.main(where) or qdq_companion.main(where)
-    return 0
+
+def _conformance_beside(out: Optional[Path]) -> multiprocessing.process.BaseProcess:
+    """The conformance writers (onnx's node tests, then the int8 companion), started in a forked process (before this
+    one starts any engine thread)."""
+    sys.stdout.flush()
+    proc = multiprocessing.get_context("fork").Process(
+        target=_exit_with, args=(_conformance_main, [] if out is None else ["--out", str(out)]))
+    proc.start()
+    return proc
+
+
+def _conformance_main(argv: List[str]) -> int:
+    """Both conformance bundle sets (docs/conformance.md): the first failing writer's status."""
+    from generators import onnx_node_tests, qdq_companion
+
+    return onnx_node_tests.main(argv) or qdq_companion.main(argv)
+
+
+def _exit_with(main_: Callable[[List[str]], int], argv: List[str]) -> None:
+    """Run a command's main in this (forked) process and exit with its status."""
+    status = main_(argv)
+    sys.stdout.flush()
+    sys.exit(status)
+
+
+def _ended(proc: multiprocessing.process.BaseProcess) -> int:
+    """The forked writer's exit status, once it ended (a signal: 1)."""
+    proc.join()
+    return proc.exitcode if proc.exitcode is not None and proc.exitcode >= 0 else 1
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -485,6 +486,7 @@ def _rows(cells: Sequence[Cell], catalogue: Iterable[str], cases: Dict[str, Case
     return tuple(sorted(rows.values(), key=lambda r: (cases[r.case].seed or "~", r.case, r.bundle)))
 
 
+@functools.lru_cache(maxsize=None)  # a report sorts ~10,000 cells by a few dozen versions
 def version_key(version: str) -> Tuple[Any, ...]:
     """Sort key for engine versions: PEP 440 order, anything unparseable after, as text."""
     from packaging.version import InvalidVersion, Version

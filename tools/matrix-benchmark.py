@@ -9,8 +9,9 @@ NEW; by default concat_requant's spatial size, so its 8 models change and nothin
 used as it is: warm it first (any `nox -s matrix`) to measure what a second clone costs; the project's own cache
 (schema checks, $QDQ_CACHE_DIR) starts empty in <clone>-cache. Each run's log and its
 reports/matrix.json are kept beside the clone (<clone>-<run>.log, <clone>-<run>-matrix.json: compare two with
-tools/compare-matrix.py). Prints a Markdown table (wall clock, peak RSS, seconds per nox session, the cell counts the
-runs printed) and writes it as JSON with --json. Standard library only: of the project it imports only the argument
+tools/compare-matrix.py). Prints a Markdown table (wall clock, CPU seconds of the process tree, which load on a
+shared machine disturbs less, peak RSS, seconds per nox session, the cell counts the runs printed) and writes it as
+JSON with --json. Standard library only: of the project it imports only the argument
 parser (core/cli.py).
 """
 
@@ -49,6 +50,10 @@ class Run:
     peak_rss_mb: float
     exit_status: int
     load: float  # the 1-minute load average as the run started (other users of the machine)
+    # CPU seconds of the command's process tree (user, system): what other users of the machine disturb less
+    user_s: float = 0.0
+    system_s: float = 0.0
+    load_after: float = 0.0  # the 1-minute load average as it ended
     sessions: Dict[str, float] = field(default_factory=dict)  # nox session -> seconds, from nox's timestamps
     said: List[str] = field(default_factory=list)  # the lines that count cells
 
@@ -83,7 +88,8 @@ def timed_matrix(clone: Path, name: str, log: Path) -> Run:
     seconds = time.perf_counter() - start
     text = log.read_text(encoding="utf-8", errors="replace")
     return Run(name, round(seconds, 1), round(usage.ru_maxrss / KIB, 1), os.waitstatus_to_exitcode(status),
-               round(load, 1), session_seconds(text, seconds), [line.strip() for line in text.splitlines()
+               round(load, 1), round(usage.ru_utime, 1), round(usage.ru_stime, 1), round(os.getloadavg()[0], 1),
+               session_seconds(text, seconds), [line.strip() for line in text.splitlines()
                                                 if line.strip().startswith(COUNTED)])
 
 
@@ -115,11 +121,12 @@ def table(runs: Sequence[Run], rev: str) -> str:
     """The Markdown the benchmark page keeps."""
     first = runs[0].seconds
     lines = [f"`nox -s matrix` at {rev}, {os.cpu_count()} cores:", "",
-             "| run | wall s | vs fresh | peak RSS MB | exit | load average at start |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| run | wall s | vs fresh | CPU s (user + system) | peak RSS MB | exit | load average at start, end |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in runs:
-        lines.append(f"| {r.name} | {r.seconds:.1f} | {first / r.seconds:.1f}x | {r.peak_rss_mb:.0f} "
-                     f"| {r.exit_status} | {r.load:.1f} |")
+        lines.append(f"| {r.name} | {r.seconds:.1f} | {first / r.seconds:.1f}x | {r.user_s + r.system_s:.1f} "
+                     f"({r.user_s:.1f} + {r.system_s:.1f}) | {r.peak_rss_mb:.0f} | {r.exit_status} "
+                     f"| {r.load:.1f}, {r.load_after:.1f} |")
     names = list(dict.fromkeys(n for r in runs for n in r.sessions))
     lines += ["", "| session | " + " | ".join(r.name for r in runs) + " |", "| --- |" + " ---: |" * len(runs)]
     for n in names:

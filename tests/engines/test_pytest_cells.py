@@ -230,3 +230,50 @@ def test_a_cell_the_timeout_kills_says_it_timed_out_and_the_report_shows_it(tmp_
     assert re.fullmatch(r".*: crashed after \d+ s: timed out after 2 s \(the cell timeout\)", ended[-1]), ended
     md = write_node_reports(node_report([Cell.from_dict(cell)], {}), tmp_path / "rep", "slow")[0].read_text()
     assert "timed out after 2 s (the cell timeout)" in md, md
+
+
+def test_one_node_bundles_run_in_batches_of_the_columns_size_and_the_others_alone() -> None:
+    """A column with `batch` gathers its one-node bundles (their case's Case.one_node) into tests of up to that many,
+    each where its first bundle was; any other bundle is a test of its own, and a column without `batch` has no
+    batch."""
+    from engines.plan import CellRef, Column, cell_refs
+
+    present = ["grouped_conv/a", "onnx_node_tests/n1", "onnx_node_tests/n2", "silu_qdq/c", "onnx_node_tests/n3"]
+    one_node = lambda bundle: bundle.startswith("onnx_node_tests/")  # noqa: E731
+    refs = cell_refs([Column("onnxruntime", batch=2)], present, lambda bundle: False, one_node=one_node)
+    assert refs == {"grouped_conv/a": CellRef(0, "grouped_conv/a"),
+                    "one-node batch 1": CellRef(0, "", ("onnx_node_tests/n1", "onnx_node_tests/n2")),
+                    "silu_qdq/c": CellRef(0, "silu_qdq/c"),
+                    "onnx_node_tests/n3": CellRef(0, "onnx_node_tests/n3")}  # a batch of one is a plain test
+    assert [r.bundles for r in refs.values()] == [("grouped_conv/a",), ("onnx_node_tests/n1", "onnx_node_tests/n2"),
+                                                   ("silu_qdq/c",), ("onnx_node_tests/n3",)]
+    assert list(cell_refs([Column("onnxruntime")], present, lambda bundle: False, one_node=one_node)) == present
+    from engines.pytest_cells import _one_node
+
+    assert _one_node("onnx_node_tests/quantizelinear-opset21") and not _one_node("grouped_conv/a")
+
+
+@pytest.mark.slow
+def test_a_batch_whose_process_dies_costs_one_cell(tmp_path: Path, capsys) -> None:
+    """A batch of one-node bundles on a test double whose process dies on one of them (and whose harness raises on
+    another): engines.run runs what the batch ended without one bundle per test, so every other cell is the engine's
+    real result, the dying bundle gets its crash cell and the raising one its harness error, exactly as each alone."""
+    from engines import run as runner
+
+    bundles, results = tmp_path / "bundles", tmp_path / "out.jsonl"
+    names = ["a-ok", "b-crash", "c-ok", "d-harness", "e-ok"]
+    for name in names:
+        write_fake_bundle(bundles, name, case="onnx_node_tests")
+    argv = ["--engine", "tests.engines.fakes:PlumbingEngine", "--bundles", str(bundles), "--results", str(results),
+            "-n", "1", "--batch", "8"]
+    status = runner.main(argv)
+    said = capsys.readouterr().out
+    cells = [json.loads(line) for line in results.read_text().splitlines()[1:] if '"bundle"' in line]
+    by_name = {c["bundle"].split("/")[1]: c for c in cells}
+    assert sorted(c["bundle"].split("/")[1] for c in cells) == names, said  # each bundle once
+    assert [by_name[n]["status"] for n in ("a-ok", "c-ok", "e-ok")] == ["pass"] * 3, said
+    assert by_name["b-crash"]["status"] == "crashed" and "died" in by_name["b-crash"]["explanation"]
+    _assert_a_harness_error(by_name["d-harness"])
+    assert "cells of batches that ended early run again, one per test" in said, said
+    assert "5 run" in said and "not recorded" not in said, said
+    assert status == 1  # the crashed and the harness's cells fail their tests; the others still ran
