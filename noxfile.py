@@ -526,9 +526,9 @@ def _env_path(envdir: Path, name: str) -> Path:
     """nox's folder for a session named `name` under `envdir`: the name's words joined by "-", lower case; a path
     too long for a shebang line (over 100 characters with bin/pythonX.Y) hashed, as nox does."""
     words = re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "-", name).strip().lower()).strip("-")
-    words = words or hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]  # noqa: S324 (nox's name, not security)
+    words = words or hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
     if len(os.path.join(str(envdir), words)) > 100 - len("bin/pythonX.Y") and len(str(envdir)) < 100 - 9:
-        words = hashlib.sha1(words.encode("ascii")).hexdigest()[:8]  # noqa: S324
+        words = hashlib.sha1(words.encode("ascii")).hexdigest()[:8]
     return envdir / words
 
 

@@ -105,7 +105,7 @@ def next_nox(tmp_path_factory, pinned_nox) -> Path:
                 " | ".join(said))
 
 
-@pytest.fixture(params=["pinned", "next"])
+@pytest.fixture(params=["pinned", pytest.param("next", marks=pytest.mark.network)])
 def any_nox(request) -> Path:
     """README's pinned nox, then the next release."""
     return request.getfixturevalue(f"{request.param}_nox")
@@ -179,6 +179,7 @@ def test_a_second_run_of_a_session_waits_for_the_first(any_nox: Path, project: P
     assert "uv lock --check" in said.read_text()
 
 
+@pytest.mark.network
 def test_the_next_nox_lists_the_sessions_runs_one_and_helps(next_nox: Path, pinned_nox: Path, project: Path):
     """The next nox release reads the noxfile as the pinned one does (`nox -l`, `nox -s tests --list`), runs a
     session that makes its environment (the lock session's `uv lock --check`), and prints a session's help."""
