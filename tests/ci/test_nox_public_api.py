@@ -121,12 +121,21 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _stale(project: Path) -> None:
-    """pyproject.toml asks for a jinja2 other than the locked one (3.1.6): the lock no longer matches it."""
+def _locked(project: Path, package: str) -> str:
+    """The version uv.lock holds of a package."""
+    lock = (project / "uv.lock").read_text(encoding="utf-8")
+    return re.search(rf'\[\[package\]\]\nname = "{package}"\nversion = "([^"]+)"', lock).group(1)
+
+
+def _stale(project: Path) -> str:
+    """pyproject.toml's report group refuses the jinja2 that uv.lock holds, so the lock no longer matches it; that
+    version."""
     pyproject = project / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
-    assert '"jinja2>=3.1"' in text and 'name = "jinja2"\nversion = "3.1.6"' in (project / "uv.lock").read_text()
-    pyproject.write_text(text.replace('"jinja2>=3.1"', '"jinja2==3.1.5"'), encoding="utf-8")
+    locked = _locked(project, "jinja2")
+    [wanted] = re.findall(r'"jinja2([^"]*)"', text)
+    pyproject.write_text(text.replace(f'"jinja2{wanted}"', f'"jinja2{wanted},!={locked}"'), encoding="utf-8")
+    return locked
 
 
 @pytest.mark.slow
@@ -135,11 +144,12 @@ def test_a_session_refuses_a_lock_that_pyproject_no_longer_matches(any_nox: Path
     environment synced before) stops with uv's message and a non-zero exit, installing nothing."""
     first = _run(any_nox, project, "-s", "report", "--install-only")
     assert first.returncode == 0 and "uv sync --locked" in first.stdout, first.stdout[-3000:]
-    _stale(project)
+    locked = _stale(project)
     again = _run(any_nox, project, "-s", "report", "--install-only")
     assert again.returncode == 1, again.stdout[-3000:]
     assert STALE in again.stdout and "Session report failed" in again.stdout, again.stdout[-3000:]
     assert not (project / ".nox" / "report" / ".qdq-synced").exists()
+    assert list((project / ".nox" / "report").glob(f"lib/python*/site-packages/jinja2-{locked}.dist-info"))
 
 
 @pytest.mark.slow
