@@ -22,16 +22,14 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List, Optional
 
-import nox
-import nox.sessions
-import nox.virtualenv
-from nox.logger import logger
+import nox  # its public API only (nox.__all__: session, parametrize, options, project, Session), never its modules
 
 # The `nox` command (README: `. .venv/bin/activate; nox -s matrix`) puts its own bin/ first on sys.path, not the
 # folder it runs in: the repository's packages are found from here, wherever nox was started.
@@ -98,9 +96,9 @@ if HELP:
 
 
 @contextlib.contextmanager
-def _environment_lock(envdir: Path, name: str) -> Iterator[None]:
-    """Hold .nox/<environment>.lock (fcntl, dropped when the process dies) from before nox creates or reuses the
-    environment until the session ends: a second run of the session waits for the first, saying whose it is."""
+def _environment_lock(session: nox.Session, envdir: Path, name: str) -> Iterator[None]:
+    """Hold .nox/<environment>.lock (fcntl, dropped when the process dies) while the environment is synced and used:
+    a second run of the session waits for the first, saying whose it is."""
     lock = envdir.with_name(envdir.name + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+", encoding="utf-8") as f:
@@ -109,8 +107,8 @@ def _environment_lock(envdir: Path, name: str) -> Iterator[None]:
         except BlockingIOError:
             f.seek(0)
             holder = f.read().strip() or "holder unknown"
-            logger.warning(f"{name}: its environment {envdir.name} is in use by another run ({holder}); waiting for "
-                           "it to finish, so that neither rebuilds it under the other")
+            session.warn(f"{name}: its environment {envdir.name} is in use by another run ({holder}); waiting for it "
+                         "to finish, so that neither syncs it under the other")
             fcntl.flock(f, fcntl.LOCK_EX)
         f.truncate(0)
         f.write(json.dumps({"pid": os.getpid(), "session": name, "command": " ".join(sys.argv[1:]),
@@ -122,29 +120,31 @@ def _environment_lock(envdir: Path, name: str) -> Iterator[None]:
             f.truncate(0)
 
 
-def _one_run_per_environment() -> None:
-    """Every session takes its environment's lock before nox creates or reuses the environment (nox's session
-    runner does both before the session function starts, so the lock wraps the runner): the lock covers uv sync
-    and the run, and two `nox -s "openvino(2026.4.1)"` never share a half-rebuilt environment."""
-    runner = nox.sessions.SessionRunner
-    execute = getattr(runner, "execute", None)
-    if execute is None or not hasattr(runner, "envdir"):
-        logger.warning("this nox has no SessionRunner.execute/envdir: sessions run without their environment lock; "
-                       "never run one session twice at once (README, Set-up, names the nox this is written for)")
-        return
-    if getattr(execute, "qdq_locked", False):
-        return
-
-    def locked(self: nox.sessions.SessionRunner) -> nox.sessions.Result:
-        with _environment_lock(Path(self.envdir), self.friendly_name):
-            return execute(self)
-
-    locked.qdq_locked = True  # type: ignore[attr-defined]
-    runner.execute = locked  # type: ignore[method-assign]
+def _nox_arguments(argv: List[str]) -> List[str]:
+    """nox's own command-line arguments: those before `--` (the rest are the sessions' posargs)."""
+    return argv[:argv.index("--")] if "--" in argv else list(argv)
 
 
-if not HELP:  # a help request makes no environment, so it takes no lock and waits for no run
-    _one_run_per_environment()
+def _sessions_named(argv: List[str]) -> List[str]:
+    """The sessions named on nox's command line (-s/-e/--session/--sessions NAME..., else $NOXSESSION); [] where
+    none is (nox runs its default sessions, or those -k or -t select)."""
+    named: List[str] = []
+    taking = False
+    for arg in _nox_arguments(argv)[1:]:
+        option, equals, value = arg.partition("=")
+        if option in ("-s", "-e", "--session", "--sessions"):
+            taking = not equals
+            named += [value] if equals else []
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            named.append(arg)
+    return named or [n for n in os.environ.get("NOXSESSION", "").split(",") if n]
+
+
+def _verbose(argv: List[str]) -> bool:
+    """Whether nox was asked for -v/--verbose (it then says every command whole)."""
+    return bool({"-v", "--verbose"} & set(_nox_arguments(argv)))
 
 
 def _helps(*command: str, posargs: str = "") -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -157,7 +157,8 @@ def _helps(*command: str, posargs: str = "") -> Callable[[Callable[..., None]], 
         @functools.wraps(func)
         def session_or_help(session: nox.Session, **params: str) -> None:
             if not HELP:
-                return func(session, **params)
+                with _environment_lock(session, _own_env(session), session.name):
+                    return func(session, **params)
             if not _named(session):
                 session.log(f"{session.name}: required by a session named for --help; nothing done")
                 return None
@@ -174,25 +175,38 @@ def _helps(*command: str, posargs: str = "") -> Callable[[Callable[..., None]], 
 
 def _named(session: nox.Session) -> bool:
     """Whether the session was named on the command line (or none was), not only required by one that was."""
-    config = getattr(getattr(session, "_runner", None), "global_config", None)
-    names = list(getattr(config, "sessions", None) or [])
+    names = _sessions_named(sys.argv)
     return not names or session.name in names or session.name.split("(")[0] in names
 
 
 def _command_help(session: nox.Session, command: tuple) -> None:
     """The options of the command a session's posargs go to, from the session's environment where it is made (a
     help request makes none: the command's imports need the environment's packages)."""
-    runner = getattr(session, "_runner", None)
-    python = Path(getattr(runner, "envdir", HERE / ".nox" / session.name)) / "bin" / "python"
+    python = _own_env(session) / "bin" / "python"
     said = f"`python {' '.join(command)} --help`"
     if not python.is_file():
         session.log(f"{said} is not listed: its environment {_show(python.parent.parent)} is made by the session's "
                     "first run (without --help), and this help lists them after that")
         return
-    try:
-        session.run(str(python), *command, "--help", env=_env(), external=True)
-    except nox.command.CommandFailed:
+    sys.stdout.flush()
+    if _status([str(python), *command, "--help"], _env()) != 0:
         session.log(f"{said} failed in {_show(python.parent.parent)}: a run of the session syncs it again")
+
+
+def _own_env(session: nox.Session) -> Path:
+    """The session's environment folder (nox's session.env_dir, made absolute), made or not."""
+    return Path(os.path.abspath(session.env_dir))
+
+
+def _status(command: List[str], env: Dict[str, Optional[str]]) -> int:
+    """The exit status of a command run with this process's environment and `env` over it (None: unset), its output
+    going where nox's goes: nox's session.run says only whether a command passed."""
+    merged = {**os.environ, **env}
+    try:
+        return subprocess.run(command, env={k: v for k, v in merged.items() if v is not None}, check=False).returncode
+    except OSError as e:
+        print(f"{command[0]}: {e}", file=sys.stderr)
+        return 127
 
 
 def _group(name: str) -> list[str]:
@@ -204,42 +218,71 @@ def _sync(session: nox.Session, *groups: str) -> None:
     _sync_into(session, Path(session.virtualenv.location), groups)
 
 
-def _sync_with_engine(session: nox.Session, group: str, *pins: str) -> None:
-    """A locked group, then one engine version from the pin table over it; where they disagree the pin wins."""
-    _sync_into(session, Path(session.virtualenv.location), (group,), pins)
+def _sync_with_engine(session: nox.Session, group: str, *pins: str, required: bool = True) -> bool:
+    """A locked group, then one engine version from the pin table over it; where they disagree the pin wins. False
+    where the pins could not be installed and the caller takes that (`required=False`)."""
+    return _sync_into(session, Path(session.virtualenv.location), (group,), pins, required=required)
 
 
-def _sync_into(session: nox.Session, env: Path, groups: tuple, pins: tuple = ()) -> None:
+def _sync_into(session: nox.Session, env: Path, groups: tuple, pins: tuple = (), required: bool = True) -> bool:
     """Sync an environment (this session's, or another session's that this one holds the lock of) to the locked
-    groups and the pins, unless it was synced from the same uv.lock, pyproject.toml, groups and pins already."""
+    groups and the pins, unless it was synced from the same uv.lock, pyproject.toml, groups and pins already. A
+    lock that disagrees with pyproject.toml stops the session (uv sync --locked); pins that cannot be installed stop
+    it too, or, not `required`, say False."""
     key = _sync_key(env, groups, pins)
     stamp = env / SYNCED
     if stamp.is_file() and stamp.read_text(encoding="utf-8") == key:
         session.log(f"{env.name}: as uv.lock and the pins ask (synced before; nox -N makes it anew)")
-        return
+        return True
     stamp.unlink(missing_ok=True)
     # `uv sync` rather than `uv export` to a requirements file: one command, --locked stops on a lock that
-    # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one included. VIRTUAL_ENV names
-    # the same environment: the matrix session syncs its engines' environments from its own, whose VIRTUAL_ENV uv
-    # would otherwise warn about once per environment.
+    # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one included (nox's cookbook,
+    # "Using a lockfile"). VIRTUAL_ENV names the same environment: the matrix session syncs its engines'
+    # environments from its own, whose VIRTUAL_ENV uv would otherwise warn about once per environment.
     done = session.run_install("uv", "sync", "--locked", "--no-install-project", *(f"--group={g}" for g in groups),
                                env={"UV_PROJECT_ENVIRONMENT": str(env), "VIRTUAL_ENV": str(env)})
-    if pins and done is not None:
-        # The group's ranges go in again so that one resolve moves only what the pin forces (ORT 1.16.3's
-        # numpy<2 also takes ml-dtypes back from 0.6); every other package keeps its locked version.
-        install = ("pip", "install", "--python", str(env / "bin" / "python"),
-                   *[r for g in groups for r in _group(g)], *pins)
-        if not _from_uv_cache(session, install):
-            done = session.run_install("uv", *install)
-    if done is not None:  # None: -R/--no-install skipped the installs, so nothing is stamped
-        stamp.write_text(_sync_key(env, groups, pins), encoding="utf-8")
+    if done is None:  # -R/--no-install skipped the installs, so nothing is stamped
+        return True
+    if pins and not _install_pins(session, env, groups, pins):
+        if required:
+            session.error(f"{env.name}: {' '.join(p for p in pins if not p.startswith('-'))} could not be installed "
+                          "(uv's message above)")
+        return False
+    stamp.write_text(_sync_key(env, groups, pins), encoding="utf-8")
+    return True
+
+
+def _install_pins(session: nox.Session, env: Path, groups: tuple, pins: tuple) -> bool:
+    """The pins over the synced groups, from uv's cache where it has them, else from the index; whether they went in.
+    The group's ranges go in again so that one resolve moves only what the pin forces (ORT 1.16.3's numpy<2 also
+    takes ml-dtypes back from 0.6); every other package keeps its locked version."""
+    install = ("pip", "install", "--python", str(env / "bin" / "python"), *[r for g in groups for r in _group(g)],
+               *pins)
+    if _from_uv_cache(session, install):
+        return True
+    session.log(shlex.join(["uv", *install]))
+    return _status([_uv(), *install], {}) == 0
+
+
+def _uv() -> str:
+    """The uv to run: $UV, else the one on PATH, else the one installed beside nox (README's set-up puts it there;
+    the uv package's documented find_uv_bin), as nox itself looks for it."""
+    found = os.environ.get("UV") or shutil.which("uv")
+    if found:
+        return found
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return "uv"
 
 
 def _from_uv_cache(session: nox.Session, args: tuple) -> bool:
     """Whether `uv ARGS --offline` did it, from uv's cache alone. Eight environments synced side by side each ask the
     package index otherwise, and wait on it: 0.2 s for one, 5 to 12 s for eight (measured here). Where the cache
     lacks a wheel this says False, quietly, and the caller asks the index."""
-    command = [getattr(nox.virtualenv, "UV", "uv"), *args[:2], "--offline", *args[2:]]
+    command = [_uv(), *args[:2], "--offline", *args[2:]]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False).returncode == 0
     except OSError:
@@ -305,8 +348,7 @@ def _run_columns(session: nox.Session, *args: str, **kwargs: object) -> None:
     """session.run of an engines.run whose command line, over LONG_COMMAND characters, is said short: its --column
     JSON objects as their count (nox -v says it whole)."""
     line = shlex.join(args)
-    config = getattr(getattr(session, "_runner", None), "global_config", None)
-    if len(line) <= LONG_COMMAND or getattr(config, "verbose", False):
+    if len(line) <= LONG_COMMAND or _verbose(sys.argv):
         session.run(*args, **kwargs)
         return
     session.log(_short_command(args))
@@ -410,11 +452,7 @@ def _trt_impl(session: nox.Session, version: str, index: str | None, *pins: str)
     if not has_nvidia_gpu():
         session.skip("no NVIDIA GPU: TensorRT cells are written as not run by `nox -s matrix`")
     extra = ["--extra-index-url", index] if index else []
-    try:
-        _sync_with_engine(session, "cells", _trt_requirement(version), *pins, *extra)
-    except nox.command.CommandFailed:
-        if not index:
-            raise
+    if not _sync_with_engine(session, "cells", _trt_requirement(version), *pins, *extra, required=not index):
         # NVIDIA's index out of reach: honest "not run" cells that say so, and the session goes on
         session.run("python", "-m", "engines.idle", "--engine", "tensorrt", "--version", version, "--because",
                     f"tensorrt=={version} could not be installed from NVIDIA's index {index}", env=_env())
@@ -468,7 +506,7 @@ def _session_envs(session: nox.Session, envs: Dict[str, tuple], locks: contextli
     session would, side by side, under its lock (held until `locks` closes); their interpreters by session name."""
     dirs = {name: _env_dir(session, name) for name in envs}
     for name, env in dirs.items():
-        locks.enter_context(_environment_lock(env, f"{session.name}: {name}"))
+        locks.enter_context(_environment_lock(session, env, f"{session.name}: {name}"))
 
     def make(name: str) -> None:
         if not (dirs[name] / "bin" / "python").exists():
@@ -481,12 +519,19 @@ def _session_envs(session: nox.Session, envs: Dict[str, tuple], locks: contextli
 
 
 def _env_dir(session: nox.Session, name: str) -> Path:
-    """The folder nox keeps the session `name`'s environment in (nox's own naming, where this nox has it)."""
-    envdir = str(Path(session.virtualenv.location).parent)
-    normalize = getattr(nox.sessions, "_normalize_path", None)
-    if normalize is not None:
-        return Path(normalize(envdir, name))
-    return Path(envdir) / re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "-", name).strip().lower()).strip("-")
+    """The folder nox keeps the session `name`'s environment in, beside this session's (session.env_dir): nox's
+    naming, which nox does not export (tests/ci/test_nox_public_api.py checks it against nox's own env_dir)."""
+    return Path(os.path.abspath(_env_path(session.env_dir.parent, name)))
+
+
+def _env_path(envdir: Path, name: str) -> Path:
+    """nox's folder for a session named `name` under `envdir`: the name's words joined by "-", lower case; a path
+    too long for a shebang line (over 100 characters with bin/pythonX.Y) hashed, as nox does."""
+    words = re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "-", name).strip().lower()).strip("-")
+    words = words or hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+    if len(os.path.join(str(envdir), words)) > 100 - len("bin/pythonX.Y") and len(str(envdir)) < 100 - 9:
+        words = hashlib.sha1(words.encode("ascii")).hexdigest()[:8]
+    return envdir / words
 
 
 @nox.session(requires=["bundles"])
@@ -540,12 +585,11 @@ def diff(session: nox.Session) -> None:
     """What changed between two versions of an engine: nox -s diff -- ENGINE FROM TO (exits with matrix diff's status:
     4 where a version never ran on any machine here)."""
     _sync(session, "report")
-    try:
-        session.run("python", "-m", "matrix", "diff", *session.posargs, *_results_args(), env=_env())
-    except nox.command.CommandFailed as e:
-        if e.return_code in (None, 1):  # nox's own failure status: nox ends the session and says so
-            raise
-        raise SystemExit(e.return_code) from None
+    status = _run_for_status(session, "-m", "matrix", "diff", *session.posargs, *_results_args())
+    if status == 1:  # nox's own failure status: nox ends the session and says so
+        session.error("python -m matrix diff exited with status 1")
+    if status:
+        raise SystemExit(status)
 
 
 @nox.session
@@ -553,18 +597,25 @@ def diff(session: nox.Session) -> None:
 def check(session: nox.Session) -> None:
     """Your own quantized model on every engine here, with a per-node INT8 report: nox -s check -- model.onnx [...]."""
     _sync(session, "check")
-    try:
-        session.run("python", "-m", "check", *session.posargs, env=_env())
-    except nox.command.CommandFailed as e:
-        if e.return_code is None:
-            raise
-        # nox's own exit status is 0 or 1: leave with check's documented one (1 an engine failed a model, 2 usage
-        # error, 3 a folder it cannot write, 4 a model could not be checked, 5 both), so a script or CI job can tell
-        # them apart.
-        if e.return_code == 1:  # nox's own failure status: nox ends the session and says so
-            session.error("python -m check exited with status 1: an engine failed a model")
-        session.log(f"python -m check exited with status {e.return_code} (see `python -m check --help`)")
-        raise SystemExit(e.return_code) from None
+    status = _run_for_status(session, "-m", "check", *session.posargs)
+    # nox's own exit status is 0 or 1: leave with check's documented one (1 an engine failed a model, 2 usage
+    # error, 3 a folder it cannot write, 4 a model could not be checked, 5 both), so a script or CI job can tell
+    # them apart.
+    if status == 1:  # nox's own failure status: nox ends the session and says so
+        session.error("python -m check exited with status 1: an engine failed a model")
+    if status:
+        session.log(f"python -m check exited with status {status} (see `python -m check --help`)")
+        raise SystemExit(status)
+
+
+def _run_for_status(session: nox.Session, *args: str) -> int:
+    """`python ARGS` in the session's environment (said as nox says a command), and its exit status, which nox's
+    session.run does not give; under nox --install-only, where session.run runs nothing, nothing and 0."""
+    if session.run("python", "-c", "", env=_env(), silent=True, log=False) is None:  # --install-only
+        return 0
+    session.log(shlex.join(["python", *args]))
+    env = {**session.env, **_env(), "PATH": os.pathsep.join([session.bin, os.environ.get("PATH", "")])}
+    return _status([str(Path(session.bin) / "python"), *args], env)
 
 
 @nox.session
