@@ -18,6 +18,7 @@ from cases.verdict import UNEXPECTED, basis_word, signature_words
 from core.cell import Cell
 from core.engines import title, variant_label
 from core.words import WORKED, clip, first_line, say_list
+from matrix.details import expectation_words
 from matrix.diff import Change, regression_words, regressions
 from matrix.merge import column_key, version_key
 from matrix.targets import target_words
@@ -78,7 +79,7 @@ def _cause_view(index: int, key: Tuple[str, str, str], cells: List[Cell], every:
         "where": say_settings(settings_of(cells)),
         "verdicts": [{"verdict": v, "n": n} for v, n in sorted(verdicts.items(), key=lambda x: -x[1])],
         "example": clip(line, LINE_LIMIT) if example.status not in WORKED else "",
-        "expected": _expected(example) if did == "works" else "",
+        "expected": expectation_words(example.expectation) if did == "works" else "",
         "expected_by": basis_word(example.expectation) if did == "works" else "",
         "groups": cell_groups(cells, every),
     }
@@ -146,12 +147,3 @@ def _variant_key(variant: str) -> Tuple[str, int, str]:
     """target=SM75 before target=SM120: the digits in a variant by value."""
     digits = "".join(c for c in variant if c.isdigit())
     return "".join(c for c in variant if not c.isdigit()), int(digits) if digits else 0, variant
-
-
-def _expected(cell: Cell) -> str:
-    """What the expectation a working cell contradicts says, and its source (with the hardware of a baseline)."""
-    e = cell.expectation
-    said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
-    sig = f" (sig: {e['signature']})" if e.get("signature") else ""
-    on = f", on {e['hardware']}" if e.get("basis") == "baseline" and e.get("hardware") else ""
-    return f"{said}{sig}: {e.get('source', '')}{on}".strip(": ")

@@ -2,7 +2,8 @@
 
 Its cells are the conformance bundles' (cases.onnx_node_tests: the onnx package's node tests for the quantization
 operators, each at its own opset and converted to every opset the engines read), run by the cell runner like every
-other bundle; `split` takes them out of the catalogue's views, and this module says each one in its own words:
+other bundle; the merge keeps them apart from the catalogue's views (`MergeResult.conformance`), and this module
+says each one in its own words:
 
     right        it ran, and every output matches ONNX's expected output (integers exactly, floats within half a step)
     wrong        it ran, and an output differs: by N steps (the worst element), or in its shape
@@ -29,7 +30,7 @@ from core.cell import Cell
 from core.engines import ENGINES
 from core.outcome import outcome
 from core.words import first_line, many
-from matrix.merge import Column, MergeResult, build, column_key, never_run, version_key
+from matrix.merge import Column, column_key, never_run, version_key
 
 RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = (
     "right", "wrong", "refused", "built only", "crashed", "not run", "not applicable", "harness error")
@@ -43,17 +44,6 @@ MANIFEST = Path(ID) / "conformance.json"  # under a bundles root: generators.onn
 
 def is_conformance(cell: Cell) -> bool:
     return cell.case == ID
-
-
-def split(result: MergeResult) -> Tuple[MergeResult, List[Cell]]:
-    """The merged matrix without the conformance cells (what every catalogue view reads), and those cells."""
-    mine = [c for c in result.cells if is_conformance(c)]
-    if not mine and not any(r.case == ID for r in result.rows):
-        return result, []
-    rest = build([c for c in result.cells if not is_conformance(c)], result.problems,
-                 [r.bundle for r in result.rows if r.case != ID], {k: v for k, v in result.cases.items() if k != ID},
-                 result.files)
-    return rest, mine
 
 
 def read_manifest(bundles: Optional[Path]) -> Dict[str, Any]:

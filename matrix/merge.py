@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from cases.onnx_node_tests import ID as CONFORMANCE
 from cases.user_model import CASE as USER_MODEL
 from core.cell import SOURCES, Cell
 from core.engines import ENGINES, pinned_build, runs_here, unreachable_versions, variant_label
@@ -124,7 +125,9 @@ class CaseInfo:
 
 @dataclass(frozen=True)
 class MergeResult:
-    """The merged matrix: kept cells, columns, rows, and every problem met on the way."""
+    """The merged matrix: kept cells, columns, rows, and every problem met on the way. The conformance cells (the onnx
+    node tests, matrix.conformance) are kept apart from the start: no column, row or case of the catalogue's views
+    holds them."""
 
     cells: Tuple[Cell, ...]
     problems: Tuple[Problem, ...]
@@ -132,6 +135,12 @@ class MergeResult:
     rows: Tuple[Row, ...] = ()
     files: Tuple[str, ...] = ()
     cases: Dict[str, CaseInfo] = field(default_factory=dict)
+    conformance: Tuple[Cell, ...] = ()  # the conformance page's cells, in merge order
+
+    @property
+    def all_cells(self) -> Tuple[Cell, ...]:
+        """The catalogue's cells and the conformance cells: every cell the merge kept."""
+        return self.cells + self.conformance
 
     def grid(self) -> Dict[Tuple[str, ColumnKey], Cell]:
         """(bundle, column key) -> cell."""
@@ -265,17 +274,21 @@ def build(
     cases: Optional[Dict[str, CaseInfo]] = None,
     files: Sequence[str] = (),
 ) -> MergeResult:
-    """A matrix from cells already read: columns, rows in seed order, every catalogue bundle shown."""
-    cases = dict(case_catalogue() if cases is None else cases)
+    """A matrix from cells already read: columns, rows in seed order, every catalogue bundle shown; the conformance
+    cells apart, in none of them."""
+    conformance = tuple(c for c in cells if c.case == CONFORMANCE)
+    cells = [c for c in cells if c.case != CONFORMANCE]
+    cases = {k: v for k, v in (case_catalogue() if cases is None else cases).items() if k != CONFORMANCE}
     for c in cells:
         cases.setdefault(c.case, CaseInfo(id=c.case))
     return MergeResult(
         cells=tuple(cells),
         problems=tuple(problems),
         columns=_columns(cells),
-        rows=_rows(cells, catalogue or (), cases),
+        rows=_rows(cells, [b for b in catalogue or () if b.split("/", 1)[0] != CONFORMANCE], cases),
         files=tuple(files),
         cases=cases,
+        conformance=conformance,
     )
 
 

@@ -72,7 +72,7 @@ def test_a_cell_that_works_against_its_documentation_is_caused_by_that_documenta
     [cause] = root_causes(cells)
     assert (cause["n"], cause["did"], cause["example"]) == (2, "works", "")
     assert (cause["expected_by"], cause["expected"]) == \
-        ("documented", "fail <1.7 (sig: rtx_conv_dtype_check): https://docs.nvidia.com/x")
+        ("documented", "fail <1.7 (signature rtx_conv_dtype_check): https://docs.nvidia.com/x")
 
 
 def test_a_cell_that_works_against_an_earlier_observation_is_a_cause_apart_named_as_observed(make_cell):
