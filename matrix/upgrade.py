@@ -9,7 +9,19 @@ from core.engines import variant_label
 from core.words import IDLE, STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
-from matrix.diff import BAD, CHANGES, GOOD, REGRESSIONS, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
+from matrix.diff import (
+    BAD,
+    CHANGES,
+    GOOD,
+    REGRESSIONS,
+    REWORDED,
+    UNSTABLE,
+    Change,
+    DiffReport,
+    by_cause,
+    change_noun,
+    diff,
+)
 from matrix.merge import never_run, version_key
 
 HEADLINE_LIMIT = 140  # a pair's headline is one line: what did not fit goes under it
@@ -80,7 +92,7 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
         changes = sorted(changes, key=lambda c: (CHANGES.index(c.kind), c.bundle))
         main = [c for c in changes if c.kind not in (REWORDED, UNSTABLE)]
         groups.append({"where": "on " + say_settings([settings.get(h, (h, "")) for h in labels]) if several else "",
-                       "changes": [_change(c) for c in main], "by_cause": by_cause(main) if len(main) > FOLD else [],
+                       "changes": [_change(c) for c in main], "by_cause": cause_view(main) if len(main) > FOLD else [],
                        "by_kind": by_kind(main),
                        "reworded": reworded_summary([c for c in changes if c.kind == REWORDED]),
                        "unstable": [dict(_change(c), detail=c.detail) for c in changes if c.kind == UNSTABLE]})
@@ -134,20 +146,16 @@ def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tu
     return notes
 
 
-def by_cause(changes: Sequence[Change]) -> List[Dict[str, Any]]:
-    """Many changes on one hardware as a few lines: one per kind, before, after and cause, with its reproducers."""
-    groups: Dict[Tuple[str, str, str, str], List[Change]] = {}
-    for c in changes:  # by fields: the states, or the cells' symptoms and signatures (matrix.diff), never the texts
-        groups.setdefault((c.kind, c.gist[0] or c.before, c.gist[1] or c.after, c.cause), []).append(c)
+def cause_view(changes: Sequence[Change]) -> List[Dict[str, Any]]:
+    """Many changes on one hardware as a few lines: matrix.diff.by_cause's groups, each with its reproducers."""
     out = []
-    for (kind, before, after, cause), members in sorted(groups.items(),
-                                                        key=lambda g: (CHANGES.index(g[0][0]), -len(g[1]))):
+    for g in by_cause(changes):
         cases: Dict[str, List[str]] = {}
-        for m in members:
+        for m in g.changes:
             cases.setdefault(m.case, []).append(m.slug)
-        before, after = shown(before, after)
-        out.append({"kind": kind, "before": before, "after": after, "cause": cause, "n": len(members),
-                    "tone": _change(members[0])["tone"],
+        before, after = shown(g.before, g.after)
+        out.append({"kind": g.kind, "before": before, "after": after, "cause": g.cause, "n": len(g.changes),
+                    "tone": _change(g.changes[0])["tone"],
                     "cases": [{"case": k, "n": len(v), "slugs": v} for k, v in
                               sorted(cases.items(), key=lambda x: (-len(x[1]), x[0]))]})
     return out
@@ -191,7 +199,7 @@ def headline_parts(report: DiffReport) -> Tuple[List[str], List[str]]:
     first, then how many reproducers were compared."""
     if not report.compared:
         return [f"nothing compared: {report.why_nothing}"], []
-    counted = [f"{report.count(k)} {_plural(k, report.count(k))}" for k in COUNTED if report.count(k)]
+    counted = [f"{report.count(k)} {change_noun(k, report.count(k))}" for k in COUNTED if report.count(k)]
     tail = f" ({report.said_compared})"
     said: List[str] = []
     for part in counted:

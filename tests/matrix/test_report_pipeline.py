@@ -101,3 +101,22 @@ def test_a_cells_facts_are_worded_alike_in_the_grid_junit_and_the_root_causes(ma
         assert f"{label}: {grid[label]}\n" in failure, label
     [cause] = [c for c in root_causes(result.cells) if c["did"] == "works"]
     assert cause["expected"] == said["fixed"]["expected"] == grid["expected"]
+
+
+def test_the_diff_and_the_upgrade_answer_group_changes_by_cause_alike(make_cell):
+    """One grouping of changes by cause: 13 reproducers whose error changed alike (their texts differ in numbers
+    only) are one line in `matrix diff`'s Markdown and one in the report's upgrade answer, worded alike."""
+    from matrix.diff import diff
+    from matrix.upgrade import pair_view
+
+    said = {"8.5.3.1": ("load", "Assertion failed: node {i} has {i} inputs"),
+            "8.6.0": ("build", "[optimizer.cpp::computeCosts::{i}] Error Code {i}: no implementation")}
+    cells = [make_cell(f"grouped_conv/g={i + 2}", engine_version=v, status="fail", verdict="new failure", fused=None,
+                       last_stage=stage, error=error.format(i=700 + i))
+             for i in range(13) for v, (stage, error) in said.items()]
+    markdown = diff(cells, "tensorrt", "8.5.3.1", "8.6.0").markdown()
+    lines = [line for line in markdown.splitlines() if line.startswith("- **")]
+    [group] = pair_view(cells, "tensorrt", "8.5.3.1", "8.6.0")["groups"][0]["by_cause"]
+    assert len(lines) == 1 and lines[0].startswith("- **13 error texts changed**"), lines
+    assert group["n"] == 13 and group["kind"] == "error changed"
+    assert f"{group['before']} → {group['after']}".replace("[", "\\[").replace("]", "\\]") in lines[0]
