@@ -30,7 +30,7 @@ from core.cell import Cell
 from core.engines import ENGINES
 from core.outcome import outcome
 from core.words import first_line, many
-from matrix.merge import Column, column_key, never_run, version_key
+from matrix.merge import Column, column_key, never_run, variant_order, version_key
 
 RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = (
     "right", "wrong", "refused", "built only", "crashed", "not run", "not applicable", "harness error")
@@ -113,14 +113,14 @@ def column_title(col: Column) -> str:
     80GB HBM3 (sm_90)": an engine version as the table heads it, and where it ran when not on this machine."""
     title = ENGINES[col.engine].title if col.engine in ENGINES else col.engine
     observed = f" · observed on {col.hardware}" if col.source == "observed" else ""  # a committed GPU run, not here
-    return f"{title} {col.engine_version}" + (f" · {col.variant}" if col.variant else "") + observed
+    return f"{title} {col.engine_version}" + (f" · {col.variant_label}" if col.variant else "") + observed
 
 
 def _engine_order(col: Column) -> Tuple[Any, ...]:
     cpu_first = {"cpu": 0, "aot": 1, "nvidia-gpu": 2}
     device = ENGINES[col.engine].device if col.engine in ENGINES else "~"
-    return (cpu_first.get(device, 3), col.engine, version_key(col.engine_version), col.variant, col.hardware,
-            col.source)
+    return (cpu_first.get(device, 3), col.engine, version_key(col.engine_version), variant_order(col.variant),
+            col.hardware, col.source)
 
 
 def conformance_view(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict[str, Any]:
@@ -146,7 +146,7 @@ def conformance_view(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict
             idle.append(col)
         else:
             shown.append(col)
-    per_target = [c for c in shown if c.variant.startswith("target=")]
+    per_target = [c for c in shown if _target(c)]
     main = [c for c in shown if c not in per_target]
     summary = [_summary_row(col, by_column[col.key], opsets) for col in main]
     ops = []
@@ -259,7 +259,7 @@ def _target_table(columns: Sequence[Column], by_column: Mapping[Any, Mapping[Tup
     """TensorRT-RTX per target: a row per test and version, a column per target (the forms built once per target)."""
     if not columns:
         return {}
-    targets = sorted({c.variant for c in columns}, key=_target_order)
+    targets = sorted({c.variant for c in columns}, key=variant_order)
     versions = sorted({(c.engine, c.engine_version) for c in columns}, key=lambda v: version_key(v[1]))
     rows = []
     for name, t in tests.items():
@@ -271,17 +271,15 @@ def _target_table(columns: Sequence[Column], by_column: Mapping[Any, Mapping[Tup
                          "entries": [_phrase(by_column[cols[v].key], name, t["opsets"], reasons) if v in cols
                                      else {"parts": [], "word": ""} for v in targets]})
     opsets = sorted({o for t in tests.values() for o in t["opsets"]})
-    summary = [dict(_summary_row(c, by_column[c.key], opsets), target=c.variant.partition("=")[2],
-                    version=c.engine_version) for c in sorted(columns, key=lambda c: (version_key(c.engine_version),
-                                                                                        _target_order(c.variant)))]
-    return {"targets": [v.partition("=")[2] for v in targets], "rows": rows, "summary": summary,
+    summary = [dict(_summary_row(c, by_column[c.key], opsets), target=_target(c), version=c.engine_version)
+               for c in sorted(columns, key=lambda c: (version_key(c.engine_version), variant_order(c.variant)))]
+    return {"targets": [dict(v)["target"] for v in targets], "rows": rows, "summary": summary,
             "engine": ENGINES["tensorrt-rtx"].title if "tensorrt-rtx" in ENGINES else "tensorrt-rtx"}
 
 
-def _target_order(variant: str) -> Tuple[int, str]:
-    """SM75 before SM120: a target's compute capability, as a number."""
-    digits = variant.rpartition("SM")[2]
-    return (int(digits) if digits.isdigit() else 0, variant)
+def _target(col: Column) -> str:
+    """The architecture a column was built for ahead of time (its variant's `target`), "" for none."""
+    return dict(col.variant).get("target", "")
 
 
 def _entry_record(e: Entry) -> Dict[str, Any]:

@@ -7,10 +7,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from core.cell import Cell
-from core.engines import variant_label
 from core.outcome import outcome
 from core.words import FAILED, HARNESS, IDLE, STATUS_WORDS, WORKED, error_words, first_line, many, say_list
-from matrix.merge import column_key, never_run, version_key
+from matrix.merge import Variant, column_key, never_run, variant_of, version_key
 from matrix.safe import md_cell, md_code
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
@@ -50,10 +49,7 @@ class Change:
     # failure, else "" (this suite's own runs only, runs naming them)
     basis: str = ""
     runs: Tuple[str, ...] = ()  # a regression's two cells: "version on hardware (results file)", older first
-
-    @property
-    def case(self) -> str:
-        return self.bundle.split("/", 1)[0]
+    case: str = ""  # the reproducer's case: its cells' field (Cell.case)
 
     @property
     def slug(self) -> str:
@@ -233,7 +229,7 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     def add(kind: str, before: str, after: str, detail: str = "", cause: str = "", signature: str = "",
             gist: Tuple[str, str] = ("", "")) -> None:
         basis, runs = (regression_basis(b), (_run(a), _run(b))) if kind in REGRESSIONS else ("", ())
-        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist, basis, runs))
+        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist, basis, runs, a.case))
 
     if a.status in WORKED and b.status in FAILED:
         add("regressed", _state(a), _state(b), first_line(b.error) or b.reason, _cause(b))
@@ -321,10 +317,10 @@ def regressions(cells: Sequence[Cell]) -> Dict[Tuple[Tuple[str, ...], str], Tupl
 RAN = ("pass", "fail", "built", "crashed")  # a cell whose engine ran the reproducer: what a regression compares
 
 
-def runs_key(c: Cell) -> Tuple[str, str, str, str, str]:
+def runs_key(c: Cell) -> Tuple[str, str, str, Variant, str]:
     """What makes two cells runs of one reproducer on one engine version and option variant, on GPUs of one
     architecture: the last field is the compute capability ("" for a cell without a GPU, which has no such twin)."""
-    return (c.engine, c.engine_version, c.bundle, variant_label(c.variant),
+    return (c.engine, c.engine_version, c.bundle, variant_of(c.variant),
             str((c.hardware_detail or {}).get("compute_capability") or ""))
 
 
@@ -333,7 +329,7 @@ def disagreeing(cells: Sequence[Cell]) -> Dict[str, Dict[str, str]]:
     one architecture with one option variant (runs_key), each with the words that say so: "8.6.0 fails it at load on
     NVIDIA H200 (sm_90) and fails it at build on NVIDIA H100 80GB HBM3 (sm_90)". CPU cells are left out (their ISA is
     their architecture)."""
-    groups: Dict[Tuple[str, str, str, str, str], Dict[str, Cell]] = {}
+    groups: Dict[Tuple[str, str, str, Variant, str], Dict[str, Cell]] = {}
     for c in cells:
         key = runs_key(c)
         if key[-1] and c.status in ("pass", "fail", "built", "crashed"):

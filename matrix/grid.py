@@ -16,7 +16,7 @@ from core.words import GRID_LETTERS, GRID_STATES, REGRESSION_MARK, STATUS_WORDS,
 from matrix.cellfiles import column_file
 from matrix.details import cell_details
 from matrix.diff import Change, regression_words, regressions
-from matrix.merge import Column, MergeResult, Row, column_key
+from matrix.merge import Column, ColumnKey, MergeResult, Row, column_key
 from matrix.safe import clean
 
 COLLAPSIBLE = ("skipped", "not_run")  # a column idle for one of these, every cell for one reason, is one line
@@ -62,7 +62,7 @@ def built_note() -> Dict[str, str]:
             "text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
 
 
-def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Collapsed]:
+def collapsed_columns(result: MergeResult) -> Dict[ColumnKey, Collapsed]:
     """Columns where every cell is idle (not run or skipped) for one and the same reason."""
     by_column: Dict[Any, List[Cell]] = {}
     for c in result.cells:
@@ -81,7 +81,7 @@ def bugs_options(column: Column) -> str:
     """`--engine E --version V --hardware "H" --variant X`: what names one cell of this column besides its bundle, for
     the page's bug-bundle command (`nox -s bugs -- --cell BUNDLE ...`; matrix.bugbundle.select finds exactly one)."""
     return (f"--engine {column.engine} --version {column.engine_version} --hardware {_shell_quoted(column.hardware)} "
-            f"--variant {_shell_quoted(column.variant or 'default')}")
+            f"--variant {_shell_quoted(column.variant_label or 'default')}")
 
 
 def _shell_quoted(text: str) -> str:
@@ -151,7 +151,7 @@ def column_label(column: Column) -> str:
     """A grid column's head in one line, what tells it apart first: "rtx 1.7.1.116 target=SM75 · no GPU: ...";
     the page shows it upright and cut to fit, the whole label on hover."""
     short = ENGINES[column.engine].short if column.engine in ENGINES else column.engine
-    return " ".join(x for x in (short, column.engine_version, column.variant) if x) + f" · {column.hardware}"
+    return " ".join(x for x in (short, column.engine_version, column.variant_label) if x) + f" · {column.hardware}"
 
 
 def row_labels(rows: Sequence[Row]) -> Dict[str, str]:

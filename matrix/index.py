@@ -48,8 +48,8 @@ def report_json(result: MergeResult, view: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,
         "generated": view["generated"],
-        "columns": [dict(asdict(c), id=c.id, provenance=c.provenance, shared=shared[c.key], cells=column_file(c))
-                    for c in result.columns],
+        "columns": [dict(asdict(c), variant=c.variant_label, id=c.id, provenance=c.provenance, shared=shared[c.key],
+                         cells=column_file(c)) for c in result.columns],
         "rows": [dict(asdict(r), slug=r.slug) for r in result.rows],
         "summary": view["summary"],
         "upgrade": [{"engine": e["engine"], "pairs": [{k: p[k] for k in ("from", "to", "headline", "counts")}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from cases.onnx_node_tests import ID as CONFORMANCE
 from cases.user_model import CASE as USER_MODEL
@@ -17,8 +18,28 @@ from core.words import IDLE
 from matrix import observed
 from matrix.observed import Manifest
 
-ColumnKey = Tuple[str, str, str, str, str]  # engine, engine_version, hardware, variant label, source
+# A column's option variant as a field: its (option, value) pairs sorted by option, () for the engine's defaults; said
+# as a label ("target=SM75", core.engines.variant_label) only where a report or a command line shows it.
+Variant = Tuple[Tuple[str, str], ...]
+ColumnKey = Tuple[str, str, str, Variant, str]  # engine, engine_version, hardware, variant, source
 PathLike = Union[str, Path]
+
+
+def variant_of(variant: Mapping[str, Any]) -> Variant:
+    """A cell's variant (Cell.variant, a mapping) as a column's field: its (option, value) pairs in option order."""
+    return tuple(sorted((str(k), str(v)) for k, v in variant.items()))
+
+
+def variant_order(variant: Variant) -> Tuple[Any, ...]:
+    """Sort key of a variant by its fields: option by option, each value in natural order (a number in it by value:
+    target=SM75 before target=SM120), whatever its value holds ("=", ",", digits)."""
+    return tuple((option, natural_order(value)) for option, value in variant)
+
+
+def natural_order(text: str) -> Tuple[Tuple[int, Any], ...]:
+    """Sort key of a text with numbers in it: its runs of digits by value, the rest as text ("SM75" before "SM120")."""
+    return tuple((1, int(run)) if run.isdigit() else (0, run) for run in re.findall(r"\d+|\D+", text))
+
 
 @dataclass(frozen=True)
 class Duplicate:
@@ -64,7 +85,7 @@ class Column:
     engine: str
     engine_version: str
     hardware: str
-    variant: str  # "" for the engine's defaults, else "x64quantprecision=1" (core.engines.variant_label)
+    variant: Variant  # () for the engine's defaults, else its options' (name, value) pairs: (("target", "SM75"),)
     source: str
     date: str = ""  # the newest run date among its cells
     never_run: str = ""  # why its version never ran on any machine of this project (never_run), "" where it ran
@@ -76,9 +97,14 @@ class Column:
         return (self.engine, self.engine_version, self.hardware, self.variant, self.source)
 
     @property
+    def variant_label(self) -> str:
+        """The variant as a report says it: "x64quantprecision=1", "" for the engine's defaults."""
+        return variant_label(dict(self.variant))
+
+    @property
     def setting(self) -> str:
         """Hardware and option variant, as Cell.setting says it."""
-        return self.hardware + (f" · {self.variant}" if self.variant else "")
+        return self.hardware + (f" · {self.variant_label}" if self.variant else "")
 
     @property
     def id(self) -> str:
@@ -169,7 +195,7 @@ class _Located:
 def column_key(cell: Cell) -> ColumnKey:
     """The column a cell belongs in: engine, version, hardware, option variant and source."""
     source = cell.run.get("source", "local")
-    return (cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant), source)
+    return (cell.engine, cell.engine_version, cell.hardware, variant_of(cell.variant), source)
 
 
 def load_results(

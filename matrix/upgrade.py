@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from core.cell import Cell
-from core.engines import variant_label
 from core.words import IDLE, STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
@@ -22,7 +21,7 @@ from matrix.diff import (
     change_noun,
     diff,
 )
-from matrix.merge import never_run, version_key
+from matrix.merge import Variant, never_run, variant_of, version_key
 
 HEADLINE_LIMIT = 140  # a pair's headline is one line: what did not fit goes under it
 SHOWN = 160  # characters of a before or after text in the page's lists (the pair's file under diff/ has them whole)
@@ -85,13 +84,13 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
                 "compared": 0,
                 "report": None}
     mine = [c for c in cells if c.engine == engine]
-    settings = {c.setting: (c.hardware, variant_label(c.variant)) for c in mine}
+    settings = {c.setting: (c.hardware, variant_of(c.variant)) for c in mine}
     several = len(report.hardware) > 1
     groups = []
     for labels, changes in report.by_hardware():
         changes = sorted(changes, key=lambda c: (CHANGES.index(c.kind), c.bundle))
         main = [c for c in changes if c.kind not in (REWORDED, UNSTABLE)]
-        groups.append({"where": "on " + say_settings([settings.get(h, (h, "")) for h in labels]) if several else "",
+        groups.append({"where": "on " + say_settings([settings.get(h, (h, ())) for h in labels]) if several else "",
                        "changes": [_change(c) for c in main], "by_cause": cause_view(main) if len(main) > FOLD else [],
                        "by_kind": by_kind(main),
                        "reworded": reworded_summary([c for c in changes if c.kind == REWORDED]),
@@ -109,16 +108,16 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
     }
 
 
-def say_where(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> str:
+def say_where(report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> str:
     """The hardware a diff compared on, each hardware named once: "no GPU: ahead-of-time build · target=SM75 and
     target=SM80" rather than the full label per target."""
     same = [a for a, b in report.hardware if a == b]
     crossed = [f"{a} → {b}" for a, b in report.hardware if a != b]
-    said = say_settings([settings.get(h, (h, "")) for h in same]) if same else ""
+    said = say_settings([settings.get(h, (h, ())) for h in same]) if same else ""
     return "; ".join(x for x in [said] + crossed if x) or "no shared hardware"
 
 
-def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> List[str]:
+def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> List[str]:
     """What a reader of one pair must know, each hardware named once: settings that ran on one side only, a comparison
     across hardware, and an observation compared with a local run."""
     old = [s for s in settings if any(c.engine_version == report.from_version and c.setting == s for c in cells)]
@@ -141,7 +140,7 @@ def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tu
                     f"{report.to_version}: {' and '.join(sources[1])}")
             mixed.setdefault(said, []).append(a if a == b else f"{a} → {b}")
     for said, where in mixed.items():
-        notes.append(f"on {say_settings([settings.get(h, (h, '')) for h in where])}, an observation is compared "
+        notes.append(f"on {say_settings([settings.get(h, (h, ())) for h in where])}, an observation is compared "
                      f"with a local run ({said}); a local run is listed in no observations manifest")
     return notes
 
@@ -218,7 +217,7 @@ def headline(report: DiffReport) -> str:
     return f"{', '.join(said)} ({report.said_compared})"
 
 
-def under(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> List[str]:
+def under(report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> List[str]:
     """The lines under a pair's headline: where it compared, what did not fit the headline, what is not counted, and
     what each regression rests on."""
     out = [f"Compared on {say_where(report, settings)}."] if report.hardware else []

@@ -120,3 +120,33 @@ def test_the_diff_and_the_upgrade_answer_group_changes_by_cause_alike(make_cell)
     assert len(lines) == 1 and lines[0].startswith("- **13 error texts changed**"), lines
     assert group["n"] == 13 and group["kind"] == "error changed"
     assert f"{group['before']} → {group['after']}".replace("[", "\\[").replace("]", "\\]") in lines[0]
+
+
+def test_a_columns_variant_is_a_field_sorted_by_value_and_said_only_at_the_edge(make_cell):
+    """Column.variant holds the options as (name, value) pairs: a value with "=", "," or digits in it is kept whole,
+    targets sort by their number (SM8 before SM75 before SM120), and the label is written only where a page says it."""
+    from matrix.causes import say_settings, settings_of
+    from matrix.cellfiles import column_file
+    from matrix.conformance import conformance_view
+    from matrix.grid import bugs_options
+    from matrix.merge import build, variant_order
+
+    aot = "no GPU: ahead-of-time build"
+    odd = {"plugin_link": "lib=a, b2.so"}
+    cells = [make_cell("q_output_type/out=uint8", engine="tensorrt-rtx", engine_version="1.7.1.116", hardware=aot,
+                       variant=v) for v in ({"target": "SM120"}, {"target": "SM75"}, {"target": "SM8"}, odd)]
+    result = build(cells)
+    variants = [c.variant for c in result.columns]
+    assert (("plugin_link", "lib=a, b2.so"),) in variants and (("target", "SM75"),) in variants
+    assert sorted(variants, key=variant_order) == [(("plugin_link", "lib=a, b2.so"),), (("target", "SM8"),),
+                                                   (("target", "SM75"),), (("target", "SM120"),)]
+    [plugin] = [c for c in result.columns if dict(c.variant).get("plugin_link")]
+    assert plugin.setting == f"{aot} · plugin_link=lib=a, b2.so" and "plugin_link=lib=a_b2.so" in column_file(plugin)
+    assert "--variant 'plugin_link=lib=a, b2.so'" in bugs_options(plugin).replace('"', "'")
+    assert say_settings(settings_of(cells)) == f"{aot} · plugin_link=lib=a, b2.so, target=SM8, SM75 and SM120"
+    conformance = [make_cell(f"onnx_node_tests/quantizelinear_axis-opset21-{t}", case="onnx_node_tests",
+                             params={"op": "QuantizeLinear", "form": "per-axis uint8", "test": "quantizelinear_axis",
+                                     "opset": 21}, engine="tensorrt-rtx", engine_version="1.7.1.116", hardware=aot,
+                             variant={"target": t}, status="built", verdict="undocumented", expectation={})
+                   for t in ("SM120", "SM75", "SM8")]
+    assert conformance_view(conformance, {})["targets"]["targets"] == ["SM8", "SM75", "SM120"]
