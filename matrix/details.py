@@ -32,7 +32,7 @@ def cell_details(cell: Cell, regression: str = "") -> List[Tuple[str, str]]:
         if p.get("precision", "unknown") == "unknown" and evidence in ("", "not reported"):
             continue
         evidence = clipped(evidence, EVIDENCE_CLIP)
-        out.append((f"{node}", p.get("precision", "unknown") + (f": {evidence}" if evidence else "")))
+        out.append((f"precision {node}", p.get("precision", "unknown") + (f": {evidence}" if evidence else "")))
     if cell.expectation:
         out.append((expectation_label(cell.expectation), expectation_words(cell.expectation)))
         if cell.expectation.get("note"):
