@@ -26,7 +26,7 @@ def cell_details(cell: Cell, regression: str = "") -> List[Tuple[str, str]]:
     if cell.warnings:
         out.append(("warnings", ", ".join(cell.warnings)))
     if cell.max_error_steps is not None:
-        out.append(("max error", error_words(cell.max_error_steps, cell.tolerance_steps)))
+        out.append(("max error", max_error_words(cell.max_error_steps, cell.tolerance_steps)))
     for node, p in sorted(cell.precision.items()):
         evidence = p.get("evidence", "")
         if p.get("precision", "unknown") == "unknown" and evidence in ("", "not reported"):
@@ -40,7 +40,7 @@ def cell_details(cell: Cell, regression: str = "") -> List[Tuple[str, str]]:
     return out
 
 
-def error_words(steps: float, tolerance: Any = None) -> str:
+def max_error_words(steps: float, tolerance: Any = None) -> str:
     """A cell's worst output error against its tolerance: "3.2 steps (tolerance 1)"."""
     return f"{steps:.3g} steps" + (f" (tolerance {tolerance:g})" if tolerance is not None else "")
 

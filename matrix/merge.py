@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -38,7 +38,8 @@ def variant_order(variant: Variant) -> Tuple[Any, ...]:
 
 def natural_order(text: str) -> Tuple[Tuple[int, Any], ...]:
     """Sort key of a text with numbers in it: its runs of digits by value, the rest as text ("SM75" before "SM120")."""
-    return tuple((1, int(run)) if run.isdigit() else (0, run) for run in re.findall(r"\d+|\D+", text))
+    runs = ("".join(run) for _, run in itertools.groupby(text, key=str.isdecimal))
+    return tuple((1, int(run)) if run.isdecimal() else (0, run) for run in runs)
 
 
 @dataclass(frozen=True)
