@@ -47,6 +47,7 @@ class Reduction:
     budget: int  # 2 * ceil(log2(units)) + 1: the target for one failing node
     nodes: Tuple[str, ...]  # the reduced model's node names
     steps: Tuple[Dict[str, Any], ...] = field(default_factory=tuple)  # (range, signature) per run
+    pattern: str = ""  # the regular expression a signature had to match, where one was given (signature: the full's)
 
 
 class ReduceError(Exception):
@@ -161,8 +162,10 @@ def complete_value_info(model: Any) -> Any:
     return model
 
 
-def reduce_model(model_path: Path, oracle: Oracle, out: Path, signature: Optional[str] = None) -> Reduction:
-    """Bisect to the shortest contiguous run of units that shows `signature` (default: the full model's)."""
+def reduce_model(model_path: Path, oracle: Oracle, out: Path, signature: Optional[str] = None,
+                 pattern: Optional[str] = None) -> Reduction:
+    """Bisect to the shortest contiguous run of units that shows `signature` (default: the full model's), or, with
+    `pattern` (a regular expression), any signature it finds."""
     import onnx
 
     model = complete_value_info(onnx.shape_inference.infer_shapes(onnx.load(str(model_path))))
@@ -178,15 +181,16 @@ def reduce_model(model_path: Path, oracle: Oracle, out: Path, signature: Optiona
         onnx.save(extract(model, keep) if (lo, hi) != (0, len(order)) else model, str(path))
         got = oracle(path)
         steps.append({"units": [lo, hi], "nodes": len(keep), "signature": got})
-        return bool(got) and _same(got, want)
+        return bool(got) and _shows(got, want, pattern)
 
     want = signature or ""
+    said = f"a signature matching {pattern!r}" if pattern else f"the signature {want!r}"
     full = oracle(Path(model_path))
     steps.append({"units": [0, len(order)], "nodes": len(model.graph.node), "signature": full})
-    if not want:
-        want = full
-    if not full or not _same(full, want):
-        raise ReduceError(f"the full model does not show the signature {want!r} (it shows {full or 'nothing'!r}); "
+    if not want and not pattern:
+        want, said = full, f"the signature {full!r}"
+    if not full or not _shows(full, want, pattern):
+        raise ReduceError(f"the full model does not show {said} (it shows {full or 'nothing'!r}); "
                           "nothing to reduce")
     lo, hi = 1, len(order)
     while lo < hi:  # the shortest prefix that still shows it
@@ -208,17 +212,17 @@ def reduce_model(model_path: Path, oracle: Oracle, out: Path, signature: Optiona
     reduced = extract(model, keep) if (start, end) != (0, len(order)) else model
     target = out / "reduced.onnx"
     onnx.save(reduced, str(target))
-    result = Reduction(str(target), want, len(model.graph.node), len(reduced.graph.node), len(order), len(steps),
-                       2 * math.ceil(math.log2(max(len(order), 2))) + 1,
-                       tuple(n.name for n in reduced.graph.node), tuple(steps))
+    result = Reduction(str(target), want or full, len(model.graph.node), len(reduced.graph.node), len(order),
+                       len(steps), 2 * math.ceil(math.log2(max(len(order), 2))) + 1,
+                       tuple(n.name for n in reduced.graph.node), tuple(steps), pattern or "")
     (out / "reduction.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
     return result
 
 
-def _same(got: str, want: str) -> bool:
-    """A signature matches itself, or a regex given as "re:<pattern>"."""
-    if want.startswith("re:"):
-        return re.search(want[3:], got) is not None
+def _shows(got: str, want: str, pattern: Optional[str] = None) -> bool:
+    """Whether a run's signature is the one wanted: the same, or, with a pattern, one the pattern finds."""
+    if pattern:
+        return re.search(pattern, got) is not None
     return got == want
 
 
@@ -305,8 +309,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--engine", required=True, help="onnxruntime, openvino, tensorrt-rtx or tensorrt")
     parser.add_argument("--trt-python", help="an interpreter with TensorRT or TensorRT-RTX (default: this one)")
     parser.add_argument("--rtx-target", help="TensorRT-RTX: the architecture to build for (SM75 ... SM121)")
-    parser.add_argument("--signature", help="what to keep: a signature as this tool prints it, or re:<regex>; "
-                                            "default: what the full model shows")
+    wanted = parser.add_mutually_exclusive_group()
+    wanted.add_argument("--signature", help="what to keep: a signature as this tool prints it; default: what the full "
+                                            "model shows")
+    wanted.add_argument("--signature-regex", metavar="REGEX",
+                        help="what to keep: any signature this regular expression finds (re.search)")
     parser.add_argument("--node", help="reduce to this node losing INT8 (signature float:<node>)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
@@ -322,7 +329,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         oracle = engine_oracle(args.engine, args.out / "candidate-bundles", args.node, args.seed, **options)
         signature = args.signature or (f"float:{args.node}" if args.node else None)
-        result = reduce_model(args.model, oracle, args.out, signature)
+        result = reduce_model(args.model, oracle, args.out, signature, args.signature_regex)
         made = bug_bundle(Path(result.model), args.engine, args.out, args.seed, **options)
     except (ReduceError, CheckError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)

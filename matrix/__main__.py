@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from core.cli import ArgumentParser
 from matrix.merge import MergeResult, catalogue_bundles, load_results
@@ -55,24 +55,13 @@ def report(args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     try:
-        paths = _write_all_reports(loaded, Path(args.out), Path(args.bundles))
+        paths, view = _write_all_reports(loaded, Path(args.out), Path(args.bundles))
     except OSError as e:
         return _unwritable("report", Path(args.out), e)
     from core.words import many
-    from matrix.causes import root_causes
-    from matrix.conformance import split
+    from matrix.console import summary_lines
 
-    result, conformance = split(loaded)  # the conformance cells have a page of their own, and words of their own
-    unexpected = sum(s["unexpected"] for s in _summary(result))
-    causes = f" from {many(len(root_causes(result.cells)), 'root cause')}" if unexpected else ""
-    harness = sum(c.status == "harness_error" for c in result.cells)
-    summary = [f"{many(len(result.cells), 'cell')} from {many(len(result.files), 'file')}, "
-               f"{many(len(result.rows), 'reproducer')}, {many(len(result.columns), 'column')}, {unexpected} unexpected"
-               f"{causes}" + (f", {many(harness, 'harness error')} (the suite's own code failed)" if harness else "")
-               + (f"; {many(len(conformance), 'conformance cell')} (conformance.md)" if conformance else "")]
-    for s in _summary(result):
-        counts = ", ".join(f"{n} {v}" for v, n in s["verdicts"].items() if n)
-        summary.append(f"  {s['heading']} [{s['hardware']}] ({s['provenance']}): {counts}")
+    summary = summary_lines(view)  # from the view the reports were rendered from: nothing computed twice
     print("\n".join(summary))
     for p in paths:
         print(f"wrote {p}")
@@ -123,15 +112,17 @@ def report_bundles(bundles: str) -> List[Path]:
     return [Path(bundles), REPO / ".bundles-user"]
 
 
-def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Path]:
+def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[List[Path], Dict[str, Any]]:
     """Render every report into a staging folder inside out, then swap each into place: a report that cannot be
-    rendered leaves the reports that were there untouched, and they never disagree with each other."""
+    rendered leaves the reports that were there untouched, and they never disagree with each other. Return the paths
+    written and the report's view (matrix.view.build_view, built once), which the console summary reads."""
     import shutil
     import tempfile
 
     from matrix.conformance import read_manifest
     from matrix.nodes import write_all
-    from matrix.render import write_reports
+    from matrix.render import write_view
+    from matrix.view import build_view
 
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
@@ -139,8 +130,8 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Pa
         (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
     try:
         nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
-        written = write_reports(result, staging, node_reports=nodes, conformance_manifest=read_manifest(bundles)) \
-            + [Path(n["html"]) for n in nodes]
+        view = build_view(result, out=staging, node_reports=nodes, conformance_manifest=read_manifest(bundles))
+        written = write_view(result, view, staging) + [Path(n["html"]) for n in nodes]
         old = staging / ".old"
         old.mkdir()
         for entry in sorted(p for p in staging.iterdir() if p.name != ".old"):
@@ -149,7 +140,7 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> List[Pa
             os.replace(entry, out / entry.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return [out / p.relative_to(staging) for p in written]
+    return [out / p.relative_to(staging) for p in written], view
 
 
 NOTHING_TO_COMPARE = 4  # matrix diff: a version named never ran on any machine of this project (one line says why)
@@ -157,14 +148,14 @@ NOTHING_TO_COMPARE = 4  # matrix diff: a version named never ran on any machine 
 
 def diff_cmd(args: argparse.Namespace) -> int:
     """Print what changed between two versions of one engine, as Markdown; exit 4 where a version never ran."""
-    from matrix.conformance import diff_markdown, is_conformance
+    from matrix.conformance import diff_markdown
     from matrix.diff import NeverRun, diff
 
     result = _load(args.results, ())
     if result is None:
         return 2
-    conformance = [c for c in result.cells if is_conformance(c)]  # their own section, in their own words
-    cells = tuple(c for c in result.cells if not is_conformance(c))
+    conformance = result.conformance  # their own section, in their own words
+    cells = result.cells
     if args.model:  # a user's model: its bundle only (python -m check made it)
         from cases.user_model import bundle_ids_for
 
@@ -218,7 +209,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
         return 2
     if args.cell:
         try:
-            cells = [select(result.cells, args.cell, args.engine, args.version, args.hardware, args.variant)]
+            cells = [select(result.all_cells, args.cell, args.engine, args.version, args.hardware, args.variant)]
         except ValueError as e:
             print(f"matrix bugs: {e}", file=sys.stderr)
             return 2
@@ -231,10 +222,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
             return 2
         cells = [c for c in mine if wanted(c, args.include_documented, args.include_unreferenced)]
     else:  # a conformance entry is a table's answer, not a bug to file: named with --cell, it gets its bundle
-        from matrix.conformance import is_conformance
-
-        cells = [c for c in result.cells
-                 if wanted(c, args.include_documented, args.include_unreferenced) and not is_conformance(c)]
+        cells = [c for c in result.cells if wanted(c, args.include_documented, args.include_unreferenced)]
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
@@ -243,7 +231,7 @@ def bugs_cmd(args: argparse.Namespace) -> int:
               "catalogue's: minutes and several hundred MB); --cell CELL --engine E --version V, or --model M, "
               "writes one", flush=True)
     try:
-        made = make_all(cells, result.cells, Path(args.bundles), Path(args.out), archive=args.zip,
+        made = make_all(cells, result.all_cells, Path(args.bundles), Path(args.out), archive=args.zip,
                         user_bundles=Path(args.user_bundles))
     except OSError as e:
         return _unwritable("bugs", Path(args.out), e)
@@ -286,15 +274,15 @@ def conformance_cmd(args: argparse.Namespace) -> int:
     version; `report` writes it too, with the rest."""
     import datetime as _dt
 
-    from matrix.conformance import read_manifest, split
-    from matrix.render import conformance_files, conformance_page
+    from matrix.conformance import read_manifest
+    from matrix.render import conformance_files
+    from matrix.view import conformance_page
 
     result = _load(args.results, ())
     if result is None:
         return 2
-    _, cells = split(result)
     view = {"generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "conformance": conformance_page(cells, read_manifest(Path(args.bundles)))}
+            "conformance": conformance_page(result.conformance, read_manifest(Path(args.bundles)))}
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -359,17 +347,11 @@ def _load(given: Optional[List[str]], catalogue: Sequence[str]) -> Optional[Merg
     for p in result.problems:
         if p.level != "note":  # notes (duplicates resolved, idle columns) are in the reports themselves
             print(f"matrix: {p}", file=sys.stderr)
-    if not result.cells:
+    if not result.all_cells:
         print(f"matrix: nothing could be read: no cells in {len(result.files)} results files under "
               f"{', '.join(map(str, paths))}", file=sys.stderr)
         return None
     return result
-
-
-def _summary(result: MergeResult):
-    from matrix.render import summary
-
-    return summary(result)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -18,8 +18,9 @@ from cases.verdict import UNEXPECTED, basis_word, signature_words
 from core.cell import Cell
 from core.engines import title, variant_label
 from core.words import WORKED, clip, first_line, say_list
+from matrix.details import expectation_words
 from matrix.diff import Change, regression_words, regressions
-from matrix.merge import column_key, version_key
+from matrix.merge import Variant, column_key, variant_of, variant_order, version_key
 from matrix.targets import target_words
 
 LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
@@ -78,7 +79,7 @@ def _cause_view(index: int, key: Tuple[str, str, str], cells: List[Cell], every:
         "where": say_settings(settings_of(cells)),
         "verdicts": [{"verdict": v, "n": n} for v, n in sorted(verdicts.items(), key=lambda x: -x[1])],
         "example": clip(line, LINE_LIMIT) if example.status not in WORKED else "",
-        "expected": _expected(example) if did == "works" else "",
+        "expected": expectation_words(example.expectation) if did == "works" else "",
         "expected_by": basis_word(example.expectation) if did == "works" else "",
         "groups": cell_groups(cells, every),
     }
@@ -95,7 +96,7 @@ def cell_groups(cells: Sequence[Cell], every: List[str]) -> List[Dict[str, Any]]
                 say_settings(settings_of(mine)))
         groups.setdefault(span, []).append(bundle)
     return [{"case": case, "versions": v, "where": where, "bundles": bundles,
-             "cells": sum(len(spans[b]) for b in bundles), "slugs": [b.split("/", 1)[-1] for b in bundles]}
+             "cells": sum(len(spans[b]) for b in bundles), "slugs": [b[len(case) + 1:] for b in bundles]}
             for (case, v, where), bundles in groups.items()]
 
 
@@ -108,50 +109,36 @@ def say_versions(versions: Sequence[str], every: Sequence[str]) -> str:
     return say_list(mine)
 
 
-def say_settings(settings: Sequence[Tuple[str, str]]) -> str:
-    """(hardware, variant label) pairs in words, each hardware named once with its option variants after it:
-    "no GPU: ahead-of-time build · target=SM75, target=SM80 and target=SM86; NVIDIA H200 (sm_90)"."""
-    by: Dict[str, List[str]] = {}
+def say_settings(settings: Sequence[Tuple[str, Variant]]) -> str:
+    """(hardware, variant) pairs in words, each hardware named once with its option variants after it:
+    "no GPU: ahead-of-time build · target=SM75, SM80 and SM86; NVIDIA H200 (sm_90)"."""
+    by: Dict[str, List[Variant]] = {}
     for hardware, variant in settings:
         variants = by.setdefault(hardware, [])
         if variant not in variants:
             variants.append(variant)
     out = []
     for hardware, variants in by.items():
-        named = sorted((v for v in variants if v), key=_variant_key)
+        named = sorted((v for v in variants if v), key=variant_order)
         if not named:
             out.append(hardware)
             continue
-        default = ["its default"] if "" in variants else []
-        out.append(f"{hardware} · {say_list(default + _key_once(named))}")
+        default = ["its default"] if () in variants else []
+        out.append(f"{hardware} · {say_list(default + _option_once(named))}")
     return "; ".join(out)
 
 
-def _key_once(variants: Sequence[str]) -> List[str]:
-    """Variant labels with a repeated option name said once: "target=SM75", "SM80", "SM86"."""
+def _option_once(variants: Sequence[Variant]) -> List[str]:
+    """Variants in words with a repeated option said once: "target=SM75", "SM80", "SM86" (a variant of one option
+    after another of that option is its value alone)."""
     out, last = [], ""
     for v in variants:
-        key, one, value = v.partition("=")
-        out.append(value if one and "," not in v and key == last else v)
-        last = key if one and "," not in v else ""
+        one = len(v) == 1
+        out.append(v[0][1] if one and v[0][0] == last else variant_label(dict(v)))
+        last = v[0][0] if one else ""
     return out
 
 
-def settings_of(cells: Sequence[Cell]) -> List[Tuple[str, str]]:
-    """The (hardware, variant label) of each cell, for say_settings."""
-    return [(c.hardware, variant_label(c.variant)) for c in cells]
-
-
-def _variant_key(variant: str) -> Tuple[str, int, str]:
-    """target=SM75 before target=SM120: the digits in a variant by value."""
-    digits = "".join(c for c in variant if c.isdigit())
-    return "".join(c for c in variant if not c.isdigit()), int(digits) if digits else 0, variant
-
-
-def _expected(cell: Cell) -> str:
-    """What the expectation a working cell contradicts says, and its source (with the hardware of a baseline)."""
-    e = cell.expectation
-    said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
-    sig = f" (sig: {e['signature']})" if e.get("signature") else ""
-    on = f", on {e['hardware']}" if e.get("basis") == "baseline" and e.get("hardware") else ""
-    return f"{said}{sig}: {e.get('source', '')}{on}".strip(": ")
+def settings_of(cells: Sequence[Cell]) -> List[Tuple[str, Variant]]:
+    """The (hardware, variant) of each cell, for say_settings."""
+    return [(c.hardware, variant_of(c.variant)) for c in cells]

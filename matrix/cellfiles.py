@@ -29,7 +29,7 @@ def safe_name(text: str, limit: int = 80) -> str:
 
 def column_file(column: Column) -> str:
     """The column's file, relative to the reports folder: "cells/tensorrt-rtx_1.7.1.116_target=SM75_local_….jsonl"."""
-    parts = [column.engine, column.engine_version, column.variant, column.source]
+    parts = [column.engine, column.engine_version, column.variant_label, column.source]
     return f"{FOLDER}/{safe_name('_'.join(p for p in parts if p) + ' ' + column.hardware[:24])}.jsonl"
 
 

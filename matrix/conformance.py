@@ -3,7 +3,8 @@
 Its cells are the conformance bundles' (cases.onnx_node_tests: the onnx package's node tests for the quantization
 operators, each at its own opset and converted to every opset the engines read; and cases.qdq_companion: the int8
 forms the TensorRT family takes, with zero points 0, at every operator version), run by the cell runner like every
-other bundle; `split` takes them out of the catalogue's views, and this module says each one in its own words:
+other bundle; the merge keeps them apart from the catalogue's views (`MergeResult.conformance`), and this module
+says each one in its own words:
 
     right        it ran, and every output matches ONNX's expected output (integers exactly, floats within half a step)
     wrong        it ran, and an output differs: by N steps (the worst element), or in its shape
@@ -32,7 +33,7 @@ from core.cell import Cell
 from core.engines import ENGINES, family
 from core.outcome import outcome
 from core.words import first_line, many
-from matrix.merge import Column, MergeResult, build, column_key, never_run, version_key
+from matrix.merge import Column, column_key, never_run, variant_order, version_key
 
 RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = (
     "right", "wrong", "refused", "built only", "crashed", "not run", "not applicable", "harness error")
@@ -55,18 +56,6 @@ CASES = (ID, COMPANION)  # the node tests and the int8 companion (cases/qdq_comp
 
 def is_conformance(cell: Cell) -> bool:
     return cell.case in CASES
-
-
-def split(result: MergeResult) -> Tuple[MergeResult, List[Cell]]:
-    """The merged matrix without the conformance cells (what every catalogue view reads), and those cells."""
-    mine = [c for c in result.cells if is_conformance(c)]
-    if not mine and not any(r.case in CASES for r in result.rows):
-        return result, []
-    rest = build([c for c in result.cells if not is_conformance(c)], result.problems,
-                 [r.bundle for r in result.rows if r.case not in CASES],
-                 {k: v for k, v in result.cases.items() if k not in CASES},
-                 result.files)
-    return rest, mine
 
 
 def read_manifest(bundles: Optional[Path]) -> Dict[str, Any]:
@@ -136,14 +125,14 @@ def column_title(col: Column) -> str:
     80GB HBM3 (sm_90)": an engine version as the table heads it, and where it ran when not on this machine."""
     title = ENGINES[col.engine].title if col.engine in ENGINES else col.engine
     observed = f" · observed on {col.hardware}" if col.source == "observed" else ""  # a committed GPU run, not here
-    return f"{title} {col.engine_version}" + (f" · {col.variant}" if col.variant else "") + observed
+    return f"{title} {col.engine_version}" + (f" · {col.variant_label}" if col.variant else "") + observed
 
 
 def _engine_order(col: Column) -> Tuple[Any, ...]:
     cpu_first = {"cpu": 0, "aot": 1, "nvidia-gpu": 2}
     device = ENGINES[col.engine].device if col.engine in ENGINES else "~"
-    return (cpu_first.get(device, 3), col.engine, version_key(col.engine_version), col.variant, col.hardware,
-            col.source)
+    return (cpu_first.get(device, 3), col.engine, version_key(col.engine_version), variant_order(col.variant),
+            col.hardware, col.source)
 
 
 def conformance_view(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict[str, Any]:
@@ -167,7 +156,7 @@ def conformance_view(cells: Sequence[Cell], manifest: Mapping[str, Any]) -> Dict
             idle.append(col)
         else:
             shown.append(col)
-    per_target = [c for c in shown if c.variant.startswith("target=")]
+    per_target = [c for c in shown if _target(c)]
     main = [c for c in shown if c not in per_target]
     node = _set_view(by_set[ID], _tests([c for c in cells if c.case != COMPANION], manifest), not_converted, main,
                      per_target, reasons)
@@ -330,7 +319,7 @@ def _target_table(columns: Sequence[Column], by_column: Mapping[Any, Mapping[Tup
     """TensorRT-RTX per target: a row per test and version, a column per target (the forms built once per target)."""
     if not columns:
         return {}
-    targets = sorted({c.variant for c in columns}, key=_target_order)
+    targets = sorted({c.variant for c in columns}, key=variant_order)
     versions = sorted({(c.engine, c.engine_version) for c in columns}, key=lambda v: version_key(v[1]))
     rows = []
     for name, t in tests.items():
@@ -342,17 +331,15 @@ def _target_table(columns: Sequence[Column], by_column: Mapping[Any, Mapping[Tup
                          "entries": [_phrase(by_column[cols[v].key], name, t["opsets"], reasons) if v in cols
                                      else {"parts": [], "word": ""} for v in targets]})
     opsets = sorted({o for t in tests.values() for o in t["opsets"]})
-    summary = [dict(_summary_row(c, by_column[c.key], opsets), target=c.variant.partition("=")[2],
-                    version=c.engine_version) for c in sorted(columns, key=lambda c: (version_key(c.engine_version),
-                                                                                        _target_order(c.variant)))]
-    return {"targets": [v.partition("=")[2] for v in targets], "rows": rows, "summary": summary,
+    summary = [dict(_summary_row(c, by_column[c.key], opsets), target=_target(c), version=c.engine_version)
+               for c in sorted(columns, key=lambda c: (version_key(c.engine_version), variant_order(c.variant)))]
+    return {"targets": [dict(v)["target"] for v in targets], "rows": rows, "summary": summary,
             "engine": ENGINES["tensorrt-rtx"].title if "tensorrt-rtx" in ENGINES else "tensorrt-rtx"}
 
 
-def _target_order(variant: str) -> Tuple[int, str]:
-    """SM75 before SM120: a target's compute capability, as a number."""
-    digits = variant.rpartition("SM")[2]
-    return (int(digits) if digits.isdigit() else 0, variant)
+def _target(col: Column) -> str:
+    """The architecture a column was built for ahead of time (its variant's `target`), "" for none."""
+    return dict(col.variant).get("target", "")
 
 
 def _entry_record(e: Entry) -> Dict[str, Any]:

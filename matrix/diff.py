@@ -7,10 +7,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from core.cell import Cell
-from core.engines import variant_label
 from core.outcome import outcome
 from core.words import FAILED, HARNESS, IDLE, STATUS_WORDS, WORKED, error_words, first_line, many, say_list
-from matrix.merge import column_key, never_run, version_key
+from matrix.merge import Variant, column_key, never_run, variant_of, version_key
 from matrix.safe import md_cell, md_code
 
 DRIFT_STEPS = 0.5  # a change in max_error_steps larger than this is numeric drift
@@ -50,10 +49,7 @@ class Change:
     # failure, else "" (this suite's own runs only, runs naming them)
     basis: str = ""
     runs: Tuple[str, ...] = ()  # a regression's two cells: "version on hardware (results file)", older first
-
-    @property
-    def case(self) -> str:
-        return self.bundle.split("/", 1)[0]
+    case: str = ""  # the reproducer's case: its cells' field (Cell.case)
 
     @property
     def slug(self) -> str:
@@ -119,7 +115,7 @@ class DiffReport:
             return f"{span}: {self.said_compared}"
         if not self.changes:
             return f"no changes between {span}: {self.said_compared}"
-        parts = [f"{self.count(k)} {_plural(k, self.count(k))}" for k in CHANGES if self.count(k)]
+        parts = [f"{self.count(k)} {change_noun(k, self.count(k))}" for k in CHANGES if self.count(k)]
         mark = "❌" if self.regressions else "✅" if any(c.kind in GOOD for c in self.changes) else "ℹ️"
         return f"{mark} {', '.join(parts)} between {span} ({self.said_compared})"
 
@@ -139,17 +135,17 @@ class DiffReport:
             main = [c for c in changes if c.kind != REWORDED]
             minor = [c for c in changes if c.kind == REWORDED]
             if len(main) > FOLD:  # many reproducers, few causes: the causes first, every reproducer one click away
-                lines += _by_cause(main)
+                lines += _cause_lines(main)
                 if not tables:
                     lines += [f"<details><summary>every reproducer ({len(main)})</summary>", ""]
                     lines += _table(main) + ["</details>", ""]
             else:
                 lines += _table(main) if main else ["No changes." if not minor else "No changes but rewording.", ""]
             if minor and tables:
-                lines += [f"{len(minor)} {_plural(REWORDED, len(minor))}, listed in the tables' file.", ""]
+                lines += [f"{len(minor)} {change_noun(REWORDED, len(minor))}, listed in the tables' file.", ""]
             elif minor:
-                lines += [f"<details><summary>{len(minor)} {_plural(REWORDED, len(minor))}: {REWORDED_WHY}</summary>",
-                          ""] + _table(minor) + ["</details>", ""]
+                said = f"{len(minor)} {change_noun(REWORDED, len(minor))}: {REWORDED_WHY}"
+                lines += [f"<details><summary>{said}</summary>", ""] + _table(minor) + ["</details>", ""]
         if self.not_compared:
             lines += ["<details><summary>" + f"{len(self.not_compared)} (reproducer, hardware) pairs not compared"
                       "</summary>", ""]
@@ -169,7 +165,7 @@ class DiffReport:
             if len(main) > FOLD:
                 lines += [f"Every reproducer ({len(main)}):", ""] + _table(main)
             if minor:
-                lines += [f"{len(minor)} {_plural(REWORDED, len(minor))}: {REWORDED_WHY}", ""] + _table(minor)
+                lines += [f"{len(minor)} {change_noun(REWORDED, len(minor))}: {REWORDED_WHY}", ""] + _table(minor)
         return "\n".join(lines)
 
     def by_hardware(self) -> List[Tuple[Tuple[str, ...], List[Change]]]:
@@ -233,7 +229,7 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
     def add(kind: str, before: str, after: str, detail: str = "", cause: str = "", signature: str = "",
             gist: Tuple[str, str] = ("", "")) -> None:
         basis, runs = (regression_basis(b), (_run(a), _run(b))) if kind in REGRESSIONS else ("", ())
-        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist, basis, runs))
+        out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist, basis, runs, a.case))
 
     if a.status in WORKED and b.status in FAILED:
         add("regressed", _state(a), _state(b), first_line(b.error) or b.reason, _cause(b))
@@ -321,10 +317,10 @@ def regressions(cells: Sequence[Cell]) -> Dict[Tuple[Tuple[str, ...], str], Tupl
 RAN = ("pass", "fail", "built", "crashed")  # a cell whose engine ran the reproducer: what a regression compares
 
 
-def runs_key(c: Cell) -> Tuple[str, str, str, str, str]:
+def runs_key(c: Cell) -> Tuple[str, str, str, Variant, str]:
     """What makes two cells runs of one reproducer on one engine version and option variant, on GPUs of one
     architecture: the last field is the compute capability ("" for a cell without a GPU, which has no such twin)."""
-    return (c.engine, c.engine_version, c.bundle, variant_label(c.variant),
+    return (c.engine, c.engine_version, c.bundle, variant_of(c.variant),
             str((c.hardware_detail or {}).get("compute_capability") or ""))
 
 
@@ -333,7 +329,7 @@ def disagreeing(cells: Sequence[Cell]) -> Dict[str, Dict[str, str]]:
     one architecture with one option variant (runs_key), each with the words that say so: "8.6.0 fails it at load on
     NVIDIA H200 (sm_90) and fails it at build on NVIDIA H100 80GB HBM3 (sm_90)". CPU cells are left out (their ISA is
     their architecture)."""
-    groups: Dict[Tuple[str, str, str, str, str], Dict[str, Cell]] = {}
+    groups: Dict[Tuple[str, str, str, Variant, str], Dict[str, Cell]] = {}
     for c in cells:
         key = runs_key(c)
         if key[-1] and c.status in ("pass", "fail", "built", "crashed"):
@@ -507,7 +503,8 @@ CHANGE_NOUNS = {
 }
 
 
-def _plural(kind: str, n: int) -> str:
+def change_noun(kind: str, n: int) -> str:
+    """A change kind as a count says it: "1 regression", "2 regressions" (CHANGE_NOUNS)."""
     one, many = CHANGE_NOUNS[kind]
     return one if n == 1 else many
 
@@ -525,21 +522,40 @@ def _cause(c: Cell) -> str:
     return (c.symptom or c.status)[:CAUSE_LIMIT]
 
 
-def _by_cause(changes: List[Change]) -> List[str]:
-    """One line per kind of change and cause, with how many reproducers of which cases show it."""
+@dataclass(frozen=True)
+class CauseGroup:
+    """Changes of one kind, from one state to another, for one cause: the reproducers that show one upgrade's effect
+    alike. Before and after are said as every member says them (Change.gist), never one member's own text."""
+
+    kind: str
+    before: str
+    after: str
+    cause: str
+    changes: Tuple[Change, ...]
+
+
+def by_cause(changes: Sequence[Change]) -> List[CauseGroup]:
+    """Changes grouped by kind, before, after and cause, from fields (the states, or the cells' symptoms and
+    signatures, never the texts): the kinds in reading order, the largest group of a kind first. The diff's Markdown
+    and the report's upgrade answer both say their groups from this."""
     groups: Dict[Tuple[str, str, str, str], List[Change]] = {}
     for c in changes:
-        groups.setdefault((c.kind, c.before, c.after, c.cause), []).append(c)
+        groups.setdefault((c.kind, c.gist[0] or c.before, c.gist[1] or c.after, c.cause), []).append(c)
+    ordered = sorted(groups.items(), key=lambda g: (CHANGES.index(g[0][0]), -len(g[1])))
+    return [CauseGroup(*key, tuple(members)) for key, members in ordered]
+
+
+def _cause_lines(changes: List[Change]) -> List[str]:
+    """One line per kind of change and cause (by_cause), with how many reproducers of which cases show it."""
     lines = []
-    for (kind, before, after, cause), members in sorted(groups.items(), key=lambda g: (CHANGES.index(g[0][0]),
-                                                                                       -len(g[1]))):
+    for g in by_cause(changes):
         cases: Dict[str, int] = {}
-        for m in members:
+        for m in g.changes:
             cases[m.case] = cases.get(m.case, 0) + 1
         where = ", ".join(f"{md_cell(k)} ×{n}" for k, n in sorted(cases.items(), key=lambda x: -x[1]))
-        why = f" — {_code_cell(cause)}" if cause else ""
-        lines.append(f"- **{len(members)} {md_cell(_plural(kind, len(members)))}**: {md_cell(before)} → "
-                     f"{md_cell(after)}{why}; {where}")
+        why = f" — {_code_cell(g.cause)}" if g.cause else ""
+        lines.append(f"- **{len(g.changes)} {md_cell(change_noun(g.kind, len(g.changes)))}**: {md_cell(g.before)} → "
+                     f"{md_cell(g.after)}{why}; {where}")
     return lines + [""]
 
 

@@ -14,13 +14,12 @@ from core.engines import ENGINES
 from core.outcome import outcome
 from core.words import GRID_LETTERS, GRID_STATES, REGRESSION_MARK, STATUS_WORDS, VERDICT_MARKS, say_list
 from matrix.cellfiles import column_file
+from matrix.details import cell_details
 from matrix.diff import Change, regression_words, regressions
-from matrix.merge import Column, MergeResult, Row, column_key
+from matrix.merge import Column, ColumnKey, MergeResult, Row, column_key
 from matrix.safe import clean
 
 COLLAPSIBLE = ("skipped", "not_run")  # a column idle for one of these, every cell for one reason, is one line
-ERROR_CLIP = 2000  # the page's details; cells/*.jsonl keep every text whole
-EVIDENCE_CLIP = 600
 # A shown cell is one character of the row's string (two past this many looks); "." is an empty cell.
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%()*+,-/:;=?@[]^_{|}~"
 EMPTY = "."
@@ -63,7 +62,7 @@ def built_note() -> Dict[str, str]:
             "text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
 
 
-def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Collapsed]:
+def collapsed_columns(result: MergeResult) -> Dict[ColumnKey, Collapsed]:
     """Columns where every cell is idle (not run or skipped) for one and the same reason."""
     by_column: Dict[Any, List[Cell]] = {}
     for c in result.cells:
@@ -78,44 +77,11 @@ def collapsed_columns(result: MergeResult) -> Dict[Tuple[str, str, str, str], Co
     return out
 
 
-def detail_texts(cell: Cell, regression: str = "") -> List[Tuple[str, str]]:
-    """(label, text) for one cell's details, in reading order (the verdict comes first, from Details)."""
-    out: List[Tuple[str, str]] = [("regression", regression)] if regression else []
-    if cell.explanation and cell.verdict in UNEXPECTED:  # otherwise the verdict and the expectation say it
-        out.append(("why", cell.explanation))
-    if cell.reason:
-        out.append(("reason", cell.reason))
-    if cell.error:
-        out.append(("error", _clip(cell.error.strip(), ERROR_CLIP)))
-    if cell.signature:
-        out.append(("signature", cell.signature))
-    if cell.warnings:
-        out.append(("warnings", ", ".join(cell.warnings)))
-    if cell.max_error_steps is not None:
-        tol = f" of {cell.tolerance_steps:g}" if cell.tolerance_steps is not None else ""
-        out.append(("max error", f"{cell.max_error_steps:.3g}{tol} steps"))
-    for node, p in sorted(cell.precision.items()):
-        evidence = p.get("evidence", "")
-        if p.get("precision", "unknown") == "unknown" and evidence in ("", "not reported"):
-            continue
-        evidence = _clip(evidence, EVIDENCE_CLIP)
-        out.append((f"{node}", p.get("precision", "unknown") + (f": {evidence}" if evidence else "")))
-    e = cell.expectation
-    if e:
-        said = " ".join(x for x in (e.get("outcome", ""), e.get("versions", "")) if x)
-        source = " ".join(x for x in (e.get("note", ""), e.get("source", "")) if x)
-        on = f", on {e['hardware']}" if e.get("basis") == "baseline" and e.get("hardware") else ""
-        label = "observed before" if e.get("basis") == "baseline" else "expected"
-        out.append((label, f"{said}: {source}{on}".strip(": ")))
-    return out
-
-
-
 def bugs_options(column: Column) -> str:
     """`--engine E --version V --hardware "H" --variant X`: what names one cell of this column besides its bundle, for
     the page's bug-bundle command (`nox -s bugs -- --cell BUNDLE ...`; matrix.bugbundle.select finds exactly one)."""
     return (f"--engine {column.engine} --version {column.engine_version} --hardware {_shell_quoted(column.hardware)} "
-            f"--variant {_shell_quoted(column.variant or 'default')}")
+            f"--variant {_shell_quoted(column.variant_label or 'default')}")
 
 
 def _shell_quoted(text: str) -> str:
@@ -185,7 +151,7 @@ def column_label(column: Column) -> str:
     """A grid column's head in one line, what tells it apart first: "rtx 1.7.1.116 target=SM75 · no GPU: ...";
     the page shows it upright and cut to fit, the whole label on hover."""
     short = ENGINES[column.engine].short if column.engine in ENGINES else column.engine
-    return " ".join(x for x in (short, column.engine_version, column.variant) if x) + f" · {column.hardware}"
+    return " ".join(x for x in (short, column.engine_version, column.variant_label) if x) + f" · {column.hardware}"
 
 
 def row_labels(rows: Sequence[Row]) -> Dict[str, str]:
@@ -215,7 +181,7 @@ class Details:
     def add(self, cell: Cell, regression: str = "") -> None:
         """Record one cell's details, in reading order."""
         items: List[Any] = [self._text(cell.verdict)]
-        for label, text in detail_texts(cell, regression):
+        for label, text in cell_details(cell, regression):
             items += [self._text(label), self._text(text)]
         self.order.append(self.sets.setdefault(tuple(items), len(self.sets)))
 
@@ -261,7 +227,3 @@ def _cell_view(cell: Optional[Cell], details: Details, palette: Dict[Tuple[str, 
 def _symbol(n: int, width: int) -> str:
     """The n-th palette entry as `width` characters of SYMBOLS."""
     return "".join(SYMBOLS[n // len(SYMBOLS) ** i % len(SYMBOLS)] for i in reversed(range(width)))
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + " ..."

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from cases.onnx_node_tests import ID as NODE_TESTS
+from cases.qdq_companion import ID as COMPANION
 from cases.user_model import CASE as USER_MODEL
 from core.cell import SOURCES, Cell
 from core.engines import ENGINES, pinned_build, runs_here, unreachable_versions, variant_label
@@ -17,8 +20,31 @@ from core.words import IDLE
 from matrix import observed
 from matrix.observed import Manifest
 
-ColumnKey = Tuple[str, str, str, str, str]  # engine, engine_version, hardware, variant label, source
+CONFORMANCE = (NODE_TESTS, COMPANION)  # the conformance page's cases (matrix.conformance): kept apart from the start
+
+# A column's option variant as a field: its (option, value) pairs sorted by option, () for the engine's defaults; said
+# as a label ("target=SM75", core.engines.variant_label) only where a report or a command line shows it.
+Variant = Tuple[Tuple[str, str], ...]
+ColumnKey = Tuple[str, str, str, Variant, str]  # engine, engine_version, hardware, variant, source
 PathLike = Union[str, Path]
+
+
+def variant_of(variant: Mapping[str, Any]) -> Variant:
+    """A cell's variant (Cell.variant, a mapping) as a column's field: its (option, value) pairs in option order."""
+    return tuple(sorted((str(k), str(v)) for k, v in variant.items()))
+
+
+def variant_order(variant: Variant) -> Tuple[Any, ...]:
+    """Sort key of a variant by its fields: option by option, each value in natural order (a number in it by value:
+    target=SM75 before target=SM120), whatever its value holds ("=", ",", digits)."""
+    return tuple((option, natural_order(value)) for option, value in variant)
+
+
+def natural_order(text: str) -> Tuple[Tuple[int, Any], ...]:
+    """Sort key of a text with numbers in it: its runs of digits by value, the rest as text ("SM75" before "SM120")."""
+    runs = ("".join(run) for _, run in itertools.groupby(text, key=str.isdecimal))
+    return tuple((1, int(run)) if run.isdecimal() else (0, run) for run in runs)
+
 
 @dataclass(frozen=True)
 class Duplicate:
@@ -64,7 +90,7 @@ class Column:
     engine: str
     engine_version: str
     hardware: str
-    variant: str  # "" for the engine's defaults, else "x64quantprecision=1" (core.engines.variant_label)
+    variant: Variant  # () for the engine's defaults, else its options' (name, value) pairs: (("target", "SM75"),)
     source: str
     date: str = ""  # the newest run date among its cells
     never_run: str = ""  # why its version never ran on any machine of this project (never_run), "" where it ran
@@ -76,9 +102,14 @@ class Column:
         return (self.engine, self.engine_version, self.hardware, self.variant, self.source)
 
     @property
+    def variant_label(self) -> str:
+        """The variant as a report says it: "x64quantprecision=1", "" for the engine's defaults."""
+        return variant_label(dict(self.variant))
+
+    @property
     def setting(self) -> str:
         """Hardware and option variant, as Cell.setting says it."""
-        return self.hardware + (f" · {self.variant}" if self.variant else "")
+        return self.hardware + (f" · {self.variant_label}" if self.variant else "")
 
     @property
     def id(self) -> str:
@@ -125,7 +156,9 @@ class CaseInfo:
 
 @dataclass(frozen=True)
 class MergeResult:
-    """The merged matrix: kept cells, columns, rows, and every problem met on the way."""
+    """The merged matrix: kept cells, columns, rows, and every problem met on the way. The conformance cells (the onnx
+    node tests and the int8 companion, matrix.conformance) are kept apart from the start: no column, row or case of
+    the catalogue's views holds them."""
 
     cells: Tuple[Cell, ...]
     problems: Tuple[Problem, ...]
@@ -133,6 +166,12 @@ class MergeResult:
     rows: Tuple[Row, ...] = ()
     files: Tuple[str, ...] = ()
     cases: Dict[str, CaseInfo] = field(default_factory=dict)
+    conformance: Tuple[Cell, ...] = ()  # the conformance page's cells, in merge order
+
+    @property
+    def all_cells(self) -> Tuple[Cell, ...]:
+        """The catalogue's cells and the conformance cells: every cell the merge kept."""
+        return self.cells + self.conformance
 
     def grid(self) -> Dict[Tuple[str, ColumnKey], Cell]:
         """(bundle, column key) -> cell."""
@@ -161,7 +200,7 @@ class _Located:
 def column_key(cell: Cell) -> ColumnKey:
     """The column a cell belongs in: engine, version, hardware, option variant and source."""
     source = cell.run.get("source", "local")
-    return (cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant), source)
+    return (cell.engine, cell.engine_version, cell.hardware, variant_of(cell.variant), source)
 
 
 def load_results(
@@ -266,17 +305,21 @@ def build(
     cases: Optional[Dict[str, CaseInfo]] = None,
     files: Sequence[str] = (),
 ) -> MergeResult:
-    """A matrix from cells already read: columns, rows in seed order, every catalogue bundle shown."""
-    cases = dict(case_catalogue() if cases is None else cases)
+    """A matrix from cells already read: columns, rows in seed order, every catalogue bundle shown; the conformance
+    cells apart, in none of them."""
+    conformance = tuple(c for c in cells if c.case in CONFORMANCE)
+    cells = [c for c in cells if c.case not in CONFORMANCE]
+    cases = {k: v for k, v in (case_catalogue() if cases is None else cases).items() if k not in CONFORMANCE}
     for c in cells:
         cases.setdefault(c.case, CaseInfo(id=c.case))
     return MergeResult(
         cells=tuple(cells),
         problems=tuple(problems),
         columns=_columns(cells),
-        rows=_rows(cells, catalogue or (), cases),
+        rows=_rows(cells, [b for b in catalogue or () if b.split("/", 1)[0] not in CONFORMANCE], cases),
         files=tuple(files),
         cases=cases,
+        conformance=conformance,
     )
 
 

@@ -109,7 +109,7 @@ def _case_label(result: MergeResult, case: str) -> str:
 
 def _short(col: Column, detail: Mapping[str, str]) -> str:
     """A column head that fits a rotated label: "trt 8.6.0 H200", "ov 2024.6.0 AMD EPYC 7B13 (avx2)"."""
-    extra = f" {col.variant}" if col.variant else ""
+    extra = f" {col.variant_label}" if col.variant else ""
     name = ENGINES[col.engine].short if col.engine in ENGINES else col.engine
     return f"{name} {col.engine_version} {short_hardware(detail)}{extra}"
 

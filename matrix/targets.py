@@ -10,7 +10,6 @@ SM110 (Jetson Thor, ...)".
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Sequence, Tuple
 
 from cases.base import Case, Expectation
@@ -18,18 +17,13 @@ from core.cell import Cell
 from core.engines import title
 from core.outcome import outcome
 from core.words import EXPECTATION_WORDS, TARGET_WORDS, say_list
-from matrix.merge import version_key
+from matrix.merge import natural_order, version_key
 
 
 def target_words(cell: Cell) -> str:
     """A cell's outcome in the few words an architecture sentence needs (core.words.TARGET_WORDS)."""
     said = outcome(cell)
     return TARGET_WORDS[said.kind].format(quantized=said.quantized or "INT8")
-
-
-def _target_key(target: str) -> Tuple[int, str]:
-    digits = re.sub(r"\D", "", target)
-    return (int(digits) if digits else 0, target)
 
 
 def target_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
@@ -42,7 +36,7 @@ def target_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
             by_version.setdefault((c.engine, c.engine_version), {}).setdefault(c.bundle, {})[target] = c
     out = []
     for (engine, version), bundles in sorted(by_version.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))):
-        targets = sorted({t for per in bundles.values() for t in per}, key=_target_key)
+        targets = sorted({t for per in bundles.values() for t in per}, key=natural_order)
         if len(targets) < 2:
             continue
         groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], List[Cell]] = {}
@@ -97,7 +91,7 @@ def documented_view(cases: Sequence[Case]) -> List[Dict[str, Any]]:
     out = []
     for (case_id, engine, versions, where), said in groups.items():
         by_outcome: Dict[Tuple[str, str], List[str]] = {}
-        for arch, e in sorted(said, key=lambda ae: _target_key(ae[0])):
+        for arch, e in sorted(said, key=lambda ae: natural_order(ae[0])):
             by_outcome.setdefault((_expected(e), e.hardware or ""), []).append(arch)
         text = "; ".join(f"{words} for {say_list(arches)}" + (f" ({hardware})" if hardware else "")
                          for (words, hardware), arches in by_outcome.items())

@@ -5,12 +5,23 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from core.cell import Cell
-from core.engines import variant_label
 from core.words import IDLE, STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
-from matrix.diff import BAD, CHANGES, GOOD, REGRESSIONS, REWORDED, UNSTABLE, Change, DiffReport, _plural, diff
-from matrix.merge import never_run, version_key
+from matrix.diff import (
+    BAD,
+    CHANGES,
+    GOOD,
+    REGRESSIONS,
+    REWORDED,
+    UNSTABLE,
+    Change,
+    DiffReport,
+    by_cause,
+    change_noun,
+    diff,
+)
+from matrix.merge import Variant, never_run, variant_of, version_key
 
 HEADLINE_LIMIT = 140  # a pair's headline is one line: what did not fit goes under it
 SHOWN = 160  # characters of a before or after text in the page's lists (the pair's file under diff/ has them whole)
@@ -73,14 +84,14 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
                 "compared": 0,
                 "report": None}
     mine = [c for c in cells if c.engine == engine]
-    settings = {c.setting: (c.hardware, variant_label(c.variant)) for c in mine}
+    settings = {c.setting: (c.hardware, variant_of(c.variant)) for c in mine}
     several = len(report.hardware) > 1
     groups = []
     for labels, changes in report.by_hardware():
         changes = sorted(changes, key=lambda c: (CHANGES.index(c.kind), c.bundle))
         main = [c for c in changes if c.kind not in (REWORDED, UNSTABLE)]
-        groups.append({"where": "on " + say_settings([settings.get(h, (h, "")) for h in labels]) if several else "",
-                       "changes": [_change(c) for c in main], "by_cause": by_cause(main) if len(main) > FOLD else [],
+        groups.append({"where": "on " + say_settings([settings.get(h, (h, ())) for h in labels]) if several else "",
+                       "changes": [_change(c) for c in main], "by_cause": cause_view(main) if len(main) > FOLD else [],
                        "by_kind": by_kind(main),
                        "reworded": reworded_summary([c for c in changes if c.kind == REWORDED]),
                        "unstable": [dict(_change(c), detail=c.detail) for c in changes if c.kind == UNSTABLE]})
@@ -97,16 +108,16 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[st
     }
 
 
-def say_where(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> str:
+def say_where(report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> str:
     """The hardware a diff compared on, each hardware named once: "no GPU: ahead-of-time build · target=SM75 and
     target=SM80" rather than the full label per target."""
     same = [a for a, b in report.hardware if a == b]
     crossed = [f"{a} → {b}" for a, b in report.hardware if a != b]
-    said = say_settings([settings.get(h, (h, "")) for h in same]) if same else ""
+    said = say_settings([settings.get(h, (h, ())) for h in same]) if same else ""
     return "; ".join(x for x in [said] + crossed if x) or "no shared hardware"
 
 
-def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> List[str]:
+def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> List[str]:
     """What a reader of one pair must know, each hardware named once: settings that ran on one side only, a comparison
     across hardware, and an observation compared with a local run."""
     old = [s for s in settings if any(c.engine_version == report.from_version and c.setting == s for c in cells)]
@@ -129,25 +140,21 @@ def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tu
                     f"{report.to_version}: {' and '.join(sources[1])}")
             mixed.setdefault(said, []).append(a if a == b else f"{a} → {b}")
     for said, where in mixed.items():
-        notes.append(f"on {say_settings([settings.get(h, (h, '')) for h in where])}, an observation is compared "
+        notes.append(f"on {say_settings([settings.get(h, (h, ())) for h in where])}, an observation is compared "
                      f"with a local run ({said}); a local run is listed in no observations manifest")
     return notes
 
 
-def by_cause(changes: Sequence[Change]) -> List[Dict[str, Any]]:
-    """Many changes on one hardware as a few lines: one per kind, before, after and cause, with its reproducers."""
-    groups: Dict[Tuple[str, str, str, str], List[Change]] = {}
-    for c in changes:  # by fields: the states, or the cells' symptoms and signatures (matrix.diff), never the texts
-        groups.setdefault((c.kind, c.gist[0] or c.before, c.gist[1] or c.after, c.cause), []).append(c)
+def cause_view(changes: Sequence[Change]) -> List[Dict[str, Any]]:
+    """Many changes on one hardware as a few lines: matrix.diff.by_cause's groups, each with its reproducers."""
     out = []
-    for (kind, before, after, cause), members in sorted(groups.items(),
-                                                        key=lambda g: (CHANGES.index(g[0][0]), -len(g[1]))):
+    for g in by_cause(changes):
         cases: Dict[str, List[str]] = {}
-        for m in members:
+        for m in g.changes:
             cases.setdefault(m.case, []).append(m.slug)
-        before, after = shown(before, after)
-        out.append({"kind": kind, "before": before, "after": after, "cause": cause, "n": len(members),
-                    "tone": _change(members[0])["tone"],
+        before, after = shown(g.before, g.after)
+        out.append({"kind": g.kind, "before": before, "after": after, "cause": g.cause, "n": len(g.changes),
+                    "tone": _change(g.changes[0])["tone"],
                     "cases": [{"case": k, "n": len(v), "slugs": v} for k, v in
                               sorted(cases.items(), key=lambda x: (-len(x[1]), x[0]))]})
     return out
@@ -191,7 +198,7 @@ def headline_parts(report: DiffReport) -> Tuple[List[str], List[str]]:
     first, then how many reproducers were compared."""
     if not report.compared:
         return [f"nothing compared: {report.why_nothing}"], []
-    counted = [f"{report.count(k)} {_plural(k, report.count(k))}" for k in COUNTED if report.count(k)]
+    counted = [f"{report.count(k)} {change_noun(k, report.count(k))}" for k in COUNTED if report.count(k)]
     tail = f" ({report.said_compared})"
     said: List[str] = []
     for part in counted:
@@ -210,7 +217,7 @@ def headline(report: DiffReport) -> str:
     return f"{', '.join(said)} ({report.said_compared})"
 
 
-def under(report: DiffReport, settings: Dict[str, Tuple[str, str]]) -> List[str]:
+def under(report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> List[str]:
     """The lines under a pair's headline: where it compared, what did not fit the headline, what is not counted, and
     what each regression rests on."""
     out = [f"Compared on {say_where(report, settings)}."] if report.hardware else []

@@ -68,10 +68,10 @@ def direct(bundle: Path, ort: Any) -> Tuple[str, Optional[float], str]:
 
 def table(results: Sequence[Path], version: str) -> Dict[str, Tuple[str, Optional[float]]]:
     """The table's ONNX Runtime entries of one version (its default column), by bundle id: (word, steps)."""
-    from matrix.conformance import entry_of, split
+    from matrix.conformance import entry_of
     from matrix.merge import load_results
 
-    _, cells = split(load_results([str(p) for p in results]))
+    cells = load_results([str(p) for p in results]).conformance
     return {c.bundle: (entry_of(c).word, entry_of(c).steps) for c in cells
             if c.engine == "onnxruntime" and c.engine_version == version and not c.variant}
 

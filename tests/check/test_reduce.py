@@ -138,3 +138,18 @@ def test_a_real_tensorrt_rtx_parse_failure_reduces_on_a_machine_without_a_gpu(tm
     reduced = onnx.load(str(next((tmp_path / "out").glob("reduced*.onnx"))))
     ops = [n.op_type for n in reduced.graph.node]
     assert "DequantizeLinear" in ops and len(ops) < len(onnx.load(str(model)).graph.node)
+
+
+def test_a_signature_pattern_is_a_field_and_a_signature_is_only_itself(tmp_path):
+    """What a reduction keeps is a signature, or a regular expression given as its own argument: a signature that
+    reads like a pattern ("re:...") is text to match exactly, never parsed back into one."""
+    def oracle(path: Path) -> str:
+        names = {n.name for n in onnx.load(str(path)).graph.node}
+        return f"fail at build: no implementation for n{len(names)}" if "n5" in names else ""
+
+    result = reduce_model(_relu_chain(tmp_path / "m.onnx", 9), oracle, tmp_path / "out",
+                          pattern=r"no implementation for n\d+")
+    assert result.nodes == ("n5",) and result.pattern == r"no implementation for n\d+"
+    assert result.signature == "fail at build: no implementation for n9"  # what the full model showed
+    with pytest.raises(ReduceError, match="does not show the signature 're:no implementation'"):
+        reduce_model(tmp_path / "m.onnx", oracle, tmp_path / "out2", signature="re:no implementation")

@@ -63,8 +63,7 @@ def commands_in(text: str, markdown: bool = True) -> List[str]:
 def report_commands(folder: Path) -> List[Tuple[str, str]]:
     """(file, command) for the rendered matrix.md's code spans and matrix.html's <code> elements."""
     from matrix.merge import build
-    from matrix.render import write_reports
-    from tests.matrix.conftest import cell
+    from tests.matrix.conftest import cell, write_reports
 
     cells = [cell("grouped_conv/g=2", engine_version=v, status="fail" if v == "8.6.0" else "pass", fused=None,
                   verdict="fails against expectation" if v == "8.6.0" else "as documented",

@@ -164,7 +164,7 @@ def test_tensorrt_only_cells_get_a_variant_column_of_their_own():
     result = load_results([observed])
     only = [c for c in result.cells if c.variant == {"tactics": "tensorrt-only"}]
     assert only and all(c.hardware == "NVIDIA H200 (sm_90)" for c in only)
-    assert any(col.variant == "tactics=tensorrt-only" and col.hardware == "NVIDIA H200 (sm_90)"
+    assert any(col.variant == (("tactics", "tensorrt-only"),) and col.hardware == "NVIDIA H200 (sm_90)"
                for col in result.columns)
 
 

@@ -125,7 +125,7 @@ def test_an_edited_observation_gives_no_cell_to_any_answer(observations: Path, t
         diff(result.cells, "tensorrt", "8.5.3.1", "8.6.0")
     knowledge = observed_cells(observations)  # what the lint predicts from
     assert knowledge and {c["engine_version"] for c in knowledge} == {"8.5.3.1"}
-    from matrix.render import write_reports
+    from tests.matrix.conftest import write_reports
 
     write_reports(result, tmp_path / "reports", generated="2026-01-01")  # the answers say they are without it
     md = (tmp_path / "reports" / "matrix.md").read_text(encoding="utf-8")

@@ -22,6 +22,16 @@ def cells_from_report(data: Dict[str, Any], folder: Path) -> List[Cell]:
             for line in (Path(folder) / column["cells"]).read_text(encoding="utf-8").splitlines() if line]
 
 
+def write_reports(result: Any, out: Path, generated: Optional[str] = None, node_reports: Iterable[Dict[str, Any]] = (),
+                  conformance_manifest: Optional[Dict[str, Any]] = None) -> List[Path]:
+    """The reports of a merge in out, as `matrix report` writes them: its view built once, then written."""
+    from matrix.render import write_view
+    from matrix.view import build_view
+
+    view = build_view(result, generated, Path(out), list(node_reports), conformance_manifest)
+    return write_view(result, view, Path(out))
+
+
 def cell(bundle: str = "q_output_type/out=uint8", **fields: Any) -> Cell:
     """A plausible cell; any field can be overridden. A failure's evidence fields come from its error, as where a
     cell is made (engines.reasons), and its symptom as where it is recorded (engines.results), unless given."""

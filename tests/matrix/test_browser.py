@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from matrix.merge import build
-from matrix.render import write_reports
+from tests.matrix.conftest import write_reports
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from browser import Browser, find_chromium  # noqa: E402

@@ -13,8 +13,7 @@ from core.cell import Cell
 from matrix.__main__ import _parser
 from matrix.bugbundle import select
 from matrix.merge import build
-from matrix.render import write_reports
-from tests.matrix.conftest import H200, cell
+from tests.matrix.conftest import H200, cell, write_reports
 
 H100 = "NVIDIA H100 80GB HBM3 (sm_90)"
 BUNDLE = "grouped_conv/g=2"

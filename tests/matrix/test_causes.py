@@ -72,7 +72,7 @@ def test_a_cell_that_works_against_its_documentation_is_caused_by_that_documenta
     [cause] = root_causes(cells)
     assert (cause["n"], cause["did"], cause["example"]) == (2, "works", "")
     assert (cause["expected_by"], cause["expected"]) == \
-        ("documented", "fail <1.7 (sig: rtx_conv_dtype_check): https://docs.nvidia.com/x")
+        ("documented", "fail <1.7 (signature rtx_conv_dtype_check): https://docs.nvidia.com/x")
 
 
 def test_a_cell_that_works_against_an_earlier_observation_is_a_cause_apart_named_as_observed(make_cell):
@@ -93,9 +93,10 @@ def test_versions_and_settings_are_said_once():
     every = ["8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"]
     assert say_versions(["8.6.0", "8.5.1.7", "8.5.2.2", "8.5.3.1"], every) == "8.5.1.7 to 8.6.0"
     assert say_versions(["8.5.1.7", "8.6.0"], every) == "8.5.1.7 and 8.6.0"
-    assert say_settings([("H200", ""), ("H200", "tactics=tensorrt-only"), ("H100", ""), ("H200", "")]) == \
+    only = (("tactics", "tensorrt-only"),)
+    assert say_settings([("H200", ()), ("H200", only), ("H100", ()), ("H200", ())]) == \
         "H200 · its default and tactics=tensorrt-only; H100"
-    assert say_settings([(AOT, f"target=SM{t}") for t in (120, 75, 86)] + [(AOT, "plugin_link=x")]) == \
+    assert say_settings([(AOT, (("target", f"SM{t}"),)) for t in (120, 75, 86)] + [(AOT, (("plugin_link", "x"),))]) == \
         f"{AOT} · plugin_link=x, target=SM75, SM86 and SM120"
 
 

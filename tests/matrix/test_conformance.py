@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from matrix.conformance import conformance_view, diff_markdown, entry_of, split
+from matrix.conformance import conformance_view, diff_markdown, entry_of
 from matrix.merge import build
 
 CPU = "cpu: Intel(R) Xeon(R) (avx512_vnni)"
@@ -57,10 +57,10 @@ def test_conformance_cells_leave_the_catalogue_views(make_cell):
     catalogue = make_cell("q_output_type/out=uint8", engine="onnxruntime", engine_version="1.31.1", hardware=CPU)
     result = build([catalogue, conf(make_cell), refused_at_load(make_cell, engine_version="1.16.3")],
                    catalogue=["q_output_type/out=uint8", "onnx_node_tests/quantizelinear_axis-opset21"])
-    rest, mine = split(result)
-    assert [c.bundle for c in rest.cells] == ["q_output_type/out=uint8"]
-    assert [r.bundle for r in rest.rows] == ["q_output_type/out=uint8"]
-    assert len(mine) == 2
+    assert [c.bundle for c in result.cells] == ["q_output_type/out=uint8"]
+    assert [r.bundle for r in result.rows] == ["q_output_type/out=uint8"]
+    assert [c.key[:2] for c in result.columns] == [("onnxruntime", "1.31.1")]  # 1.16.3 ran conformance cells only
+    assert len(result.conformance) == 2 and "onnx_node_tests" not in result.cases
 
 
 def test_the_view_groups_opsets_by_word_and_says_each_reason_once(make_cell):
@@ -191,7 +191,7 @@ def test_gpu_cells_from_any_observed_folder_join_their_version_column(make_cell,
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("".join(c.to_json() + "\n" for c in cells), encoding="utf-8")
     listed = observed.add(observed.Manifest(root), [root / n for n in files], "an H200 (test)", "pytest")
-    _, cells = split(load_results([root], manifest=listed))
+    cells = list(load_results([root], manifest=listed).conformance)
     view = conformance_view(cells, {})
     [row] = view["side_by_side"]
     assert row["column"] == "TensorRT 8.5.2.2 · observed on NVIDIA H200 (sm_90)"

@@ -190,7 +190,8 @@ def test_an_option_variant_is_a_column_of_its_own(make_cell, write_results):
     path = write_results("ort.jsonl", [base, fixed])
     result = load_results([path])
     assert len(result.cells) == 2 and not [p for p in result.problems if "duplicate" in p.message]
-    assert sorted(c.variant for c in result.columns) == ["", "x64quantprecision=1"]
+    assert sorted(c.variant for c in result.columns) == [(), (("x64quantprecision", "1"),)]
+    assert sorted(c.variant_label for c in result.columns) == ["", "x64quantprecision=1"]  # said at the edge
     assert {c.setting for c in result.columns} == {cpu, f"{cpu} · x64quantprecision=1"}
 
 

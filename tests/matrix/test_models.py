@@ -12,7 +12,7 @@ from engines.reasons import failure_evidence
 from matrix.merge import build, load_results
 from matrix.models import column_words, models_view
 from matrix.nodes import node_report, write_all
-from matrix.render import write_reports
+from tests.matrix.conftest import write_reports
 
 OBSERVED = Path(__file__).resolve().parents[2] / "reports" / "observed"
 CHECK = [OBSERVED / "nvidia-h100" / "check", OBSERVED / "nvidia-h200" / "check"]  # producer models on TensorRT 8.x

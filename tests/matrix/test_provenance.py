@@ -73,7 +73,7 @@ def test_every_tensorrt_only_cell_lands_in_its_own_column(committed):
     duplicates = [p.duplicate for p in committed.problems if p.duplicate]
     assert not [d for d in duplicates if "tensorrt-only" in d.column]
     assert not [p for p in committed.problems if "different statuses" in p.message]
-    only = [c for c in committed.columns if c.variant == "tactics=tensorrt-only"]
+    only = [c for c in committed.columns if c.variant == (("tactics", "tensorrt-only"),)]
     assert len(only) == 4
     for col in only:
         assert sum(column_key(c) == col.key for c in committed.cells) == 116, col.id

@@ -11,8 +11,7 @@ import pytest
 
 from core.cell import VERDICTS
 from matrix.merge import build
-from matrix.render import write_reports
-from tests.matrix.conftest import cells_from_report
+from tests.matrix.conftest import cells_from_report, write_reports
 
 
 @pytest.fixture
@@ -391,9 +390,7 @@ def test_reports_from_todays_data_stay_within_their_sizes(tmp_path, make_cell):
     assert md.count("Left out of the grid.") == 1 and "tensorrt 10.8.0.43, 10.13.3.9, " in md  # idle: one line
     assert "11.4.0.106" not in html[html.index('<table id="g"'):html.index("</table>")]
     assert "builder log line" not in html + md + (tmp_path / "matrix.json").read_text()  # logs are in cells/ only
-    from matrix.conformance import split
-
-    catalogue_cells = split(result)[0].cells  # the conformance cells are on their own page (conformance.json)
+    catalogue_cells = result.cells  # the conformance cells are on their own page (conformance.json)
     assert sum(len(cells_from_report(data, tmp_path)) for _ in [0]) == len(catalogue_cells)  # and nothing is lost
 
 

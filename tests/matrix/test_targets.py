@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from matrix.merge import build
-from matrix.render import write_reports
 from matrix.targets import target_view
+from tests.matrix.conftest import write_reports
 
 RTX = dict(engine="tensorrt-rtx", engine_version="1.7.1.116", hardware="no GPU: ahead-of-time build")
 FP8 = {"node_of_y": {"precision": "fp8", "evidence": "layer 'node_of_y_myl0_1' gemm (via metadata)"}}

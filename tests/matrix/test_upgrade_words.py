@@ -5,8 +5,8 @@ from __future__ import annotations
 from core.words import REGRESSION_MARK
 from matrix.diff import REWORDED, diff
 from matrix.merge import build, load_results
-from matrix.render import build_view
 from matrix.upgrade import HEADLINE_LIMIT, headline, pair_view, shown
+from matrix.view import build_view
 
 H100, H200 = "NVIDIA H100 80GB HBM3 (sm_90)", "NVIDIA H200 (sm_90)"
 # a failure at build (load is the last stage it reached) that no source documents

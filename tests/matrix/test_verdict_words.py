@@ -59,7 +59,8 @@ def test_the_baselines_own_cells_say_they_are_the_baseline(committed):
 
 def test_the_reports_count_baseline_matches_apart(committed, tmp_path):
     from cases.verdict import cites_itself
-    from matrix.render import build_view, write_reports
+    from matrix.view import build_view
+    from tests.matrix.conftest import write_reports
 
     view = build_view(committed, "2026-01-01")
     agreeing = sum(c.verdict == "as observed before" for c in committed.cells)
@@ -95,8 +96,9 @@ def test_a_harness_error_says_nothing_of_the_engine():
     assert judge(None, "harness_error", None)[0] == "harness error" not in UNEXPECTED
     assert not wanted(broken)  # no bug bundle: it is not the engine's bug
     from matrix.causes import root_causes
+    from matrix.junit import junit_xml
     from matrix.merge import build
-    from matrix.render import build_view, junit_xml
+    from matrix.view import build_view
 
     result = build([broken, cell("q_output_type/out=int8")])
     assert root_causes(result.cells) == []
@@ -113,8 +115,8 @@ def test_no_reference_blames_nobody_in_any_view():
     from cases.verdict import UNEXPECTED, rejudge
     from matrix.bugbundle import wanted
     from matrix.grid import cell_code
+    from matrix.junit import junit_xml
     from matrix.merge import build
-    from matrix.render import junit_xml
     from tests.matrix.conftest import cell
 
     blameless = cell("user_model/m", params={"model": "m.onnx"}, status="fail", expectation={},
