@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from core.cell import QUANTIZED_PRECISIONS, Cell
-from core.words import FAILED, IDLE, STAGES, WORKED
-
-# The stage that failed, from the last stage reached ("" reached none: the load failed).
-FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
+from core.words import FAILED, FAILED_STAGE, IDLE, STATUSES, WORKED
 
 
 @dataclass(frozen=True)
@@ -52,16 +49,13 @@ class Outcome:
         return self.status
 
 
-# Every value of Outcome.kind: what every view's table of kind words is total over (core.words).
-KINDS = ("int8", "float", "passes", "built-int8", "built-float", "built", *(f"fails-at-{s}" for s in STAGES),
-         "crashed", "harness_error", "skipped", "not_run", "not_applicable")
-
-
 def outcome(cell: Union[Cell, Mapping[str, Any]]) -> Outcome:
     """The outcome of a cell, or of a cell's record as JSON holds it (the lint reads records)."""
     get = (lambda k, d=None: getattr(cell, k, d)) if isinstance(cell, Cell) else cell.get
     status = str(get("status") or "")
-    failed = FAILED_STAGE.get(str(get("last_stage") or ""), "compare") if status in FAILED else ""
+    if status not in STATUSES:
+        raise ValueError(f"unknown cell status {status!r}: not one of {STATUSES}")
+    failed = FAILED_STAGE[str(get("last_stage") or "")] if status in FAILED else ""
     worked = status in WORKED
     return Outcome(status, failed, get("fused") if worked else None,
                    quantized_word(get("precision") or {}) if worked else "")

@@ -48,9 +48,10 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 import pytest
 
 from cases import get_case
-from cases.verdict import HARNESS_ERROR, rejudge
+from cases.verdict import rejudge
 from core.cell import SOURCES, Cell
 from core.engines import ENGINES, spec
+from core.judge import HARNESS_ERROR
 from core.portable import portable_command
 from core.words import TIMED_OUT, timed_out
 from engines.base import EngineInfo

@@ -15,7 +15,8 @@ from typing import Any, Callable, Dict, Iterator
 import pytest
 
 from cases import get_case
-from cases.verdict import UNEXPECTED, rejudge
+from cases.verdict import rejudge
+from core.words import UNEXPECTED
 from engines.cells import corrupt_cell, run_cell
 from engines.plan import CellRef
 from engines.pytest_cells import CELL_KEY, REUSED_KEY, make_engine_for, stored_cell

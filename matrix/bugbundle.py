@@ -5,9 +5,9 @@
         float.npz                                      a user bundle's float outputs, where it has them
         repro.py                                       matrix/repro.py, unchanged: Python 3.9+, numpy and the engine
         cell.json                                      what repro.py reads: the recorded cell, as data
-        suite/                                         the suite's own files repro.py runs, unchanged: numerics.py
-                                                       (the judge of outputs, core/numerics.py) and tensorrt/ (the
-                                                       worker) or stages.py
+        suite/                                         the suite's own files repro.py runs, unchanged: judge.py (the
+                                                       judge of a cell, core/judge.py) with numerics.py, words.py and
+                                                       engines.py, and tensorrt/ (the worker) or stages.py
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
         log.txt                                        the cell's error and engine log
@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from cases.verdict import NO_REFERENCE, UNEXPECTED, signature_words
+from cases.verdict import signature_words
 from core.cell import Cell, unpack_text
 from core.engines import ENGINES, REPRO_ALWAYS, pinned_build, variant_label
 from core.engines import title as engine_title
 from core.numerics import float_source
 from core.outcome import FAILED_STAGE, outcome
 from core.portable import portable_path
-from core.words import FAILED, WORKED, file_name
+from core.words import FAILED, NO_REFERENCE, UNEXPECTED, WORKED, file_name
 from matrix.cellfiles import safe_name
 from matrix.diff import regressions, runs_key
 from matrix.merge import Column, column_key, version_key

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from cases.verdict import UNEXPECTED, basis_word, signature_words
+from cases.verdict import basis_word, signature_words
 from core.cell import Cell
 from core.engines import title, variant_label
-from core.words import WORKED, clip, first_line, say_list
+from core.words import UNEXPECTED, WORKED, clip, first_line, say_list
 from matrix.diff import Change, regression_words, regressions
 from matrix.merge import column_key, version_key
 from matrix.targets import target_words

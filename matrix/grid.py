@@ -8,11 +8,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.base import slug
 from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
-from cases.verdict import UNEXPECTED
 from core.cell import VERDICTS, Cell
 from core.engines import ENGINES
 from core.outcome import outcome
-from core.words import GRID_LETTERS, GRID_STATES, REGRESSION_MARK, STATUS_WORDS, VERDICT_MARKS, say_list
+from core.words import GRID_LETTERS, GRID_STATES, REGRESSION_MARK, STATUS_WORDS, UNEXPECTED, VERDICT_MARKS, say_list
 from matrix.cellfiles import column_file
 from matrix.diff import Change, regression_words, regressions
 from matrix.merge import Column, MergeResult, Row, column_key

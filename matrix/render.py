@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
-from cases.verdict import UNEXPECTED, cites_itself
+from cases.verdict import cites_itself
 from core.cell import VERDICTS, Cell
-from core.words import JUNIT, clip, many
+from core.words import JUNIT, UNEXPECTED, clip, many
 from matrix.causes import cause_of, root_causes
 from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, write_columns, write_details
 from matrix.conformance import conformance_view, split

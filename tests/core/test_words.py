@@ -8,11 +8,12 @@ from typing import Any, Collection, Mapping
 
 import pytest
 
-from cases.base import OUTCOMES
+from cases.base import BASES, OUTCOMES
 from core import words
 from core.cell import STATUSES, VERDICTS, Cell
 from core.engines import ENGINES
-from core.outcome import FAILED_STAGE, KINDS, Outcome, outcome
+from core.outcome import Outcome, outcome
+from core.words import FAILED_STAGE, KINDS
 from matrix.diff import CHANGE_NOUNS, CHANGES
 
 # Every table of words, with the key set it must cover.
@@ -26,6 +27,14 @@ TABLES = {
     "FAILS_AT": (words.FAILS_AT, words.STAGES),
     "EXPECTATION_WORDS": (words.EXPECTATION_WORDS, OUTCOMES),
     "CHANGE_NOUNS": (CHANGE_NOUNS, CHANGES),
+    "DIFF_STATES": (words.DIFF_STATES, KINDS),
+    "CONFORMANCE_WORDS": (words.CONFORMANCE_WORDS, KINDS),
+    "ISSUE_STAGES": (words.ISSUE_STAGES, words.STAGES),
+    "FAILED_STAGE": (FAILED_STAGE, ("", *words.STAGES)),
+    "DID": (words.DID, words.RAN),
+    "DOES": (words.DOES, words.RAN),
+    "AGREES": (words.AGREES, BASES),
+    "BASIS_WORDS": (words.BASIS_WORDS, BASES),
 }
 
 
