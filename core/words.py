@@ -51,6 +51,7 @@ IDLE = (*NOT_TRIED, "not_applicable")
 # The suite's own code failed: neither the engine's failure nor a pass, never counted for or against the engine.
 HARNESS = ("harness_error",)
 RAN = (*WORKED, *FAILED)  # the engine ran the reproducer, whatever it did: what a regression or a bundle compares
+EXECUTED = ("pass", *FAILED)  # it ran the model, not only built it ahead of time
 NOT_JUDGED = (*IDLE, *HARNESS)  # nothing the engine did to judge (again)
 REUSED = ("pass", "fail", "built")  # observations a run reuses as they are (engines.reuse says which others stand)
 # What a bug bundle's repro.py can reproduce: the statuses of an engine that ran it, and a version without the API.
@@ -140,7 +141,9 @@ DIFF_STATES = {"int8": "pass (fused)", "float": "pass (not fused)", "passes": "p
                **{f"fails-at-{s}": f"fail at {s}" for s in STAGES}, "crashed": "crashed",
                "harness_error": "harness_error", "skipped": "skipped", "not_run": "not_run",
                "not_applicable": "not_applicable"}
-# The conformance table's word per outcome kind: a failure is wrong where its outputs were compared, else refused.
+# The conformance table's words, in its reading order (matrix.conformance), and its word per outcome kind: a failure is
+# wrong where its outputs were compared, else refused.
+CONFORMANCE = ("right", "wrong", "refused", "built only", "crashed", "not run", "not applicable", "harness error")
 CONFORMANCE_WORDS = {"int8": "right", "float": "right", "passes": "right", "built-int8": "built only",
                      "built-float": "built only", "built": "built only", "fails-at-load": "refused",
                      "fails-at-build": "refused", "fails-at-run": "refused", "fails-at-compare": "wrong",

@@ -16,7 +16,7 @@ import pytest
 
 from cases import get_case
 from cases.verdict import rejudge
-from core.words import UNEXPECTED
+from core.words import NOT_TRIED, UNEXPECTED
 from engines.cells import corrupt_cell, run_cell
 from engines.plan import CellRef
 from engines.pytest_cells import CELL_KEY, REUSED_KEY, make_engine_for, stored_cell
@@ -70,7 +70,7 @@ def test_cell(cell: CellRef, request: pytest.FixtureRequest, cell_engine: Callab
     if reused:  # the results file holds it already
         request.node.user_properties.append((REUSED_KEY, True))
     request.node.user_properties.append((CELL_KEY, done.to_record()))
-    if done.status in ("skipped", "not_run"):
+    if done.status in NOT_TRIED:
         pytest.skip(f"{done.status}: {done.reason}")
     if done.verdict in UNEXPECTED:
         detail = f"\n  error: {done.error.splitlines()[0]}" if done.error else ""

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from cases import all_cases
 from cases.verdict import cites_itself
 from core.cell import VERDICTS, Cell
-from core.words import JUNIT, UNEXPECTED, clip, many
+from core.words import JUNIT, STATUS_WORDS, UNEXPECTED, clip, many
 from matrix.causes import cause_of, root_causes
 from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file, write_columns, write_details
 from matrix.conformance import conformance_view, split
@@ -344,7 +344,7 @@ def _junit_kind(cell: Cell) -> str:
 def _junit_case(suite: ET.Element, cell: Cell, whole: str, never_run: str = "") -> str:
     case = ET.SubElement(suite, "testcase", classname=cell.case, name=cell.bundle.split("/", 1)[-1],
                          time=f"{sum(cell.timings.values()):.3f}")
-    kind = _junit_kind(cell)
+    kind, status = _junit_kind(cell), STATUS_WORDS[cell.status]
     if kind == "failures":
         node = ET.SubElement(case, "failure", message=f"{cell.verdict}: {cell.explanation}", type=cell.verdict)
         node.text = "\n".join(f"{k}: {v}" for k, v in cell_details(cell) + [("whole cell", whole)])
@@ -352,7 +352,7 @@ def _junit_case(suite: ET.Element, cell: Cell, whole: str, never_run: str = "") 
         node = ET.SubElement(case, "error", message=f"{cell.verdict}: {cell.reason}", type=cell.status)
         node.text = cell.log
     elif kind == "skipped":
-        ET.SubElement(case, "skipped", message=never_run or cell.reason or cell.status)
+        ET.SubElement(case, "skipped", message=never_run or cell.reason or status)
     return kind
 
 

@@ -100,10 +100,14 @@ def suite_module(relative: str, name: str) -> types.ModuleType:
 
 def suite(name: str) -> types.ModuleType:
     """One of the suite's own modules under suite/ (judge, numerics, words), loaded as the package the judge imports
-    its siblings from (qdq_suite)."""
-    package = types.ModuleType("qdq_suite")
-    package.__path__ = [SUITE]  # type: ignore[attr-defined]
-    sys.modules.setdefault("qdq_suite", package)
+    its siblings from (qdq_suite): this bundle's, never one an earlier bundle loaded in this process."""
+    package = sys.modules.get("qdq_suite")
+    if package is None or list(getattr(package, "__path__", [])) != [SUITE]:
+        for loaded in [m for m in sys.modules if m == "qdq_suite" or m.startswith("qdq_suite.")]:
+            del sys.modules[loaded]
+        package = types.ModuleType("qdq_suite")
+        package.__path__ = [SUITE]  # type: ignore[attr-defined]
+        sys.modules["qdq_suite"] = package
     return importlib.import_module(f"qdq_suite.{name}")
 
 
@@ -391,7 +395,7 @@ def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[int, str]:
     """Print what happened and the last line; (exit status, that line)."""
     recorded = cell["recorded"]
     # the stage that failed after each last stage reached: core/outcome.py's, as cell.json carries it
-    found = dict(found, failed_stage=cell["failed_stages"].get(found.get("stage", ""), "?"))
+    found = dict(found, failed_stage=cell["failed_stages"][found.get("stage", "")])
     print(f"{recorded['bundle']} on {recorded['engine']} {found.get('version') or 'unknown'} "
           f"(recorded on {recorded['engine_version']}, {recorded['hardware']})")
     for note in found.get("notes") or []:

@@ -68,6 +68,10 @@ def test_the_key_sets_are_what_the_records_produce():
     assert produced == set(KINDS) and set(FAILED_STAGE.values()) == set(words.STAGES)
     assert set(words.GRID_LETTERS.values()) <= {code for code, _, _ in words.GRID_STATES}
     assert set(words.PLOT_WORDS.values()) == {name for name, _ in words.PLOT_CLASSES}
+    assert set(words.CONFORMANCE_WORDS.values()) == set(words.CONFORMANCE)
+    assert sorted(words.RAN + words.IDLE + words.HARNESS) == sorted(STATUSES)
+    assert set(words.NOT_TRIED) | {"not_applicable"} == set(words.IDLE) and set(words.AGREES.values()) <= set(VERDICTS)
+    assert set(words.UNEXPECTED) | {words.NO_REFERENCE} <= set(VERDICTS)
 
 
 @pytest.mark.parametrize("status", STATUSES)
