@@ -52,7 +52,6 @@ SOURCES = ("local", "observed")
 #                        nobody is blamed for it; `reason` says why the reference cannot run it
 #   (the words: core.words.VERDICTS; a verdict an older file stores is read as today's, core.words.LEGACY_VERDICTS:
 #   the schema accepts it, a cell never holds it, and every merge judges a cell again in any case)
-PRECISIONS = ("int8", "int4", "fp8", "fp4", "float", "unknown")
 QUANTIZED_PRECISIONS = numerics.QUANTIZED_PRECISIONS  # the judge ships alone in bug bundles: it holds the list
 
 

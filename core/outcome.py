@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from core.cell import QUANTIZED_PRECISIONS, Cell
-from core.words import FAILED, FAILED_STAGE, IDLE, STATUSES, WORKED
+from core.words import FAILED, FAILED_STAGE, IDLE, KINDS, STATUSES, WORKED
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,10 @@ class Outcome:
             return {True: "int8", False: "float"}.get(self.fused, "passes")
         if self.status == "built":
             return {True: "built-int8", False: "built-float"}.get(self.fused, "built")
-        if self.status == "fail":
-            return f"fails-at-{self.failed_stage}"
-        return self.status
+        kind = f"fails-at-{self.failed_stage}" if self.status == "fail" else self.status
+        if kind not in KINDS:  # a status or a failed stage core.words does not know: no view has words for it
+            raise ValueError(f"no outcome kind {kind!r}: not one of {KINDS}")
+        return kind
 
 
 def outcome(cell: Union[Cell, Mapping[str, Any]]) -> Outcome:

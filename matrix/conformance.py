@@ -32,7 +32,6 @@ from core.words import CONFORMANCE, CONFORMANCE_WORDS, first_line, many
 from matrix.merge import Column, MergeResult, build, column_key, never_run, version_key
 
 RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = WORDS = CONFORMANCE
-NOT_CONVERTED = "not converted"
 MANIFEST = Path(ID) / "conformance.json"  # under a bundles root: generators.onnx_node_tests.MANIFEST
 
 
