@@ -18,7 +18,7 @@ from core.words import FAILED, FAILED_STAGE, IDLE, KINDS, STATUSES, WORKED
 class Outcome:
     """One cell's outcome."""
 
-    status: str  # what happened (core.cell.STATUSES)
+    status: str  # what happened (core.words.STATUSES)
     failed_stage: str = ""  # fail, crashed: "load" (the TensorRT family's ONNX parser), "build", "run", "compare"
     fused: Optional[bool] = None  # pass and built: every target node quantized (True), one in float (False), unknown
     quantized: str = ""  # pass and built: the low-precision types its target nodes ran in, "INT8 and FP8" ("" none)

@@ -2,12 +2,12 @@
 verdict in; the one file-name sanitizer and the one number masker; lists said in prose.
 
 A cell's outcome (the stage that failed, what its nodes ran in) is core.outcome's, derived once; each view maps it to
-its own words through a table here. Every table is total over its key set (core.outcome.KINDS, STAGES, and
-core.cell's STATUSES and VERDICTS): tests/core/test_words.py fails on a missing key, and a view indexes a table, never
-`.get()`s it with a default: an unknown word is a KeyError naming it. No other module types a tuple of status words
-(tests/core/test_words.py greps for one). Standard library only (the noxfile reads the catalogue, which reads STAGES,
-without numpy), and it ships in every bug bundle beside core/judge.py (suite/words.py, with the engine descriptors it
-reads, suite/engines.py).
+its own words through a table here. The statuses, verdicts, stages and outcome kinds are defined here too, with every
+group of them. Every table is total over its key set (KINDS, STAGES, STATUSES, VERDICTS): tests/core/test_words.py
+fails on a missing key, and a view indexes a table, never `.get()`s it with a default: an unknown word is an error
+naming it. No other module types a tuple of status words (tests/matrix/test_unknown_words.py greps for one).
+Standard library only (the noxfile reads the catalogue, which reads STAGES, without numpy), and it ships in every bug
+bundle beside core/judge.py (suite/words.py, with the engine descriptors it reads, suite/engines.py).
 """
 
 from __future__ import annotations
