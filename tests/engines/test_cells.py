@@ -43,7 +43,7 @@ def test_seed_000_symptom_shows_in_the_evidence(chain):
 
 def test_wrong_outputs_fail_at_compare_with_the_error_in_steps(chain):
     case, bundle = chain
-    bad = {k: v + 10 * bundle.output_step(k) for k, v in bundle.expected().items()}
+    bad = {k: v + 10 * numerics.output_step(bundle.meta, k) for k, v in bundle.expected().items()}
     cell = judge_observation(case, bundle, H200, Observation(stage="run", outputs=bad), RUN)
     assert cell.status == "fail" and cell.verdict == "new failure"
     assert "differs from the reference by 10 steps" in cell.error
