@@ -67,7 +67,6 @@ from cases.silu_qdq import QDQ_PLACEMENT
 from core.engines import pin_group
 
 DDDDOCR = "https://pypi.org/project/ddddocr/1.6.1/"  # the wheel that ships the detector it was reduced from
-FOUND_HERE = "reports/observed/nvidia-h100/reduce-choosehigherprecision/"
 # Observed (a baseline): the reduced detector graph, and then these reproducers, on TensorRT 8.5.3.1 and 8.6.0, an H100.
 OBSERVED = "reports/observed/nvidia-h100/reduce-choosehigherprecision/tensorrt-{}.jsonl"
 OBSERVED_REPRO = "reports/observed/nvidia-h100/seed-032/trt-{}.jsonl"
@@ -75,7 +74,6 @@ OBSERVED_EARLIER = "reports/observed/nvidia-h100/seeds-026-032-x4/trt-{}.jsonl" 
 # The axes added for issue 44, at the value the first 8 reproducers had: their ids leave them out.
 ADDED = {"kernel": "1x1", "weights": "per_channel", "siblings": "alike", "rewrite": "none"}
 FIRST = {k: (v,) for k, v in ADDED.items()}  # the first 8 reproducers' region: what their baselines observed
-REDUCED = {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",), **FIRST}
 TRIGGER = {"consumers": ("two",), "output_qdq": ("yes",), **FIRST}  # both Convs read the one Q/DQ, both requantized
 ONE = {"consumers": ("one",), "output_qdq": ("yes", "no"), **FIRST}
 FLOAT = {"consumers": ("two", "one"), "output_qdq": ("no",), **FIRST}

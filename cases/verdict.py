@@ -3,125 +3,14 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
-from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 from cases.base import Case, Expectation
 from cases.common import find_signature, signatures_of
 from core.cell import Cell
-
-
-def judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:
-    """(verdict, explanation) for an observed status against what the sources document, or against this project's own
-    earlier observation where the expectation is a baseline ("as observed before", never "as documented"). A crash
-    agrees with a documented failure only where the source documents the crash (Expectation.crashes)."""
-    verdict, why = _judge(expectation, status, fused)
-    if status == "crashed":
-        why = f"the engine's process died before it reported a result; {why}"
-    return verdict, why
-
-
-def _judge(expectation: Optional[Expectation], status: str, fused: Optional[bool]) -> Tuple[str, str]:
-    """judge's verdict and explanation, before a crash's words."""
-    if status in ("skipped", "not_run"):
-        return "not run", "the engine did not run here"
-    if status == "not_applicable":
-        return "not applicable", "this engine version removed the API the reproducer's documented path needs"
-    if status == "harness_error":
-        return "harness error", HARNESS_ERROR
-    if status == "built":
-        return _judge_built(expectation, fused)
-    failed = status in ("fail", "crashed")
-    if expectation is None or expectation.outcome == "unknown":
-        if failed:
-            return "new failure", f"{status}, and no source documents a failure here"
-        return "undocumented", "passed; no source documents this cell"
-    said = Said(expectation)
-    if expectation.outcome == "fail":
-        if status == "crashed" and not expectation.crashes:  # a process that died is not the documented failure
-            return "new failure", said.claim("fail") + ", but its process died (crashed), which it does not document"
-        if failed:
-            return said.agrees, said.agreeing("fails")
-        return "fixed", said.claim("fail") + ", but it passed"
-    if failed:
-        return "fails against expectation", said.claim("pass") + f", but it {status}"
-    if expectation.outcome == "int8" and fused is False:
-        return "fails against expectation", said.claim("run in INT8") + ", but a target node fell back to float"
-    if expectation.outcome == "not_int8" and fused is True:
-        return "fixed", said.claim("fall back to float") + ", but every target node ran in INT8"
-    return said.agrees, said.agreeing("passes")
-
-
-def _judge_built(expectation: Optional[Expectation], fused: Optional[bool]) -> Tuple[str, str]:
-    """A plan built ahead of time that this machine cannot run: judged on parse, build and per-node precision."""
-    numerics = "; its numerics were not run here"
-    if expectation is None or expectation.outcome == "unknown":
-        return "undocumented", "built; no source documents this cell" + numerics
-    said = Said(expectation)
-    if expectation.outcome == "fail":
-        if expectation.stage in ("load", "build"):
-            return "fixed", said.claim(f"fail at {expectation.stage}") + ", but it built" + numerics
-        return "not run", f"built; the failure {said.where()} is at run time, which is not possible here"
-    if expectation.outcome == "int8" and fused is False:
-        return "fails against expectation", \
-            said.claim("run in INT8") + ", but the built plan computes a target in float"
-    if expectation.outcome == "not_int8" and fused is True:
-        return "fixed", said.claim("fall back to float") + ", but the built plan is quantized throughout"
-    return said.agrees, said.agreeing("built") + numerics
-
-
-HARNESS_ERROR = ("the suite's own code raised before this cell was judged (its traceback is in the cell's log); "
-                 "nothing is said about the engine")
-AGREES = {"documented": "as documented", "baseline": "as observed before"}  # per cases.base.BASES
-
-
-@dataclass(frozen=True)
-class Said:
-    """How a verdict's explanation names what an expectation rests on: an upstream source ("documented to fail
-    (https://...)") or this project's own earlier run ("observed to fail before in reports/observed/..., on ...")."""
-
-    expectation: Expectation
-
-    @property
-    def agrees(self) -> str:
-        """The verdict of a cell that agrees with it."""
-        return AGREES[self.expectation.basis]
-
-    def where(self) -> str:
-        """The source, and the hardware where one is named: "documented (source)", "observed before in file, on ..."."""
-        return self.claim()
-
-    def claim(self, what: str = "") -> str:
-        """ "documented to fail (source)" or "observed to fail before in file, on hardware"."""
-        e = self.expectation
-        at = e.source + (f", on {e.hardware}" if e.hardware else "")
-        to = f" to {what}" if what else ""
-        if e.basis == "baseline":
-            return f"observed{to} before in {at}"
-        return f"documented{to} ({at})"
-
-    def agreeing(self, did: str) -> str:
-        """ "fails as documented (source)" or "fails as observed before in file, on hardware"."""
-        return f"{did} as {self.where()}"
-
-
-UNEXPECTED = ("fixed", "fails against expectation", "new failure")
-NO_REFERENCE = "no reference"
-# The statuses of an engine that ran: what a model the reference cannot run still gets recorded, blaming nobody.
-RAN = ("pass", "fail", "crashed", "built")
-
-
-def unreferenced(case: Case, status: str, reference_error: str) -> str:
-    """The explanation of a user model's cell that the reference could not check (case.json reference_error): the
-    engine's outcome, and why nobody is blamed; "" for a catalogue case, a model the reference ran, or an engine that
-    did not run it."""
-    if not case.external or not reference_error or status not in RAN:
-        return ""
-    did = {"pass": "ran it", "fail": "failed on it", "crashed": "crashed on it", "built": "built it"}[status]
-    return (f"no reference to judge it by, which is the model's (or its inputs') fault, not the engine's; the engine "
-            f"{did}: {reference_error}")
-# How a report names what an expectation or a matched signature rests on (cases.base.BASES).
-BASIS_WORDS = {"documented": "documented", "baseline": "observed before"}
+from core.judge import Against, Stored, judge, ran_in
+from core.words import BASIS_WORDS, FAILED, NOT_JUDGED
 
 
 def basis_word(expectation: Mapping[str, Any]) -> str:
@@ -175,12 +64,6 @@ def _version_order(versions: str) -> tuple:
     """A version before a range, versions in release order."""
     parts = versions.split(".")
     return (0, tuple(int(p) for p in parts)) if all(p.isdigit() for p in parts) else (1, versions)
-
-
-def with_known_signature(case: Case, engine: str, signature: str, status: str, why: str) -> str:
-    """A failing user cell's explanation, naming the catalogue case and seed whose signature its error matches."""
-    known = known_signature(case, engine, signature) if status in ("fail", "crashed") else ""
-    return f"{known}; {why}" if known else why
 
 
 def backed_signatures(names: Sequence[str], lint_cases: Collection[str]) -> List[str]:
@@ -298,34 +181,19 @@ def expectation_record(expectation: Optional[Expectation]) -> Dict[str, Any]:
     }
 
 
-THE_BASELINE_ITSELF = ("this cell is that observation: the baseline later runs are compared with, not a second run "
-                       "that agrees with it")
-
-
-def is_the_baseline(cell: Cell, expectation: Expectation) -> bool:
-    """Whether a cell is the very observation a baseline expectation cites (its results file is the source)."""
-    return expectation.basis == "baseline" and _ran_in(cell, expectation.source)
-
-
 def cites_itself(cell: Cell) -> bool:
     """Whether a judged cell is the very observation its baseline expectation cites: the baseline itself, not a later
     run that agrees with it."""
     e = cell.expectation
-    return e.get("basis") == "baseline" and _ran_in(cell, str(e.get("source") or ""))
-
-
-def _ran_in(cell: Cell, source: str) -> bool:
-    """Whether the results file a cell was read from is this repository file."""
-    shown = str(cell.run.get("file") or "").replace("\\", "/")
-    return bool(shown) and bool(source) and (shown == source or shown.endswith("/" + source))
+    return e.get("basis") == "baseline" and ran_in(str(cell.run.get("file") or ""), str(e.get("source") or ""))
 
 
 def rejudge(cell: Cell, case: Case) -> Cell:
-    """A stored cell judged again against the catalogue as it is now: observations stay, knowledge moves.
+    """A stored cell judged again against the catalogue as it is now (core.judge): observations stay, knowledge moves.
 
     Observed results are kept for years; the expectations and signatures they are read against grow.
     """
-    if cell.status in ("skipped", "not_run", "not_applicable", "harness_error"):
+    if cell.status in NOT_JUDGED:
         return cell  # nothing the engine did to judge again
     text = "\n".join([cell.error, cell.reason, cell.log])
     errors = match_signatures(case, cell.engine, text, "error")
@@ -333,18 +201,14 @@ def rejudge(cell: Cell, case: Case) -> Cell:
         errors = [e for e in errors if e == cell.signature or not _seed_cases_declaring(e)]
     expectation = case.expectation_for(cell.engine, cell.engine_version, cell.params,
                                        cell_context(cell.hardware_detail, cell.variant))
-    if expectation is None and case.external and cell.status in ("fail", "crashed"):
+    if expectation is None and case.external and cell.status in FAILED:
         expectation = stored_expectation(cell.expectation, cell.engine)  # the lint's, read when the cell was made
-    verdict, why = judge(expectation, cell.status, cell.fused)
-    if expectation is not None and expectation.rule:
-        why += f"; {expectation.note}"
-    if expectation is not None and verdict == AGREES["baseline"] and is_the_baseline(cell, expectation):
-        why += f"; {THE_BASELINE_ITSELF}"
-    why = with_known_signature(case, cell.engine, errors[0] if errors else "", cell.status, why)
-    if cell.verdict == NO_REFERENCE:  # the bundle's reference could not run: judged so where the cell was made
-        verdict, why = NO_REFERENCE, cell.explanation
+    record, signature = expectation_record(expectation), errors[0] if errors else ""
+    stored = Stored(cell.status, cell.last_stage, cell.error, cell.reason, cell.fused, cell.verdict, cell.explanation,
+                    str(cell.run.get("file") or ""))
+    judged = judge(stored, {}, Against(record, known_signature(case, cell.engine, signature), case.external))
     return replace(
-        cell, verdict=verdict, explanation=why, expectation=expectation_record(expectation),
-        **signature_fields(case, cell.engine, errors[0] if errors else ""),
+        cell, verdict=judged.verdict, explanation=judged.explanation, expectation=record,
+        **signature_fields(case, cell.engine, signature),
         warnings=match_signatures(case, cell.engine, text, "warning"),
     )

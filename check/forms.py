@@ -25,7 +25,6 @@ DYNAMIC_OPS = ("DynamicQuantizeLinear", "ConvInteger", "MatMulInteger")
 # onnxruntime's com.microsoft ops that quantize their float input themselves (quantize_dynamic writes them for LSTM,
 # attention and, through ORT's fusions, MatMul): the dynamic form too, though seed 002 reproduces none of them.
 DYNAMIC_CONTRIB = ("DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention")
-QOPERATOR_COMPUTE = ("QLinearConv", "QLinearMatMul")
 # Ops that compute on quantized integers themselves: the integer ops, QOperator's QLinear* (onnx and com.microsoft),
 # and onnxruntime's other com.microsoft quantized ops. Every one is a quantized node of the model (check.bundle).
 QUANTIZED_OPS = frozenset({"ConvInteger", "MatMulInteger", "QGemm", "QEmbedLayerNormalization", "MatMulNBits",

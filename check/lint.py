@@ -103,10 +103,6 @@ class Finding:
             raise ValueError(f"basis {self.basis!r} is not one of {FINDING_BASES}")
         check_specifier(self.versions)
 
-    def covers(self, version: str) -> bool:
-        """Whether this finding speaks about one TensorRT version."""
-        return covers(self.versions, version)
-
     def learned_from(self, cases: Collection[str]) -> bool:
         """Whether this finding was read from observed cells of one of these catalogue cases (what a held-out score
         leaves out for the models those cases were made from, or for a case's own reproducers)."""

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from core.cli import ArgumentParser
-from core.outcome import FAILED_STAGE
-from core.words import fails_at, mask_numbers
+from core.words import FAILED_STAGE, fails_at, mask_numbers
 
 Oracle = Callable[[Path], str]
 DRIFT = "drift"  # the signature of outputs beyond tolerance

@@ -16,7 +16,6 @@ from core.engines import ENGINES as ENGINE_SPECS
 from core.portable import portable_command
 from engines.plan import Column
 
-REPO = Path(__file__).resolve().parent.parent
 ENGINES = NAMES
 # TensorRT-RTX builds on any machine: where this interpreter has it, a check includes its columns.
 AOT_ENGINES = tuple(n for n, s in ENGINE_SPECS.items() if s.device == "aot")

@@ -232,13 +232,6 @@ def show_dims(dims: Sequence[Dim]) -> str:
     return "[" + ", ".join(map(str, dims)) + "]"
 
 
-def example(dims: Sequence[Dim]) -> str:
-    """A `--shape` value for these dims, with N for each dynamic one."""
-    if list(dims) == UNKNOWN_RANK:
-        return "1x3x224x224"
-    return "x".join(str(d) if isinstance(d, int) else "N" for d in dims)
-
-
 def _named(dim: Dim) -> bool:
     """A dim_param the model names (dimensions it leaves unnamed are labelled "dim<axis>" and stay independent)."""
     return isinstance(dim, str) and not (dim.startswith("dim") and dim[3:].isdigit())

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from core import numerics
 from core.engines import variant_label
+from core.words import LEGACY_VERDICTS, STATUSES, VERDICTS
 
 SCHEMA = "qdq-matrix/cell/3"  # its JSON Schema: core/cell.schema.json (core.schema checks every line)
 CELL_FAMILY = "qdq-matrix/cell/"
@@ -31,7 +32,7 @@ SESSION_FAMILY = "qdq-matrix/session/"  # what every version of the header's sch
 #              the build and the per-node precision; its numerics were not run.
 #   harness_error - the suite's own code raised (the runner, the adapter, the judging), not the engine: `reason` is
 #              the exception, `log` its traceback. Neither the engine's failure nor a pass; never reused.
-STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable", "built", "harness_error")
+#   (the words: core.words.STATUSES)
 # Where a results file's cells come from. A closed set: the merge refuses any other source, so that
 # a test double's cells (source "test" or "stand-in") can never reach a report.
 SOURCES = ("local", "observed")
@@ -49,12 +50,8 @@ SOURCES = ("local", "observed")
 #   no reference       - the engine ran a user's model that the reference cannot run (the model's or its inputs' fault:
 #                        empty weights, a 0 dimension, indices out of range): what the engine did is recorded, and
 #                        nobody is blamed for it; `reason` says why the reference cannot run it
-VERDICTS = ("as documented", "as observed before", "fixed", "fails against expectation", "new failure", "undocumented",
-            "not run", "not applicable", "harness error", "no reference")
-# Verdict values older files store, read as today's word (the committed 8.5.3.1 observations say "regressed"; every
-# merge judges a cell again in any case: cases.verdict.rejudge). The schema accepts them, a cell never holds them.
-LEGACY_VERDICTS = {"regressed": "fails against expectation"}
-PRECISIONS = ("int8", "int4", "fp8", "fp4", "float", "unknown")
+#   (the words: core.words.VERDICTS; a verdict an older file stores is read as today's, core.words.LEGACY_VERDICTS:
+#   the schema accepts it, a cell never holds it, and every merge judges a cell again in any case)
 QUANTIZED_PRECISIONS = numerics.QUANTIZED_PRECISIONS  # the judge ships alone in bug bundles: it holds the list
 
 

@@ -271,8 +271,11 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
 NAMES: Tuple[str, ...] = tuple(ENGINES)
 CPU_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.device == "cpu")
 LINT_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.lint)
-# What every bug bundle's repro.py needs, whatever the engine: itself and the suite's one judge of outputs.
-REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/numerics.py": "core/numerics.py"}
+# What every bug bundle's repro.py needs, whatever the engine: itself and the suite's one judge of a cell, with the
+# judge of outputs, the vocabulary and the engine descriptors it imports.
+REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/judge.py": "core/judge.py",
+                "suite/numerics.py": "core/numerics.py", "suite/words.py": "core/words.py",
+                "suite/engines.py": "core/engines.py"}
 
 
 # The files an NVIDIA driver leaves: this machine has an NVIDIA GPU where either exists (the TensorRT adapter then asks

@@ -11,17 +11,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from core.cell import QUANTIZED_PRECISIONS, Cell
-from core.words import FAILED, IDLE, STAGES, WORKED
-
-# The stage that failed, from the last stage reached ("" reached none: the load failed).
-FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
+from core.words import FAILED, FAILED_STAGE, IDLE, KINDS, STATUSES, WORKED
 
 
 @dataclass(frozen=True)
 class Outcome:
     """One cell's outcome."""
 
-    status: str  # what happened (core.cell.STATUSES)
+    status: str  # what happened (core.words.STATUSES)
     failed_stage: str = ""  # fail, crashed: "load" (the TensorRT family's ONNX parser), "build", "run", "compare"
     fused: Optional[bool] = None  # pass and built: every target node quantized (True), one in float (False), unknown
     quantized: str = ""  # pass and built: the low-precision types its target nodes ran in, "INT8 and FP8" ("" none)
@@ -47,21 +44,19 @@ class Outcome:
             return {True: "int8", False: "float"}.get(self.fused, "passes")
         if self.status == "built":
             return {True: "built-int8", False: "built-float"}.get(self.fused, "built")
-        if self.status == "fail":
-            return f"fails-at-{self.failed_stage}"
-        return self.status
-
-
-# Every value of Outcome.kind: what every view's table of kind words is total over (core.words).
-KINDS = ("int8", "float", "passes", "built-int8", "built-float", "built", *(f"fails-at-{s}" for s in STAGES),
-         "crashed", "harness_error", "skipped", "not_run", "not_applicable")
+        kind = f"fails-at-{self.failed_stage}" if self.status == "fail" else self.status
+        if kind not in KINDS:  # a status or a failed stage core.words does not know: no view has words for it
+            raise ValueError(f"no outcome kind {kind!r}: not one of {KINDS}")
+        return kind
 
 
 def outcome(cell: Union[Cell, Mapping[str, Any]]) -> Outcome:
     """The outcome of a cell, or of a cell's record as JSON holds it (the lint reads records)."""
     get = (lambda k, d=None: getattr(cell, k, d)) if isinstance(cell, Cell) else cell.get
     status = str(get("status") or "")
-    failed = FAILED_STAGE.get(str(get("last_stage") or ""), "compare") if status in FAILED else ""
+    if status not in STATUSES:
+        raise ValueError(f"unknown cell status {status!r}: not one of {STATUSES}")
+    failed = FAILED_STAGE[str(get("last_stage") or "")] if status in FAILED else ""
     worked = status in WORKED
     return Outcome(status, failed, get("fused") if worked else None,
                    quantized_word(get("precision") or {}) if worked else "")

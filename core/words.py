@@ -2,9 +2,12 @@
 verdict in; the one file-name sanitizer and the one number masker; lists said in prose.
 
 A cell's outcome (the stage that failed, what its nodes ran in) is core.outcome's, derived once; each view maps it to
-its own words through a table here. Every table is total over its key set (core.outcome.KINDS, STAGES, and
-core.cell's STATUSES and VERDICTS): tests/core/test_words.py fails on a missing key, and a view indexes a table, never
-`.get()`s it with a default. Standard library only (the noxfile reads the catalogue, which reads STAGES, without numpy).
+its own words through a table here. The statuses, verdicts, stages and outcome kinds are defined here too, with every
+group of them. Every table is total over its key set (KINDS, STAGES, STATUSES, VERDICTS): tests/core/test_words.py
+fails on a missing key, and a view indexes a table, never `.get()`s it with a default: an unknown word is an error
+naming it. No other module types a tuple of status words (tests/matrix/test_unknown_words.py greps for one).
+Standard library only (the noxfile reads the catalogue, which reads STAGES, without numpy), and it ships in every bug
+bundle beside core/judge.py (suite/words.py, with the engine descriptors it reads, suite/engines.py).
 """
 
 from __future__ import annotations
@@ -13,13 +16,18 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from core.engines import family
+from .engines import family  # relative: in a bug bundle, words.py and engines.py are the package qdq_suite
 
 # ---- stages ----
 
 # A cell's stages in order: load (the TensorRT family's ONNX parser), build, run, compare (the outputs against the
 # reference). An expectation's `stage` is one of them; core.outcome names the one that failed.
 STAGES = ("load", "build", "run", "compare")
+BEFORE_RUN = STAGES[:2]  # the stages a plan built ahead of time got past: a documented failure there is fixed
+# The stage that failed, from the last stage reached ("" reached none: the load failed); core.outcome reads it.
+FAILED_STAGE = {"": "load", "load": "build", "build": "run", "run": "compare", "compare": "compare"}
+# NVIDIA's bug template's word for the stage that failed (a bug bundle's ISSUE.md).
+ISSUE_STAGES = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
 # A failure in a few words, by the stage that failed; a TensorRT-family load is its ONNX parser (fails_at).
 FAILS_AT = {"load": "load fails", "build": "build fails", "run": "run fails", "compare": "outputs differ"}
 PARSE_FAILS = "parse fails"
@@ -31,14 +39,40 @@ def fails_at(stage: str, engine: str) -> str:
     return PARSE_FAILS if stage == "load" and family(engine) == "tensorrt" else FAILS_AT[stage]
 
 
-# ---- statuses and verdicts (core.cell.STATUSES, VERDICTS) ----
+# ---- statuses and verdicts ----
 
+# What happened in a cell (core.cell.Cell.status; its comment there says what each means).
+STATUSES = ("pass", "fail", "crashed", "skipped", "not_run", "not_applicable", "built", "harness_error")
 # Every status is one of these (core.outcome.Outcome's failed, worked, idle, harness_error).
 FAILED = ("fail", "crashed")
 WORKED = ("pass", "built")  # built: a TensorRT-RTX plan built ahead of time, not run on this machine
-IDLE = ("skipped", "not_run", "not_applicable")
+NOT_TRIED = ("skipped", "not_run")  # the engine is not here, or cannot run here: nothing was tried
+IDLE = (*NOT_TRIED, "not_applicable")
 # The suite's own code failed: neither the engine's failure nor a pass, never counted for or against the engine.
 HARNESS = ("harness_error",)
+RAN = (*WORKED, *FAILED)  # the engine ran the reproducer, whatever it did: what a regression or a bundle compares
+EXECUTED = ("pass", *FAILED)  # it ran the model, not only built it ahead of time
+NOT_JUDGED = (*IDLE, *HARNESS)  # nothing the engine did to judge (again)
+REUSED = ("pass", "fail", "built")  # observations a run reuses as they are (engines.reuse says which others stand)
+# What a bug bundle's repro.py can reproduce: the statuses of an engine that ran it, and a version without the API.
+REPRODUCIBLE = (*RAN, "not_applicable")
+STAGED = ("fail", "built")  # repro.py: a reproduction reaches the recorded cell's stage too
+# The engine's deed, by status: a cell whose model has no reference (core.judge.unreferenced), and a version pair's
+# runs that disagree (matrix.diff).
+DID = {"pass": "ran it", "fail": "failed on it", "crashed": "crashed on it", "built": "built it"}
+DOES = {"pass": "passes it", "fail": "fails it", "built": "builds it", "crashed": "crashes on it"}
+
+# What a status means against the catalogue (core.cell.Cell.verdict; its comment there says what each means).
+VERDICTS = ("as documented", "as observed before", "fixed", "fails against expectation", "new failure", "undocumented",
+            "not run", "not applicable", "harness error", "no reference")
+# Verdict values older files store, read as today's word (the committed 8.5.3.1 observations say "regressed").
+LEGACY_VERDICTS = {"regressed": "fails against expectation"}
+UNEXPECTED = ("fixed", "fails against expectation", "new failure")  # what a reader must look at
+NO_REFERENCE = "no reference"
+# The verdict of a cell that agrees with its expectation, by what the expectation rests on (cases.base.BASES), and
+# how a report names that basis.
+AGREES = {"documented": "as documented", "baseline": "as observed before"}
+BASIS_WORDS = {"documented": "documented", "baseline": "observed before"}
 
 STATUS_WORDS = {"pass": "pass", "fail": "fail", "crashed": "crashed", "skipped": "skipped", "not_run": "not run",
                 "not_applicable": "not applicable", "built": "built", "harness_error": "harness error"}
@@ -56,7 +90,11 @@ JUNIT = {"as documented": "", "as observed before": "", "fixed": "failures",
          "fails against expectation": "failures", "new failure": "failures", "undocumented": "", "not run": "skipped",
          "not applicable": "skipped", "harness error": "errors", "no reference": "skipped"}
 
-# ---- outcome kinds (core.outcome.KINDS) ----
+# ---- outcome kinds (core.outcome.Outcome.kind) ----
+
+# Every value of Outcome.kind: what every view's table of kind words is total over.
+KINDS = ("int8", "float", "passes", "built-int8", "built-float", "built", *(f"fails-at-{s}" for s in STAGES),
+         "crashed", "harness_error", "skipped", "not_run", "not_applicable")
 
 # The grid: a code letter, css class and meaning per state; a letter reads without colour and without an emoji font.
 GRID_STATES = (
@@ -97,6 +135,23 @@ TARGET_WORDS = {"int8": "INT8", "float": "not INT8", "passes": "passes", "built-
                 "skipped": "skipped", "not_run": "not run", "not_applicable": "not applicable"}
 # What an expectation says a cell does (cases.base.OUTCOMES), in the words of the sentences above.
 EXPECTATION_WORDS = {"fail": "fails", "pass": "passes", "int8": "INT8", "not_int8": "not INT8", "unknown": "unknown"}
+# A version pair's diff: each side's outcome kind in a few words.
+DIFF_STATES = {"int8": "pass (fused)", "float": "pass (not fused)", "passes": "pass", "built-int8": "built (fused)",
+               "built-float": "built (not fused)", "built": "built",
+               **{f"fails-at-{s}": f"fail at {s}" for s in STAGES}, "crashed": "crashed",
+               "harness_error": "harness_error", "skipped": "skipped", "not_run": "not_run",
+               "not_applicable": "not_applicable"}
+# The conformance table's words, in its reading order (matrix.conformance), and its word per outcome kind: a failure is
+# wrong where its outputs were compared, else refused.
+CONFORMANCE = ("right", "wrong", "refused", "built only", "crashed", "not run", "not applicable", "harness error")
+CONFORMANCE_WORDS = {"int8": "right", "float": "right", "passes": "right", "built-int8": "built only",
+                     "built-float": "built only", "built": "built only", "fails-at-load": "refused",
+                     "fails-at-build": "refused", "fails-at-run": "refused", "fails-at-compare": "wrong",
+                     "crashed": "crashed", "harness_error": "harness error", "skipped": "not run", "not_run": "not run",
+                     "not_applicable": "not applicable"}
+# A per-node report's other quantized nodes (not compute nodes), by what the evidence says of each, in reading order.
+OTHER_NODE_WORDS = {"fused": "fused into generated kernels (no per-node precision)", "int8": "INT8",
+                    "float": "float fallback", "unknown": "no evidence"}
 
 # ---- names and numbers ----
 

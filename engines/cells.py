@@ -11,33 +11,25 @@ import numpy as np
 from cases.base import Case
 from cases.common import ENVIRONMENT_SIGNATURES
 from cases.verdict import (
-    NO_REFERENCE,
     backed_signatures,
     cell_context,
     expectation_record,
-    judge,
+    known_signature,
     lint_cases,
     lint_expectation,
     match_signatures,
     signature_fields,
-    unreferenced,
-    with_known_signature,
 )
 from core import numerics
 from core.cell import Cell
+from core.judge import Against, Stored, judge
 from core.portable import scrub
+from core.words import FAILED
 from engines.base import Engine, EngineInfo, Observation
 from engines.reasons import error_line, failure_evidence
 from generators.bundle import Bundle
 
 LOG_LIMIT = 20_000  # characters of engine log kept per cell
-
-
-def error_steps(got: np.ndarray, expected: np.ndarray, step: Optional[float]) -> float:
-    """Worst absolute difference, in quantization steps (integer outputs: in integer units)."""
-    if got.shape != expected.shape:
-        raise ValueError(f"shape {list(got.shape)} differs from the reference's {list(expected.shape)}")
-    return numerics.error_steps(expected, got, numerics.comparison_step(expected, step)[0])
 
 
 def measure(meta: Mapping[str, Any]) -> Dict[str, Any]:
@@ -81,21 +73,13 @@ def not_compared(bundle: Bundle) -> str:
     return numerics.not_compared(bundle.meta)
 
 
-def output_stats(bundle: Bundle, outputs: Dict[str, np.ndarray],
-                 expected: Optional[Dict[str, np.ndarray]] = None) -> Dict[str, Any]:
-    """The cell's `output_stats`: the measure and, per output, cosine, SQNR (dB), max abs error and peak against the
-    reference; with the float model's outputs in the bundle, the same against them under "float", the quantization
-    loss under "loss" and, where the fragile floor passed it, "fragile"."""
-    return judge_outputs(bundle, outputs, expected).stats
-
-
 def not_run_cell(case: Case, bundle: Bundle, info: EngineInfo, run: Dict[str, Any]) -> Cell:
     """The honest cell for an engine that is not here, or cannot run here."""
-    verdict, why = judge(None, info.unavailable_status, None)
+    said = judge(Stored(info.unavailable_status), {})
     return Cell(
         bundle=bundle.id, case=case.id, params=dict(bundle.meta["params"]), digest=bundle.meta["digest"],
         engine=info.name, engine_version=info.version, hardware=info.hardware, status=info.unavailable_status,
-        verdict=verdict, reason=info.reason, explanation=f"{why}: {info.reason}",
+        verdict=said.verdict, reason=info.reason, explanation=f"{said.explanation}: {info.reason}",
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), variant=dict(info.variant),
         run=dict(run),
     )
@@ -114,70 +98,44 @@ def corrupt_cell(bundle_id: str, why: str, info: EngineInfo, run: Dict[str, Any]
 
 
 def judge_observation(case: Case, bundle: Bundle, info: EngineInfo, obs: Observation, run: Dict[str, Any]) -> Cell:
-    """Compare, match signatures, decide precision and verdict for one observation."""
+    """One observation judged (core.judge) against what the catalogue knows of it: its signatures, its expectation."""
     params = dict(bundle.meta["params"])
     targets = list(bundle.meta.get("target_nodes", []))
-    stage, error, worst, dtypes, stats = obs.stage, obs.error, None, {}, {}
-    if obs.crashed:
-        status = "crashed"
-    elif obs.options.get("not_applicable"):  # the version removed the API the documented path needs
-        status = "not_applicable"
-    elif stage == "run" and not error:
-        found = judge_outputs(bundle, obs.outputs)
-        worst, mismatch, stats = found.worst_steps, found.mismatch, found.stats
-        dtypes = {name: str(np.asarray(arr).dtype) for name, arr in obs.outputs.items()}
-        status = "fail" if mismatch else "pass"
-        error = mismatch
-        stage = "run" if mismatch or not_compared(bundle) else "compare"
-    elif stage == "build" and not error and obs.not_run_here:  # built ahead of time; no GPU here runs it
-        status = "built"
-    else:
-        status = "fail"
-    error, log = scrub(error), scrub(obs.log)  # the bundle's path on this machine is no part of the observation
+    done = judge(obs, bundle.meta, references=lambda: (bundle.expected(), bundle.float_outputs()))
+    error, log = scrub(done.error), scrub(obs.log)  # the bundle's path on this machine is no part of the observation
     text = "\n".join([error, obs.crashed, log])
-    errors = match_signatures(case, info.name, text, "error")
-    if case.external:  # a user's model: a seed case's signature only where the lint matched that case's pattern
-        errors = backed_signatures(errors, lint_cases(bundle.meta))
-    machine = environment_limit(info, status, text)
+    machine = environment_limit(info, done.status, text)
     if machine:  # the machine lacks what this version needs to build: not run, never a build failure
         idle = replace(info, available=False, unavailable_status="not_run", reason=machine)
         options, sources = _options(obs)
-        return replace(not_run_cell(case, bundle, idle, run), last_stage=stage, error=error[:4000],
+        return replace(not_run_cell(case, bundle, idle, run), last_stage=done.stage, error=error[:4000],
                        log=log[-LOG_LIMIT:], options=options, tactic_sources=sources,
                        timings={k: round(v, 4) for k, v in obs.timings.items()})
-    is_fused = numerics.fused(obs.precision, targets) if status in ("pass", "built") else None
+    errors = match_signatures(case, info.name, text, "error")
+    if case.external:  # a user's model: a seed case's signature only where the lint matched that case's pattern
+        errors = backed_signatures(errors, lint_cases(bundle.meta))
+    signature = errors[0] if errors else ""
     context = cell_context(info.hardware_detail, info.variant)
     expectation = case.expectation_for(info.name, info.version, params, context)
-    node, says = failure_evidence(error[:4000], obs.parser_errors) if status in ("fail", "crashed") else ("", "")
-    if expectation is None and case.external and status == "fail":  # what the model's lint predicted, and why
-        expectation = lint_expectation(bundle.meta, info.name, info.version, info.variant, stage, node)
-    verdict, why = judge(expectation, status, is_fused)
-    if expectation is not None and expectation.rule:
-        why += f"; {expectation.note}"
-    why = with_known_signature(case, info.name, errors[0] if errors else "", status, why)
-    if status == "not_applicable":
-        why = f"{why}: {obs.options['not_applicable']}"
-    blameless = unreferenced(case, status, str(bundle.meta.get("reference_error") or ""))
-    if blameless:  # the model's (or its inputs') fault: recorded, never judged against the engine
-        verdict, why = NO_REFERENCE, blameless
-    passed = not_compared(bundle) or numerics.fragile_words(stats, numerics.float_source(bundle.meta))
-    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
-        or (passed if status == "pass" else "")
-    if blameless:
-        reason = reason or not_compared(bundle)  # a failure's ISSUE.md title says why it is the model's
+    node, says = failure_evidence(error[:4000], obs.parser_errors) if done.status in FAILED else ("", "")
+    if expectation is None and case.external and done.status == "fail":  # what the model's lint predicted, and why
+        expectation = lint_expectation(bundle.meta, info.name, info.version, info.variant, done.stage, node)
+    record = expectation_record(expectation)
+    said = judge(replace(done, error=error), bundle.meta,
+                 Against(record, known_signature(case, info.name, signature), case.external))
     options, sources = _options(obs)
     return Cell(
         bundle=bundle.id, case=case.id, params=params, digest=bundle.meta["digest"],
-        engine=info.name, engine_version=info.version, hardware=info.hardware, status=status, verdict=verdict,
-        last_stage=stage, reason=reason, error=error[:4000],
-        **signature_fields(case, info.name, errors[0] if errors else ""),
-        warnings=match_signatures(case, info.name, text, "warning"), output_dtypes=dtypes,
-        network_dtypes=dict(obs.network_dtypes), max_error_steps=worst, output_stats=stats,
+        engine=info.name, engine_version=info.version, hardware=info.hardware, status=said.status,
+        verdict=said.verdict, last_stage=said.stage, reason=said.reason, error=error[:4000],
+        **signature_fields(case, info.name, signature),
+        warnings=match_signatures(case, info.name, text, "warning"), output_dtypes=said.dtypes,
+        network_dtypes=dict(obs.network_dtypes), max_error_steps=said.worst_steps, output_stats=said.stats,
         parser_errors=list(obs.parser_errors), failing_node=node, engine_reason=says,
         error_line=error_line(error[:4000]),
         tolerance_steps=float(bundle.meta.get("tolerance_steps", 1.0)),
         precision={t: _with_network_dtype(t, obs) for t in targets},
-        fused=is_fused, expectation=expectation_record(expectation), explanation=why,
+        fused=said.fused, expectation=record, explanation=said.explanation,
         hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), options=options,
         tactic_sources=sources, variant=dict(info.variant), listing=dict(obs.listing),
         timings={k: round(v, 4) for k, v in obs.timings.items()}, log=log[-LOG_LIMIT:], run=dict(run),
@@ -210,7 +168,7 @@ def run_cell(case: Case, bundle: Bundle, engine: Engine, info: EngineInfo, run: 
         return not_run_cell(case, bundle, replace(info, available=False, unavailable_status="not_run", reason=why), run)
     start = time.perf_counter()
     cell = judge_observation(case, bundle, info, engine.run(bundle), run)
-    gone = environment_broken(info) if cell.status in ("fail", "crashed") else ""
+    gone = environment_broken(info) if cell.status in FAILED else ""
     if gone:  # the engine was removed or reinstalled under the run: not a verdict, and never reused
         idle = replace(info, available=False, unavailable_status="not_run", reason=gone)
         return replace(not_run_cell(case, bundle, idle, run), last_stage=cell.last_stage, error=cell.error,

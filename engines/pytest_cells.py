@@ -49,9 +49,10 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 import pytest
 
 from cases import get_case
-from cases.verdict import HARNESS_ERROR, rejudge
+from cases.verdict import rejudge
 from core.cell import SOURCES, Cell
 from core.engines import ENGINES, spec
+from core.judge import Judged, Stored, judge
 from core.portable import portable_command
 from core.words import TIMED_OUT, timed_out
 from engines.base import EngineInfo
@@ -596,9 +597,8 @@ def crashed_cell(report: pytest.TestReport, bundle_id: str, info: EngineInfo, ru
     """A cell for a test whose worker died without handing back its cell (segfault), or that ran past --timeout."""
     reason = str(report.longrepr).strip().splitlines()
     first = why or next((line for line in reason if "crashed" in line), reason[0] if reason else "crashed")
-    cell = replace(_lost(bundle_id, info, run), status="crashed", verdict="new failure", reason=first.strip()[:500],
-                   explanation="the engine's process died before it reported a result",
-                   log=str(report.longrepr)[-4000:])
+    said = judge(Stored("crashed", reason=first.strip()[:500]), {})  # the catalogue's expectation: rejudge, below
+    cell = replace(_lost(bundle_id, info, run, said), log=str(report.longrepr)[-4000:])
     try:
         return rejudge(cell, get_case(cell.case))
     except KeyError:  # not a case of the catalogue: no expectation to judge against
@@ -611,18 +611,19 @@ def harness_error_cell(report: pytest.TestReport, bundle_id: str, info: EngineIn
     nothing said about the engine."""
     text = trace or str(report.longrepr)
     lines = text.strip().splitlines()
-    return replace(_lost(bundle_id, info, run), status="harness_error", verdict="harness error",
-                   reason=(error or (lines[-1] if lines else "the harness raised"))[:500], explanation=HARNESS_ERROR,
-                   log=text[-TRACEBACK_LIMIT:])
+    said = judge(Stored("harness_error", reason=(error or (lines[-1] if lines else "the harness raised"))[:500]), {})
+    return replace(_lost(bundle_id, info, run, said), log=text[-TRACEBACK_LIMIT:])
 
 
-def _lost(bundle_id: str, info: EngineInfo, run: Dict[str, Any]) -> Cell:
-    """What a cell that never came back is known by: its bundle, the bundle's case.json and the column's engine."""
+def _lost(bundle_id: str, info: EngineInfo, run: Dict[str, Any], said: Judged) -> Cell:
+    """What a cell that never came back is known by: its bundle, the bundle's case.json and the column's engine, and
+    how core.judge judged what is known of it."""
     meta = _bundle_meta(bundle_id)
     return Cell(
         bundle=bundle_id, case=bundle_id.split("/", 1)[0], params=meta.get("params", {}), digest=meta.get("digest", ""),
-        engine=info.name, engine_version=info.version, hardware=info.hardware, status="crashed", verdict="new failure",
-        hardware_detail=dict(info.hardware_detail), versions=dict(info.versions), variant=dict(info.variant),
+        engine=info.name, engine_version=info.version, hardware=info.hardware, status=said.status, verdict=said.verdict,
+        reason=said.reason, explanation=said.explanation, hardware_detail=dict(info.hardware_detail),
+        versions=dict(info.versions), variant=dict(info.variant),
         run=dict(run),
     )
 

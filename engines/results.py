@@ -26,13 +26,13 @@ from typing import IO, TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from core.cell import SESSION_FAMILY, SESSION_SCHEMA, Cell
 from core.results import disk_error, read_results
-from core.words import LABELS, file_name
+from core.words import LABELS, NOT_TRIED, REUSED, file_name
 
 if TYPE_CHECKING:
     from engines.base import EngineInfo
 
 REPO = Path(__file__).resolve().parent.parent
-REUSABLE = ("pass", "fail", "built")  # observations; engines.reuse says which other cells stand
+REUSABLE = REUSED  # observations; engines.reuse says which other cells stand
 
 Items = Tuple[Tuple[str, str], ...]
 ReuseKey = Tuple[str, str, str, str, str, Items, Items]
@@ -82,7 +82,7 @@ def with_symptom(cell: Cell) -> Cell:
 
 def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
     """A not-run cell that says what the stored one said: nothing new to write."""
-    return (stored is not None and new.status in ("skipped", "not_run") and new.status == stored.status
+    return (stored is not None and new.status in NOT_TRIED and new.status == stored.status
             and new.reason == stored.reason)
 
 

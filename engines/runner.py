@@ -16,8 +16,9 @@ from typing import Any, Callable, Dict, Iterator, Tuple
 import pytest
 
 from cases import get_case
-from cases.verdict import UNEXPECTED, rejudge
+from cases.verdict import rejudge
 from core.cell import Cell
+from core.words import NOT_TRIED, UNEXPECTED
 from engines.cells import corrupt_cell, run_cell
 from engines.plan import CellRef
 from engines.pytest_cells import CELL_KEY, REUSED_KEY, make_engine_for, stored_cell
@@ -63,7 +64,7 @@ def test_cell(cell: CellRef, request: pytest.FixtureRequest, cell_engine: Callab
     unexpected = [c for c in done if c.verdict in UNEXPECTED]
     if unexpected:
         pytest.fail("\n".join(_failure(c) for c in unexpected), pytrace=False)
-    if all(c.status in ("skipped", "not_run") for c in done):
+    if all(c.status in NOT_TRIED for c in done):
         pytest.skip("; ".join(f"{c.status}: {c.reason}" for c in done))
 
 

@@ -23,8 +23,6 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
 
-from core import numerics
-
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / ".bundles"
 FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
 FLOAT_FILE = "float.npz"
@@ -69,10 +67,6 @@ class Bundle:
             return {}
         with np.load(path) as f:
             return {k: f[k] for k in f.files}
-
-    def output_step(self, name: str) -> Optional[float]:
-        """The quantization step case.json gives an output, as the judge reads it (core.numerics.output_step)."""
-        return numerics.output_step(self.meta, name)
 
     def target_ops(self) -> Dict[str, str]:
         """Each target node's ONNX op type (TensorRT's attribution picks the layer that performs that op); {} where

@@ -65,8 +65,3 @@ def small_integers(rng: np.random.Generator, shape: Sequence[int], low: int, hig
 def fp4_values(rng: np.random.Generator, shape: Sequence[int]) -> np.ndarray:
     """float4e2m1 values drawn from its whole grid (|v| <= 6)."""
     return rng.choice(np.array(FP4_GRID, np.float32), size=tuple(shape)).astype(FP4_E2M1)
-
-
-def blocked(scale: np.ndarray, axis: int, block_size: int) -> np.ndarray:
-    """A blocked scale or zero point repeated `block_size` times along `axis`: one value per element."""
-    return np.repeat(np.asarray(scale), block_size, axis=axis)

@@ -5,9 +5,9 @@
         float.npz                                      a user bundle's float outputs, where it has them
         repro.py                                       matrix/repro.py, unchanged: Python 3.9+, numpy and the engine
         cell.json                                      what repro.py reads: the recorded cell, as data
-        suite/                                         the suite's own files repro.py runs, unchanged: numerics.py
-                                                       (the judge of outputs, core/numerics.py) and tensorrt/ (the
-                                                       worker) or stages.py
+        suite/                                         the suite's own files repro.py runs, unchanged: judge.py (the
+                                                       judge of a cell, core/judge.py) with numerics.py, words.py and
+                                                       engines.py, and tensorrt/ (the worker) or stages.py
         commands.md data_loader.py                     TensorRT cells: trtexec and Polygraphy equivalents
         environment.json                               whitelisted fields of the cell, never os.environ
         log.txt                                        the cell's error and engine log
@@ -30,14 +30,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from cases.verdict import NO_REFERENCE, UNEXPECTED, signature_basis_words
+from cases.verdict import signature_basis_words
 from core.cell import Cell, unpack_text
 from core.engines import ENGINES, REPRO_ALWAYS, pinned_build, variant_label
 from core.engines import title as engine_title
 from core.numerics import float_source
-from core.outcome import FAILED_STAGE, outcome
+from core.outcome import outcome
 from core.portable import portable_path
-from core.words import FAILED, WORKED, file_name
+from core.words import (
+    BEFORE_RUN,
+    EXECUTED,
+    FAILED,
+    FAILED_STAGE,
+    ISSUE_STAGES,
+    NO_REFERENCE,
+    RAN,
+    UNEXPECTED,
+    WORKED,
+    file_name,
+)
 from matrix.cellfiles import safe_name
 from matrix.diff import regressions, runs_key
 from matrix.merge import Column, column_key, version_key
@@ -50,7 +61,6 @@ SOURCE_FILES = ("model.onnx", "inputs.npz", "expected.npz", "case.json")
 # A user bundle's float outputs (check --float-model, or the float twin derived from the model), where it has them:
 # the judge's fragile floor reads them, so a bug bundle without them could judge otherwise.
 OPTIONAL_FILES = ("float.npz",)
-STAGE_WORDS = {"load": "Load", "build": "Build", "run": "Runtime", "compare": "Accuracy"}
 REPRO_TIMEOUT_S = 600
 # environment.json: only these fields of the cell, so nothing private leaves the machine by accident.
 ENVIRONMENT_FIELDS = ("bundle", "digest", "engine", "engine_version", "hardware")
@@ -60,7 +70,6 @@ VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", "cublas", "payload", *(s.m
                   "driver", "cuda_driver")
 VERBOSE_LOG = "build-verbose.log"  # the worker's file name for it too (engines/tensorrt/worker.py)
 NOT_RECORDED = "not recorded (the cell predates the suite recording it)"
-RAN = ("pass", "fail", "crashed", "built")  # an engine that ran the reproducer, whatever it did
 # A Q/DQ element type (onnx's TensorProto name) -> the precision a title names.
 PRECISION_OF = {"INT8": "INT8", "UINT8": "INT8", "INT4": "INT4", "UINT4": "INT4", "INT16": "INT16", "UINT16": "INT16",
                 "FLOAT8E4M3FN": "FP8", "FLOAT8E4M3FNUZ": "FP8", "FLOAT8E5M2": "FP8", "FLOAT8E5M2FNUZ": "FP8",
@@ -359,7 +368,7 @@ def recorded(cell: Cell, meta: Dict[str, Any], seen: Sequence[str] = ()) -> Dict
     takes as the same failure."""
     tolerance = cell.tolerance_steps if cell.tolerance_steps is not None else meta.get("tolerance_steps", 1.0)
     return {
-        "last_stages_seen": list(seen), "failed_stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
+        "last_stages_seen": list(seen), "failed_stages_seen": [FAILED_STAGE[s] for s in seen],
         "bundle": cell.bundle, "engine": cell.engine, "engine_version": cell.engine_version,
         "hardware": cell.hardware, "status": cell.status, "verdict": cell.verdict, "last_stage": cell.last_stage,
         "failed_stage": failed_stage(cell), "error_first_line": first_line(cell.error), "reason": cell.reason,
@@ -463,7 +472,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell],
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
         "trt": trt, "tactic_sources": cell.tactic_sources, "tensorrt_only": tensorrt_only(cell),
         "settings": settings(cell),
-        "last_stages_seen": seen, "stages_seen": [FAILED_STAGE.get(s, "compare") for s in seen],
+        "last_stages_seen": seen, "stages_seen": [FAILED_STAGE[s] for s in seen],
         "parser_flags": list(trt.get("parser_flags") or []), "workspace_mb": workspace_mb(cell, trt),
         "tolerances": tolerances(meta),
         "max_error": _steps(cell.max_error_steps), "tolerance": _steps(cell.tolerance_steps),
@@ -605,11 +614,11 @@ def _title(cell: Cell, varies: Sequence[str], precision: str, meta: Optional[Dic
     if cell.status == "crashed":
         return f"Crash failure of {where}"
     if cell.status == "fail" and varies:
-        words = [STAGE_WORDS.get(FAILED_STAGE.get(s, "compare"), "Unknown-stage") for s in varies]
+        words = [ISSUE_STAGES[FAILED_STAGE[s]] for s in varies]
         stages = " or ".join([words[0]] + [w.lower() for w in words[1:]])
         return f"{stages} failure (the stage varies) of {where}"
     if cell.status == "fail":
-        return f"{STAGE_WORDS.get(failed_stage(cell), 'Unknown-stage')} failure of {where}"
+        return f"{ISSUE_STAGES[failed_stage(cell)]} failure of {where}"
     if cell.status == "pass" and cell.verdict == "fails against expectation":
         return f"INT8 fusion failure of {where}"
     if cell.status == "pass" and cell.verdict == "fixed":
@@ -765,7 +774,7 @@ def verbose_words(cell: Cell) -> Dict[str, Any]:
     at load or build without one, that it was not recorded and the command that records it."""
     packed = cell.verbose_log or {}
     family = ENGINES[cell.engine].family if cell.engine in ENGINES else ""
-    wanted = family == "tensorrt" and cell.status == "fail" and failed_stage(cell) in ("load", "build")
+    wanted = family == "tensorrt" and cell.status == "fail" and failed_stage(cell) in BEFORE_RUN
     return {"attached": bool(packed.get("data")), "wanted": wanted, "file": VERBOSE_LOG,
             "bytes": int(packed.get("bytes") or 0), "kept": int(packed.get("kept") or 0),
             "cut": int(packed.get("kept") or 0) < int(packed.get("bytes") or 0)}
@@ -798,7 +807,7 @@ def latest_release(cell: Cell, everything: Sequence[Cell]) -> List[str]:
                         f"({group.index}), which this suite cannot reach. Please try the newest of them before filing "
                         "(or the triager may).")
     if cell.engine == "tensorrt-rtx" and not any(c.engine == cell.engine and (c.status == "pass" or (
-            c.status in FAILED and failed_stage(c) in ("run", "compare"))) for c in everything):
+            c.status in FAILED and failed_stage(c) not in BEFORE_RUN)) for c in everything):
         said.append(f"No {spec.title} engine has run in this suite: its runtime refuses the only GPUs the suite has "
                     "(compute capability 9.0, sm_90), so every cell is a parse and an ahead-of-time build.")
     return said
@@ -849,7 +858,7 @@ def actual_words(cell: Cell, meta: Dict[str, Any]) -> str:
 def versions_tried(cell: Cell, everything: Sequence[Cell]) -> List[Dict[str, Any]]:
     """Every version of this cell's engine that ran this bundle, oldest first, the newest marked."""
     ran = [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine
-           and c.status in ("pass", "fail", "crashed")]
+           and c.status in EXECUTED]
     ran.sort(key=lambda c: (version_key(c.engine_version), c.setting))
     newest = ran[-1].engine_version if ran else ""
     return [{"version": c.engine_version, "hardware": c.setting, "status": c.status, "verdict": c.verdict,

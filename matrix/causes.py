@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from cases.verdict import UNEXPECTED, basis_word, signature_words
+from cases.verdict import basis_word, signature_words
 from core.cell import Cell
 from core.engines import title, variant_label
-from core.words import WORKED, clip, first_line, say_list
+from core.words import FAILED, UNEXPECTED, WORKED, clip, first_line, say_list
 from matrix.details import expectation_words
 from matrix.diff import Change, regression_words, regressions
 from matrix.merge import Variant, column_key, variant_of, variant_order, version_key
@@ -26,7 +26,7 @@ from matrix.targets import target_words
 LINE_LIMIT = 200  # a cause's example error line is cut here; the cells keep theirs whole
 def cause_key(cell: Cell) -> Tuple[str, str, str]:
     """(engine, what the cell did, symptom): the cells with one key share one root cause."""
-    if cell.status in ("fail", "crashed") and cell.signature:
+    if cell.status in FAILED and cell.signature:
         return cell.engine, target_words(cell), "sig: " + cell.signature
     if cell.status not in WORKED:  # a failure, a crash, or not run, skipped or not applicable: its symptom
         return cell.engine, target_words(cell), cell.symptom

@@ -32,16 +32,11 @@ from cases.qdq_companion import ID as COMPANION
 from core.cell import Cell
 from core.engines import ENGINES, family
 from core.outcome import outcome
-from core.words import first_line, many
+from core.words import CONFORMANCE, CONFORMANCE_WORDS, first_line, many
 from matrix.merge import Column, column_key, never_run, variant_order, version_key
 
-RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = (
-    "right", "wrong", "refused", "built only", "crashed", "not run", "not applicable", "harness error")
-WORDS = (RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS)
+RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = WORDS = CONFORMANCE
 NOT_CONVERTED = "not converted"
-# Each cell status in its word (a failed cell is wrong where its outputs were compared, else refused).
-WORD_OF_STATUS = {"pass": RIGHT, "built": BUILT, "crashed": CRASHED, "skipped": NOT_RUN, "not_run": NOT_RUN,
-                  "not_applicable": NOT_APPLICABLE, "harness_error": HARNESS}
 # How the companion's headline says each word of a form, per TensorRT version (_companion_forms).
 # A crash counts with the refusals.
 FORM_WORDS = {RIGHT: "builds and computes right", WRONG: "builds and computes wrong",
@@ -96,15 +91,14 @@ def entry_of(cell: Cell) -> Entry:
     """A conformance cell in its word (module docstring), with the engine's reason where there is one."""
     p = cell.params
     said = outcome(cell)
+    word = CONFORMANCE_WORDS[said.kind]  # a failed cell is wrong where its outputs were compared, else refused
     if cell.status == "fail":
-        compared = said.failed_stage == "compare"
-        word = WRONG if compared else REFUSED
+        compared = word == WRONG
         said_why = cell.engine_reason or cell.error_line or first_line(cell.error) or cell.reason
         reason = first_line(cell.error) if compared else said_why
         steps = cell.max_error_steps if compared and cell.max_error_steps not in (None, float("inf")) else None
         return Entry(str(p.get("test", "")), str(p.get("op", "")), str(p.get("form", "")), int(p.get("opset", 0)),
                      word, steps, reason, "" if compared else said.failed_stage)
-    word = WORD_OF_STATUS.get(cell.status, NOT_RUN)
     reason = cell.reason if word in (NOT_RUN, NOT_APPLICABLE, CRASHED, HARNESS) else ""
     return Entry(str(p.get("test", "")), str(p.get("op", "")), str(p.get("form", "")), int(p.get("opset", 0)),
                  word, None, reason, said.failed_stage if word == CRASHED else "")

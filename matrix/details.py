@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Tuple
 
-from cases.verdict import UNEXPECTED
 from core.cell import Cell
+from core.words import UNEXPECTED
 
 ERROR_CLIP = 2000  # a cell's error in its details; cells/*.jsonl keep every text whole
 EVIDENCE_CLIP = 600  # a node's precision evidence in its details

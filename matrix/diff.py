@@ -8,7 +8,18 @@ from urllib.parse import quote
 
 from core.cell import Cell
 from core.outcome import outcome
-from core.words import FAILED, HARNESS, IDLE, STATUS_WORDS, WORKED, error_words, first_line, many, say_list
+from core.words import (
+    DIFF_STATES,
+    DOES,
+    HARNESS,
+    IDLE,
+    RAN,
+    STATUS_WORDS,
+    error_words,
+    first_line,
+    many,
+    say_list,
+)
 from matrix.merge import Variant, column_key, never_run, variant_of, version_key
 from matrix.safe import md_cell, md_code
 
@@ -231,9 +242,10 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
         basis, runs = (regression_basis(b), (_run(a), _run(b))) if kind in REGRESSIONS else ("", ())
         out.append(Change(a.bundle, hardware, kind, before, after, detail, cause, signature, gist, basis, runs, a.case))
 
-    if a.status in WORKED and b.status in FAILED:
+    was, now = outcome(a), outcome(b)  # an unknown status is an error here, never a cell without changes
+    if was.worked and now.failed:
         add("regressed", _state(a), _state(b), first_line(b.error) or b.reason, _cause(b))
-    elif a.status in FAILED and b.status in WORKED:
+    elif was.failed and now.worked:
         add("fixed", _state(a), _state(b), first_line(a.error) or a.reason, _cause(a))
     elif a.status == "fail" and b.status == "crashed":
         add("now crashes", _state(a), _state(b), b.reason, _cause(b))
@@ -252,7 +264,7 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
             add("fusion gained", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
                 "INT8: " + ", ".join(gained), gist=(COUNTED_NODES, COUNTED_NODES))
     if a.status == "fail" and b.status == "fail":
-        stage = outcome(a).failed_stage == outcome(b).failed_stage
+        stage = was.failed_stage == now.failed_stage
         same_symptom = stage and ((a.signature != "" and a.signature == b.signature) or
                                   error_words(a.error) == error_words(b.error))
         if stage and first_line(a.error) == first_line(b.error):
@@ -298,7 +310,7 @@ def regressions(cells: Sequence[Cell]) -> Dict[Tuple[Tuple[str, ...], str], Tupl
     hardware setting passed, built or fused (the diff's REGRESSIONS), whatever either cell's expectation says."""
     groups: Dict[Tuple[str, str, str], List[Cell]] = {}
     for c in cells:
-        if c.status in RAN:
+        if outcome(c).status in RAN:  # outcome: a status it does not know is an error, never left out
             groups.setdefault((c.engine, c.setting, c.engine_version), []).append(c)
     runs: Dict[Tuple[str, str, str], Dict[str, Cell]] = {}
     for (engine, setting, version), mine in groups.items():
@@ -312,9 +324,6 @@ def regressions(cells: Sequence[Cell]) -> Dict[Tuple[Tuple[str, ...], str], Tupl
             if bad:
                 out[(column_key(by_version[new]), bundle)] = (old, bad[0])
     return out
-
-
-RAN = ("pass", "fail", "built", "crashed")  # a cell whose engine ran the reproducer: what a regression compares
 
 
 def runs_key(c: Cell) -> Tuple[str, str, str, Variant, str]:
@@ -332,7 +341,7 @@ def disagreeing(cells: Sequence[Cell]) -> Dict[str, Dict[str, str]]:
     groups: Dict[Tuple[str, str, str, Variant, str], Dict[str, Cell]] = {}
     for c in cells:
         key = runs_key(c)
-        if key[-1] and c.status in ("pass", "fail", "built", "crashed"):
+        if key[-1] and c.status in RAN:
             groups.setdefault(key, {})[c.hardware] = c
     found: Dict[str, Dict[str, str]] = {}
     for (_, version, bundle, _, _), by_hardware in groups.items():
@@ -340,13 +349,10 @@ def disagreeing(cells: Sequence[Cell]) -> Dict[str, Dict[str, str]]:
         for hardware, c in sorted(by_hardware.items()):
             seen.setdefault((c.status, outcome(c).failed_stage), []).append(hardware)
         if len(seen) > 1:
-            said = [f"{_DOES[status]}{' at ' + stage if status == 'fail' else ''} on {say_list(where)}"
+            said = [f"{DOES[status]}{' at ' + stage if status == 'fail' else ''} on {say_list(where)}"
                     for (status, stage), where in seen.items()]
             found.setdefault(version, {})[bundle] = f"{version} {' and '.join(said)}"
     return found
-
-
-_DOES = {"pass": "passes it", "fail": "fails it", "built": "builds it", "crashed": "crashes on it"}
 
 
 def _unstable(change: Change, disagree: Dict[str, Dict[str, str]], versions: Tuple[str, str]) -> Change:
@@ -458,12 +464,8 @@ def _where(pairs: Tuple[Tuple[str, str], ...]) -> str:
 
 
 def _state(c: Cell) -> str:
-    said = outcome(c)
-    if said.status == "fail":
-        return f"fail at {said.failed_stage}"
-    if said.worked and said.fused is not None:
-        return f"{said.status} (fused)" if said.fused else f"{said.status} (not fused)"
-    return said.status
+    """A cell's outcome in the diff's words (core.words.DIFF_STATES)."""
+    return DIFF_STATES[outcome(c).kind]
 
 
 def _error_text(c: Cell) -> str:

@@ -8,18 +8,26 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases.base import slug
 from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
-from cases.verdict import UNEXPECTED
 from core.cell import VERDICTS, Cell
 from core.engines import ENGINES
 from core.outcome import outcome
-from core.words import GRID_LETTERS, GRID_STATES, REGRESSION_MARK, STATUS_WORDS, VERDICT_MARKS, say_list
+from core.words import (
+    GRID_LETTERS,
+    GRID_STATES,
+    NOT_TRIED,
+    REGRESSION_MARK,
+    STATUS_WORDS,
+    UNEXPECTED,
+    VERDICT_MARKS,
+    say_list,
+)
 from matrix.cellfiles import column_file
 from matrix.details import cell_details
 from matrix.diff import Change, regression_words, regressions
 from matrix.merge import Column, ColumnKey, MergeResult, Row, column_key
 from matrix.safe import clean
 
-COLLAPSIBLE = ("skipped", "not_run")  # a column idle for one of these, every cell for one reason, is one line
+COLLAPSIBLE = NOT_TRIED  # a column idle for one of these, every cell for one reason, is one line
 # A shown cell is one character of the row's string (two past this many looks); "." is an empty cell.
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%()*+,-/:;=?@[]^_{|}~"
 EMPTY = "."

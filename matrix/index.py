@@ -7,8 +7,8 @@ import json
 from dataclasses import MISSING, asdict, fields
 from typing import Any, Dict, List
 
-from cases.verdict import UNEXPECTED
 from core.cell import Cell
+from core.words import UNEXPECTED
 from matrix.causes import cause_of
 from matrix.cellfiles import column_file
 from matrix.merge import MergeResult

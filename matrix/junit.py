@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from core.cell import Cell
-from core.words import JUNIT
+from core.words import JUNIT, STATUS_WORDS
 from matrix.cellfiles import column_file
 from matrix.details import cell_details
 from matrix.merge import MergeResult
@@ -54,7 +54,7 @@ def failure_text(cell: Cell, whole: str) -> str:
 def _junit_case(suite: ET.Element, cell: Cell, whole: str, never_run: str = "") -> str:
     case = ET.SubElement(suite, "testcase", classname=cell.case, name=cell.bundle.split("/", 1)[-1],
                          time=f"{sum(cell.timings.values()):.3f}")
-    kind = JUNIT[cell.verdict]
+    kind, status = JUNIT[cell.verdict], STATUS_WORDS[cell.status]  # an unknown word fails loudly
     if kind == "failures":
         node = ET.SubElement(case, "failure", message=f"{cell.verdict}: {cell.explanation}", type=cell.verdict)
         node.text = failure_text(cell, whole)
@@ -62,5 +62,5 @@ def _junit_case(suite: ET.Element, cell: Cell, whole: str, never_run: str = "") 
         node = ET.SubElement(case, "error", message=f"{cell.verdict}: {cell.reason}", type=cell.status)
         node.text = cell.log
     elif kind == "skipped":
-        ET.SubElement(case, "skipped", message=never_run or cell.reason or cell.status)
+        ET.SubElement(case, "skipped", message=never_run or cell.reason or status)
     return kind

@@ -16,7 +16,7 @@ from core.cell import SOURCES, Cell
 from core.engines import ENGINES, pinned_build, runs_here, unreachable_versions, variant_label
 from core.portable import portable_path, portable_text, scrub
 from core.results import read_results
-from core.words import IDLE
+from core.words import IDLE, NOT_TRIED
 from matrix import observed
 from matrix.observed import Manifest
 
@@ -278,9 +278,9 @@ def _drop_idle_columns(cells: List[Cell]) -> Tuple[List[Cell], List[Problem]]:
     by_column: Dict[ColumnKey, List[Cell]] = {}
     for c in cells:
         by_column.setdefault(column_key(c), []).append(c)
-    ran = {(k[0], k[1]) for k, cs in by_column.items() if any(c.status not in ("skipped", "not_run") for c in cs)}
+    ran = {(k[0], k[1]) for k, cs in by_column.items() if any(c.status not in NOT_TRIED for c in cs)}
     idle = {k for k, cs in by_column.items()
-            if (k[0], k[1]) in ran and all(c.status in ("skipped", "not_run") for c in cs)}
+            if (k[0], k[1]) in ran and all(c.status in NOT_TRIED for c in cs)}
     notes = [Problem(", ".join(dict.fromkeys(c.run.get("file", "") for c in by_column[k])) or "(no file)", 0,
                      f"{k[0]}@{k[1]} [{by_column[k][0].setting}] ({k[4]}): not run here ({by_column[k][0].reason}); "
                      "its column is left out because another column of that version ran", "note")

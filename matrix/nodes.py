@@ -19,7 +19,7 @@ from core.cell import QUANTIZED_PRECISIONS, Cell
 from core.engines import variant_label
 from core.numerics import FRAGILE_MARGIN_DB, float_source
 from core.outcome import outcome
-from core.words import file_name
+from core.words import FAILED, OTHER_NODE_WORDS, file_name
 from matrix.merge import version_key
 from matrix.predict import predictions_view
 
@@ -285,17 +285,13 @@ def signature_short(cell: Cell) -> str:
 
 def _others(names: Sequence[str], nodes: Mapping[str, Mapping[str, Any]]) -> Dict[str, int]:
     """The quantized nodes that are not compute nodes, by what the evidence says of each."""
-    counts = {"fused": 0, "int8": 0, "float": 0, "unknown": 0}
+    counts = dict.fromkeys(OTHER_NODE_WORDS, 0)
     for t in names:
         precision = nodes[t]["precision"]
         kind = ("int8" if precision in QUANTIZED_PRECISIONS else "fused" if nodes[t]["generated"]
                 else "unknown" if precision == "unknown" else "float")
         counts[kind] += 1
     return counts
-
-
-OTHER_WORDS = (("fused", "fused into generated kernels (no per-node precision)"), ("int8", "INT8"),
-               ("float", "float fallback"), ("unknown", "no evidence"))
 
 
 def _summary(cell: Cell, ran: bool, int8: int, total: int, others: Mapping[str, int], meta: Mapping[str, Any]) -> str:
@@ -305,7 +301,7 @@ def _summary(cell: Cell, ran: bool, int8: int, total: int, others: Mapping[str, 
     head = _form_head(meta) + _count_head(cell, ran, int8, total)
     if not ran:
         return head
-    rest = [f"{others[k]} {words}" for k, words in OTHER_WORDS if others.get(k)]
+    rest = [f"{others[k]} {words}" for k, words in OTHER_NODE_WORDS.items() if others.get(k)]
     return head + (f"; other quantized nodes: {', '.join(rest)}" if rest else "")
 
 
@@ -322,7 +318,7 @@ def _count_head(cell: Cell, ran: bool, int8: int, total: int) -> str:
         return f"{int8} of {total} quantized compute nodes INT8 (ahead-of-time plan)"
     if ran:
         return f"{int8} of {total} quantized compute nodes ran in INT8"
-    if cell.status in ("fail", "crashed"):  # the result column says why
+    if cell.status in FAILED:  # the result column says why
         return f"no per-node evidence: {cell.status}"
     why = f" ({_first(cell.reason)})" if cell.reason else ""
     return f"no per-node evidence: {cell.status.replace('_', ' ')}{why}"

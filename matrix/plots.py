@@ -39,7 +39,7 @@ def versions_plot(result: MergeResult) -> Dict[str, Any]:
         for col in (c for c in ran if c.engine == engine):
             cells = by_col.get(col.key, [])
             fused = sum(plot_class(c) in ("INT8 fused", "built, INT8") for c in cells)
-            failed = sum(plot_class(c) in ("fail", "crashed") for c in cells)
+            failed = sum(outcome(c).failed for c in cells)
             for offset, (n, css, what) in enumerate(((fused, "k8", "INT8 fused"), (failed, "kx", "failing"))):
                 h = round(PLOT_H * n / top, 1)
                 title = f"{col.heading} [{col.setting}]: {n} {what} of {many(len(cells), 'cell')}"

@@ -10,12 +10,13 @@
 A bug bundle (`python -m matrix bugs`) holds this file unchanged, next to the reproducer that ran (model.onnx,
 inputs.npz, expected.npz, case.json, and float.npz where a user bundle has the float model's outputs), cell.json
 (what the suite recorded, and how its adapter ran the engine) and suite/, the suite's own files copied unchanged:
-numerics.py (its one judge of outputs, core/numerics.py) and either tensorrt/ (TensorRT and TensorRT-RTX: the
-worker, engines/tensorrt/*.py, run in its own process as the adapter runs it) or stages.py (ONNX Runtime or
-OpenVINO: the adapter's stages, engines/<engine>/stages.py). A model with dynamic inputs builds with the optimization
-profile the cell recorded (cell.json request.profile). The outputs are judged by the judge the suite's cells are
-judged with (steps, or SQNR and cosine with its floors; which INT8, INT4, FP8 or FP4 evidence is fused). The last
-line says one of three things, each with its own exit status:
+judge.py (the one judge of a cell, core/judge.py) with the numerics.py, words.py and engines.py it imports, and
+either tensorrt/ (TensorRT and TensorRT-RTX: the worker, engines/tensorrt/*.py, run in its own process as the adapter
+runs it) or stages.py (ONNX Runtime or OpenVINO: the adapter's stages, engines/<engine>/stages.py). A model with
+dynamic inputs builds with the optimization profile the cell recorded (cell.json request.profile). What happens is
+judged by the judge the suite's cells are judged with: the same status and stage rules, the outputs in steps or by SQNR
+and cosine with its floors, and which INT8, INT4, FP8 or FP4 evidence is fused. The last line says one of three
+things, each with its own exit status:
 
     REPRODUCED: ...          0  the recorded status and stage (the documented signature and INT8 fusion where the
                                 cell has them) happen here; the line sets the max error against the recorded one
@@ -95,47 +96,36 @@ def suite_module(relative: str, name: str) -> types.ModuleType:
     return module
 
 
-# ---- judging: the suite's own judge of outputs (suite/numerics.py, core/numerics.py) ----
+# ---- judging: the suite's own judge (suite/judge.py, core/judge.py, with its siblings numerics.py and words.py) ----
 
-def numerics() -> types.ModuleType:
-    """The judge the suite's cells are judged with, as this bundle carries it."""
-    return suite_module("numerics.py", "qdq_suite_numerics")
+def suite(name: str) -> types.ModuleType:
+    """One of the suite's own modules under suite/ (judge, numerics, words), loaded as the package the judge imports
+    its siblings from (qdq_suite): this bundle's, never one an earlier bundle loaded in this process."""
+    package = sys.modules.get("qdq_suite")
+    if package is None or list(getattr(package, "__path__", [])) != [SUITE]:
+        for loaded in [m for m in sys.modules if m == "qdq_suite" or m.startswith("qdq_suite.")]:
+            del sys.modules[loaded]
+        package = types.ModuleType("qdq_suite")
+        package.__path__ = [SUITE]  # type: ignore[attr-defined]
+        sys.modules["qdq_suite"] = package
+    return importlib.import_module(f"qdq_suite.{name}")
 
 
-def compare(outputs: Dict[str, np.ndarray], case: Dict[str, Any]) -> Tuple[Optional[float], str, str]:
-    """(worst error in steps, mismatch message or "", what a pass has to say or "": numerics not compared, or
-    numerically fragile) against expected.npz and, where the bundle has it, float.npz, as engines.cells judges."""
-    judge_ = numerics()
+def references() -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """The bundle's reference outputs and, where it has them, its float model's."""
     floats = read_npz("float.npz") if os.path.isfile(os.path.join(HERE, "float.npz")) else {}
-    found = judge_.compare(case, outputs, read_npz("expected.npz"), floats)
-    return found.worst_steps, found.mismatch, judge_.not_compared(case) or \
-        judge_.fragile_words(found.stats, judge_.float_source(case))
+    return read_npz("expected.npz"), floats
 
 
 def judge(obs: Observation, case: Dict[str, Any]) -> Dict[str, Any]:
-    """Status, stage, error and max error of an observation, by engines.cells.judge_observation's rules."""
-    stage, error, worst, note = obs.stage, obs.error, None, ""
+    """An observation judged by the judge the suite's cells are judged with (suite/judge.py): status, stage, error,
+    max error, fusion and what a pass has to say (numerics not compared, or numerically fragile)."""
     if obs.missing:
         return dict(not_tried(obs.missing), notes=obs.notes)
-    if obs.crashed:
-        status = "crashed"
-    elif obs.options.get("not_applicable"):
-        status = "not_applicable"
-    elif stage == "run" and not error:
-        worst, mismatch, note = compare(obs.outputs, case)
-        status, error = ("fail" if mismatch else "pass"), mismatch
-        stage = "run" if mismatch or case.get("reference_error") else "compare"
-    elif stage == "build" and not error and obs.not_run_here:
-        status = "built"
-    else:
-        status = "fail"
-    targets = list(case.get("target_nodes") or [])
-    reason = obs.crashed or obs.options.get("not_applicable", "") or (obs.not_run_here if status == "built" else "") \
-        or (note if status == "pass" else "")
+    said = suite("judge").judge(obs, case, references=references)
     return {
-        "status": status, "stage": stage, "error": error or obs.crashed, "log": obs.log, "max_error_steps": worst,
-        "fused": numerics().fused(obs.precision, targets) if status in ("pass", "built") else None,
-        "reason": reason,
+        "status": said.status, "stage": said.stage, "error": said.error or obs.crashed, "log": obs.log,
+        "max_error_steps": said.worst_steps, "fused": said.fused, "reason": said.reason,
         "version": obs.version, "notes": obs.notes, "traceback": obs.traceback, "missing": obs.missing,
     }
 
@@ -317,7 +307,7 @@ def needs_gpu(cell: Dict[str, Any]) -> bool:
     device = engine_device(cell["engine"])
     recorded = cell["recorded"]
     if device == "aot":
-        return recorded["status"] != "built" and recorded.get("last_stage") in ("build", "run", "compare")
+        return recorded["status"] != "built" and recorded.get("last_stage") in suite("words").STAGES[1:]
     return device == "nvidia-gpu"
 
 
@@ -370,17 +360,18 @@ def describe(found: Dict[str, Any], tolerance: float) -> str:
 def verdict(recorded: Dict[str, Any], found: Dict[str, Any]) -> Tuple[bool, str]:
     """Is the recorded outcome reproduced: the same status and stage, the documented signature and INT8 fusion
     where the cell has them; the line also sets the max error against the recorded one."""
+    words = suite("words")
     want, tolerance = recorded["status"], float(recorded["tolerance_steps"])
-    same = found["status"] == want and want in ("pass", "fail", "crashed", "built", "not_applicable")
+    same = found["status"] == want and want in words.REPRODUCIBLE
     marks = []
-    if same and want in ("fail", "built"):
+    if same and want in words.STAGED:
         seen = recorded.get("last_stages_seen") or []  # this version failed it at several stages in the suite's runs
         same = found.get("stage", "") == recorded["last_stage"] or (want == "fail" and found.get("stage", "") in seen)
         if seen and want == "fail":
             stages = recorded.get("failed_stages_seen") or seen
             marks.append(f"its stage varies from run to run: the suite's runs of this version failed it at "
                          f"{' and at '.join(stages)}")
-    if recorded.get("signature_regex") and found["status"] in ("fail", "crashed"):
+    if recorded.get("signature_regex") and found["status"] in words.FAILED:
         text = "\n".join(str(found.get(k) or "") for k in ("error", "log"))
         matched = re.search(recorded["signature_regex"], text) is not None
         marks.append(f"signature {recorded['signature']} {'matched' if matched else 'NOT matched'}")
@@ -404,7 +395,7 @@ def report(cell: Dict[str, Any], found: Dict[str, Any]) -> Tuple[int, str]:
     """Print what happened and the last line; (exit status, that line)."""
     recorded = cell["recorded"]
     # the stage that failed after each last stage reached: core/outcome.py's, as cell.json carries it
-    found = dict(found, failed_stage=cell["failed_stages"].get(found.get("stage", ""), "?"))
+    found = dict(found, failed_stage=cell["failed_stages"][found.get("stage", "")])
     print(f"{recorded['bundle']} on {recorded['engine']} {found.get('version') or 'unknown'} "
           f"(recorded on {recorded['engine_version']}, {recorded['hardware']})")
     for note in found.get("notes") or []:

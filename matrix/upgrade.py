@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from core.cell import Cell
-from core.words import IDLE, STATUS_WORDS, clip, many, say_list
+from core.outcome import outcome
+from core.words import STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
 from matrix.diff import (
@@ -37,7 +38,7 @@ def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
         mine = [c for c in cells if c.engine == engine]
         unrun = {v: why for (e, v), why in never.items() if e == engine}
         every = sorted({c.engine_version for c in mine} | set(unrun), key=version_key)
-        versions = [v for v in every if any(c.status not in IDLE for c in mine if c.engine_version == v)]
+        versions = [v for v in every if any(not outcome(c).idle for c in mine if c.engine_version == v)]
         idle = idle_lines([v for v in every if v not in versions], mine, unrun)
         pairs = []
         for i, old in enumerate(versions):

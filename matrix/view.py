@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
-from cases.verdict import UNEXPECTED, cites_itself
+from cases.verdict import cites_itself
 from core.cell import VERDICTS, Cell
+from core.words import UNEXPECTED
 from matrix.causes import root_causes
 from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file
 from matrix.conformance import conformance_view

@@ -49,6 +49,7 @@ from core.cell import SCHEMA as CELL_SCHEMA  # noqa: E402
 from core.cell import SESSION_FAMILY, SESSION_SCHEMA  # noqa: E402
 from core.cli import ArgumentParser  # noqa: E402
 from core.portable import portable_path, portable_text, scrub  # noqa: E402
+from core.words import FAILED, NOT_TRIED  # noqa: E402
 from engines.reasons import error_line, failure_evidence, symptom_of  # noqa: E402
 from engines.tensorrt.layers import dtype  # noqa: E402
 from generators.bundle import meta_digest  # noqa: E402
@@ -165,10 +166,10 @@ def cell_2(out: Dict[str, Any], header: Dict[str, Any]) -> Dict[str, Any]:
         out["variant"] = {"tactics": choice} if choice != "default" else {}
     if out.get("variant") and str(out.get("hardware", "")).endswith(_OLD_TACTICS_SUFFIX):
         out["hardware"] = out["hardware"][: -len(_OLD_TACTICS_SUFFIX)]
-    failed = out.get("status") in ("fail", "crashed")
+    failed = out.get("status") in FAILED
     node, says = failure_evidence(out.get("error") or "", out.get("parser_errors") or []) if failed else ("", "")
     out["failing_node"], out["engine_reason"] = node, says
-    out["error_line"] = error_line(out.get("error") or "") if out.get("status") not in ("skipped", "not_run") else ""
+    out["error_line"] = error_line(out.get("error") or "") if out.get("status") not in NOT_TRIED else ""
     out["precision"] = {n: evidence_fields(e) for n, e in (out.get("precision") or {}).items()}
     return out
 

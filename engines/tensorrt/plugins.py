@@ -26,7 +26,6 @@ NAMESPACE = "qdq_matrix"
 VERSION = "1"
 V3_PLUGINS = ("Int8Identity", "Int8IdentityV3")
 V2_PLUGINS = ("Int8IdentityV2",)
-PROVIDED = V3_PLUGINS + V2_PLUGINS
 _ITEMSIZE = {"FLOAT": 4, "HALF": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "FP8": 1, "INT32": 4, "INT64": 8, "BOOL": 1}
 _KEEP: List[Any] = []  # TensorRT holds raw pointers to the creators: they must outlive the build
 

@@ -23,6 +23,7 @@ from core.cell import Cell
 from core.cli import ArgumentParser
 from core.engines import NAMES, family
 from core.results import read_results
+from core.words import STAGES, WORKED
 from engines.tensorrt import layers as tlayers
 from engines.tensorrt import target_ops, unpack_listing
 from generators.bundle import Bundle, bundles_root
@@ -52,7 +53,7 @@ def rederive(cell: Cell, ops: Dict[str, str]) -> Tuple[Dict[str, Any], Optional[
         if dtype:
             entry["network_dtype"] = dtype
             entry["evidence"] += f"; network definition types its output {dtype}"
-    return new, numerics.fused(new, list(new)) if cell.status in ("pass", "built") else cell.fused
+    return new, numerics.fused(new, list(new)) if cell.status in WORKED else cell.fused
 
 
 def _ops(bundle_id: str, root: Path) -> Dict[str, str]:
@@ -78,8 +79,8 @@ def process(path: Path, root: Path, write: bool) -> Dict[str, int]:
             continue
         counts["cells"] += 1
         if not cell.listing:
-            counts["unlisted"] += cell.status in ("pass", "built", "fail") and \
-                cell.last_stage in ("build", "run", "compare")
+            counts["unlisted"] += (cell.status in WORKED or cell.status == "fail") and \
+                cell.last_stage in STAGES[1:]
             continue
         record = json.loads(out_lines[stored.line - 1])
         counts["listed"] += 1

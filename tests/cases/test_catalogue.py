@@ -23,7 +23,7 @@ from packaging.specifiers import SpecifierSet
 from cases import CASE_MODULES, CaseModuleError, all_cases, bundle_id, case_modules, get_case
 from cases.base import Case, Expectation, Signature, repository_path, upstream
 from core.isa import isa
-from core.numerics import error_steps
+from core.numerics import error_steps, output_step
 from generators import write
 from generators.bundle import Bundle, verify_bundle
 from generators.onnx_util import IR_VERSION_FOR_OPSET
@@ -280,7 +280,7 @@ def test_no_output_quantizer_saturates(catalogue_bundles, case, params):
     bundle = _bundle(catalogue_bundles, case, params)
     for name, want in bundle.expected().items():
         if bundle.meta["outputs"][name]["step_kind"] == "quantization":
-            assert 0 < np.max(np.abs(want.astype(np.float64))) / bundle.output_step(name) <= 127, name
+            assert 0 < np.max(np.abs(want.astype(np.float64))) / output_step(bundle.meta, name) <= 127, name
 
 
 def _run_onnxruntime(bundle: Bundle) -> Tuple[str, str, str]:
@@ -296,7 +296,7 @@ def _run_onnxruntime(bundle: Bundle) -> Tuple[str, str, str]:
         actual: Dict[str, np.ndarray] = dict(zip(names, session.run(names, bundle.inputs())))
     except Exception as e:  # a custom op or a type it has no kernel for: ORT says so in a generic error
         return "cannot run", str(e), ort.__version__
-    worst = max(error_steps(want, actual[n], bundle.output_step(n)) for n, want in bundle.expected().items())
+    worst = max(error_steps(want, actual[n], output_step(bundle.meta, n)) for n, want in bundle.expected().items())
     status = "agree" if worst <= bundle.meta["tolerance_steps"] else "disagree"
     return status, f"worst {worst:.3g} steps", ort.__version__
 

@@ -6,7 +6,8 @@ import pytest
 
 from cases import get_case
 from cases.base import Expectation
-from cases.verdict import judge
+from cases.verdict import expectation_record
+from core.judge import verdict_of
 
 CASE = get_case("dynamic_quantize")
 PARAMS = {"variant": "dql_matmulinteger"}
@@ -20,14 +21,16 @@ def _expect(isa: str, **options: str):
 def test_without_vnni_the_saturation_is_documented(isa):
     found = _expect(isa)
     assert found.outcome == "fail" and "onnxruntime.ai" in found.source
-    assert judge(found, "fail", None)[0] == "as documented"  # 8770 steps on AVX2 is no new failure
+    # 8770 steps on AVX2 is no new failure
+    assert verdict_of(expectation_record(found), "fail", None)[0] == "as documented"
 
 
 @pytest.mark.parametrize("isa", ["avx_vnni", "avx512_vnni", "amx"])
 def test_with_vnni_it_is_documented_to_match(isa):
     found = _expect(isa)
     assert found.outcome == "pass" and "oneDNN" in found.source
-    assert judge(found, "fail", None)[0] == "fails against expectation"  # a saturation with VNNI would be news
+    # a saturation with VNNI would be news
+    assert verdict_of(expectation_record(found), "fail", None)[0] == "fails against expectation"
 
 
 def test_the_documented_fix_needs_graph_optimizations():

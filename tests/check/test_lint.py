@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from check.lint import PREDICTIONS, Finding, compare, lint_model, lint_path, main, to_json, to_markdown
+from check.lint import PREDICTIONS, Finding, compare, covers, lint_model, lint_path, main, to_json, to_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,21 +32,21 @@ def test_grouped_conv_cpg3_is_predicted_to_fail_the_build_from_the_observed_h200
     assert found, "the Conv with 3 channels per group matches catalogue case grouped_conv"
     observed = [f for f in found if f.source.startswith("reports/observed/")]
     assert observed and all(f.predicted == "build fails" for f in observed)
-    assert any(f.covers("8.6.0") and f.covers("8.5.3.1") for f in observed)
-    assert not any(f.covers("10.8.0.43") for f in observed), "nothing observed on 10.x: no prediction there"
+    assert any(covers(f.versions, "8.6.0") and covers(f.versions, "8.5.3.1") for f in observed)
+    assert not any(covers(f.versions, "10.8.0.43") for f in observed), "nothing observed on 10.x: no prediction there"
 
 
 def test_findings_speak_per_engine_tensorrt_rtx_1_7_builds_the_grouped_conv_tensorrt_8_6_refuses():
     rtx = [f for f in _by(lint_model(_grouped_conv(3)), "grouped_conv", "tensorrt-rtx")
            if f.source.startswith("reports/observed/")]
     assert rtx and all(f.engine == "tensorrt-rtx" and f.predicted in ("int8", "float") for f in rtx)
-    assert any(f.covers("1.7.1.116") for f in rtx) and not any(f.covers("8.6.0") for f in rtx)
+    assert any(covers(f.versions, "1.7.1.116") for f in rtx) and not any(covers(f.versions, "8.6.0") for f in rtx)
 
 
 def test_grouped_conv_cpg2_fails_only_on_8_6_0():
     found = [f for f in _by(lint_model(_grouped_conv(2)), "grouped_conv") if f.source.startswith("reports/")]
-    assert {f.predicted for f in found if f.covers("8.6.0")} == {"build fails"}
-    assert {f.predicted for f in found if f.covers("8.5.3.1")} == {"int8"}
+    assert {f.predicted for f in found if covers(f.versions, "8.6.0")} == {"build fails"}
+    assert {f.predicted for f in found if covers(f.versions, "8.5.3.1")} == {"int8"}
 
 
 def test_uint8_activations_predict_a_parse_failure_and_name_the_quantizer_option():
@@ -79,7 +79,7 @@ def _conv_with_dq_weights(kernel_shape: bool, bias: bool = False):
 def test_conv_without_kernel_shape_fails_to_parse_on_8x_only():
     found = _by(lint_model(_conv_with_dq_weights(kernel_shape=False)), "conv_without_kernel_shape")
     assert [f.node for f in found] == ["conv"]
-    assert found[0].covers("8.6.0") and not found[0].covers("10.8.0.43")
+    assert covers(found[0].versions, "8.6.0") and not covers(found[0].versions, "10.8.0.43")
     assert not _by(lint_model(_conv_with_dq_weights(kernel_shape=True)), "conv_without_kernel_shape")
 
 
@@ -101,7 +101,7 @@ def test_dynamic_quantize_linear_from_quantize_dynamic_fails_to_parse(tmp_path):
     quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "d.onnx"), weight_type=QuantType.QInt8)
     found = lint_path(tmp_path / "d.onnx")
     dql = _by(found, "dynamic_quantize_linear")
-    assert dql and all(f.predicted == "parse fails" for f in dql if f.covers("8.6.0"))
+    assert dql and all(f.predicted == "parse fails" for f in dql if covers(f.versions, "8.6.0"))
     assert any(f.source == "https://github.com/NVIDIA/TensorRT/issues/3963" for f in dql)
 
 
@@ -210,7 +210,7 @@ def test_an_int8_dq_bias_add_after_a_quantized_matmul_is_predicted_from_the_obse
     assert found and all(f.node == ("node_of_sum" if output_qdq else "node_of_y") for f in found)
     observed = [f for f in found if f.source.startswith("reports/observed/")]
     assert observed and {f.predicted for f in observed} == {predicted}
-    assert any(f.covers("8.6.0") and f.covers("8.5.1.7") for f in observed)
+    assert any(covers(f.versions, "8.6.0") and covers(f.versions, "8.5.1.7") for f in observed)
     assert not _by(lint_model(model), "dq_constant_into_add"), "a bias Add is not seed 004's DQ form"
 
 
@@ -246,7 +246,7 @@ def _failed_build(bundle: str, version: str = "8.6.0"):
 
 def test_a_network_predicted_int8_that_failed_to_build_is_one_miss_at_the_model_level():
     findings = [f for f in lint_model(_silu_conv_only()) if f.engine == "tensorrt"]
-    assert {(f.node, f.predicted) for f in findings if f.covers("8.6.0")} == {("node_of_conv", "int8")}
+    assert {(f.node, f.predicted) for f in findings if covers(f.versions, "8.6.0")} == {("node_of_conv", "int8")}
     rows = compare(findings, [_failed_build("user_model/yolox")])
     (network,) = [r for r in rows if r.level == "model"]
     assert (network.node, network.predicted, network.observed, network.agrees, network.news) == \
@@ -382,8 +382,8 @@ def test_seed_032_flags_one_qdq_activation_fanned_out_to_two_requantized_convs_a
     assert {f.node for f in found} == {"conv0", "conv1"} and {f.case for f in found} == {"two_conv_fanout_qdq"}
     assert {f.predicted for f in found} == {"build fails"}
     for version in ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"):
-        assert any(f.covers(version) for f in found), version
-    assert not any(f.covers("10.8.0.43") for f in found), "nothing observed on 10.x: no prediction there"
+        assert any(covers(f.versions, version) for f in found), version
+    assert not any(covers(f.versions, "10.8.0.43") for f in found), "nothing observed on 10.x: no prediction there"
     assert {f.basis for f in found} == {"observed"}
     sources = {f.source for f in found}
     # the H200's sweep of every 8.x version: this graph's tails (Relu then Q/DQ) and kernel (3x3) are among its forms

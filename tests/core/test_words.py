@@ -8,11 +8,12 @@ from typing import Any, Collection, Mapping
 
 import pytest
 
-from cases.base import OUTCOMES
+from cases.base import BASES, OUTCOMES
 from core import words
 from core.cell import STATUSES, VERDICTS, Cell
 from core.engines import ENGINES
-from core.outcome import FAILED_STAGE, KINDS, Outcome, outcome
+from core.outcome import Outcome, outcome
+from core.words import FAILED_STAGE, KINDS
 from matrix.diff import CHANGE_NOUNS, CHANGES
 
 # Every table of words, with the key set it must cover.
@@ -26,6 +27,14 @@ TABLES = {
     "FAILS_AT": (words.FAILS_AT, words.STAGES),
     "EXPECTATION_WORDS": (words.EXPECTATION_WORDS, OUTCOMES),
     "CHANGE_NOUNS": (CHANGE_NOUNS, CHANGES),
+    "DIFF_STATES": (words.DIFF_STATES, KINDS),
+    "CONFORMANCE_WORDS": (words.CONFORMANCE_WORDS, KINDS),
+    "ISSUE_STAGES": (words.ISSUE_STAGES, words.STAGES),
+    "FAILED_STAGE": (FAILED_STAGE, ("", *words.STAGES)),
+    "DID": (words.DID, words.RAN),
+    "DOES": (words.DOES, words.RAN),
+    "AGREES": (words.AGREES, BASES),
+    "BASIS_WORDS": (words.BASIS_WORDS, BASES),
 }
 
 
@@ -59,6 +68,10 @@ def test_the_key_sets_are_what_the_records_produce():
     assert produced == set(KINDS) and set(FAILED_STAGE.values()) == set(words.STAGES)
     assert set(words.GRID_LETTERS.values()) <= {code for code, _, _ in words.GRID_STATES}
     assert set(words.PLOT_WORDS.values()) == {name for name, _ in words.PLOT_CLASSES}
+    assert set(words.CONFORMANCE_WORDS.values()) == set(words.CONFORMANCE)
+    assert sorted(words.RAN + words.IDLE + words.HARNESS) == sorted(STATUSES)
+    assert set(words.NOT_TRIED) | {"not_applicable"} == set(words.IDLE) and set(words.AGREES.values()) <= set(VERDICTS)
+    assert set(words.UNEXPECTED) | {words.NO_REFERENCE} <= set(VERDICTS)
 
 
 @pytest.mark.parametrize("status", STATUSES)

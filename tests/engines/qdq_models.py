@@ -9,6 +9,7 @@ from typing import Dict, Optional
 import numpy as np
 import onnx
 
+from core import numerics
 from generators.bundle import Bundle, load_bundle
 from generators.onnx_util import const, dequantize, make_model, node, quantize, value_info
 
@@ -81,7 +82,7 @@ def error_steps(bundle: Bundle, outputs: Dict[str, np.ndarray]) -> Dict[str, flo
     """Output name -> worst error in its quantization steps (max|expected|/127 where it has none)."""
     errors = {}
     for name, expected in bundle.expected().items():
-        step = bundle.output_step(name) or float(np.abs(expected).max()) / 127
+        step = numerics.output_step(bundle.meta, name) or float(np.abs(expected).max()) / 127
         errors[name] = float(np.abs(outputs[name] - expected).max()) / step
     return errors
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from cases import get_case
+from core import numerics
 from engines.base import EngineInfo, Observation
-from engines.cells import error_steps, judge_observation, run_cell
+from engines.cells import judge_observation, run_cell
 from generators.bundle import load_bundle
 from generators.write import write_bundle
 
@@ -23,10 +24,10 @@ def chain(tmp_path_factory):
 
 
 def test_error_is_counted_in_steps():
-    assert error_steps(np.array([1.0, 2.5]), np.array([1.0, 2.0]), 0.25) == 2.0
-    assert error_steps(np.array([3], np.int8), np.array([1], np.int8), None) == 2.0
-    with pytest.raises(ValueError, match="shape"):
-        error_steps(np.zeros(2), np.zeros(3), 1.0)
+    """core.numerics, the one judge of outputs, takes (expected, actual)."""
+    assert numerics.error_steps(np.array([1.0, 2.0]), np.array([1.0, 2.5]), 0.25) == 2.0
+    ints = np.array([1], np.int8)
+    assert numerics.error_steps(ints, np.array([3], np.int8), numerics.comparison_step(ints, None)[0]) == 2.0
 
 
 def test_seed_000_symptom_shows_in_the_evidence(chain):
@@ -42,7 +43,7 @@ def test_seed_000_symptom_shows_in_the_evidence(chain):
 
 def test_wrong_outputs_fail_at_compare_with_the_error_in_steps(chain):
     case, bundle = chain
-    bad = {k: v + 10 * bundle.output_step(k) for k, v in bundle.expected().items()}
+    bad = {k: v + 10 * numerics.output_step(bundle.meta, k) for k, v in bundle.expected().items()}
     cell = judge_observation(case, bundle, H200, Observation(stage="run", outputs=bad), RUN)
     assert cell.status == "fail" and cell.verdict == "new failure"
     assert "differs from the reference by 10 steps" in cell.error

@@ -15,6 +15,7 @@ import openvino as ov
 import pytest
 
 from cases import get_case
+from core import numerics
 from engines import get_engine
 from engines.cells import run_cell
 from generators.bundle import bundle_ids, load_bundle
@@ -33,7 +34,7 @@ def _within_tolerance(bundle, outputs: dict) -> bool:
     tolerance = bundle.meta["tolerance_steps"]
     for name, want in bundle.expected().items():
         got = np.asarray(outputs[name], dtype=np.float64)
-        step = bundle.output_step(name) or 1.0
+        step = numerics.output_step(bundle.meta, name) or 1.0
         if got.shape != want.shape or np.abs(got - want).max() / step > tolerance:
             return False
     return True

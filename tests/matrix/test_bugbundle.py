@@ -159,7 +159,8 @@ def test_tensorrt_bundle_holds_every_file(trt_bundle):
     assert names == {"model.onnx", "inputs.npz", "expected.npz", "case.json", "cell.json", "repro.py", "commands.md",
                      "data_loader.py", "environment.json", "log.txt", "ISSUE.md", "suite"}
     assert {str(p.relative_to(trt_bundle)) for p in (trt_bundle / "suite").rglob("*.py")} == \
-        {"suite/numerics.py"} | {f"suite/tensorrt/{n}" for n in TRT_FILES}
+        {"suite/judge.py", "suite/numerics.py", "suite/words.py", "suite/engines.py"} | \
+        {f"suite/tensorrt/{n}" for n in TRT_FILES}
     with zipfile.ZipFile(str(trt_bundle) + ".zip") as z:
         assert {f"{trt_bundle.name}/repro.py", f"{trt_bundle.name}/suite/tensorrt/worker.py"} <= set(z.namelist())
 
@@ -449,11 +450,14 @@ def test_many_bug_bundles_are_announced_before_the_work_starts(bundles, tmp_path
     assert re.match(r"writing \d+ bug bundles? to .*--model M, writes one$", first), first
 
 
-def test_a_bug_bundle_of_a_failure_whose_stage_varies_reproduces_at_either_stage(make_cell):
+def test_a_bug_bundle_of_a_failure_whose_stage_varies_reproduces_at_either_stage(make_cell, monkeypatch):
     """The suite's runs of 8.6.0 refused the reproducer at parse (an H200) and failed it at build (an H100): the bug
     bundle's repro.py takes either as the recorded failure, and says the stage varies; one stage seen is as before."""
+    from matrix import repro
     from matrix.bugbundle import recorded, stages_seen
     from matrix.repro import verdict
+
+    monkeypatch.setattr(repro, "SUITE", str(REPO / "core"))  # what a bundle's suite/ holds: core/words.py and more
 
     sm90 = {"compute_capability": "9.0"}
     b = "fp16_quantize_rounding/values=thread+output=int8"

@@ -99,27 +99,32 @@ def test_a_bug_bundle_needs_nothing_from_the_repository(suite_cells, tmp_path):
         done.stdout + done.stderr
 
 
-def test_repro_counts_error_the_way_the_suite_does(tmp_path):
-    """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: core/numerics.py, which
-    the bundle ships (never steps of 1.0 for an all-zero output, nor an infinite error for a NaN)."""
+def test_repro_counts_error_the_way_the_suite_does(tmp_path, monkeypatch):
+    """An all-zero reference is counted in steps of 1/127 and matching NaNs are no error: core/judge.py with the
+    core/numerics.py it imports, which the bundle ships (never steps of 1.0 for an all-zero output, nor an infinite
+    error for a NaN)."""
     from matrix import repro
 
-    assert set(REPRO_ALWAYS) == {"repro.py", "suite/numerics.py"} and REPRO_ALWAYS["suite/numerics.py"] == \
-        "core/numerics.py"
+    assert REPRO_ALWAYS == {"repro.py": "matrix/repro.py", "suite/judge.py": "core/judge.py",
+                            "suite/numerics.py": "core/numerics.py", "suite/words.py": "core/words.py",
+                            "suite/engines.py": "core/engines.py"}
     (tmp_path / "suite").mkdir()
-    shutil.copyfile(REPO / "core" / "numerics.py", tmp_path / "suite" / "numerics.py")
+    for name in ("judge", "numerics", "words", "engines"):
+        shutil.copyfile(REPO / "core" / f"{name}.py", tmp_path / "suite" / f"{name}.py")
     zeros = np.zeros((2, 3), np.float32)
     nan = np.array([np.nan, 1.0], np.float32)
     np.savez(tmp_path / "expected.npz", z=zeros, n=nan)
-    old_here, old_suite = repro.HERE, repro.SUITE
-    repro.HERE, repro.SUITE = str(tmp_path), str(tmp_path / "suite")
-    try:
-        worst, mismatch, _ = repro.compare({"z": zeros + np.float32(0.5 / 127), "n": nan.copy()},
-                                           {"tolerance_steps": 1})
-    finally:
-        repro.HERE, repro.SUITE = old_here, old_suite
+    monkeypatch.setattr(repro, "HERE", str(tmp_path))
+    monkeypatch.setattr(repro, "SUITE", str(tmp_path / "suite"))
+    for name in [m for m in sys.modules if m == "qdq_suite" or m.startswith("qdq_suite.")]:
+        monkeypatch.delitem(sys.modules, name)
+    obs = repro.Observation()
+    obs.stage, obs.outputs = "run", {"z": zeros + np.float32(0.5 / 127), "n": nan.copy()}
+    found = repro.judge(obs, {"tolerance_steps": 1})
+    assert sys.modules["qdq_suite.judge"].__file__ == str(tmp_path / "suite" / "judge.py")  # the shipped judge
     expected = numerics.error_steps(zeros, zeros + np.float32(0.5 / 127), numerics.comparison_step(zeros, None)[0])
-    assert worst == pytest.approx(expected) == pytest.approx(0.5, rel=1e-5) and mismatch == ""
+    assert found["max_error_steps"] == pytest.approx(expected) == pytest.approx(0.5, rel=1e-5)
+    assert (found["status"], found["stage"], found["error"]) == ("pass", "compare", "")
 
 
 def test_the_shipped_files_are_python_39_and_import_only_stdlib_numpy_and_their_engine():

@@ -208,8 +208,8 @@ def test_every_catalogue_case_is_judged_alike_by_the_suite_and_its_bug_bundle(ca
         assert_alike(both(get_case(case), bundle, obs.outputs, tmp_path / "ort", obs.precision))
     tolerance = float(bundle.meta.get("tolerance_steps", 1.0))
     for offset, status in ((tolerance / 2, "pass"), (tolerance + 1, "fail")):
-        moved = {n: (a + np.asarray(offset * judge.comparison_step(a, bundle.output_step(n))[0])).astype(a.dtype)
-                 for n, a in expected.items()}
+        steps = {n: judge.comparison_step(a, judge.output_step(bundle.meta, n))[0] for n, a in expected.items()}
+        moved = {n: (a + np.asarray(offset * steps[n])).astype(a.dtype) for n, a in expected.items()}
         seen = both(get_case(case), bundle, moved, tmp_path / f"moved-{offset}")
         assert seen["cell"].status == status or not expected, seen["cell"].error
         assert_alike(seen)

@@ -31,7 +31,7 @@ def test_the_schema_names_every_cell_field_and_the_same_words_as_the_code():
     assert tuple(props["status"]["enum"]) == cell_module.STATUSES
     assert tuple(props["verdict"]["enum"]) == cell_module.VERDICTS + tuple(cell_module.LEGACY_VERDICTS)
     assert tuple(props["precision"]["additionalProperties"]["properties"]["precision"]["enum"]) == \
-        cell_module.PRECISIONS
+        (*cell_module.QUANTIZED_PRECISIONS, "float", "unknown")
 
 
 @pytest.mark.parametrize("field, value, where", [

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from cases.base import BASES, repository_path, upstream
-from cases.verdict import AGREES, BASIS_WORDS, judge
+from cases.verdict import expectation_record
 from core.cell import VERDICTS
+from core.judge import verdict_of
+from core.words import AGREES, BASIS_WORDS
 from matrix.merge import load_results
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +49,7 @@ def test_no_explanation_calls_a_baseline_documented(committed):
 def test_the_baselines_own_cells_say_they_are_the_baseline(committed):
     """A committed cell that is the very observation its baseline cites agrees with itself: its explanation says it is
     the baseline, never that a second run agreed; a cell from any other file does not say so."""
-    from cases.verdict import THE_BASELINE_ITSELF
+    from core.judge import THE_BASELINE_ITSELF
 
     baseline = [c for c in committed.cells if c.verdict == "as observed before"]
     itself = [c for c in baseline if c.run.get("file") == c.expectation["source"]]
@@ -87,13 +89,13 @@ def test_each_basis_has_its_verdict_and_its_words():
 
 
 def test_a_harness_error_says_nothing_of_the_engine():
-    from cases.verdict import UNEXPECTED
+    from core.words import UNEXPECTED
     from matrix.bugbundle import wanted
     from tests.matrix.conftest import cell
 
     broken = cell(status="harness_error", verdict="harness error", reason="KeyError: 'x'", fused=None, precision={},
                   log="Traceback (most recent call last): ...")
-    assert judge(None, "harness_error", None)[0] == "harness error" not in UNEXPECTED
+    assert verdict_of({}, "harness_error", None)[0] == "harness error" not in UNEXPECTED
     assert not wanted(broken)  # no bug bundle: it is not the engine's bug
     from matrix.causes import root_causes
     from matrix.junit import junit_xml
@@ -112,7 +114,8 @@ def test_no_reference_blames_nobody_in_any_view():
     """A user model's cell with no reference: skipped in JUnit, `~` in the grid, not unexpected, no bug bundle unless
     asked, and rejudging keeps it."""
     from cases import get_case
-    from cases.verdict import UNEXPECTED, rejudge
+    from cases.verdict import rejudge
+    from core.words import UNEXPECTED
     from matrix.bugbundle import wanted
     from matrix.grid import cell_code
     from matrix.junit import junit_xml
@@ -167,7 +170,8 @@ def test_a_crash_is_as_documented_only_where_the_source_documents_the_crash():
 
     source = "https://docs.nvidia.com/deeplearning/tensorrt-rtx/latest/inference-library/porting.html"
     fails = Expectation("tensorrt-rtx", "", "fail", source, stage="load")
-    assert judge(fails, "crashed", None)[0] == "new failure"
-    assert "died" in judge(fails, "crashed", None)[1]
-    assert judge(fails, "fail", None)[0] == "as documented"
-    assert judge(Expectation("tensorrt-rtx", "", "fail", source, crashes=True), "crashed", None)[0] == "as documented"
+    assert verdict_of(expectation_record(fails), "crashed", None)[0] == "new failure"
+    assert "died" in verdict_of(expectation_record(fails), "crashed", None)[1]
+    assert verdict_of(expectation_record(fails), "fail", None)[0] == "as documented"
+    crashes = expectation_record(Expectation("tensorrt-rtx", "", "fail", source, crashes=True))
+    assert verdict_of(crashes, "crashed", None)[0] == "as documented"

@@ -30,6 +30,11 @@ def initializers(model: onnx.ModelProto) -> Dict[str, np.ndarray]:
     return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
+def blocked(scale: np.ndarray, axis: int, block_size: int) -> np.ndarray:
+    """A blocked scale or zero point repeated `block_size` times along `axis`: one value per element."""
+    return np.repeat(np.asarray(scale), block_size, axis=axis)
+
+
 def float_values(q: np.ndarray) -> np.ndarray:
     """A quantized array's values as float64 (int4, uint4, int8, float8e4m3fn, float4e2m1 or float8e8m0)."""
     return np.asarray(q).astype(np.float32).astype(np.float64)

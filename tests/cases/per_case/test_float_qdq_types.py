@@ -10,8 +10,8 @@ from cases import slug
 from cases.float_qdq_types import CASE
 from generators import write
 from generators.reference import expected_outputs
-from generators.typed_qdq import E8M0, FP4_E2M1, FP8_E4M3, blocked
-from tests.cases.per_case.helpers import attrs, float_values, initializers, only
+from generators.typed_qdq import E8M0, FP4_E2M1, FP8_E4M3
+from tests.cases.per_case.helpers import attrs, blocked, float_values, initializers, only
 
 QUANTIZED = {"fp8_e4m3_qdq": FP8_E4M3, "fp4_e2m1_qdq": FP4_E2M1}
 

@@ -10,8 +10,8 @@ from cases import slug
 from cases.fp4_weight_only import CASE
 from generators import write
 from generators.reference import expected_outputs
-from generators.typed_qdq import FP4_GRID, blocked
-from tests.cases.per_case.helpers import assert_the_target_ends_the_graph, attrs, float_values, initializers
+from generators.typed_qdq import FP4_GRID
+from tests.cases.per_case.helpers import assert_the_target_ends_the_graph, attrs, blocked, float_values, initializers
 
 
 @pytest.mark.parametrize("params", list(CASE.variants()), ids=slug)

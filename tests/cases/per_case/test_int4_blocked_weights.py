@@ -10,8 +10,7 @@ from cases import slug
 from cases.int4_blocked_weights import CASE
 from generators import write
 from generators.reference import expected_outputs
-from generators.typed_qdq import blocked
-from tests.cases.per_case.helpers import attrs, float_values, initializers, only
+from tests.cases.per_case.helpers import attrs, blocked, float_values, initializers, only
 
 
 @pytest.mark.parametrize("params", list(CASE.variants()), ids=slug)

@@ -9,8 +9,14 @@ from cases import slug
 from cases.int4_matmulnbits_fusion import CASE
 from generators import write
 from generators.reference import expected_outputs
-from generators.typed_qdq import blocked
-from tests.cases.per_case.helpers import assert_the_target_ends_the_graph, attrs, float_values, initializers, only
+from tests.cases.per_case.helpers import (
+    assert_the_target_ends_the_graph,
+    attrs,
+    blocked,
+    float_values,
+    initializers,
+    only,
+)
 
 
 @pytest.mark.parametrize("params", list(CASE.variants()), ids=slug)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cases import bundle_id, slug
-from cases.two_conv_fanout_qdq import CASE, CHOOSE_HIGHER_PRECISION, OBSERVED, OBSERVED_REPRO, REDUCED
+from cases.two_conv_fanout_qdq import CASE, CHOOSE_HIGHER_PRECISION, FIRST, OBSERVED, OBSERVED_REPRO
 from cases.verdict import rejudge
 from generators import write
 from generators.reference import expected_outputs
@@ -34,6 +34,7 @@ TAILS = {"yes": ["DequantizeLinear", "QuantizeLinear"], "no": [], "identity": ["
 # The first 8 reproducers, whose committed cells (reports/observed/) name them by these ids.
 FIRST_8 = {f"{CASE.id}/consumers={c}+output_qdq={q}+size={s}"
            for c in ("two", "one") for q in ("yes", "no") for s in ("detector", "small")}
+REDUCED = {"consumers": ("two",), "output_qdq": ("yes",), "size": ("detector",), **FIRST}  # the reduced detector
 
 
 def _chain(model, output: str) -> list:

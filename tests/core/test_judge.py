@@ -1,0 +1,111 @@
+"""One judge of a cell (core/judge.py): the runner, the report's re-judging and a bug bundle's repro.py call it, the
+rules are written once, and a fresh cell and the same cell judged again say the same."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from pathlib import Path
+from typing import List
+
+import numpy as np
+import pytest
+
+from core import judge as judging
+from core.engines import REPRO_ALWAYS
+from engines.base import Observation
+
+REPO = Path(__file__).resolve().parents[2]
+# What only the rules of judging a cell say: each is written in exactly one file, core/judge.py.
+HALLMARKS = {
+    "a crash's status": r'status\s*=\s*"crashed"',
+    "outputs compared once every stage ran": r'stage\s*==\s*"run"\s+and\s+not\s+\w*\.?error',
+    "a plan built ahead of time": r'not_run_here\s+if\s+status\s*==\s*"built"',
+    "a verdict without a source": r"no source documents a failure here",
+    "a crash's words": r"process died before it reported a result",
+    "a version that removed the API": r"removed the API the reproducer's documented path needs",
+    "a cell that agrees with a baseline": r"this cell is that observation: the baseline",
+}
+
+
+def product_code() -> List[str]:
+    """Every tracked Python file outside the tests."""
+    files = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    return [f for f in files.split() if not f.startswith("tests/")]
+
+
+@pytest.mark.parametrize("what", sorted(HALLMARKS))
+def test_the_rules_of_judging_a_cell_are_written_once(what):
+    found = sorted(f for f in product_code() if re.search(HALLMARKS[what], (REPO / f).read_text(encoding="utf-8")))
+    assert found == ["core/judge.py"], f"{what}: {found}"
+
+
+def test_repro_imports_the_judge_the_bundle_ships():
+    """repro.py loads suite/judge.py (core/judge.py, shipped unchanged) and calls its judge; it decides no status."""
+    assert REPRO_ALWAYS["suite/judge.py"] == "core/judge.py"
+    tree = ast.parse((REPO / "matrix" / "repro.py").read_text(encoding="utf-8"))
+    calls = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert "suite('judge').judge(obs, case, references=references)" in calls
+    statuses = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "status" for t in n.targets)]
+    assert statuses == [], statuses
+
+
+def test_the_shipped_judge_imports_only_numpy_and_its_siblings():
+    tree = ast.parse((REPO / "core" / "judge.py").read_text(encoding="utf-8"), feature_version=(3, 9))
+    absolute = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    absolute |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
+    relative = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level for a in n.names}
+    assert absolute <= {"__future__", "dataclasses", "typing", "numpy"} and relative == {"numerics", "words"}
+    shipped = {Path(p).name for name, p in REPRO_ALWAYS.items() if name.startswith("suite/")}
+    assert {"numerics.py", "words.py", "engines.py"} <= shipped
+
+
+def documented(**more) -> dict:
+    return {"outcome": "fail", "versions": "", "source": "https://github.com/NVIDIA/TensorRT/issues/1",
+            "stage": "build", "signature": "", "hardware": "", "note": "", "basis": "documented", **more}
+
+
+@pytest.mark.parametrize("status, seen", [
+    ("crashed", Observation(stage="build", crashed="signal 11 (SIGSEGV)")),
+    ("fail", Observation(stage="load", error="no importer")),
+    ("not_applicable", Observation(stage="load", options={"not_applicable": "TensorRT 11.0 removed calibration"})),
+    ("built", Observation(stage="build", not_run_here="no GPU here")),
+])
+@pytest.mark.parametrize("expectation", [{}, documented(), documented(crashes=True), documented(outcome="int8")])
+def test_a_fresh_cell_and_the_same_cell_judged_again_say_the_same(status, seen, expectation):
+    """What once differed between the runner and the re-judging (a crash's words, a removed API's reason) is said
+    alike: both go through one judge."""
+    against = judging.Against(expectation, known="its error matches seed 032")
+    fresh = judging.judge(seen, {}, against)
+    stored = judging.Stored(fresh.status, fresh.stage, fresh.error, fresh.reason, fresh.fused)
+    again = judging.judge(stored, {}, against)
+    assert fresh.status == status
+    assert (again.verdict, again.explanation) == (fresh.verdict, fresh.explanation)
+
+
+def test_a_crash_and_a_removed_api_are_said_in_one_place():
+    crash = judging.judge(Observation(stage="build", crashed="signal 11"), {}, judging.Against(documented()))
+    assert crash.explanation.startswith("the engine's process died before it reported a result; ")
+    assert crash.verdict == "new failure"  # a crash is never the documented failure unless the source says so
+    gone = judging.judge(Observation(options={"not_applicable": "calibration removed"}), {})
+    assert (gone.status, gone.verdict) == ("not_applicable", "not applicable")
+    assert gone.explanation.endswith(": calibration removed") and gone.reason == "calibration removed"
+
+
+def test_outputs_are_compared_by_the_bundle_measure():
+    meta = {"tolerance_steps": 1, "target_nodes": ["conv"]}
+    reference = {"y": np.array([0.0, 1.0], np.float32)}
+    ran = Observation(stage="run", outputs={"y": np.array([0.0, 3.0], np.float32)},
+                      precision={"conv": {"precision": "int8"}})
+    said = judging.judge(ran, meta, references=lambda: (reference, {}))
+    assert (said.status, said.stage, said.fused) == ("fail", "run", None) and said.error
+    ran = Observation(stage="run", outputs=dict(reference), precision={"conv": {"precision": "int8"}})
+    said = judging.judge(ran, meta, references=lambda: (reference, {}))
+    assert (said.status, said.stage, said.fused, said.worst_steps) == ("pass", "compare", True, 0.0)
+
+
+def test_an_unknown_status_is_refused():
+    with pytest.raises(ValueError, match="'bogus'"):
+        judging.verdict_of({}, "bogus", None)
