@@ -20,7 +20,6 @@ ID = "qdq_companion"
 # Every operator version of QuantizeLinear and DequantizeLinear (onnx/defs/quantization): a form is written at each one
 # from its first, so a change between two versions is one row of the table.
 OPSETS = (10, 13, 19, 21, 23, 24, 25)
-OPS = ("QuantizeLinear", "DequantizeLinear")
 
 
 class Form(NamedTuple):

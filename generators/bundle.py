@@ -181,6 +181,16 @@ def load_bundle(path: Path) -> Bundle:
     return Bundle(path=path, meta=json.loads((path / "case.json").read_text()))
 
 
+def read_json_object(path: Path) -> Dict[str, Any]:
+    """A JSON file that holds one object (a bundle set's manifest): its content, {} where it is missing, unreadable or
+    not an object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def iter_bundles(root: Optional[Path] = None) -> Iterator[Bundle]:
     """Every complete bundle under root, in id order."""
     root = bundles_root() if root is None else Path(root)

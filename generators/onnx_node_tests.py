@@ -38,7 +38,7 @@ import numpy as np
 
 from cases.onnx_node_tests import ID, OPS, OPSETS, PER_TARGET_TYPES
 from core.cli import ArgumentParser
-from generators.bundle import bundles_root, digest, meta_digest
+from generators.bundle import bundles_root, digest, meta_digest, read_json_object
 
 WRITER_VERSION = "1"  # bump when the bundles change shape; this module's source and the libraries are keyed anyway
 MANIFEST = "conformance.json"  # <root>/onnx_node_tests/conformance.json: every node test and opset, written or why not
@@ -335,11 +335,7 @@ def folder(root: Optional[Path] = None) -> Path:
 
 def read_manifest(root: Optional[Path] = None) -> Dict[str, Any]:
     """<root>/onnx_node_tests/conformance.json, {} where it is missing or unreadable."""
-    try:
-        data = json.loads((folder(root) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json_object(folder(root) / MANIFEST)
 
 
 def entries_of(manifest: Dict[str, Any]) -> List[Entry]:

@@ -30,7 +30,7 @@ import numpy as np
 
 from cases.qdq_companion import FORMS, ID, OPSETS, PER_TARGET_TYPES, SHAPES, Form
 from core.cli import ArgumentParser
-from generators.bundle import bundles_root, digest
+from generators.bundle import bundles_root, digest, read_json_object
 from generators.onnx_node_tests import TOLERANCE_STEPS, TRT, _codes, _describe, _numpy_lacks, _publish_all, _version
 
 WRITER_VERSION = "1"  # bump when the bundles change shape; this module's source and the libraries are keyed anyway
@@ -259,11 +259,7 @@ def folder(root: Optional[Path] = None) -> Path:
 
 def read_manifest(root: Optional[Path] = None) -> Dict[str, Any]:
     """<root>/qdq_companion/companion.json, {} where it is missing or unreadable."""
-    try:
-        data = json.loads((folder(root) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json_object(folder(root) / MANIFEST)
 
 
 def write_all(root: Optional[Path] = None) -> Tuple[List[Path], List[Entry], bool]:

@@ -36,7 +36,6 @@ from core.words import CONFORMANCE, CONFORMANCE_WORDS, first_line, many
 from matrix.merge import Column, column_key, never_run, variant_order, version_key
 
 RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = WORDS = CONFORMANCE
-NOT_CONVERTED = "not converted"
 # How the companion's headline says each word of a form, per TensorRT version (_companion_forms).
 # A crash counts with the refusals.
 FORM_WORDS = {RIGHT: "builds and computes right", WRONG: "builds and computes wrong",

@@ -9,7 +9,8 @@ an attribute of a module (`m.f`, `a.b.f`) is that module's definition. What cann
 by name, and only where it can mean nothing else:
 - an attribute of any other object (`obj.method`), and a word of a template (it reads what its view holds), reach
   methods, and the functions and constants of the modules loaded dynamically: by path (the files a bug bundle or the
-  TensorRT worker loads, core.engines' repro files) or by a name the code holds as a string (cases.CASE_MODULES);
+  TensorRT worker loads, core.engines' repro files) or by a name the code holds as a string (cases.CASE_MODULES,
+  the modules that declare CASE);
 - a name that getattr/hasattr/setattr is given, an entry of `__all__`, Python code in a string that a subprocess runs
   (`python -c "..."`) and the words of the shell scripts, workflow and configuration reach any definition so named;
 - a "module:function" string that registers a function (a case's `builder=`, an engine's `adapter`) reaches that
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
+from cases import CASE_MODULES
 from core.engines import ENGINES, REPRO_ALWAYS
 from engines.plan import RUNNER as CELL_RUNNER
 
@@ -274,7 +276,10 @@ def dead_definitions() -> Set[str]:
                 live.methods |= said  # a template reads the attributes of what its view holds
             else:
                 words |= said
-    dynamic = {m.name for m in index.modules.values() if m.path in LOADED_BY_PATH or m.name in _strings(index)}
+    # loaded by path, by a name held as a string, or found as a case module (cases.case_modules: a file that declares
+    # CASE, imported by its name)
+    dynamic = {m.name for m in index.modules.values()
+               if m.path in LOADED_BY_PATH or m.name in _strings(index) or m.name in CASE_MODULES}
     uses: Dict[Key, Refs] = {}
     nodes: Dict[Key, Tuple[Module, ast.AST]] = {}
     for mod in index.modules.values():
