@@ -502,6 +502,20 @@ def test_a_regression_says_so_in_its_title_and_first_line(bundles, tmp_path):
     assert "egression" not in issue_of(sample("8.6.0"), [sample("8.5.3.1"), sample("8.6.0")], bundles, tmp_path / "b")
 
 
+def test_a_known_failure_is_never_what_expected_behaviour_asks_for(bundles, tmp_path):
+    """A cell whose expectation is a failure (a baseline or a documented one) files what a correct engine does, and
+    says the failure is known, with its source: a triager reads "should fail" as no bug at all."""
+    failing = replace(sample("8.6.0"), verdict="as observed before", expectation={
+        "outcome": "fail", "versions": "==8.6.0", "source": "reports/observed/x/trt-8.6.0.jsonl", "stage": "build",
+        "basis": "baseline"})
+    expected = issue_of(failing, [failing], bundles, tmp_path / "a").split("## Expected behavior\n\n", 1)[1]
+    expected = expected.split("\n## ", 1)[0]
+    assert "should fail" not in expected
+    assert "should parse, build and run it within" in expected
+    assert "The failure at build is known, not expected of a correct engine: observed before by this suite " \
+           "(reports/observed/x/trt-8.6.0.jsonl)." in expected
+
+
 def test_the_environment_is_every_recorded_version(bundles, tmp_path):
     """CUDA runtime, cuDNN and cuBLAS from the cell's payload pins and libraries; the OS and container the worker
     probed, or, for a cell observed before they were recorded, that they were not; environment.json keeps them."""
