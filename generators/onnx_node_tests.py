@@ -322,8 +322,13 @@ def cache_key() -> str:
     numpy and ml_dtypes (onnx's node tests are whatever the installed onnx ships). Read without importing onnx."""
     import cases.onnx_node_tests as case
 
-    h = hashlib.sha256(WRITER_VERSION.encode())
-    for path in (Path(__file__), Path(case.__file__)):
+    return sources_key(WRITER_VERSION, (Path(__file__), Path(case.__file__)))
+
+
+def sources_key(writer_version: str, sources: Sequence[Path]) -> str:
+    """A bundle set's cache key: its writer version, the bytes of its source files, and the installed LIBRARIES."""
+    h = hashlib.sha256(writer_version.encode())
+    for path in sources:
         h.update(path.read_bytes())
     h.update(json.dumps({n: _version(n) for n in LIBRARIES}, sort_keys=True).encode())
     return h.hexdigest()

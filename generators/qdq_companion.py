@@ -19,7 +19,6 @@ of the node's smallest scale.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from dataclasses import asdict, dataclass
@@ -246,11 +245,7 @@ def cache_key() -> str:
     import cases.qdq_companion as case
     import generators.onnx_node_tests as node_tests
 
-    h = hashlib.sha256(WRITER_VERSION.encode())
-    for path in (Path(__file__), Path(case.__file__), Path(node_tests.__file__)):
-        h.update(path.read_bytes())
-    h.update(json.dumps({n: _version(n) for n in LIBRARIES}, sort_keys=True).encode())
-    return h.hexdigest()
+    return node_tests.sources_key(WRITER_VERSION, (Path(__file__), Path(case.__file__), Path(node_tests.__file__)))
 
 
 def folder(root: Optional[Path] = None) -> Path:
