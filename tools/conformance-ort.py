@@ -6,7 +6,8 @@
 Every conformance bundle (generators/onnx_node_tests.py and generators/qdq_companion.py) is loaded into a bare
 `onnxruntime.InferenceSession` (CPU, its default options), run on the bundle's inputs, and its outputs compared with
 ONNX's expected outputs by this script's own few lines of numpy (integer and code outputs equal, float outputs within
-half of case.json's step): no adapter, no pytest, no core.numerics. Each bundle's word (right, wrong, refused) is then
+half of case.json's step): no adapter, no pytest, no core.numerics. Each bundle's word (right, wrong, refused; not
+applicable where ONNX Runtime says the model's IR version is newer than it reads) is then
 set beside the table's entry for the same ONNX Runtime version (matrix.conformance, over the results files), and
 every disagreement is listed.
 Exit 0 when they all agree, 1 when any differs, 2 when there is nothing to compare.
@@ -36,8 +37,9 @@ def direct(bundle: Path, ort: Any) -> Tuple[str, Optional[float], str]:
     options.log_severity_level = 3
     try:
         session = ort.InferenceSession(str(bundle / "model.onnx"), options, providers=["CPUExecutionProvider"])
-    except Exception as e:  # the engine refused the model
-        return "refused", None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    except Exception as e:  # the engine refused the model; one whose ONNX IR version it cannot read is not for it
+        said = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return ("not applicable" if "Unsupported model IR version" in said else "refused"), None, said
     with np.load(bundle / "inputs.npz") as f:
         feeds = {k: f[k] for k in f.files}
     try:

@@ -47,3 +47,24 @@ def test_the_tables_onnx_runtime_entries_agree_with_onnx_runtime_run_directly(tm
     some = sorted(b for b, (w, _) in entries.items() if w == "right")[0]
     _, differ = check.compare(bundles, dict(entries, **{some: ("refused", None)}), ort)
     assert differ == [f"{some}: table says refused, directly right"]
+
+
+def test_a_model_whose_ir_version_onnx_runtime_cannot_read_is_not_applicable_not_refused(tmp_path):
+    """ONNX Runtime's own words for an IR version newer than it reads make the direct word "not applicable", as the
+    table says; any other load error stays "refused"."""
+    (tmp_path / "case.json").write_text("{}", encoding="utf-8")
+
+    class Refusing:
+        def __init__(self, message: str) -> None:
+            self.message = message
+
+        def SessionOptions(self):  # noqa: N802 (onnxruntime's name)
+            return type("Options", (), {})()
+
+        def InferenceSession(self, *args, **kwargs):  # noqa: N802
+            raise RuntimeError(self.message)
+
+    ir = "[ONNXRuntimeError] : 1 : FAIL : Load model failed: Unsupported model IR version: 14, max supported IR " \
+         "version: 13"
+    assert tool().direct(tmp_path, Refusing(ir))[0] == "not applicable"
+    assert tool().direct(tmp_path, Refusing("[ONNXRuntimeError] : 10 : INVALID_GRAPH : bad node"))[0] == "refused"
