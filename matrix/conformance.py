@@ -33,6 +33,7 @@ from core.cell import Cell
 from core.engines import ENGINES, family
 from core.outcome import outcome
 from core.words import CONFORMANCE, CONFORMANCE_WORDS, first_line, many
+from matrix.merge import CONFORMANCE as CASES  # the node tests and the int8 companion: the page's cases, kept apart
 from matrix.merge import Column, column_key, never_run, variant_order, version_key
 
 RIGHT, WRONG, REFUSED, BUILT, CRASHED, NOT_RUN, NOT_APPLICABLE, HARNESS = WORDS = CONFORMANCE
@@ -43,9 +44,6 @@ FORM_WORDS = {RIGHT: "builds and computes right", WRONG: "builds and computes wr
 TENSORRT = family("tensorrt")  # TensorRT and TensorRT-RTX: the engines the headline answers for
 GPU_RUN = f"a GPU run: ONLY_CASES={COMPANION} tools/gpu-round.sh observe LABEL, docs/gpu-recipe.md"
 MANIFEST = Path(ID) / "conformance.json"  # under a bundles root: generators.onnx_node_tests.MANIFEST
-
-
-CASES = (ID, COMPANION)  # the node tests and the int8 companion (cases/qdq_companion.py): the conformance page's cells
 
 
 def is_conformance(cell: Cell) -> bool:
