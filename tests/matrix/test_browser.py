@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -82,6 +84,17 @@ def _browser_or_skip() -> str:
     return binary
 
 
+@contextlib.contextmanager
+def opened(binary: str, page: Path, width: int, height: int = 900) -> Iterator[Browser]:
+    """A headless browser on one report page, closed however the test ends."""
+    browser = Browser(binary, width=width, height=height)
+    try:
+        browser.open(page)
+        yield browser
+    finally:
+        browser.close()
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     from tests.matrix.conftest import cell
@@ -103,12 +116,8 @@ def page(tmp_path_factory):
                    reason="no NVIDIA GPU", fused=None) for b in ("grouped_conv/g=2", "grouped_conv/g=4")]
     out = tmp_path_factory.mktemp("report")
     write_reports(build(cells), out, generated="2026-01-01")
-    browser = Browser(binary, width=1200, height=900)
-    try:
-        browser.open(out / "matrix.html")
+    with opened(binary, out / "matrix.html", 1200) as browser:
         yield browser
-    finally:
-        browser.close()
 
 
 def visible_rows(browser) -> int:
@@ -199,15 +208,11 @@ def test_without_its_side_file_a_cell_says_where_its_details_are(tmp_path):
                               error="boom")]),
                   tmp_path, generated="2026-01-01")
     (tmp_path / "cells" / "details.js").unlink()  # the page copied alone
-    browser = Browser(binary, width=1000, height=700)
-    try:
-        browser.open(tmp_path / "matrix.html")
+    with opened(binary, tmp_path / "matrix.html", 1000, height=700) as browser:
         browser.click("#g td.vu")
         said = wait_for(browser, "(t => !t.includes('loading') && t)(document.getElementById('dp').innerText)")
         assert "details are in cells/details.js beside this page, which is not there" in said
         assert "nox -s bugs -- --cell q_output_type/out=uint8 --engine tensorrt" in said  # it needs no side file
-    finally:
-        browser.close()
 
 
 def test_a_screenshot_is_not_blank(page):
@@ -236,13 +241,9 @@ def models_page(tmp_path_factory):
     out = root / "report"
     write_reports(result, out, generated="2026-01-01",
                   node_reports=write_all(result.cells, out / "nodes", [root / "bundles"]))
-    browser = Browser(binary, width=1400, height=900)
-    browser.reports = out
-    try:
-        browser.open(out / "matrix.html")
+    with opened(binary, out / "matrix.html", 1400) as browser:
+        browser.reports = out
         yield browser
-    finally:
-        browser.close()
 
 
 def row_texts(browser, model: str) -> list:
@@ -331,12 +332,8 @@ def todays_grid(tmp_path_factory):
     binary = _browser_or_skip()
     out = tmp_path_factory.mktemp("today")
     write_reports(todays_shape(cell), out, generated="2026-01-01")
-    browser = Browser(binary, width=1400, height=900)
-    try:
-        browser.open(out / "matrix.html")
+    with opened(binary, out / "matrix.html", 1400) as browser:
         yield browser
-    finally:
-        browser.close()
 
 
 @pytest.mark.slow
