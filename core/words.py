@@ -241,6 +241,13 @@ def many(n: int, one: str, more: str = "") -> str:
     return f"{n} {one if n == 1 else more or one + 's'}"
 
 
+def reproducers_and_models(reproducers: int, models: int) -> str:
+    """The rows of a report or a comparison by what they are: the catalogue's reproducers and users' models, never
+    one count under the first word ("332 reproducers and 30 user models")."""
+    said = many(reproducers, "reproducer")
+    return f"{said} and {many(models, 'user model')}" if models else said
+
+
 def timed_out(seconds: float) -> str:
     """A crashed cell's reason where the cell timeout stopped it: "timed out after 600 s (the cell timeout)"."""
     return f"timed out after {seconds:g} s (the cell timeout)" if seconds > 0 else "timed out (the cell timeout)"

@@ -17,7 +17,7 @@ def summary_lines(view: Dict[str, Any]) -> List[str]:
     harness = totals["harness_errors"]
     conformance = totals["conformance"]
     lines = [f"{many(totals['cells'], 'cell')} from {many(len(view['files']), 'file')}, "
-             f"{many(totals['rows'], 'reproducer')}, {many(totals['columns'], 'column')}, {unexpected} unexpected"
+             f"{totals['rows_said']}, {many(totals['columns'], 'column')}, {unexpected} unexpected"
              f"{causes}" + (f", {many(harness, 'harness error')} (the suite's own code failed)" if harness else "")
              + (f"; {many(conformance, 'conformance cell')} (conformance.md)" if conformance else "")]
     for s in view["summary"]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import quote
 
+from cases.user_model import CASE as USER_MODEL
 from core.cell import Cell
 from core.outcome import outcome
 from core.words import (
@@ -18,6 +19,7 @@ from core.words import (
     error_words,
     first_line,
     many,
+    reproducers_and_models,
     say_list,
 )
 from matrix.merge import Variant, column_key, never_run, variant_of, version_key
@@ -76,10 +78,11 @@ class DiffReport:
     to_version: str
     hardware: Tuple[Tuple[str, str], ...]  # (from hardware, to hardware) pairs compared
     changes: Tuple[Change, ...]
-    compared: int  # distinct reproducers run on both sides, on at least one hardware setting
+    compared: int  # distinct reproducers and user models run on both sides, on at least one hardware setting
     not_compared: Tuple[str, ...]  # "bundle [hardware]: why"
     notes: Tuple[str, ...] = ()
     compared_runs: int = 0  # (reproducer, hardware setting) pairs run on both sides
+    compared_models: int = 0  # of `compared`, the users' models (cases.user_model): not the catalogue's reproducers
 
     @property
     def said_compared(self) -> str:
@@ -87,7 +90,8 @@ class DiffReport:
         if not self.compared:
             return "nothing compared: " + self.why_nothing
         settings = f" on {len(self.hardware)} hardware settings" if len(self.hardware) > 1 else ""
-        return f"{many(self.compared, 'reproducer')} compared{settings}"
+        rows = reproducers_and_models(self.compared - self.compared_models, self.compared_models)
+        return f"{rows} compared{settings}"
 
     @property
     def why_nothing(self) -> str:
@@ -213,6 +217,7 @@ def diff(
     changes: List[Change] = []
     not_compared: List[str] = []
     compared: List[str] = []
+    models: Set[str] = set()  # the compared bundles that are users' models
     disagree = disagreeing(mine)
     for pair in pairs:
         before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
@@ -226,11 +231,13 @@ def diff(
                 not_compared.append(f"{bundle} [{label}]: {why}")
                 continue
             compared.append(bundle)
+            if a.case == USER_MODEL.id:
+                models.add(bundle)
             moved = outcome(a).failed_stage != outcome(b).failed_stage
             changes.extend(_unstable(c, disagree, (from_version, to_version)) if moved else c
                            for c in compare_cells(a, b, label, drift))
     return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), len(set(compared)),
-                      tuple(not_compared), tuple(notes), len(compared))
+                      tuple(not_compared), tuple(notes), len(compared), len(models))
 
 
 def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -> List[Change]:

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
+from cases.user_model import CASE as USER_MODEL
 from cases.verdict import cites_itself
 from core.cell import VERDICTS, Cell
-from core.words import UNEXPECTED
+from core.words import UNEXPECTED, reproducers_and_models
 from matrix.causes import root_causes
 from matrix.cellfiles import DETAILS, FOLDER, GRID_MD, column_file
 from matrix.conformance import conformance_view
@@ -119,7 +120,9 @@ def _problem_view(p: Problem) -> Dict[str, Any]:
 
 
 def _totals(result: MergeResult) -> Dict[str, int]:
+    models = sum(r.case == USER_MODEL.id for r in result.rows)
     return {"cells": len(result.cells), "rows": len(result.rows), "columns": len(result.columns),
+            "rows_said": reproducers_and_models(len(result.rows) - models, models),
             "unexpected": sum(c.verdict in UNEXPECTED for c in result.cells),
             "baseline": sum(c.verdict == "as observed before" and not cites_itself(c) for c in result.cells),
             "baseline_itself": sum(cites_itself(c) for c in result.cells),

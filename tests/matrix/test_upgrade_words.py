@@ -133,3 +133,13 @@ def test_a_regression_is_one_word_in_the_columns_grid_causes_and_upgrade_answer(
     assert basis.startswith("1 regression observed by this suite only (no upstream source documents it)")
     assert f"8.6.0 on {H100} (reports/observed/nvidia-h100/trt-8.6.0.jsonl)" in basis
     assert f"8.5.3.1 on {H200} (reports/observed/nvidia-h200/trt-8.5.3.1.jsonl)" in basis
+
+
+def test_users_models_compared_are_counted_apart_from_the_catalogues_reproducers(make_cell):
+    """A user's model checked on both versions is compared, and said as a user model: "N reproducers" counts the
+    catalogue's reproducers only (the page once said 350 with 332 in the catalogue)."""
+    cells = [*_pair(make_cell, "grouped_conv/g=2", {}, {}, hardware=H100),
+             *_pair(make_cell, "user_model/det-0123456789", {}, {}, hardware=H100, case="user_model")]
+    report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
+    assert (report.compared, report.compared_models) == (2, 1)
+    assert report.said_compared == "1 reproducer and 1 user model compared"
