@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from check import CheckError
 from core.cli import ArgumentParser
+from core.judge import reference_fault
 from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 from core.words import FAILED, HARNESS
 
@@ -443,7 +444,7 @@ def summary(checks: Sequence[ModelCheck], ran: bool = True) -> int:
             line = "; ".join(o.cells) if o.cells else ("bundle ready, no engine run" if not ran else "no cell")
             line = f"{o.form}; {line}" if o.form else line
             if o.reference_error:  # the engines' cells are "no reference": nobody is blamed
-                line += f"; no reference, the model's (or its inputs') fault, no engine blamed: {o.reference_error}"
+                line += f"; no reference, {reference_fault(o.reference_error)}, no engine blamed: {o.reference_error}"
         print(f"  {o.model}: {line}")
         if failed:
             status |= EXIT_ENGINE_FAILED

@@ -143,8 +143,16 @@ def unreferenced(external: bool, status: str, reference_error: str) -> str:
     did not run it."""
     if not external or not reference_error or status not in words.RAN:
         return ""
-    return (f"no reference to judge it by, which is the model's (or its inputs') fault, not the engine's; the engine "
+    return (f"no reference to judge it by, which is {reference_fault(reference_error)}, not the engine's; the engine "
             f"{words.DID[status]}: {reference_error}")
+
+
+def reference_fault(reference_error: str) -> str:
+    """Whose fault a missing reference is: the reference's own where it lacks an operator the model uses (onnx.reference
+    raises NotImplementedError for an operator it does not know), else the model's or its inputs'."""
+    if "NotImplementedError" in reference_error:
+        return "the fault of the suite's reference (it lacks one of the model's operators)"
+    return "the model's (or its inputs') fault"
 
 
 def ran_in(shown: str, source: str) -> bool:

@@ -17,6 +17,7 @@ from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.user_model import COMPUTE_OPS
 from core.cell import QUANTIZED_PRECISIONS, Cell
 from core.engines import variant_label
+from core.judge import reference_fault
 from core.numerics import FRAGILE_MARGIN_DB, float_source
 from core.outcome import outcome
 from core.words import FAILED, OTHER_NODE_WORDS, file_name
@@ -94,7 +95,8 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "schema": NODES_SCHEMA, "bundle": bundle,
         "model": (meta.get("params") or (cells[0].params if cells else {})).get("model", bundle),
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
-        "no_reference": str(meta.get("reference_error") or ""),  # the model's (or its inputs') fault, said first
+        "no_reference": str(meta.get("reference_error") or ""),  # said first, with whose fault it is
+        "no_reference_fault": reference_fault(str(meta.get("reference_error") or "")),
         "targets": len(targets), "compute": compute, "other": len(targets) - compute, "graph": graph,
         "float_model": form == "float", "form": form, "forms": forms_view(meta), "shape_notes": shape_notes(meta),
         "weights": weight_shares(nodes, details, graph), "inputs": inputs_view(meta),

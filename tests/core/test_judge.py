@@ -109,3 +109,16 @@ def test_outputs_are_compared_by_the_bundle_measure():
 def test_an_unknown_status_is_refused():
     with pytest.raises(ValueError, match="'bogus'"):
         judging.verdict_of({}, "bogus", None)
+
+
+def test_a_reference_that_lacks_an_operator_is_its_own_fault_never_the_models():
+    """onnx.reference without a com.microsoft operator (QLinearConcat) is the suite's reference's limit: the model is
+    valid and an engine runs it; any other reference failure stays the model's (or its inputs') fault."""
+    from core.judge import reference_fault, unreferenced
+
+    lacking = ("no reference that is not an engine under test: onnx.reference 1.23.2 cannot run it: "
+               "NotImplementedError: Node type 'QLinearConcat' from domain 'com.microsoft' is unknown")
+    said = unreferenced(True, "pass", lacking)
+    assert "the fault of the suite's reference (it lacks one of the model's operators)" in said
+    assert "the model's (or its inputs') fault" not in said
+    assert reference_fault("the reference's outputs are not finite (NaN)") == "the model's (or its inputs') fault"
