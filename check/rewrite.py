@@ -118,10 +118,25 @@ def _activation_key(g: Any, tensor: str) -> Tuple[Any, ...]:
 
 
 def _dtypes(g: Any, conv: Any) -> Tuple[str, ...]:
-    """The types of a Conv's weights, weight scale and bias ("" none): siblings merge where these are equal."""
+    """The types of a Conv's weights, weight scale and bias (a dequantized bias by its stored type and its scale's):
+    siblings merge where these are equal."""
     dq = g.producer[conv.input[1]]
     bias = conv.input[2] if len(conv.input) > 2 else ""
-    return g.dtype(dq.input[0]), g.dtype(dq.input[1]), g.dtype(bias) if bias else g.dtype(dq.input[1])
+    stored = _bias_dq(g, conv)
+    said = ("dequantized", g.dtype(stored.input[0]), g.dtype(stored.input[1])) if stored is not None else \
+        (g.dtype(bias) if bias else g.dtype(dq.input[1]),)
+    return (g.dtype(dq.input[0]), g.dtype(dq.input[1])) + said
+
+
+def _bias_dq(g: Any, conv: Any) -> Optional[Any]:
+    """The DequantizeLinear of constants that computes a Conv's bias (onnxruntime's quantize_static writes an INT32
+    bias so, by default), with a scale per tensor or per output channel; None for a float bias, or none."""
+    bias = conv.input[2] if len(conv.input) > 2 else ""
+    dq = g.producer.get(bias) if bias and bias not in g.const else None
+    if dq is None or dq.op_type != "DequantizeLinear" or any(i and i not in g.const for i in dq.input):
+        return None
+    scale = g.const[dq.input[1]]
+    return dq if scale.ndim <= 1 and g.const[dq.input[0]].ndim == 1 else None
 
 
 def _conv_attrs(g: Any, conv: Any) -> Tuple[Tuple[str, Any], ...]:
@@ -150,8 +165,8 @@ def _unmergeable(g: Any, conv: Any, model: Any) -> str:
         return "its weight scale is neither per tensor nor per output channel"
     if len(dq.input) > 2 and dq.input[2] and dq.input[2] not in g.const:
         return "its weight zero point is not a constant"
-    if len(conv.input) > 2 and conv.input[2] and conv.input[2] not in g.const:
-        return "its bias is not a constant"
+    if len(conv.input) > 2 and conv.input[2] and conv.input[2] not in g.const and _bias_dq(g, conv) is None:
+        return "its bias is neither a constant nor a DequantizeLinear of constants"
     if _opset(model) < 13:
         return f"opset {_opset(model)}: DequantizeLinear has no per-channel axis before opset 13"
     return ""
@@ -219,33 +234,53 @@ def _merged_nodes(g: Any, s: Siblings, name: str) -> Tuple[List[Any], List[Any]]
     from onnx import helper, numpy_helper
 
     weights, scales, zeros, biases = [], [], [], []
+    bias_scales, bias_zeros = [], []  # a dequantized bias's (the siblings' biases are all dequantized, or none is)
     for conv in s.convs:
         dq = g.producer[conv.input[1]]
         w = g.const[dq.input[0]]
         channels = w.shape[0]
-        scale = g.const[dq.input[1]]
-        zero = g.const[dq.input[2]] if len(dq.input) > 2 and dq.input[2] else np.zeros((), w.dtype)
-        bias = g.const[conv.input[2]] if len(conv.input) > 2 and conv.input[2] else None
+        scale, zero = _per_channel(g, dq, channels, w.dtype)
         weights.append(w)
-        scales.append(np.broadcast_to(scale.reshape(-1), (channels,)).astype(scale.dtype))
-        zeros.append(np.broadcast_to(zero.reshape(-1), (channels,)).astype(zero.dtype))
+        scales.append(scale)
+        zeros.append(zero)
+        stored = _bias_dq(g, conv)
+        if stored is not None:
+            biases.append(g.const[stored.input[0]])
+            bias_scale, bias_zero = _per_channel(g, stored, channels, g.const[stored.input[0]].dtype)
+            bias_scales.append(bias_scale)
+            bias_zeros.append(bias_zero)
+            continue
+        bias = g.const[conv.input[2]] if len(conv.input) > 2 and conv.input[2] else None
         biases.append(bias if bias is not None else np.zeros((channels,), scale.dtype))
     arrays = {"w": np.concatenate(weights), "w_scale": np.concatenate(scales), "w_zero_point": np.concatenate(zeros),
               "b": np.concatenate(biases).astype(biases[0].dtype),
               "split": np.array([w.shape[0] for w in weights], np.int64)}
+    if bias_scales:
+        arrays.update(b_scale=np.concatenate(bias_scales), b_zero_point=np.concatenate(bias_zeros))
     inits = [numpy_helper.from_array(a, f"{name}_{k}") for k, a in arrays.items()]
     # The first sibling's own attributes (the others' are equal), kernel_shape always: TensorRT 8.6.0 needs it on a
     # Conv whose weights come from a DequantizeLinear.
     attrs = {a.name: helper.get_attribute_value(a) for a in s.convs[0].attribute}
     attrs["kernel_shape"] = list(dict(s.attrs)["kernel_shape"])
+    bias = f"{name}_b_dq" if bias_scales else f"{name}_b"
     nodes = [
         helper.make_node("DequantizeLinear", [f"{name}_w", f"{name}_w_scale", f"{name}_w_zero_point"],
                          [f"{name}_w_dq"], name=f"{name}_w_dq", axis=0),
-        helper.make_node("Conv", [s.source, f"{name}_w_dq", f"{name}_b"], [f"{name}_out"], name=name, **attrs),
+        *([helper.make_node("DequantizeLinear", [f"{name}_b", f"{name}_b_scale", f"{name}_b_zero_point"], [bias],
+                            name=f"{name}_b_dq", axis=0)] if bias_scales else []),
+        helper.make_node("Conv", [s.source, f"{name}_w_dq", bias], [f"{name}_out"], name=name, **attrs),
         helper.make_node("Split", [f"{name}_out", f"{name}_split"], [c.output[0] for c in s.convs],
                          name=f"{name}_split", axis=1),
     ]
     return nodes, inits
+
+
+def _per_channel(g: Any, dq: Any, channels: int, stored: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """A DequantizeLinear's scale and zero point (0 where it has none) repeated per output channel."""
+    scale = g.const[dq.input[1]]
+    zero = g.const[dq.input[2]] if len(dq.input) > 2 and dq.input[2] else np.zeros((), stored)
+    return (np.broadcast_to(scale.reshape(-1), (channels,)).astype(scale.dtype),
+            np.broadcast_to(zero.reshape(-1), (channels,)).astype(zero.dtype))
 
 
 def compare(expected: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],

@@ -29,9 +29,10 @@ def _const(array, name: str):
     return numpy_helper.from_array(np.asarray(array), name)
 
 
-def detector(path: Path, per_tensor: bool = False, heads: int = 2, seed: int = 0) -> Path:
+def detector(path: Path, per_tensor: bool = False, heads: int = 2, seed: int = 0, int32_bias: bool = False) -> Path:
     """A small detector-like graph: x -> Q/DQ -> a 3x3 stem Conv -> Relu -> Q/DQ, read by `heads` sibling 1x1 Convs
-    (4, 6, 5 output channels, INT8 weights per channel or per tensor, a float bias), each quantized again (Q/DQ)."""
+    (4, 6, 5 output channels, INT8 weights per channel or per tensor, a float bias or, as quantize_static writes it
+    by default, an INT32 bias through a DequantizeLinear at scale activation x weight), each quantized again."""
     rng = np.random.default_rng(seed)
     inits = [_const(np.float32(2.0**-4), "xs"), _const(np.int8(0), "z"), _const(np.float32(2.0**-3), "fs"),
              _const(rng.integers(-63, 64, (8, 3, 3, 3)).astype(np.int8), "stem_w"),
@@ -49,8 +50,15 @@ def detector(path: Path, per_tensor: bool = False, heads: int = 2, seed: int = 0
         scale = np.float32(0.01 * (k + 1)) if per_tensor else rng.uniform(0.005, 0.02, channels).astype(np.float32)
         inits += [_const(rng.integers(-63, 64, (channels, 8, 1, 1)).astype(np.int8), f"w{k}"), _const(scale, f"ws{k}"),
                   _const(np.zeros(np.shape(scale), np.int8), f"wz{k}"),
-                  _const((rng.integers(-8, 9, channels) / 64).astype(np.float32), f"b{k}"),
                   _const(np.float32(2.0**-2), f"ys{k}")]
+        if int32_bias:
+            inits += [_const(rng.integers(-500, 501, channels).astype(np.int32), f"bq{k}"),
+                      _const((np.float32(2.0**-3) * scale).astype(np.float32), f"bs{k}"),
+                      _const(np.zeros(np.shape(scale), np.int32), f"bz{k}")]
+            nodes.append(helper.make_node("DequantizeLinear", [f"bq{k}", f"bs{k}", f"bz{k}"], [f"b{k}"],
+                                          name=f"b{k}_dq", **({} if per_tensor else {"axis": 0})))
+        else:
+            inits.append(_const((rng.integers(-8, 9, channels) / 64).astype(np.float32), f"b{k}"))
         nodes += [helper.make_node("DequantizeLinear", [f"w{k}", f"ws{k}", f"wz{k}"], [f"wd{k}"], name=f"w{k}_dq",
                                    **({} if per_tensor else {"axis": 0})),
                   helper.make_node("Conv", ["fd", f"wd{k}", f"b{k}"], [f"c{k}"], name=f"head{k}", kernel_shape=[1, 1]),
@@ -94,6 +102,26 @@ def test_a_detector_with_sibling_heads_is_offered_the_merged_model_equal_bit_for
     assert not {"w0", "w1", "ws0", "ws1"} & set(weights), "the old weights are gone with their Convs"
     inputs = dict(np.load(bundle.path / "inputs.npz"))
     assert _reference_equal(bundle.path / "model.onnx", merged_path, inputs)
+
+
+@pytest.mark.parametrize("per_tensor", [False, True], ids=["per_channel", "per_tensor"])
+def test_an_int32_bias_through_a_dequantizelinear_merges_as_quantize_static_writes_it(tmp_path, per_tensor):
+    """quantize_static's default bias (INT32, dequantized at activation x weight scale) is no reason to decline: the
+    merged Conv's bias is the siblings' INT32 values and scales concatenated, dequantized per output channel, and the
+    outputs equal the original's bit for bit."""
+    model = detector(tmp_path / "det.onnx", per_tensor=per_tensor, int32_bias=True)
+    bundle = bundle_from_model(model, tmp_path / "out")
+    record = bundle.meta["rewrite"]
+    assert record["offered"] and record["why_not"] == "", record
+    assert record["comparison"]["bit_for_bit"]
+    merged = onnx.load(str(bundle.path / MERGED_FILE))
+    onnx.checker.check_model(merged, full_check=True)
+    weights = {t.name: numpy_helper.to_array(t) for t in merged.graph.initializer}
+    assert weights["head0__merged_b"].dtype == np.int32 and weights["head0__merged_b"].shape == (10,)
+    assert weights["head0__merged_b_scale"].shape == (10,)
+    assert _ops(merged).count("Conv") == 2 and not {"bq0", "bq1", "bs0", "bs1"} & set(weights)
+    assert _reference_equal(bundle.path / "model.onnx", bundle.path / MERGED_FILE,
+                            dict(np.load(bundle.path / "inputs.npz")))
 
 
 def test_the_offer_names_the_committed_merged_cells_that_build_in_int8_on_every_8x_version(tmp_path):
