@@ -70,9 +70,16 @@ def _one_case_per_seed(cases: List[Case]) -> None:
         seen[c.seed] = c.id
 
 
+_BY_ID: Dict[Tuple[str, ...], Dict[str, Case]] = {}  # the catalogue by id, per list of case modules
+
+
 def get_case(case_id: str) -> Case:
-    """One case by id (seed or external), with a readable error for an unknown id."""
-    cases: Dict[str, Case] = {c.id: c for c in all_cases(external=True)}
+    """One case by id (seed or external), with a readable error for an unknown id; the catalogue is gathered once per
+    list of case modules (a cell run asks once per cell)."""
+    key = tuple(CASE_MODULES)
+    cases = _BY_ID.get(key)
+    if cases is None:
+        cases = _BY_ID[key] = {c.id: c for c in all_cases(external=True)}
     if case_id not in cases:
         raise KeyError(f"unknown case {case_id!r}; known cases: {', '.join(cases)}")
     return cases[case_id]
