@@ -156,10 +156,6 @@ class Cell:
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), sort_keys=True, default=_jsonable)
 
-    def to_record(self) -> Dict[str, Any]:
-        """The cell as the JSON object its results line holds (numpy values made plain numbers)."""
-        return json.loads(self.to_json())
-
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Cell":
         """Parse one record; raise ValueError naming what is wrong."""

@@ -145,6 +145,29 @@ def summary_path(plan: Path) -> Path:
     return Path(plan).with_name(Path(plan).stem + "-summary.json")
 
 
+def progress_path(plan: Path) -> Path:
+    """Where a pytest run of a plan that runs its cells in its own process (no xdist workers) writes each cell as it is
+    recorded, one JSON line {"column", "bundle"}: what engines.run reads where that process died without a summary,
+    to run the rest again one per test."""
+    return Path(plan).with_name(Path(plan).stem + "-progress.ndjson")
+
+
+def read_progress(plan: Path) -> Dict[int, List[str]]:
+    """column index -> the bundles a plan's in-process run recorded (progress_path); a torn last line is skipped."""
+    done: Dict[int, List[str]] = {}
+    try:
+        text = progress_path(plan).read_text(encoding="utf-8")
+    except OSError:
+        return done
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+            done.setdefault(int(entry["column"]), []).append(str(entry["bundle"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return done
+
+
 def read_plan(path: Path) -> List[Column]:
     """The columns of a plan file; ValueError for one that is not a plan, or has none."""
     try:

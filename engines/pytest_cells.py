@@ -6,7 +6,7 @@ for columns; this plugin has none of its own):
     python -m engines.run --engine onnxruntime -n 2                   # which starts, per interpreter:
     python -m pytest -p engines.pytest_cells engines/runner.py --cells-plan PLAN.json -n 2
 
-A worker builds the cell and hands it to the controller in the report's user_properties, as a JSON object; the
+A worker builds the cell and hands it to the controller in the report's user_properties, as its JSON text; the
 controller appends it to the column's results file and flushes, so a crash loses nothing already run. A test without
 a cell is recorded by who failed. The engine: its worker process died (a segfault takes a pytest-xdist worker down,
 and xdist starts a new one) or the cell ran past --timeout (its reason "timed out after N s (the cell timeout)");
@@ -57,7 +57,7 @@ from core.portable import portable_command
 from core.words import TIMED_OUT, timed_out
 from engines.base import EngineInfo
 from engines.environment import identity, installation
-from engines.plan import PROGRESS_PREFIX, CellRef, Column, cell_refs, read_plan, summary_path
+from engines.plan import PROGRESS_PREFIX, CellRef, Column, cell_refs, progress_path, read_plan, summary_path
 from engines.results import (
     NotAResultsFile,
     ResultsBusy,
@@ -152,6 +152,15 @@ def heartbeat_interval(config: pytest.Config) -> float:
         raise pytest.UsageError(f"${HEARTBEAT_ENV}={os.environ[HEARTBEAT_ENV]!r}: give seconds, 0 or more") from None
 
 
+def few_collections() -> None:
+    """The cyclic garbage collector kept off the modules a cell run imported (gc.freeze) and run after 20,000
+    allocations instead of 700: it was about 5% of a fresh matrix's CPU (engines/tensorrt/worker.py does the same)."""
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(20000, 50, 100)
+
+
 def running_cells(config: pytest.Config) -> bool:
     """Whether this run runs cells: a plan is named."""
     return bool(config.getoption("--cells-plan"))
@@ -202,6 +211,7 @@ def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
 def pytest_configure(config: pytest.Config) -> None:
     if not running_cells(config):
         return
+    few_collections()
     if config.getoption("--bundles"):
         os.environ["QDQ_BUNDLES"] = str(Path(config.getoption("--bundles")).resolve())
     lifeline.keep()  # a worker dies with the controller, the controller with the engines.run that started it
@@ -440,6 +450,14 @@ class _ControllerHooks:
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
         self._started: Dict[str, float] = {}  # when each cell's test started, for a worker the timeout killed
+        self._progress = _open_progress(config)
+
+    def _recorded(self, ref: CellRef, bundle: str) -> None:
+        """A cell of this run's own process is in its results file (or stood there): said at once, so that where the
+        process dies, engines.run runs only the rest again (engines.plan.read_progress)."""
+        if self._progress is not None:
+            self._progress.write(json.dumps({"column": ref.column, "bundle": bundle}) + "\n")
+            self._progress.flush()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -471,14 +489,16 @@ class _ControllerHooks:
             if beat is not None:  # "crashed after 601 s: timed out after 600 s (the cell timeout)"
                 beat.finished(report.nodeid, cell.status, cell.reason if cell.explanation == TIMED_OUT else "")
             self._write(writer, cell)
+            self._recorded(ref, ref.bundle)
             return
         if beat is not None and (report.when in ("teardown", "???") or CELL_KEY in props):
-            beat.finished(report.nodeid, props[CELL_KEY].get("status", "") if CELL_KEY in props else "")
+            beat.finished(report.nodeid, handed_cell(props[CELL_KEY]).get("status", "") if CELL_KEY in props else "")
         if CELL_KEY in props and report.when == "call":
             if props.get(REUSED_KEY):  # already in the file
                 writer.reused += 1
-                return
-            self._write(writer, Cell.from_dict(props[CELL_KEY]))
+            else:
+                self._write(writer, Cell.from_dict(handed_cell(props[CELL_KEY])))
+            self._recorded(ref, ref.bundle)
 
     def _batch_report(self, ref: CellRef, report: pytest.TestReport) -> None:
         """A batch's cells, each recorded as its own test's would be; the bundles it ended without (its process died,
@@ -491,11 +511,14 @@ class _ControllerHooks:
         handed = set()
         for key, value in report.user_properties:
             if key == CELL_KEY:
-                handed.add(value["bundle"])
-                self._write(writer, Cell.from_dict(value))
+                record = handed_cell(value)
+                handed.add(record["bundle"])
+                self._write(writer, Cell.from_dict(record))
+                self._recorded(ref, record["bundle"])
             elif key == REUSED_KEY:  # already in the file: the bundle's id
                 handed.add(value)
                 writer.reused += 1
+                self._recorded(ref, value)
         rest = [b for b in ref.batch if b not in handed]
         self._config._qdq_alone[ref.column].extend(rest)
         if beat is not None:
@@ -517,6 +540,8 @@ class _ControllerHooks:
         writers: List[ResultsWriter] = session.config._qdq_writers
         for writer in writers:
             writer.close()
+        if self._progress is not None:
+            self._progress.close()
         if session.config._qdq_heartbeat is not None:
             session.config._qdq_heartbeat.close()
         lines: List[str] = []
@@ -547,6 +572,24 @@ class _ControllerHooks:
         summary = getattr(terminalreporter.config, "_qdq_summary", "")
         if summary:
             terminalreporter.write_line(summary)
+
+
+def handed_cell(value: Any) -> Dict[str, Any]:
+    """The cell a test handed back in its user_properties: its JSON text (engines.runner: xdist passes one string in
+    one piece, where a nested object costs its Python serializer a call per field), or already an object."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _open_progress(config: pytest.Config) -> Optional[TextIO]:
+    """The progress file of a plan whose cells run in this process (no xdist workers: `-n 0`), else None: a worker
+    that dies under xdist costs its own cell, and the controller goes on to say what it recorded."""
+    plan = config.getoption("--cells-plan")
+    if not plan or config.getoption("numprocesses", None):
+        return None
+    try:
+        return open(progress_path(Path(plan)), "w", encoding="utf-8")
+    except OSError:  # engines.run then reruns every cell of a run that died, as it could not know better
+        return None
 
 
 def _reporter(session: pytest.Session) -> Any:

@@ -50,7 +50,7 @@ from core.engines import ENGINES, spec, variant_label
 from core.portable import portable_command
 from core.tempdirs import owned, reap
 from engines.base import EngineInfo
-from engines.plan import PROGRESS_PREFIX, Column, pytest_command, summary_path, write_plan
+from engines.plan import PROGRESS_PREFIX, Column, pytest_command, read_progress, summary_path, write_plan
 from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells
 from engines.reuse import reusable
 from engines.tensorrt import lifeline
@@ -62,6 +62,8 @@ SPEC_FIELDS = {"engine": str, "version": str, "python": str, "results": str, "op
 # pytest says only its summary (engines.run passes on what matters); --tb=no: no failures section, whose text
 # nobody reads (a failing cell is its results line) and which pytest builds in time quadratic in the cells
 PYTEST_QUIET = ["-q", "-rN", "--no-header", "--tb=no"]
+# pytest's own exit statuses for a run it stopped (interrupted, internal error, usage error, no tests): never a crash
+PYTEST_STOPPED = (2, 3, 4, 5)
 RUNNER = "python -m engines.run"
 EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
 # One-node bundles (Case.one_node) per pytest test: each costs the engine milliseconds, and a test of its own costs
@@ -436,12 +438,15 @@ class Launched:
 
 def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Sequence[str],
            fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None,
-           batch: int = 0) -> Launched:
+           batch: int = 0, own_process: bool = False) -> Launched:
     """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
     workers run under each column's own; another for an in-process engine installed there), side by side: the run
     with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do.
     `batch`: one-node bundles per test (engines.plan.Column.batch); what a batch ended without comes back in
-    `alone`."""
+    `alone`. `own_process`: a run of one worker runs its cells in its own process (`-n 0`: no xdist worker to start,
+    no report to pass between two processes); where that process dies without saying what it recorded, the cells its
+    progress file does not hold come back in `alone`, to run again one per test under xdist, so that what broke costs
+    its own cell."""
     groups: Dict[str, List[Column]] = {}
     for d in decisions:
         if d.run:
@@ -450,21 +455,43 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
     env = lifeline.child_env(dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
+    # numpy's OpenBLAS threads in the harness's processes spun idle after its small products: 3.1% of a fresh
+    # matrix's CPU (perf: blas_thread_server). The engines bring their own libraries. A value the user set is kept.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     with owned("qdq-plan-") as tmp:  # reaped by the next run where this one was killed
         runs = []
         plans = []
+        alone_here = []  # per run: its cells run in its own process
         for i, (python, columns) in enumerate(groups.items()):
             cells = sum(len(c.bundles) for c in columns)
             plan = write_plan(columns, Path(tmp) / f"plan-{i}.json")
             plans.append(plan)
+            n = min(workers, cells) if python == biggest else min(workers, 1)
+            alone_here.append(own_process and n == 1)
             command = [*pytest_command(plan, python), *PYTEST_QUIET, "--bundles", str(bundles.resolve()),
-                       "-n", str(min(workers, cells) if python == biggest else min(workers, 1)),
-                       *(["--fresh"] if fresh else []), *extra]
+                       "-n", str(0 if alone_here[-1] else n), *(["--fresh"] if fresh else []), *extra]
             tag = "" if len(groups) == 1 else _tag(columns)
             runs.append(_Pytest(command, env, out, tag))
         meanwhile()
         statuses = [r.wait() for r in runs]
         summaries = [_summary(plan) for plan in plans]
+        died = [own and s is None and status not in PYTEST_STOPPED
+                for own, s, status in zip(alone_here, summaries, statuses)]
+        progress = [read_progress(plan) if d else {} for plan, d in zip(plans, died)]
+    leftovers: List[Decision] = []
+    for i, (r, columns) in enumerate(zip(runs, groups.values())):
+        if not died[i]:
+            continue
+        recorded = progress[i]
+        rest = [(c, [b for b in c.bundles if b not in set(recorded.get(k, ()))]) for k, c in enumerate(columns)]
+        kept = sum(len(v) for v in recorded.values())
+        out(f"engines.run: {r.tag}its process ended ({_status_words(statuses[i])}) after recording {kept} cells "
+            "without saying what it recorded; the rest run again, one per test")
+        leftovers += [Decision(replace(c, bundles=(), reused=0, batch=0), tuple(left), 0, True) for c, left in rest
+                      if left]
+        summaries[i] = {"columns": [{"written": {"recorded": len(recorded.get(k, ()))}, "reused": 0, "alone": []}
+                                    for k in range(len(columns))], "stopped": ""}
+        statuses[i] = 0  # what it left is run again; that run's status stands for it
     for r, status, summary in zip(runs, statuses, summaries):
         if status not in (0, 1) and not (summary and summary.get("stopped")):  # a stop says why in the last line
             r.say_tail()
@@ -477,8 +504,17 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
         unknown = "a pytest run stopped before it said what it recorded"
     alone = tuple(Decision(replace(c, bundles=(), reused=0, batch=0), tuple(said["alone"]), 0, True)
                   for s, columns in zip(summaries, groups.values()) if s
-                  for c, said in zip(columns, s["columns"]) if said["alone"])
+                  for c, said in zip(columns, s["columns"]) if said["alone"]) + tuple(leftovers)
     return Launched(broken[0] if broken else max(statuses), written, reused, unknown, alone)
+
+
+def _status_words(status: int) -> str:
+    """"signal 11 (SIGSEGV)" or "exit status 1": how a pytest process ended."""
+    if status < 0:
+        from engines.tensorrt.server import signal_text
+
+        return signal_text(-status)
+    return f"exit status {status}"
 
 
 def _summary(plan: Path) -> Optional[Dict[str, Any]]:
@@ -615,10 +651,10 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         write_all_idle()
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
-    done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle, batch=batch)
-    if done.alone and done.status in (0, 1):  # a batch's process died (or it timed out, or the harness raised)
-        out(f"engines.run: {sum(len(d.run) for d in done.alone)} cells of batches that ended early run again, one "
-            "per test, so that what broke costs its own cell alone")
+    done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle, batch=batch, own_process=True)
+    if done.alone and done.status in (0, 1):  # a batch's or a run's process died (or it timed out, or raised)
+        out(f"engines.run: {sum(len(d.run) for d in done.alone)} cells of batches or runs that ended early run "
+            "again, one per test, so that what broke costs its own cell alone")
         done = done.then(launch(done.alone, workers, bundles, extra, fresh, out))
     if done.status in (0, 1):  # each column that now stands whole is remembered, so the next run need not read it
         after = Store(results or REPO / "results")

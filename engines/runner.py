@@ -59,7 +59,7 @@ def test_cell(cell: CellRef, request: pytest.FixtureRequest, cell_engine: Callab
         if reused:  # the results file holds it already
             request.node.user_properties.append((REUSED_KEY, bundle if cell.batch else True))
         if not (reused and cell.batch):
-            request.node.user_properties.append((CELL_KEY, one.to_record()))
+            request.node.user_properties.append((CELL_KEY, one.to_json()))  # one string: xdist passes it whole
         done.append(one)
     unexpected = [c for c in done if c.verdict in UNEXPECTED]
     if unexpected:

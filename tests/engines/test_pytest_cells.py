@@ -265,7 +265,7 @@ def test_a_batch_whose_process_dies_costs_one_cell(tmp_path: Path, capsys) -> No
     for name in names:
         write_fake_bundle(bundles, name, case="onnx_node_tests")
     argv = ["--engine", "tests.engines.fakes:PlumbingEngine", "--bundles", str(bundles), "--results", str(results),
-            "-n", "1", "--batch", "8"]
+            "-n", "2", "--batch", "8"]
     status = runner.main(argv)
     said = capsys.readouterr().out
     cells = [json.loads(line) for line in results.read_text().splitlines()[1:] if '"bundle"' in line]
@@ -274,6 +274,36 @@ def test_a_batch_whose_process_dies_costs_one_cell(tmp_path: Path, capsys) -> No
     assert [by_name[n]["status"] for n in ("a-ok", "c-ok", "e-ok")] == ["pass"] * 3, said
     assert by_name["b-crash"]["status"] == "crashed" and "died" in by_name["b-crash"]["explanation"]
     _assert_a_harness_error(by_name["d-harness"])
-    assert "cells of batches that ended early run again, one per test" in said, said
+    assert "cells of batches or runs that ended early run again, one per test" in said, said
+    assert "its process ended" not in said, said  # the batch's xdist worker died, not the run
     assert "5 run" in said and "not recorded" not in said, said
     assert status == 1  # the crashed and the harness's cells fail their tests; the others still ran
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch, kept", [("0", 2), ("8", 0)])  # a batch hands its cells back when it ends
+def test_a_run_in_its_own_process_that_dies_costs_one_cell(tmp_path: Path, capsys, batch: str, kept: int) -> None:
+    """A run of one worker runs its cells in its own process (no xdist); where that process dies on one bundle, the
+    cells it recorded stand, and engines.run runs the rest one per test under xdist: the dying bundle gets its crash
+    cell, every other bundle its real result, and each bundle is in the file once."""
+    from engines import run as runner
+
+    bundles, results = tmp_path / "bundles", tmp_path / "out.jsonl"
+    names = ["a-ok", "b-ok", "c-crash", "d-ok", "e-harness", "f-ok"]
+    for name in names:
+        write_fake_bundle(bundles, name, case="onnx_node_tests")
+    argv = ["--engine", "tests.engines.fakes:PlumbingEngine", "--bundles", str(bundles), "--results", str(results),
+            "-n", "1", "--batch", batch]
+    status = runner.main(argv)
+    said = capsys.readouterr().out
+    cells = [json.loads(line) for line in results.read_text().splitlines()[1:] if '"bundle"' in line]
+    by_name = {c["bundle"].split("/")[1]: c for c in cells}
+    assert sorted(c["bundle"].split("/")[1] for c in cells) == names, said  # each bundle once
+    assert [by_name[n]["status"] for n in ("a-ok", "b-ok", "d-ok", "f-ok")] == ["pass"] * 4, said
+    assert by_name["c-crash"]["status"] == "crashed" and "died" in by_name["c-crash"]["explanation"]
+    _assert_a_harness_error(by_name["e-harness"])
+    # one bundle per test: the first process recorded a-ok and b-ok before the crash; the rest ran again one per test
+    assert "its process ended (signal" in said and f"after recording {kept} cells" in said, said
+    assert f"{6 - kept} cells of batches or runs that ended early run again, one per test" in said, said
+    assert "6 run" in said and "not recorded" not in said, said
+    assert status == 1
