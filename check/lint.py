@@ -50,6 +50,7 @@ from matrix.predict import (  # noqa: F401 (re-exported)
     PREDICTIONS,
     Comparison,
     basis_of,
+    claims,
     compare,
     covers,
     failure_prediction,
@@ -127,7 +128,8 @@ def index(model: Any) -> Graph:
 
 
 def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]:
-    """Every finding for one loaded ModelProto, in graph order, each with its rule's words (RULE_WORDS)."""
+    """Every finding for one loaded ModelProto, in graph order, each with its rule's words (RULE_WORDS), each claim
+    about a node once (matrix.predict.claims: a node matched under two forms the graph cannot tell apart)."""
     g = index(model)
     cells = observed_cells(observed) if observed is not None else []
     words = rule_words()
@@ -140,7 +142,7 @@ def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]
             for m in pattern.find(g, n):
                 rule = m.rule or pattern.rule
                 found.extend(replace(f, words=words[rule]) for f in case_findings(case, rule, m, pattern.fix, cells))
-    return found
+    return [Finding(**f) for f in claims(found)]
 
 
 def lint_path(path: Path, observed: Optional[Path] = OBSERVED) -> List[Finding]:

@@ -113,10 +113,32 @@ def node_outcome(cell: Mapping[str, Any], node: str) -> str:
     return "unknown"
 
 
+# What makes findings one claim about one node: a matcher matches a node once per form the graph cannot tell apart
+# (seed 004's plugin, IPluginV3 or IPluginV2), and an expectation that speaks for both forms comes once per match.
+CLAIM = ("node", "rule", "engine", "versions", "setting", "predicted", "source", "basis", "case")
+
+
+def claims(findings: Iterable[Any]) -> List[Dict[str, Any]]:
+    """The findings as records, each claim about a node once, in their order: findings that differ only in their
+    detail or fix become one, whose detail and fix say each of theirs ("...; or ...")."""
+    merged: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
+    for f in map(record, findings):
+        key = tuple(f.get(k) for k in CLAIM)
+        if key not in merged:
+            merged[key] = f
+            continue
+        for k in ("detail", "fix"):
+            said = [s for s in str(merged[key].get(k) or "").split("; or ") if s]
+            if f.get(k) and f[k] not in said:
+                merged[key] = dict(merged[key], **{k: "; or ".join(said + [f[k]])})
+    return list(merged.values())
+
+
 def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
-    """Each finding against each TensorRT cell of a version it covers (findings and cells: records or dicts), then one
-    model row per cell that failed to parse or build where no finding foresaw a failure (unforeseen_failures)."""
-    return [r for _, r in comparisons([record(f) for f in findings], [record(c) for c in cells])]
+    """Each finding (each claim once: claims) against each TensorRT cell of a version it covers (findings and cells:
+    records or dicts), then one model row per cell that failed to parse or build where no finding foresaw a failure
+    (unforeseen_failures)."""
+    return [r for _, r in comparisons(claims(findings), [record(c) for c in cells])]
 
 
 def comparisons(findings: Sequence[Mapping[str, Any]],
@@ -215,7 +237,7 @@ def not_run(finding: Mapping[str, Any], ran: Sequence[str]) -> List[str]:
 def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) -> Dict[str, Any]:
     """The report's prediction-against-observation section: misses first, then findings in graph order."""
     lint = dict(lint or {})
-    findings = [record(f) for f in lint.get("findings") or []]
+    findings = claims(lint.get("findings") or [])  # a bundle linted before lint_model said each claim once
     cells = [record(c) for c in cells]
     ran_by: Dict[str, List[str]] = {}
     for c in cells:
@@ -283,7 +305,7 @@ def grouped(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     groups: Dict[tuple, Dict[str, Any]] = {}
     for r in rows:
         key = (r["rule"], r["version"], r["hardware"], r["predicted"], r["observed"], r["verdict"], r["source_no"],
-               r["fix_no"])
+               r["fix_no"], r["case"])
         if key not in groups:
             groups[key] = {k: r[k] for k in ("rule", "version", "hardware", "predicted", "observed", "ran", "verdict",
                                              "news", "source_no", "fix_no", "detail", "range", "engine", "level",

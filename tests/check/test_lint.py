@@ -413,3 +413,32 @@ def test_seed_032_matches_identity_tails_too():
 def test_no_match_says_no_known_problem_not_that_it_builds():
     text = to_markdown([])
     assert "No known problem matched" in text and "no prediction that it parses or builds" in text
+
+
+def _plugin_like_concat():
+    """A com.microsoft QLinearConcat (quantize_static's QOperator form names it <node>_quant) taking an INT8 initializer
+    straight in: seed 004's pattern cannot tell whether it is an IPluginV3 or an IPluginV2 and matches it as both."""
+    nodes = [helper.make_node("QLinearConcat", ["x", "c_q"], ["y"], name="Concat_40_quant", domain="com.microsoft")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, [8])],
+                              [numpy_helper.from_array(np.ones(4, np.int8), "c_q")])
+    opsets = [helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def test_a_node_matched_under_two_forms_is_one_claim_and_listed_once_against_what_ran():
+    """Seed 004 matches the node once per plugin API, and its TensorRT-RTX expectation speaks for both: one claim, so
+    the comparison lists the node once and counts its agreement once (it said "Concat_40_quant, Concat_40_quant")."""
+    from dataclasses import asdict
+
+    from matrix.predict import predictions_view
+
+    found = [f for f in lint_model(_plugin_like_concat()) if f.engine == "tensorrt-rtx" and f.basis == "documented"]
+    assert len(found) == 1 and found[0].node == "Concat_40_quant", found
+    assert "IPluginV3" in found[0].detail and "IPluginV2" in found[0].detail, "the one claim keeps both matches' words"
+    parsed_not = {"engine": "tensorrt-rtx", "engine_version": "1.7.1.116", "status": "fail", "last_stage": "",
+                  "precision": {}}
+    for findings in (found, found + found):  # linted now, and a bundle linted before that says it twice
+        view = predictions_view({"findings": [asdict(f) for f in findings]}, [parsed_not])
+        assert [(g["verdict"], g["nodes"]) for g in view["groups"]] == [("agrees", ["Concat_40_quant"])]
+        assert (view["findings"], view["agrees"], view["nodes"]) == (1, 1, ["Concat_40_quant"])
