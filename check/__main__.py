@@ -23,7 +23,8 @@ own, and says so.
 Exit status: 0 every model checked and no engine failed one; 1 an engine failed a model (a failing or
 crashed cell); 4 a model could not be checked (unreadable, unsafe external data, an invalid model: weights of 0 bytes
 or one onnx.checker's full_check refuses, over the size budget, inputs that do not fit, or its reference could not
-run, so numerics were not compared and its cells are "no reference"); 5 both; 2 a usage error, nothing run (bad
+run, so numerics were not compared and the cells that ran it are "no reference"; one that failed at parse or
+build needs no reference and counts as 1); 5 both; 2 a usage error, nothing run (bad
 flag or number, unknown engine, a path that does not exist, an interpreter without TensorRT, a --shape that does not fit
 the one model given or has another rank than an open input of one of several); 3 a folder that cannot be written
 (a full disk, a read-only or forbidden --out, --results or --reports: one line naming it and the errno).
@@ -45,10 +46,11 @@ from check import CheckError
 from core.cli import ArgumentParser
 from core.judge import reference_fault
 from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
-from core.words import FAILED, HARNESS
+from core.words import FAILED, HARNESS, NO_REFERENCE
 
 if TYPE_CHECKING:
     from check.shapes import InputShape
+    from core.cell import Cell
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / ".bundles-user"
@@ -71,7 +73,14 @@ class ModelCheck:
     reference_error: str = ""
     cells: Tuple[str, ...] = field(default_factory=tuple)  # "<column>: <status>" once the engines ran, as said
     statuses: Tuple[str, ...] = field(default_factory=tuple)  # each cell's status, in the order of `cells`
+    verdicts: Tuple[str, ...] = field(default_factory=tuple)  # each cell's verdict, in the order of `cells`
     report: str = ""  # an unusable model's report stem, its own in this run (unusable_stems)
+
+    @property
+    def failed(self) -> List[str]:
+        """The statuses of the cells an engine failed: failing or crashed, and judged ("no reference" blames nobody)."""
+        verdicts = self.verdicts or (NO_REFERENCE if self.reference_error else "",) * len(self.statuses)
+        return [s for s, v in zip(self.statuses, verdicts) if s in FAILED and v != NO_REFERENCE]
 
     @property
     def checked(self) -> bool:
@@ -150,8 +159,9 @@ def check(args: argparse.Namespace) -> int:
     if engines_run and usable:
         cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source,
                                localize=args.localize)
-        checks = [replace(o, cells=tuple(f"{column}: {status}" for column, status in cells.get(o.bundle, ())),
-                          statuses=tuple(status for _, status in cells.get(o.bundle, ()))) for o in checks]
+        checks = [replace(o, cells=tuple(said for said, _, _ in cells.get(o.bundle, ())),
+                          statuses=tuple(status for _, status, _ in cells.get(o.bundle, ())),
+                          verdicts=tuple(verdict for _, _, verdict in cells.get(o.bundle, ()))) for o in checks]
     checks = unusable_stems(checks)
     for o in checks:
         if o.unusable and engines_run:
@@ -354,9 +364,9 @@ def beside(model: Path) -> Optional[Path]:
 
 
 def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path,
-                   source: str = "local", localize: bool = False) -> Dict[str, List[Tuple[str, str]]]:
+                   source: str = "local", localize: bool = False) -> Dict[str, List[Tuple[str, str, str]]]:
     """Run the bundles on each engine version, then write and print one per-node report per bundle; returns, per
-    bundle, "<column>: <status>" for each cell."""
+    bundle, ("<column>: <status>", status, verdict) for each cell (cell_words)."""
     from check.run import run_cells
     from matrix.merge import load_results
     from matrix.nodes import node_report, read_meta, write_node_reports
@@ -367,12 +377,12 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
               flush=True)
     files = run_cells(runs, root, ids, results / label, ["--results-source", source])
     merged = load_results(files)
-    found: Dict[str, List[Tuple[str, str]]] = {}
+    found: Dict[str, List[Tuple[str, str, str]]] = {}
     for bundle in ids:
         cells = [c for c in merged.cells if c.bundle == bundle]
-        found[bundle] = [(f"{c.engine}@{c.engine_version}{' [' + _variant(c) + ']' if c.variant else ''}", c.status)
-                         for c in cells]
-        report = node_report(cells, read_meta(root, bundle))
+        meta = read_meta(root, bundle)
+        found[bundle] = [(cell_words(c, bool(meta.get("reference_error"))), c.status, c.verdict) for c in cells]
+        report = node_report(cells, meta)
         if localize:
             report["localize"] = localized(root, bundle, cells)
         stem = bundle.split("/", 1)[1]
@@ -390,6 +400,19 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
         print("wrote " + ", ".join(str(p) for p in paths))
     print("cells: " + ", ".join(str(f) for f in files))
     return found
+
+
+def cell_words(cell: "Cell", unreferenced: bool) -> str:
+    """A cell as the summary line says it: "<column>: <status>"; where the model has no reference, a failure before any
+    output (parse or build, judged all the same) says its stage and the engine's error too."""
+    from core.judge import ran_inputs
+    from core.outcome import outcome
+
+    column = f"{cell.engine}@{cell.engine_version}{' [' + _variant(cell) + ']' if cell.variant else ''}"
+    if not unreferenced or cell.status not in FAILED or ran_inputs(cell.status, cell.last_stage):
+        return f"{column}: {cell.status}"
+    error = cell.error_line or (cell.error.splitlines() or [""])[0]
+    return f"{column}: {cell.status} at {outcome(cell).failed_stage} ({cell.verdict}), before any output: {error}"
 
 
 def localized(root: Path, bundle: str, cells: Sequence) -> List[Dict]:
@@ -437,21 +460,31 @@ def summary(checks: Sequence[ModelCheck], ran: bool = True) -> int:
     print(f"\nsummary: {len(checks)} model{'s' if len(checks) != 1 else ''}")
     status = EXIT_OK
     for o in checks:
-        failed = [s for s in o.statuses if s in FAILED and not o.reference_error]  # no reference: nobody to blame
         if o.unusable:
             line = f"unusable: {o.unusable}"
         else:
             line = "; ".join(o.cells) if o.cells else ("bundle ready, no engine run" if not ran else "no cell")
             line = f"{o.form}; {line}" if o.form else line
-            if o.reference_error:  # the engines' cells are "no reference": nobody is blamed
-                line += f"; no reference, {reference_fault(o.reference_error)}, no engine blamed: {o.reference_error}"
+            if o.reference_error:
+                line += f"; {reference_words(o)}"
         print(f"  {o.model}: {line}")
-        if failed:
+        if o.failed:
             status |= EXIT_ENGINE_FAILED
         if not o.checked:
             status |= EXIT_MODEL_UNUSABLE
     print(f"exit status {status}: " + _status_words(status))
     return status
+
+
+def reference_words(o: ModelCheck) -> str:
+    """What a model without a reference says of it: its cells that ran it are "no reference" and blame no engine; a
+    failure before any output (parse or build) needed none, and is judged."""
+    said = f"no reference, {reference_fault(o.reference_error)}"
+    if o.failed:
+        blameless = "no engine blamed where it ran the model; a failure before any output needs none" \
+            if NO_REFERENCE in o.verdicts else "a failure before any output needs none"
+        return f"{said} ({blameless}): {o.reference_error}"
+    return f"{said}, no engine blamed: {o.reference_error}"
 
 
 def _status_words(status: int) -> str:

@@ -49,7 +49,8 @@ SOURCES = ("local", "observed")
 #   harness error      - the suite's own code failed on it: nothing is said about the engine
 #   no reference       - the engine ran a user's model that the reference cannot run (the model's or its inputs' fault:
 #                        empty weights, a 0 dimension, indices out of range): what the engine did is recorded, and
-#                        nobody is blamed for it; `reason` says why the reference cannot run it
+#                        nobody is blamed for it; `reason` says why the reference cannot run it. Never a failure at
+#                        parse or build, which produced no output and is judged as any (core.judge.ran_inputs)
 #   (the words: core.words.VERDICTS; a verdict an older file stores is read as today's, core.words.LEGACY_VERDICTS:
 #   the schema accepts it, a cell never holds it, and every merge judges a cell again in any case)
 QUANTIZED_PRECISIONS = numerics.QUANTIZED_PRECISIONS  # the judge ships alone in bug bundles: it holds the list

@@ -85,11 +85,14 @@ def judge(seen: Any, meta: Mapping[str, Any], against: Against = Against(),
         why = f"{against.known}; {why}"
     if done.status == "not_applicable":
         why = f"{why}: {done.reason}"
-    if stored and seen.verdict == words.NO_REFERENCE:  # judged so where the cell was made
+    if stored and seen.verdict == words.NO_REFERENCE and ran_inputs(done.status, done.stage):  # judged so when made
         return _with(done, words.NO_REFERENCE, seen.explanation)
-    blameless = unreferenced(against.external, done.status, str(meta.get("reference_error") or ""))
+    reference_error = str(meta.get("reference_error") or "")
+    blameless = unreferenced(against.external, done.status, reference_error, done.stage)
     if blameless:  # the model's (or its inputs') fault: recorded, never judged against the engine
         return _with(done, words.NO_REFERENCE, blameless, reason=done.reason or numerics.not_compared(meta))
+    if against.external and reference_error and done.status in words.FAILED:  # failed before any output: judged
+        why += f"; {before_output(done.stage)}, which needs no reference to be judged"
     return _with(done, verdict, why)
 
 
@@ -137,14 +140,25 @@ def _compare(meta: Mapping[str, Any], outputs: Outputs, references: Optional[Ref
     return numerics.compare(meta, outputs, expected, floats)
 
 
-def unreferenced(external: bool, status: str, reference_error: str) -> str:
+def unreferenced(external: bool, status: str, reference_error: str, stage: str = "run") -> str:
     """The explanation of a user model's cell that the reference could not check (case.json reference_error): the
-    engine's outcome, and why nobody is blamed; "" for a catalogue case, a model the reference ran, or an engine that
-    did not run it."""
-    if not external or not reference_error or status not in words.RAN:
+    engine's outcome, and why nobody is blamed; "" for a catalogue case, a model the reference ran, an engine that
+    did not run it, or one that failed (or built a plan) before any output, which needs no reference (ran_inputs)."""
+    if not external or not reference_error or not ran_inputs(status, stage):
         return ""
     return (f"no reference to judge it by, which is {reference_fault(reference_error)}, not the engine's; the engine "
             f"{words.DID[status]}: {reference_error}")
+
+
+def ran_inputs(status: str, stage: str) -> bool:
+    """Whether the engine ran the model on its inputs (a pass, a failure at run or after), the only outcome a missing
+    reference leaves unjudged; a parse or build failure, or a plan built ahead of time, produced no output."""
+    return status == "pass" or (status in words.FAILED and words.FAILED_STAGE.get(stage) not in words.BEFORE_RUN)
+
+
+def before_output(stage: str) -> str:
+    """A failure before any output in words, by the last stage reached: "it failed at load, before any output"."""
+    return f"it failed at {words.FAILED_STAGE.get(stage, 'load')}, before any output"
 
 
 def reference_fault(reference_error: str) -> str:

@@ -17,10 +17,10 @@ from cases.common import BUILT_IS_NOT_RUNNING, RTX_ISSUE_35
 from cases.user_model import COMPUTE_OPS
 from core.cell import QUANTIZED_PRECISIONS, Cell
 from core.engines import variant_label
-from core.judge import reference_fault
+from core.judge import ran_inputs, reference_fault
 from core.numerics import FRAGILE_MARGIN_DB, float_source
 from core.outcome import outcome
-from core.words import FAILED, OTHER_NODE_WORDS, file_name
+from core.words import FAILED, NO_REFERENCE, OTHER_NODE_WORDS, file_name
 from matrix.merge import version_key
 from matrix.predict import predictions_view
 
@@ -97,6 +97,8 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "digest": meta.get("digest", cells[0].digest if cells else ""), "reference": meta.get("reference_engine", {}),
         "no_reference": str(meta.get("reference_error") or ""),  # said first, with whose fault it is
         "no_reference_fault": reference_fault(str(meta.get("reference_error") or "")),
+        "before_output": before_output(cells) if meta.get("reference_error") else [],
+        "unreferenced": any(c.verdict == NO_REFERENCE for c in cells),
         "targets": len(targets), "compute": compute, "other": len(targets) - compute, "graph": graph,
         "float_model": form == "float", "form": form, "forms": forms_view(meta), "shape_notes": shape_notes(meta),
         "weights": weight_shares(nodes, details, graph), "inputs": inputs_view(meta),
@@ -113,6 +115,15 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "built_note": {"text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
         if any(c.status == "built" for c in cells) else {},
     }
+
+
+def before_output(cells: Sequence[Cell]) -> List[Dict[str, str]]:
+    """The cells that failed before any output (parse or build), which a missing reference leaves judged: each with
+    its column, failed stage, verdict and the engine's error line."""
+    return [{"heading": f"{c.engine}@{c.engine_version}" + (f" · {c.setting}" if c.setting else ""),
+             "stage": outcome(c).failed_stage, "verdict": c.verdict,
+             "error": c.error_line or _first(c.error)}
+            for c in cells if c.status in FAILED and not ran_inputs(c.status, c.last_stage)]
 
 
 def weight_shares(nodes: Sequence[Mapping[str, Any]], details: Mapping[str, Any],

@@ -129,3 +129,56 @@ def test_an_external_data_file_of_0_bytes_is_an_invalid_model(tmp_path):
     (tmp_path / "ext.data").write_bytes(b"")
     with pytest.raises(CheckError, match="^invalid model: tensor '.*' declares 1 element and holds 0 bytes"):
         bundle_from_model(tmp_path / "ext.onnx", tmp_path / "out")
+
+
+def test_a_parse_failure_of_a_model_without_a_reference_says_what_failed_not_no_reference(capsys):
+    """TensorRT-RTX refusing a QOperator model at parse (com.microsoft ops its parser does not know) failed before any
+    output: the summary says its stage, verdict and error, and the engine failure counts (exit 1 beside 4); "no engine
+    blamed" stays for a model whose cells ran it."""
+    from check.__main__ import EXIT_ENGINE_FAILED, EXIT_MODEL_UNUSABLE, ModelCheck, cell_words, summary
+    from core.cell import Cell
+
+    missing = ("no reference that is not an engine under test: onnx.reference cannot run it: NotImplementedError: "
+               "Node type 'QLinearConcat' from domain 'com.microsoft' is unknown")
+    refused = Cell(bundle="user_model/qop", case="user_model", params={}, digest="d", engine="tensorrt-rtx",
+                   engine_version="1.7.1.116", hardware="", status="fail", verdict="new failure", last_stage="",
+                   error="In node 3 (importModel): No importer registered for op: QLinearConcat\nmore")
+    said = cell_words(refused, unreferenced=True)
+    assert said == ("tensorrt-rtx@1.7.1.116: fail at load (new failure), before any output: In node 3 (importModel): "
+                    "No importer registered for op: QLinearConcat")
+    assert cell_words(refused, unreferenced=False) == "tensorrt-rtx@1.7.1.116: fail"
+    parse = ModelCheck(model="qop.onnx", bundle="user_model/qop", reference_error=missing, cells=(said,),
+                       statuses=("fail",), verdicts=("new failure",))
+    ran = ModelCheck(model="ran.onnx", bundle="user_model/ran", reference_error=missing,
+                     cells=("onnxruntime@1.32.0: fail",), statuses=("fail",), verdicts=("no reference",))
+    assert summary([parse]) == EXIT_ENGINE_FAILED | EXIT_MODEL_UNUSABLE
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  qop.onnx: "))
+    assert "fail at load (new failure), before any output: In node 3" in line and "no engine blamed" not in line
+    assert "a failure before any output needs none" in line
+    assert summary([ran]) == EXIT_MODEL_UNUSABLE
+    assert "no reference, the fault of the suite's reference (it lacks one of the model's operators), no engine " \
+           "blamed: " in capsys.readouterr().out
+
+
+def test_the_model_page_says_a_parse_failure_needs_no_reference(tmp_path):
+    """The per-model page of a model without a reference: a cell that failed at parse names its stage, verdict and
+    error instead of "each engine's cell blames nobody"; a cell that ran it still blames nobody."""
+    from dataclasses import replace
+
+    from core.cell import Cell
+    from matrix.nodes import node_report, write_node_reports
+
+    meta = {"reference_error": "onnx.reference cannot run it: NotImplementedError: Node type 'QLinearConcat' from "
+                               "domain 'com.microsoft' is unknown", "params": {"model": "qop.onnx"}}
+    refused = Cell(bundle="user_model/qop", case="user_model", params={}, digest="d", engine="tensorrt-rtx",
+                   engine_version="1.7.1.116", hardware="", status="fail", verdict="new failure", last_stage="",
+                   error="In node 3 (importModel): No importer registered for op: QLinearConcat")
+    ran = replace(refused, engine="onnxruntime", engine_version="1.32.0", status="pass", verdict="no reference",
+                  last_stage="run", error="")
+    for cells, blameless in (([refused], False), ([refused, ran], True)):
+        md, html, _ = write_node_reports(node_report(cells, meta), tmp_path, f"qop{len(cells)}")
+        for text in (md.read_text(), html.read_text()):
+            assert "tensorrt-rtx@1.7.1.116 failed at load, before any output, which needs no reference to be " \
+                   "judged (" in text and "No importer registered for op: QLinearConcat" in text
+            assert "Each engine's cell records what it did and blames nobody" not in text
+            assert ("The cells that ran it record what the engine did and blame nobody" in text) is blameless

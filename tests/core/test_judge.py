@@ -122,3 +122,28 @@ def test_a_reference_that_lacks_an_operator_is_its_own_fault_never_the_models():
     assert "the fault of the suite's reference (it lacks one of the model's operators)" in said
     assert "the model's (or its inputs') fault" not in said
     assert reference_fault("the reference's outputs are not finite (NaN)") == "the model's (or its inputs') fault"
+
+
+def test_a_failure_before_any_output_needs_no_reference_a_run_does():
+    """A user model the reference cannot run (TensorRT-RTX refusing a QOperator model's com.microsoft ops at parse):
+    a parse or build failure is the engine's, judged as any failure and named by its stage; "no reference" stays for a
+    cell whose outputs could not be compared (a pass, a failure at run), whether judged now or judged again."""
+    from core.judge import Against, Stored
+
+    meta = {"reference_error": "onnx.reference cannot run it: NotImplementedError: Node type 'QLinearConcat' from "
+                               "domain 'com.microsoft' is unknown", "outputs": {"y": {"step": None}}}
+    user = Against(external=True)
+    parse = judging.judge(Observation(stage="", error="In node 3 (importModel): No importer registered for "
+                                      "op: QLinearConcat"), meta, user)
+    build = judging.judge(Observation(stage="load", error="no implementation"), meta, user)
+    for said, stage in ((parse, "load"), (build, "build")):
+        assert (said.status, said.verdict) == ("fail", "new failure"), said
+        assert f"it failed at {stage}, before any output, which needs no reference" in said.explanation
+        assert "no reference to judge it by" not in said.explanation
+    ran = judging.judge(Observation(stage="run", outputs={"y": np.ones(2, np.float32)}), meta, user)
+    at_run = judging.judge(Observation(stage="build", error="illegal memory access"), meta, user)
+    assert ran.verdict == at_run.verdict == "no reference" and at_run.status == "fail"
+    again = Stored("fail", "", parse.error, verdict="no reference", explanation="no reference to judge it by, ...")
+    assert judging.judge(again, {}, user).verdict == "new failure", "a parse failure judged before is judged again"
+    kept = Stored("fail", "build", "illegal memory access", verdict="no reference", explanation="no reference ...")
+    assert judging.judge(kept, {}, user).verdict == "no reference"
