@@ -182,3 +182,6 @@ def test_the_model_page_says_a_parse_failure_needs_no_reference(tmp_path):
                    "judged (" in text and "No importer registered for op: QLinearConcat" in text
             assert "Each engine's cell records what it did and blames nobody" not in text
             assert ("The cells that ran it record what the engine did and blame nobody" in text) is blameless
+    built = replace(refused, status="built", verdict="undocumented", last_stage="build", error="")
+    md, _, _ = write_node_reports(node_report([built], meta), tmp_path, "built")
+    assert "blames nobody" not in md.read_text(), "a plan built ahead of time produced no output to leave unjudged"

@@ -143,6 +143,8 @@ def test_a_failure_before_any_output_needs_no_reference_a_run_does():
     ran = judging.judge(Observation(stage="run", outputs={"y": np.ones(2, np.float32)}), meta, user)
     at_run = judging.judge(Observation(stage="build", error="illegal memory access"), meta, user)
     assert ran.verdict == at_run.verdict == "no reference" and at_run.status == "fail"
+    built = judging.judge(Observation(stage="build", not_run_here="no GPU here"), meta, user)
+    assert (built.status, built.verdict) == ("built", "undocumented"), "a plan built ahead of time has no output"
     again = Stored("fail", "", parse.error, verdict="no reference", explanation="no reference to judge it by, ...")
     assert judging.judge(again, {}, user).verdict == "new failure", "a parse failure judged before is judged again"
     kept = Stored("fail", "build", "illegal memory access", verdict="no reference", explanation="no reference ...")
