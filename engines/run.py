@@ -462,15 +462,14 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
         runs = []
         plans = []
         alone_here = []  # per run: its cells run in its own process
-        for i, (python, columns) in enumerate(groups.items()):
-            cells = sum(len(c.bundles) for c in columns)
+        parts = _parts(groups, biggest, workers, own_process)
+        for i, (python, columns, n) in enumerate(parts):
             plan = write_plan(columns, Path(tmp) / f"plan-{i}.json")
             plans.append(plan)
-            n = min(workers, cells) if python == biggest else min(workers, 1)
             alone_here.append(own_process and n == 1)
             command = [*pytest_command(plan, python), *PYTEST_QUIET, "--bundles", str(bundles.resolve()),
                        "-n", str(0 if alone_here[-1] else n), *(["--fresh"] if fresh else []), *extra]
-            tag = "" if len(groups) == 1 else _tag(columns)
+            tag = "" if len(parts) == 1 else _tag(columns)
             runs.append(_Pytest(command, env, out, tag))
         meanwhile()
         statuses = [r.wait() for r in runs]
@@ -479,7 +478,7 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
                 for own, s, status in zip(alone_here, summaries, statuses)]
         progress = [read_progress(plan) if d else {} for plan, d in zip(plans, died)]
     leftovers: List[Decision] = []
-    for i, (r, columns) in enumerate(zip(runs, groups.values())):
+    for i, (r, (_, columns, _)) in enumerate(zip(runs, parts)):
         if not died[i]:
             continue
         recorded = progress[i]
@@ -498,14 +497,44 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     broken = [s for s in statuses if s not in (0, 1)]
     written = sum(sum(c["written"].values()) for s in summaries if s for c in s["columns"])
     reused = sum(sum(c["reused"] for c in s["columns"]) if s else sum(c.reused for c in columns)
-                 for s, columns in zip(summaries, groups.values()))
+                 for s, (_, columns, _) in zip(summaries, parts))
     unknown = next((s["stopped"] for s in summaries if s and s.get("stopped")), "")
     if not unknown and not all(summaries):
         unknown = "a pytest run stopped before it said what it recorded"
     alone = tuple(Decision(replace(c, bundles=(), reused=0, batch=0), tuple(said["alone"]), 0, True)
-                  for s, columns in zip(summaries, groups.values()) if s
+                  for s, (_, columns, _) in zip(summaries, parts) if s
                   for c, said in zip(columns, s["columns"]) if said["alone"]) + tuple(leftovers)
     return Launched(broken[0] if broken else max(statuses), written, reused, unknown, alone)
+
+
+def _parts(groups: Dict[str, List[Column]], biggest: str, workers: int,
+           own_process: bool) -> List[Tuple[str, List[Column], int]]:
+    """The pytest runs of a launch, each (interpreter, its columns, its xdist workers): one per interpreter, the
+    biggest with `workers` workers and the others one each; with `own_process`, the biggest interpreter's columns,
+    where there are at least `workers` of them, go to `workers` runs of one process each instead (the columns in
+    order, in shares of about equal cells: a column is never split, so each results file keeps its one writer)."""
+    parts: List[Tuple[str, List[Column], int]] = []
+    for python, columns in groups.items():
+        n = min(workers, sum(len(c.bundles) for c in columns)) if python == biggest else min(workers, 1)
+        if own_process and n > 1 and len(columns) >= n:
+            parts += [(python, share, 1) for share in _shares(columns, n)]
+        else:
+            parts.append((python, columns, n))
+    return parts
+
+
+def _shares(columns: List[Column], n: int) -> List[List[Column]]:
+    """The columns in order, cut into n non-empty runs of about equal cells."""
+    total = sum(len(c.bundles) for c in columns)
+    shares: List[List[Column]] = [[]]
+    done = 0
+    for k, column in enumerate(columns):
+        left = len(columns) - k  # columns still to place, this one included
+        if shares[-1] and len(shares) < n and (done >= total * len(shares) / n or left <= n - len(shares)):
+            shares.append([])
+        shares[-1].append(column)
+        done += len(column.bundles)
+    return shares
 
 
 def _status_words(status: int) -> str:

@@ -307,3 +307,25 @@ def test_a_run_in_its_own_process_that_dies_costs_one_cell(tmp_path: Path, capsy
     assert f"{6 - kept} cells of batches or runs that ended early run again, one per test" in said, said
     assert "6 run" in said and "not recorded" not in said, said
     assert status == 1
+
+
+def test_the_biggest_run_is_cut_into_whole_columns_of_about_equal_cells() -> None:
+    """With runs in their own process, the interpreter with the most cells gets one run per worker: its columns in
+    order, never one split (a results file keeps its one writer), each share non-empty and about equal in cells; a
+    single column keeps its xdist workers, and without own_process nothing is cut."""
+    from engines.plan import Column
+    from engines.run import _parts
+
+    def columns(*sizes: int, version: str = "v") -> list:
+        return [Column(engine="x", version=f"{version}{i}", bundles=tuple(f"b/{k}" for k in range(n)))
+                for i, n in enumerate(sizes)]
+
+    rtx = columns(635, 8, 103, 103, 103, 103, 103) * 4
+    ort = columns(635, version="ort")
+    parts = _parts({"trt": rtx, "ort": ort}, "trt", 2, True)
+    assert [(p, len(c), n) for p, c, n in parts] == [("trt", 14, 1), ("trt", 14, 1), ("ort", 1, 1)]
+    assert [c for _, share, _ in parts[:2] for c in share] == rtx  # in order, each column once
+    assert [sum(len(c.bundles) for c in share) for _, share, _ in parts[:2]] == [2316, 2316]
+    assert [(p, n) for p, _, n in _parts({"trt": columns(100, 1)}, "trt", 3, True)] == [("trt", 3)]  # too few columns
+    assert [(p, n) for p, _, n in _parts({"trt": columns(5)}, "trt", 2, True)] == [("trt", 2)]
+    assert [(p, n) for p, _, n in _parts({"trt": rtx, "ort": ort}, "trt", 2, False)] == [("trt", 2), ("ort", 1)]
