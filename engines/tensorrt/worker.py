@@ -146,19 +146,24 @@ class LogSink:
 def make_logger(trt: Any, sink: LogSink) -> Any:
     """A logger that keeps INFO and worse (and the VERBOSE layer listing) and appends each to log.jsonl at once."""
     limit = tinspect.severity_rank(MIN_SEVERITY)
+    named: Dict[Any, tuple] = {}  # severity -> (its name, whether it is worse than the limit): a build logs hundreds
 
     class Logger(trt.ILogger):
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
 
         def log(self, severity: Any, msg: str) -> None:
-            name = tinspect.enum_name(severity)
+            known = named.get(severity)
+            if known is None:
+                name = tinspect.enum_name(severity)
+                known = named[severity] = (name, tinspect.severity_rank(name) > limit)
+            name, below = known
             if sink.verbose is not None:
                 sink.verbose.add(name, str(msg))
                 return
             if sink.result is None:
                 return
-            if tinspect.severity_rank(name) > limit and not str(msg).startswith(KEEP_VERBOSE):
+            if below and not str(msg).startswith(KEEP_VERBOSE):
                 return
             entry = {"severity": name, "msg": str(msg)}
             sink.result.data["log"].append(entry)
