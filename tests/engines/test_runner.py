@@ -57,7 +57,9 @@ def test_a_column_whose_cells_are_stored_starts_nothing_and_says_how_many_it_reu
     assert runner.main([*argv, "--fresh"]) == 0 and launches == [2, 2]  # --fresh runs everything again
 
 
-def test_every_column_with_work_runs_in_one_pytest(bundles, tmp_path, launches, capsys):
+def test_every_column_with_work_runs_in_one_launch(bundles, tmp_path, launches, capsys):
+    """One launch for both columns: with two workers they are two runs of one process each, side by side, each line
+    tagged with its engine version."""
     argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "-n", "2",
             "--column", json.dumps({"results": str(tmp_path / "all.jsonl")}),
             "--column", json.dumps({"results": str(tmp_path / "none.jsonl"),
@@ -67,7 +69,7 @@ def test_every_column_with_work_runs_in_one_pytest(bundles, tmp_path, launches, 
     assert len(cells(tmp_path / "all.jsonl")) == len(cells(tmp_path / "none.jsonl")) == 2
     assert {c["variant"].get("graph_optimization_level") for c in cells(tmp_path / "none.jsonl")} == {
         "ORT_DISABLE_ALL"}
-    assert capsys.readouterr().out.count("  cells: 0 reused from earlier runs, run now: 2 pass") == 2
+    assert capsys.readouterr().out.count("cells: 0 reused from earlier runs, run now: 2 pass") == 2
     header = json.loads((tmp_path / "none.jsonl").read_text().splitlines()[0])
     options = [c["run"]["cell_options"] for c in cells(tmp_path / "none.jsonl")]
     assert header["cell_options"] == options[0] == options[1], "the column's options, one JSON object everywhere"
