@@ -168,7 +168,21 @@ def check(args: argparse.Namespace) -> int:
             print("wrote " + ", ".join(str(p) for p in unusable_report(o, Path(args.reports))))
     if engines_run:
         print(f"wrote {write_index(checks, Path(args.reports))}")
-    return summary(checks, ran=engines_run)
+    return summary(checks, ran=engines_run, unrun=trt_not_run([r.engine for r in runs]) if engines_run else "")
+
+
+def trt_not_run(engines: Sequence[str]) -> str:
+    """The line a run without TensorRT itself says of it (its cells come only from an interpreter that has it, on a
+    machine with an NVIDIA GPU), "" where TensorRT ran."""
+    if "tensorrt" in engines:
+        return ""
+    from engines.tensorrt import gpu
+
+    found = gpu.detect()
+    where = "this machine has an NVIDIA GPU" if found.present else f"{found.reason or 'no NVIDIA GPU'} here"
+    return (f"TensorRT (8.x, 10.x, 11.x): not run here: no --trt-python was given, and {where}; what this check says "
+            "of TensorRT is the lint's prediction, not a result (give --trt-python PY of an interpreter that has "
+            "TensorRT, on a machine with an NVIDIA GPU, or --prepare-only and run the bundle there)")
 
 
 def print_model_check(root: Path, result: ModelCheck) -> None:
@@ -455,8 +469,8 @@ def unusable_report(result: ModelCheck, reports: Path) -> List[Path]:
     return paths
 
 
-def summary(checks: Sequence[ModelCheck], ran: bool = True) -> int:
-    """The summary, a line a model, and the exit status it adds up to."""
+def summary(checks: Sequence[ModelCheck], ran: bool = True, unrun: str = "") -> int:
+    """The summary, a line a model, what did not run (`unrun`), and the exit status it adds up to."""
     print(f"\nsummary: {len(checks)} model{'s' if len(checks) != 1 else ''}")
     status = EXIT_OK
     for o in checks:
@@ -472,6 +486,8 @@ def summary(checks: Sequence[ModelCheck], ran: bool = True) -> int:
             status |= EXIT_ENGINE_FAILED
         if not o.checked:
             status |= EXIT_MODEL_UNUSABLE
+    if unrun:
+        print(f"  {unrun}")
     print(f"exit status {status}: " + _status_words(status))
     return status
 
