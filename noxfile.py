@@ -239,8 +239,10 @@ def _sync_into(session: nox.Session, env: Path, groups: tuple, pins: tuple = (),
     # disagrees with pyproject.toml, and the venv ends up exactly the lock, a reused one included (nox's cookbook,
     # "Using a lockfile"). VIRTUAL_ENV names the same environment: the matrix session syncs its engines'
     # environments from its own, whose VIRTUAL_ENV uv would otherwise warn about once per environment.
+    # uv's "Resolved ... / Installed ..." lines go to stderr, with nox's own: `nox -s diff -- ... > upgrade.md` is the
+    # answer alone.
     done = session.run_install("uv", "sync", "--locked", "--no-install-project", *(f"--group={g}" for g in groups),
-                               env={"UV_PROJECT_ENVIRONMENT": str(env), "VIRTUAL_ENV": str(env)})
+                               env={"UV_PROJECT_ENVIRONMENT": str(env), "VIRTUAL_ENV": str(env)}, stdout=sys.stderr)
     if done is None:  # -R/--no-install skipped the installs, so nothing is stamped
         return True
     if pins and not _install_pins(session, env, groups, pins):

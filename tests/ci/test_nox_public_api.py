@@ -237,3 +237,16 @@ def test_other_sessions_environments_are_where_nox_puts_them(any_nox: Path, tmp_
         assert set(found) == set(names), done.stdout[-3000:]
         assert {n: str(env_path(Path(envdir), n)) for n in names} == found
     assert re.fullmatch(r"[0-9a-f]{8}", Path(found["rtx(1.7.1.116)"]).name), found  # the long envdir: hashed
+
+
+def test_uv_says_what_it_installed_on_stderr_so_a_command_s_answer_is_its_stdout_alone() -> None:
+    """`nox -s diff -- ... > upgrade.md` once began with uv's "Resolved 74 packages / Installed 10 packages" lines: the
+    noxfile's `uv sync` sends its output to stderr (nox's own log is there too)."""
+    tree = ast.parse((REPO / "noxfile.py").read_text(encoding="utf-8"))
+    syncs = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+             and call.func.attr in ("run", "run_install") and [a.value for a in call.args[:2]
+                                                               if isinstance(a, ast.Constant)] == ["uv", "sync"]]
+    assert syncs, "the noxfile's uv sync is not where this test looks"
+    for call in syncs:
+        stdout = next((k.value for k in call.keywords if k.arg == "stdout"), None)
+        assert stdout is not None and ast.unparse(stdout) == "sys.stderr", ast.unparse(call)
