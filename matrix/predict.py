@@ -277,6 +277,7 @@ def predictions_view(lint: Optional[Mapping[str, Any]], cells: Iterable[Any]) ->
         "groups": grouped(rows),
         "news": sum(r["news"] for r in rows),
         "agrees": sum(r["verdict"] == "agrees" for r in rows), "not_run": sum(not r["ran"] for r in rows),
+        "cannot_say": sum(r["verdict"] == AGREEMENT[None] for r in rows),
         "nodes": list(dict.fromkeys(f["node"] for f in findings)),
         "sources": [{"source": s, "basis": basis_of(s)} for s in sources], "fixes": fixes,
     }

@@ -115,6 +115,8 @@ def test_each_prediction_stands_next_to_what_each_tensorrt_version_did():
     assert rows[("q_x", "8.6.0")]["verdict"] == "cannot say", "the cell has no precision for the quantizer"
     assert not any(r["version"] in ("10.8.0.43", "1.31.1") for r in p["rows"]), "no prediction there"
     assert p["rows"][0]["news"] and (p["news"], p["agrees"], p["ran"]) == (1, 1, ["8.6.0", "10.8.0.43"])
+    # the headline's counts add up to its rows, "cannot say" included (a user saw 0 + 1 + 170 of 193 and 22 unnamed)
+    assert p["news"] + p["agrees"] + p["cannot_say"] + p["not_run"] == len(p["rows"]) and p["cannot_say"] >= 1
     only_10 = _rows(node_report(cells[1:], {"target_nodes": ["conv0"], "lint": LINT}))
     assert only_10[("q_x", ">=8.0,<10.0")]["verdict"] == "predicted, not run here", "no run falls in the range"
 
@@ -144,6 +146,11 @@ def test_the_markdown_and_html_reports_show_misses_and_keep_sources_as_text(tmp_
     page = html.read_text()
     assert "<script>" not in page and '<tr class="news">' in page and "predicted, not run here" in page
     assert json.loads(data.read_text())["predictions"]["news"] == 1
+    p = json.loads(data.read_text())["predictions"]
+    said = (f"in {len(p['rows'])} rows (a prediction by engine version): **1 miss (news for the catalogue)**, "
+            f"{p['agrees']} agree, {p['cannot_say']} cannot say, {p['not_run']} predicted, not run here")
+    assert said in text and p["cannot_say"] == 1, "the headline names every kind of row it counts"
+    assert f"{p['cannot_say']} cannot say, {p['not_run']} predicted, not run here" in page
 
 
 def test_the_report_side_never_imports_onnx_or_the_lint():
