@@ -45,6 +45,7 @@ from core.outcome import outcome
 from matrix.predict import (  # noqa: F401 (re-exported)
     ENGINE,
     ENGINES,
+    FAILURES,
     FINDING_BASES,
     PREDICTED_STAGES,
     PREDICTIONS,
@@ -74,6 +75,9 @@ FIX_WIDENED = ("give the weights to a DequantizeLinear (the int8 initializer, it
                "Cast -> Mul, and Q/DQ on the activations, as ModelOpt or quantize_static in QDQ format write them")
 # Ops a widened weight passes through between its Cast and its consumer (scale, zero point, layout).
 _WIDENING = ("Cast", "Mul", "Sub", "Add", "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Identity")
+# What a table with a predicted failure says once: the stages behind it are not predicted (matrix.predict.reached).
+UNREACHED = ("A network the parser refuses never reaches the builder, and one the builder refuses runs no kernel: for "
+             "an engine version predicted to fail at parse (or build), no later stage is predicted.")
 NO_KNOWN_PROBLEM = ("No known problem matched: no catalogue case's pattern and no source-cited rule matched this "
                     "graph. This is no prediction that it parses or builds: a failure here is news for the catalogue.")
 
@@ -127,9 +131,11 @@ def index(model: Any) -> Graph:
     return Graph(model.graph.node, const, [o.name for o in model.graph.output], shapes)
 
 
-def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]:
+def lint_model(model: Any, observed: Optional[Path] = OBSERVED, reach: bool = True) -> List[Finding]:
     """Every finding for one loaded ModelProto, in graph order, each with its rule's words (RULE_WORDS), each claim
-    about a node once (matrix.predict.claims: a node matched under two forms the graph cannot tell apart)."""
+    about a node once (matrix.predict.claims: a node matched under two forms the graph cannot tell apart), and with
+    `reach` none for a stage a predicted earlier failure keeps the engine version from (matrix.predict.reached: no
+    build or precision prediction where the parser is predicted to refuse the model)."""
     g = index(model)
     cells = observed_cells(observed) if observed is not None else []
     words = rule_words()
@@ -142,10 +148,10 @@ def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]
             for m in pattern.find(g, n):
                 rule = m.rule or pattern.rule
                 found.extend(replace(f, words=words[rule]) for f in case_findings(case, rule, m, pattern.fix, cells))
-    return [Finding(**f) for f in claims(found)]
+    return [Finding(**f) for f in claims(found, reach)]
 
 
-def lint_path(path: Path, observed: Optional[Path] = OBSERVED) -> List[Finding]:
+def lint_path(path: Path, observed: Optional[Path] = OBSERVED, reach: bool = True) -> List[Finding]:
     """Lint a model file; LintInputError for a missing or non-ONNX file."""
     import onnx
 
@@ -158,7 +164,7 @@ def lint_path(path: Path, observed: Optional[Path] = OBSERVED) -> List[Finding]:
         raise LintInputError(f"{path} is not an ONNX model: {e}") from e
     if not model.graph.node:
         raise LintInputError(f"{path} has no graph nodes (not an ONNX model?)")
-    return lint_model(model, observed)
+    return lint_model(model, observed, reach)
 
 
 # ---- rules: (graph, node, observed cells) -> findings ----
@@ -472,6 +478,8 @@ def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") 
         engine = f.engine + (f" · {f.setting}" if f.setting else "")
         lines.append(f"| `{f.node}` | {f.rule} | {engine} | `{f.versions or 'any'}` | **{f.predicted}** "
                      f"| {basis_words(f.basis, f.case)} | {f.source} | {fix} |")
+    if any(f.predicted in FAILURES for f in findings):
+        lines += ["", UNREACHED]
     if fixes:
         lines += ["", "Avoid with:"] + [f"{i}. `{fix}`" for i, fix in enumerate(fixes, 1)]
     return "\n".join(lines) + "\n"

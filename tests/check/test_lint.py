@@ -169,14 +169,16 @@ def test_compare_agrees_misses_and_cannot_say():
         {"engine": "tensorrt", "engine_version": "8.6.0", "status": "fail", "last_stage": "load", "precision": {}},
         {"engine": "tensorrt", "engine_version": "8.5.3.1", "status": "pass", "last_stage": "compare",
          "precision": {"conv": {"precision": "int8"}, "mm": {"precision": "float"}}},
+        {"engine": "tensorrt", "engine_version": "10.8.0.43", "status": "pass", "last_stage": "compare",
+         "precision": {"conv": {"precision": "int8"}, "mm": {"precision": "float"}}},
         {"engine": "onnxruntime", "engine_version": "1.31.1", "status": "pass", "last_stage": "compare",
          "precision": {}},
     ]
     rows = {(r.node, r.version): r for r in compare(findings, cells)}
     assert rows[("conv", "8.6.0")].agrees is True
     assert rows[("conv", "8.5.3.1")].news and rows[("conv", "8.5.3.1")].observed == "int8"
-    assert rows[("mm", "8.6.0")].observed == "not observable" and rows[("mm", "8.6.0")].agrees is None
-    assert rows[("mm", "8.5.3.1")].agrees is False
+    assert ("mm", "8.6.0") not in rows and ("mm", "8.5.3.1") not in rows, "behind the predicted build failure"
+    assert rows[("mm", "10.8.0.43")].agrees is False
     assert not any(r.version == "1.31.1" for r in rows.values())
 
 
@@ -256,12 +258,11 @@ def test_a_network_predicted_int8_that_failed_to_build_is_one_miss_at_the_model_
     assert sum(r.news for r in rows) == 1, "one miss for the network, not one per node"
 
 
-def test_not_observable_is_kept_for_a_failure_the_lint_predicted_at_another_node():
+def test_a_node_predicted_to_run_is_not_scored_where_the_lint_predicted_a_build_failure_at_another_node():
     findings = [Finding("conv", "grouped_conv", "==8.6.0", "build fails", "https://example.org/a"),
                 Finding("mm", "x", "", "int8", "https://example.org/b")]
     rows = compare(findings, [_failed_build("user_model/net")])
-    assert {(r.node, r.observed, r.agrees) for r in rows} == {("conv", "build fails", True),
-                                                               ("mm", "not observable", None)}
+    assert {(r.node, r.observed, r.agrees) for r in rows} == {("conv", "build fails", True)}
     on_8_5 = compare(findings, [_failed_build("user_model/net", "8.5.3.1")])
     assert [(r.level, r.observed, r.agrees) for r in on_8_5 if r.agrees is False] == \
         [("model", "build fails", False)], "on 8.5.3.1 no finding foresaw it"
@@ -339,7 +340,7 @@ def test_a_node_the_parser_names_as_refused_is_its_own_miss_and_the_network_is_n
                 Finding("b", "y", "", "int8", "https://example.org/b")]
     cell = dict(json.loads(_failed_build("user_model/net").to_json()), last_stage="", failing_node="b")
     rows = {(r.level, r.node): r for r in compare(findings, [cell])}
-    assert (rows[("node", "b")].observed, rows[("node", "b")].agrees) == ("parse fails", False), "refused where int8"
+    assert ("node", "b") not in rows, "a's predicted parse failure leaves no version where b was predicted to run"
     assert (rows[("node", "a")].observed, rows[("node", "a")].agrees) == ("not observable", None)
     unforeseen = {(r.level, r.node): r for r in compare(findings[1:], [cell])}
     assert [k for k, r in unforeseen.items() if r.news] == [("node", "b")], "one miss, at the node the parser named"
@@ -392,6 +393,29 @@ def test_seed_032_flags_one_qdq_activation_fanned_out_to_two_requantized_convs_a
     assert all((ROOT / s).exists() for s in sources)
     assert all("catalogue case 032 two_conv_fanout_qdq" in f.detail and "Split" in f.fix for f in found)
     assert "observed (seed 032 two_conv_fanout_qdq)" in to_markdown(found)
+
+
+def _asymmetric(model):
+    """The model with onnxruntime quantize_static's default activations: uint8 at zero point 128 on every activation
+    Q/DQ (the weights keep their int8 zero point 0)."""
+    model.graph.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), "za"))
+    for n in model.graph.node:
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear") and n.input[0] not in {i.name for i in
+                                                                                     model.graph.initializer}:
+            n.input[2] = "za"
+    return model
+
+
+def test_seed_032_on_asymmetric_activations_predicts_the_parse_failure_and_no_build_failure_behind_it():
+    """The parser refuses a non-zero zero point on every TensorRT >= 8.0, so chooseHigherPrecision's build failure can
+    never be reached there: the lint says the parse failure and no later stage for those versions."""
+    found = lint_model(_asymmetric(_fanout()))
+    assert {f.node for f in found if f.predicted == "parse fails" and f.engine == "tensorrt"} >= {"x_q", "x_dq"}
+    later = [f for f in found if f.predicted in ("build fails", "int8", "float")]
+    for version in ("8.5.1.7", "8.5.3.1", "8.6.0", "10.8.0.43"):
+        assert not [f for f in later if f.engine == "tensorrt" and covers(f.versions, version)], version
+    assert not _by(found, "two_conv_fanout_qdq"), "every version seed 032 speaks for is refused at parse first"
+    assert _by(lint_model(_asymmetric(_fanout()), reach=False), "two_conv_fanout_qdq"), "the matcher still matched"
 
 
 @pytest.mark.parametrize("siblings", [
