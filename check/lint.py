@@ -110,8 +110,18 @@ class Finding:
 
     def learned_from(self, cases: Collection[str]) -> bool:
         """Whether this finding was read from observed cells of one of these catalogue cases (what a held-out score
-        leaves out for the models those cases were made from, or for a case's own reproducers)."""
-        return self.basis == "observed" and self.case in cases
+        leaves out for the models those cases were made from, or for a case's own reproducers): a source rule's
+        observation counts as read from the cases whose cells gave it (rule_cases)."""
+        if self.basis != "observed":
+            return False
+        return self.case in cases if self.case else bool(set(rule_cases(self.source)) & set(cases))
+
+
+def rule_cases(source: str) -> Tuple[str, ...]:
+    """The catalogue cases whose observed cells a source rule's observation was read from (none for any other)."""
+    from cases.common import NONZERO_ZERO_POINT_RTX, NONZERO_ZERO_POINT_RTX_CASES
+
+    return {NONZERO_ZERO_POINT_RTX.source: NONZERO_ZERO_POINT_RTX_CASES}.get(source, ())
 
 
 class LintInputError(Exception):
@@ -212,8 +222,9 @@ def case_findings(case: Any, rule: str, m: Match, fix: str, cells: Sequence[Dict
 
 def zero_point_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
     """Q/DQ with a non-zero zero point: the parser asserts symmetric quantization (uint8 activations land here).
-    Source: onnx-tensorrt's operators.md and its importer's assertion (cases.common.NONZERO_ZERO_POINT)."""
-    from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_fails
+    Source: onnx-tensorrt's operators.md and its importer's assertion (cases.common.NONZERO_ZERO_POINT); TensorRT for
+    RTX 1.7.1.116 refuses uint8 activations with the same assertion (observed: NONZERO_ZERO_POINT_RTX)."""
+    from cases.common import NONZERO_ZERO_POINT, NONZERO_ZERO_POINT_RTX, nonzero_zero_point_fails
 
     if n.op_type not in QUANT_OPS or len(n.input) < 3 or n.input[2] not in g.const:
         return []
@@ -227,7 +238,13 @@ def zero_point_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[F
     fix = FIX_SYMMETRIC_WEIGHTS if weight else FIX_SYMMETRIC_INT8
     detail = (f"{n.op_type} zero point {zp.dtype} {_values(zp)}; the parser says "
               f"'TensorRT only supports symmetric quantization' ({NONZERO_ZERO_POINT.source})")
-    return [Finding(node_name(n), rule, expectation.versions, "parse fails", expectation.source, detail, fix)]
+    found = [Finding(node_name(n), rule, expectation.versions, "parse fails", expectation.source, detail, fix)]
+    rtx = NONZERO_ZERO_POINT_RTX
+    if rule == "uint8_activation":  # what its cells show: uint8 activations at 128; nothing observed of other forms
+        found.append(Finding(node_name(n), rule, rtx.versions, "parse fails", rtx.source,
+                             f"{n.op_type} zero point {zp.dtype} {_values(zp)}; {rtx.note}; seen on {rtx.hardware}",
+                             fix, rtx.engine, basis="observed"))
+    return found
 
 
 def int32_dq_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:

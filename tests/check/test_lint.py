@@ -56,8 +56,11 @@ def test_uint8_activations_predict_a_parse_failure_and_name_the_quantizer_option
 
 
 def test_no_observed_folder_keeps_the_catalogue_predictions_only(tmp_path):
+    from cases.common import NONZERO_ZERO_POINT_RTX
+
     found = lint_model(_grouped_conv(4, activation="uint8"), observed=tmp_path)
-    assert found and not any(f.source.startswith("reports/") for f in found)
+    committed = {f.source for f in found if f.source.startswith("reports/")}
+    assert found and committed == {NONZERO_ZERO_POINT_RTX.source}, "no cell read, a source rule's baseline only"
 
 
 def _conv_with_dq_weights(kernel_shape: bool, bias: bool = False):
@@ -416,6 +419,40 @@ def test_seed_032_on_asymmetric_activations_predicts_the_parse_failure_and_no_bu
         assert not [f for f in later if f.engine == "tensorrt" and covers(f.versions, version)], version
     assert not _by(found, "two_conv_fanout_qdq"), "every version seed 032 speaks for is refused at parse first"
     assert _by(lint_model(_asymmetric(_fanout()), reach=False), "two_conv_fanout_qdq"), "the matcher still matched"
+
+
+def _conv_uint8(zero_point: int = 128):
+    """x -> Q/DQ (uint8 at `zero_point`) -> Conv with INT8 weights (zero point 0) -> Q/DQ (uint8)."""
+    inits = [numpy_helper.from_array(np.float32(0.05), "s"), numpy_helper.from_array(np.uint8(zero_point), "za"),
+             numpy_helper.from_array(np.int8(0), "zw"), numpy_helper.from_array(np.float32(0.01), "sw"),
+             numpy_helper.from_array(np.ones((8, 4, 3, 3), np.int8), "w")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "za"], ["xq"], name="x_q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "za"], ["xd"], name="x_dq"),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wd"], name="w_dq"),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("QuantizeLinear", ["c", "s", "za"], ["cq"], name="y_q"),
+             helper.make_node("DequantizeLinear", ["cq", "s", "za"], ["y"], name="y_dq")]
+    graph = helper.make_graph(nodes, "conv_uint8", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                  [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_nonzero_zero_point_is_predicted_to_fail_tensorrt_rtx_s_parser_from_its_committed_cells():
+    from dataclasses import asdict
+
+    from cases.common import NONZERO_ZERO_POINT_RTX_CASES
+    from core.results import read_results
+
+    rtx = [f for f in lint_model(_conv_uint8()) if f.engine == "tensorrt-rtx" and f.node == "x_dq"]
+    assert [(f.rule, f.versions, f.predicted, f.basis, f.case) for f in rtx] == [
+        ("uint8_activation", "==1.7.1.116", "parse fails", "observed", "")]
+    cells = [c for c in (asdict(s.cell) for s in read_results(ROOT / rtx[0].source).cells)
+             if c.get("case") in NONZERO_ZERO_POINT_RTX_CASES and (c.get("params") or {}).get("activation") == "uint8"]
+    assert cells and {(c["engine_version"], c["status"], c["signature"]) for c in cells} == {
+        ("1.7.1.116", "fail", "nonzero_zero_point")}, "the rule says what the committed cells show, no more"
+    assert not [f for f in lint_model(_conv_uint8(0)) if f.node == "x_dq"], "a zero zero point: no finding"
+    assert rtx[0].learned_from(("grouped_conv",)) and not rtx[0].learned_from(("two_conv_fanout_qdq",))
 
 
 @pytest.mark.parametrize("siblings", [
