@@ -161,13 +161,14 @@ def reached(findings: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     return out
 
 
-def without(versions: str, failing: str) -> List[str]:
-    """The versions of one specifier set that another does not cover, as disjoint specifier sets: [versions] where
-    they do not meet, [] where `failing` covers them all."""
+@functools.lru_cache(maxsize=4096)
+def without(versions: str, failing: str) -> Tuple[str, ...]:
+    """The versions of one specifier set that another does not cover, as disjoint specifier sets: (versions,) where
+    they do not meet, () where `failing` covers them all."""
     from packaging.specifiers import SpecifierSet
 
     if empty(",".join(filter(None, (versions, failing)))):
-        return [versions]
+        return (versions,)
     pieces, before = [], []  # not s1, or s1 and not s2, or ...: the complement of s1,s2,... as disjoint sets
     for s in sorted(SpecifierSet(failing), key=str):  # in one order, so each run writes the same sets
         for other in _complement(s.operator, s.version):
@@ -175,7 +176,7 @@ def without(versions: str, failing: str) -> List[str]:
             if not empty(piece):
                 pieces.append(str(SpecifierSet(piece)))
         before.append(str(s))
-    return pieces
+    return tuple(pieces)
 
 
 def _complement(operator: str, version: str) -> List[str]:
@@ -191,14 +192,17 @@ def empty(versions: str) -> bool:
     """Whether a specifier set covers no version: none of the versions it names, just above each, the next release
     of each one's last part, 0 or 99999 is in it (a set of PEP 440 intervals holds one of these where it holds any)."""
     from packaging.specifiers import SpecifierSet
-    from packaging.version import Version
+    from packaging.version import InvalidVersion, Version
 
     probes = {"0", "99999"}
     for s in SpecifierSet(versions):
         base = s.version[:-2] if s.version.endswith(".*") else s.version
-        last = base.split(".")
-        probes |= {base, f"{base}.0.0.0.0.1", ".".join(last[:-1] + [str(int(last[-1]) + 1)])}
-    return not any(covers(versions, v) for v in probes if Version(v))
+        try:
+            release = Version(base).release
+        except InvalidVersion:
+            continue
+        probes |= {base, f"{base}.0.0.0.0.1", ".".join(map(str, release[:-1] + (release[-1] + 1,)))}
+    return not any(covers(versions, v) for v in probes)
 
 
 def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
