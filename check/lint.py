@@ -45,6 +45,7 @@ from core.outcome import outcome
 from matrix.predict import (  # noqa: F401 (re-exported)
     ENGINE,
     ENGINES,
+    FAILURES,
     FINDING_BASES,
     PREDICTED_STAGES,
     PREDICTIONS,
@@ -74,6 +75,9 @@ FIX_WIDENED = ("give the weights to a DequantizeLinear (the int8 initializer, it
                "Cast -> Mul, and Q/DQ on the activations, as ModelOpt or quantize_static in QDQ format write them")
 # Ops a widened weight passes through between its Cast and its consumer (scale, zero point, layout).
 _WIDENING = ("Cast", "Mul", "Sub", "Add", "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Identity")
+# What a table with a predicted failure says once: the stages behind it are not predicted (matrix.predict.reached).
+UNREACHED = ("A network the parser refuses never reaches the builder, and one the builder refuses runs no kernel: for "
+             "an engine version predicted to fail at parse (or build), no later stage is predicted.")
 NO_KNOWN_PROBLEM = ("No known problem matched: no catalogue case's pattern and no source-cited rule matched this "
                     "graph. This is no prediction that it parses or builds: a failure here is news for the catalogue.")
 
@@ -106,8 +110,18 @@ class Finding:
 
     def learned_from(self, cases: Collection[str]) -> bool:
         """Whether this finding was read from observed cells of one of these catalogue cases (what a held-out score
-        leaves out for the models those cases were made from, or for a case's own reproducers)."""
-        return self.basis == "observed" and self.case in cases
+        leaves out for the models those cases were made from, or for a case's own reproducers): a source rule's
+        observation counts as read from the cases whose cells gave it (rule_cases)."""
+        if self.basis != "observed":
+            return False
+        return self.case in cases if self.case else bool(set(rule_cases(self.source)) & set(cases))
+
+
+def rule_cases(source: str) -> Tuple[str, ...]:
+    """The catalogue cases whose observed cells a source rule's observation was read from (none for any other)."""
+    from cases.common import NONZERO_ZERO_POINT_RTX, NONZERO_ZERO_POINT_RTX_CASES
+
+    return {NONZERO_ZERO_POINT_RTX.source: NONZERO_ZERO_POINT_RTX_CASES}.get(source, ())
 
 
 class LintInputError(Exception):
@@ -127,9 +141,11 @@ def index(model: Any) -> Graph:
     return Graph(model.graph.node, const, [o.name for o in model.graph.output], shapes)
 
 
-def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]:
+def lint_model(model: Any, observed: Optional[Path] = OBSERVED, reach: bool = True) -> List[Finding]:
     """Every finding for one loaded ModelProto, in graph order, each with its rule's words (RULE_WORDS), each claim
-    about a node once (matrix.predict.claims: a node matched under two forms the graph cannot tell apart)."""
+    about a node once (matrix.predict.claims: a node matched under two forms the graph cannot tell apart), and with
+    `reach` none for a stage a predicted earlier failure keeps the engine version from (matrix.predict.reached: no
+    build or precision prediction where the parser is predicted to refuse the model)."""
     g = index(model)
     cells = observed_cells(observed) if observed is not None else []
     words = rule_words()
@@ -142,10 +158,10 @@ def lint_model(model: Any, observed: Optional[Path] = OBSERVED) -> List[Finding]
             for m in pattern.find(g, n):
                 rule = m.rule or pattern.rule
                 found.extend(replace(f, words=words[rule]) for f in case_findings(case, rule, m, pattern.fix, cells))
-    return [Finding(**f) for f in claims(found)]
+    return [Finding(**f) for f in claims(found, reach)]
 
 
-def lint_path(path: Path, observed: Optional[Path] = OBSERVED) -> List[Finding]:
+def lint_path(path: Path, observed: Optional[Path] = OBSERVED, reach: bool = True) -> List[Finding]:
     """Lint a model file; LintInputError for a missing or non-ONNX file."""
     import onnx
 
@@ -158,7 +174,7 @@ def lint_path(path: Path, observed: Optional[Path] = OBSERVED) -> List[Finding]:
         raise LintInputError(f"{path} is not an ONNX model: {e}") from e
     if not model.graph.node:
         raise LintInputError(f"{path} has no graph nodes (not an ONNX model?)")
-    return lint_model(model, observed)
+    return lint_model(model, observed, reach)
 
 
 # ---- rules: (graph, node, observed cells) -> findings ----
@@ -206,8 +222,9 @@ def case_findings(case: Any, rule: str, m: Match, fix: str, cells: Sequence[Dict
 
 def zero_point_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
     """Q/DQ with a non-zero zero point: the parser asserts symmetric quantization (uint8 activations land here).
-    Source: onnx-tensorrt's operators.md and its importer's assertion (cases.common.NONZERO_ZERO_POINT)."""
-    from cases.common import NONZERO_ZERO_POINT, nonzero_zero_point_fails
+    Source: onnx-tensorrt's operators.md and its importer's assertion (cases.common.NONZERO_ZERO_POINT); TensorRT for
+    RTX 1.7.1.116 refuses uint8 activations with the same assertion (observed: NONZERO_ZERO_POINT_RTX)."""
+    from cases.common import NONZERO_ZERO_POINT, NONZERO_ZERO_POINT_RTX, nonzero_zero_point_fails
 
     if n.op_type not in QUANT_OPS or len(n.input) < 3 or n.input[2] not in g.const:
         return []
@@ -221,7 +238,13 @@ def zero_point_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[F
     fix = FIX_SYMMETRIC_WEIGHTS if weight else FIX_SYMMETRIC_INT8
     detail = (f"{n.op_type} zero point {zp.dtype} {_values(zp)}; the parser says "
               f"'TensorRT only supports symmetric quantization' ({NONZERO_ZERO_POINT.source})")
-    return [Finding(node_name(n), rule, expectation.versions, "parse fails", expectation.source, detail, fix)]
+    found = [Finding(node_name(n), rule, expectation.versions, "parse fails", expectation.source, detail, fix)]
+    rtx = NONZERO_ZERO_POINT_RTX
+    if rule == "uint8_activation":  # what its cells show: uint8 activations at 128; nothing observed of other forms
+        found.append(Finding(node_name(n), rule, rtx.versions, "parse fails", rtx.source,
+                             f"{n.op_type} zero point {zp.dtype} {_values(zp)}; {rtx.note}; seen on {rtx.hardware}",
+                             fix, rtx.engine, basis="observed"))
+    return found
 
 
 def int32_dq_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[Finding]:
@@ -472,6 +495,8 @@ def to_markdown(findings: Sequence[Finding], title: str = "TensorRT readiness") 
         engine = f.engine + (f" · {f.setting}" if f.setting else "")
         lines.append(f"| `{f.node}` | {f.rule} | {engine} | `{f.versions or 'any'}` | **{f.predicted}** "
                      f"| {basis_words(f.basis, f.case)} | {f.source} | {fix} |")
+    if any(f.predicted in FAILURES for f in findings):
+        lines += ["", UNREACHED]
     if fixes:
         lines += ["", "Avoid with:"] + [f"{i}. `{fix}`" for i, fix in enumerate(fixes, 1)]
     return "\n".join(lines) + "\n"

@@ -9,6 +9,8 @@ inputs) and compares each output with the original's: "bit for bit", or "within 
 step (check's comparison step: else max|reference|/127); past one step it offers nothing and says why. It names the
 committed cells that prove the merged form builds in INT8: the observed cells of the case's `rewrite=merged`
 reproducers of the user's form (reports/observed/, listed in its MANIFEST.json), a file and a reproducer per version.
+A model with a non-zero zero point on a Q/DQ is offered nothing: TensorRT's parser refuses it first (parser_refusal),
+and those symmetric cells prove nothing for it.
 
 The record (case.json `rewrite`) is data; `notes` and the node report's templates say it in words.
 """
@@ -52,6 +54,10 @@ def offer(model_path: Path, inputs: Mapping[str, np.ndarray], expected: Mapping[
                               "comparison": {}, "cells": [], "why_not": ""}
     if not groups:
         record["why_not"] = "no group of sibling Convs can be merged: " + "; ".join(declined)
+        return record
+    refused = parser_refusal(model)
+    if refused:  # the merged reproducers' cells are symmetric INT8: they prove nothing for a model the parser refuses
+        record["why_not"] = refused
         return record
     merged = merge(model, groups)
     path = folder / MERGED_FILE
@@ -99,6 +105,24 @@ def sibling_groups(model: Any) -> Tuple[List[Siblings], List[str]]:
     groups = [Siblings(tuple(convs), convs[0].input[0], key[1], params[key])
               for key, convs in found.items() if len(convs) > 1]
     return groups, declined
+
+
+def parser_refusal(model: Any) -> str:
+    """Why TensorRT's parser refuses the model before its builder could meet chooseHigherPrecision (a Q/DQ with a
+    non-zero zero point: the lint's zero-point rule), in words; "" where that rule does not fire."""
+    from check.lint import index, zero_point_rule
+
+    g = index(model)
+    refused = [f for n in g.nodes for f in zero_point_rule(g, n, []) if f.engine == "tensorrt"]
+    if not refused:
+        return ""
+    nodes = list(dict.fromkeys(f.node for f in refused))
+    shown = ", ".join(nodes[:4]) + (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+    first = refused[0]
+    return (f"TensorRT {first.versions} refuses this model at parse, before the build where chooseHigherPrecision "
+            f"fails: {len(nodes)} Q/DQ node{'' if len(nodes) == 1 else 's'} with a non-zero zero point ({shown}; "
+            f"the lint's {first.rule} rule, {first.source}); the merged reproducers' cells are symmetric INT8 and "
+            f"prove nothing for it. Quantize it symmetric first ({first.fix}), then check it again")
 
 
 def _name(node: Any) -> str:

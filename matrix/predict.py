@@ -118,9 +118,10 @@ def node_outcome(cell: Mapping[str, Any], node: str) -> str:
 CLAIM = ("node", "rule", "engine", "versions", "setting", "predicted", "source", "basis", "case")
 
 
-def claims(findings: Iterable[Any]) -> List[Dict[str, Any]]:
+def claims(findings: Iterable[Any], reach: bool = True) -> List[Dict[str, Any]]:
     """The findings as records, each claim about a node once, in their order: findings that differ only in their
-    detail or fix become one, whose detail and fix say each of theirs ("...; or ...")."""
+    detail or fix become one, whose detail and fix say each of theirs ("...; or ..."); with `reach`, only what the
+    engine reaches (reached: no build or precision prediction where a parse failure is predicted)."""
     merged: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
     for f in map(record, findings):
         key = tuple(f.get(k) for k in CLAIM)
@@ -131,7 +132,77 @@ def claims(findings: Iterable[Any]) -> List[Dict[str, Any]]:
             said = [s for s in str(merged[key].get(k) or "").split("; or ") if s]
             if f.get(k) and f[k] not in said:
                 merged[key] = dict(merged[key], **{k: "; or ".join(said + [f[k]])})
-    return list(merged.values())
+    return reached(list(merged.values())) if reach else list(merged.values())
+
+
+# The order a network meets its stages in: the parser, the builder, then its kernels (a node's precision). A failure
+# predicted at one stage keeps that engine version from every later one.
+STAGE_ORDER = {"parse fails": 0, "build fails": 1, "float": 2, "int8": 2}
+
+
+def reached(findings: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The findings an engine can reach, in their order: a prediction for a later stage (a build failure, a node's
+    precision) is left out for the versions of its engine and setting where a finding predicts an earlier failure (a
+    model the parser refuses never reaches the builder), and kept, narrowed, for its other versions."""
+    failing: Dict[Tuple[str, str, int], Dict[str, None]] = {}  # (engine, setting, stage) -> the failing ranges
+    for f in findings:
+        if f["predicted"] in FAILURES:
+            key = (f.get("engine", ENGINE), f.get("setting", ""), STAGE_ORDER[f["predicted"]])
+            failing.setdefault(key, {})[f.get("versions", "")] = None
+    out: List[Dict[str, Any]] = []
+    for f in findings:
+        ranges = [f.get("versions", "")]
+        for (engine, setting, stage), earlier in failing.items():
+            if engine == f.get("engine", ENGINE) and setting in ("", f.get("setting", "")) \
+                    and stage < STAGE_ORDER[f["predicted"]]:
+                for versions in earlier:
+                    ranges = [piece for r in ranges for piece in without(r, versions)]
+        out += [dict(f, versions=r) for r in ranges]
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def without(versions: str, failing: str) -> Tuple[str, ...]:
+    """The versions of one specifier set that another does not cover, as disjoint specifier sets: (versions,) where
+    they do not meet, () where `failing` covers them all."""
+    from packaging.specifiers import SpecifierSet
+
+    if empty(",".join(filter(None, (versions, failing)))):
+        return (versions,)
+    pieces, before = [], []  # not s1, or s1 and not s2, or ...: the complement of s1,s2,... as disjoint sets
+    for s in sorted(SpecifierSet(failing), key=str):  # in one order, so each run writes the same sets
+        for other in _complement(s.operator, s.version):
+            piece = ",".join(filter(None, (versions, *before, other)))
+            if not empty(piece):
+                pieces.append(str(SpecifierSet(piece)))
+        before.append(str(s))
+    return tuple(pieces)
+
+
+def _complement(operator: str, version: str) -> List[str]:
+    """The versions one specifier does not cover, as disjoint specifier sets."""
+    if operator == "~=":  # ~=X.Y is >=X.Y,==X.*
+        prefix = ".".join(version.split(".")[:-1])
+        return [f"<{version}", f">={version},!={prefix}.*"]
+    flipped = {">=": "<", ">": "<=", "<=": ">", "<": ">=", "==": "!=", "!=": "=="}
+    return [f"{flipped[operator]}{version}"] if operator in flipped else []
+
+
+def empty(versions: str) -> bool:
+    """Whether a specifier set covers no version: none of the versions it names, just above each, the next release
+    of each one's last part, 0 or 99999 is in it (a set of PEP 440 intervals holds one of these where it holds any)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    probes = {"0", "99999"}
+    for s in SpecifierSet(versions):
+        base = s.version[:-2] if s.version.endswith(".*") else s.version
+        try:
+            release = Version(base).release
+        except InvalidVersion:
+            continue
+        probes |= {base, f"{base}.0.0.0.0.1", ".".join(map(str, release[:-1] + (release[-1] + 1,)))}
+    return not any(covers(versions, v) for v in probes)
 
 
 def compare(findings: Iterable[Any], cells: Iterable[Any]) -> List[Comparison]:
@@ -332,7 +403,7 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
         return [f"lint {name}: no lint in this bundle (made before bundles carried one)"]
     if lint.get("error"):
         return [f"lint {name}: the lint could not read the model: {lint['error']}"]
-    findings = [record(f) for f in lint["findings"]]
+    findings = claims(lint["findings"])  # each claim once, none the engine does not reach (a bundle linted before)
     if not findings:
         return [f"lint {name}: no known problem matched (no catalogue case's pattern and no source-cited rule; "
                 "no prediction that it builds)"]

@@ -56,8 +56,11 @@ def test_uint8_activations_predict_a_parse_failure_and_name_the_quantizer_option
 
 
 def test_no_observed_folder_keeps_the_catalogue_predictions_only(tmp_path):
+    from cases.common import NONZERO_ZERO_POINT_RTX
+
     found = lint_model(_grouped_conv(4, activation="uint8"), observed=tmp_path)
-    assert found and not any(f.source.startswith("reports/") for f in found)
+    committed = {f.source for f in found if f.source.startswith("reports/")}
+    assert found and committed == {NONZERO_ZERO_POINT_RTX.source}, "no cell read, a source rule's baseline only"
 
 
 def _conv_with_dq_weights(kernel_shape: bool, bias: bool = False):
@@ -169,14 +172,16 @@ def test_compare_agrees_misses_and_cannot_say():
         {"engine": "tensorrt", "engine_version": "8.6.0", "status": "fail", "last_stage": "load", "precision": {}},
         {"engine": "tensorrt", "engine_version": "8.5.3.1", "status": "pass", "last_stage": "compare",
          "precision": {"conv": {"precision": "int8"}, "mm": {"precision": "float"}}},
+        {"engine": "tensorrt", "engine_version": "10.8.0.43", "status": "pass", "last_stage": "compare",
+         "precision": {"conv": {"precision": "int8"}, "mm": {"precision": "float"}}},
         {"engine": "onnxruntime", "engine_version": "1.31.1", "status": "pass", "last_stage": "compare",
          "precision": {}},
     ]
     rows = {(r.node, r.version): r for r in compare(findings, cells)}
     assert rows[("conv", "8.6.0")].agrees is True
     assert rows[("conv", "8.5.3.1")].news and rows[("conv", "8.5.3.1")].observed == "int8"
-    assert rows[("mm", "8.6.0")].observed == "not observable" and rows[("mm", "8.6.0")].agrees is None
-    assert rows[("mm", "8.5.3.1")].agrees is False
+    assert ("mm", "8.6.0") not in rows and ("mm", "8.5.3.1") not in rows, "behind the predicted build failure"
+    assert rows[("mm", "10.8.0.43")].agrees is False
     assert not any(r.version == "1.31.1" for r in rows.values())
 
 
@@ -256,12 +261,11 @@ def test_a_network_predicted_int8_that_failed_to_build_is_one_miss_at_the_model_
     assert sum(r.news for r in rows) == 1, "one miss for the network, not one per node"
 
 
-def test_not_observable_is_kept_for_a_failure_the_lint_predicted_at_another_node():
+def test_a_node_predicted_to_run_is_not_scored_where_the_lint_predicted_a_build_failure_at_another_node():
     findings = [Finding("conv", "grouped_conv", "==8.6.0", "build fails", "https://example.org/a"),
                 Finding("mm", "x", "", "int8", "https://example.org/b")]
     rows = compare(findings, [_failed_build("user_model/net")])
-    assert {(r.node, r.observed, r.agrees) for r in rows} == {("conv", "build fails", True),
-                                                               ("mm", "not observable", None)}
+    assert {(r.node, r.observed, r.agrees) for r in rows} == {("conv", "build fails", True)}
     on_8_5 = compare(findings, [_failed_build("user_model/net", "8.5.3.1")])
     assert [(r.level, r.observed, r.agrees) for r in on_8_5 if r.agrees is False] == \
         [("model", "build fails", False)], "on 8.5.3.1 no finding foresaw it"
@@ -339,7 +343,7 @@ def test_a_node_the_parser_names_as_refused_is_its_own_miss_and_the_network_is_n
                 Finding("b", "y", "", "int8", "https://example.org/b")]
     cell = dict(json.loads(_failed_build("user_model/net").to_json()), last_stage="", failing_node="b")
     rows = {(r.level, r.node): r for r in compare(findings, [cell])}
-    assert (rows[("node", "b")].observed, rows[("node", "b")].agrees) == ("parse fails", False), "refused where int8"
+    assert ("node", "b") not in rows, "a's predicted parse failure leaves no version where b was predicted to run"
     assert (rows[("node", "a")].observed, rows[("node", "a")].agrees) == ("not observable", None)
     unforeseen = {(r.level, r.node): r for r in compare(findings[1:], [cell])}
     assert [k for k, r in unforeseen.items() if r.news] == [("node", "b")], "one miss, at the node the parser named"
@@ -392,6 +396,63 @@ def test_seed_032_flags_one_qdq_activation_fanned_out_to_two_requantized_convs_a
     assert all((ROOT / s).exists() for s in sources)
     assert all("catalogue case 032 two_conv_fanout_qdq" in f.detail and "Split" in f.fix for f in found)
     assert "observed (seed 032 two_conv_fanout_qdq)" in to_markdown(found)
+
+
+def _asymmetric(model):
+    """The model with onnxruntime quantize_static's default activations: uint8 at zero point 128 on every activation
+    Q/DQ (the weights keep their int8 zero point 0)."""
+    model.graph.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), "za"))
+    for n in model.graph.node:
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear") and n.input[0] not in {i.name for i in
+                                                                                     model.graph.initializer}:
+            n.input[2] = "za"
+    return model
+
+
+def test_seed_032_on_asymmetric_activations_predicts_the_parse_failure_and_no_build_failure_behind_it():
+    """The parser refuses a non-zero zero point on every TensorRT >= 8.0, so chooseHigherPrecision's build failure can
+    never be reached there: the lint says the parse failure and no later stage for those versions."""
+    found = lint_model(_asymmetric(_fanout()))
+    assert {f.node for f in found if f.predicted == "parse fails" and f.engine == "tensorrt"} >= {"x_q", "x_dq"}
+    later = [f for f in found if f.predicted in ("build fails", "int8", "float")]
+    for version in ("8.5.1.7", "8.5.3.1", "8.6.0", "10.8.0.43"):
+        assert not [f for f in later if f.engine == "tensorrt" and covers(f.versions, version)], version
+    assert not _by(found, "two_conv_fanout_qdq"), "every version seed 032 speaks for is refused at parse first"
+    assert _by(lint_model(_asymmetric(_fanout()), reach=False), "two_conv_fanout_qdq"), "the matcher still matched"
+
+
+def _conv_uint8(zero_point: int = 128):
+    """x -> Q/DQ (uint8 at `zero_point`) -> Conv with INT8 weights (zero point 0) -> Q/DQ (uint8)."""
+    inits = [numpy_helper.from_array(np.float32(0.05), "s"), numpy_helper.from_array(np.uint8(zero_point), "za"),
+             numpy_helper.from_array(np.int8(0), "zw"), numpy_helper.from_array(np.float32(0.01), "sw"),
+             numpy_helper.from_array(np.ones((8, 4, 3, 3), np.int8), "w")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "za"], ["xq"], name="x_q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "za"], ["xd"], name="x_dq"),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wd"], name="w_dq"),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("QuantizeLinear", ["c", "s", "za"], ["cq"], name="y_q"),
+             helper.make_node("DequantizeLinear", ["cq", "s", "za"], ["y"], name="y_dq")]
+    graph = helper.make_graph(nodes, "conv_uint8", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                  [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_nonzero_zero_point_is_predicted_to_fail_tensorrt_rtx_s_parser_from_its_committed_cells():
+    from dataclasses import asdict
+
+    from cases.common import NONZERO_ZERO_POINT_RTX_CASES
+    from core.results import read_results
+
+    rtx = [f for f in lint_model(_conv_uint8()) if f.engine == "tensorrt-rtx" and f.node == "x_dq"]
+    assert [(f.rule, f.versions, f.predicted, f.basis, f.case) for f in rtx] == [
+        ("uint8_activation", "==1.7.1.116", "parse fails", "observed", "")]
+    cells = [c for c in (asdict(s.cell) for s in read_results(ROOT / rtx[0].source).cells)
+             if c.get("case") in NONZERO_ZERO_POINT_RTX_CASES and (c.get("params") or {}).get("activation") == "uint8"]
+    assert cells and {(c["engine_version"], c["status"], c["signature"]) for c in cells} == {
+        ("1.7.1.116", "fail", "nonzero_zero_point")}, "the rule says what the committed cells show, no more"
+    assert not [f for f in lint_model(_conv_uint8(0)) if f.node == "x_dq"], "a zero zero point: no finding"
+    assert rtx[0].learned_from(("grouped_conv",)) and not rtx[0].learned_from(("two_conv_fanout_qdq",))
 
 
 @pytest.mark.parametrize("siblings", [

@@ -29,12 +29,15 @@ def _const(array, name: str):
     return numpy_helper.from_array(np.asarray(array), name)
 
 
-def detector(path: Path, per_tensor: bool = False, heads: int = 2, seed: int = 0, int32_bias: bool = False) -> Path:
+def detector(path: Path, per_tensor: bool = False, heads: int = 2, seed: int = 0, int32_bias: bool = False,
+             asymmetric: bool = False) -> Path:
     """A small detector-like graph: x -> Q/DQ -> a 3x3 stem Conv -> Relu -> Q/DQ, read by `heads` sibling 1x1 Convs
     (4, 6, 5 output channels, INT8 weights per channel or per tensor, a float bias or, as quantize_static writes it
-    by default, an INT32 bias through a DequantizeLinear at scale activation x weight), each quantized again."""
+    by default, an INT32 bias through a DequantizeLinear at scale activation x weight), each quantized again; with
+    `asymmetric`, every activation Q/DQ is uint8 at zero point 128 (quantize_static's default activations)."""
     rng = np.random.default_rng(seed)
-    inits = [_const(np.float32(2.0**-4), "xs"), _const(np.int8(0), "z"), _const(np.float32(2.0**-3), "fs"),
+    zero = np.uint8(128) if asymmetric else np.int8(0)
+    inits = [_const(np.float32(2.0**-4), "xs"), _const(zero, "z"), _const(np.float32(2.0**-3), "fs"),
              _const(rng.integers(-63, 64, (8, 3, 3, 3)).astype(np.int8), "stem_w"),
              _const(rng.uniform(0.005, 0.02, 8).astype(np.float32), "stem_ws"), _const(np.zeros(8, np.int8), "stem_wz")]
     nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "z"], ["xq"], name="x_q"),
@@ -132,6 +135,21 @@ def test_the_offer_names_the_committed_merged_cells_that_build_in_int8_on_every_
                                                 "+weights=per_tensor+rewrite=merged"}
     assert all((REPO / c["file"]).is_file() and c["file"].startswith("reports/observed/") for c in cells)
     assert all(c["status"] == "pass" for c in cells)
+
+
+def test_a_model_with_asymmetric_activations_is_told_the_parser_refuses_it_first_and_cited_no_cells(tmp_path):
+    """uint8 activations at zero point 128: TensorRT's parser refuses the model before its builder, so the merged
+    reproducers' INT8 cells (symmetric) prove nothing for it; the offer says so and cites none."""
+    bundle = bundle_from_model(detector(tmp_path / "det.onnx", per_tensor=True, asymmetric=True), tmp_path / "out")
+    record = bundle.meta["rewrite"]
+    assert [g["convs"] for g in record["groups"]] == [["head0", "head1"]], "the seed-032 pattern matched"
+    assert not record["offered"] and record["cells"] == [] and not (bundle.path / MERGED_FILE).exists()
+    assert "refuses this model at parse" in record["why_not"] and "non-zero zero point" in record["why_not"]
+    assert "x_q" in record["why_not"] and '"ActivationSymmetric": True' in record["why_not"]
+    from check.rewrite import notes
+
+    [line] = notes(record, bundle.path)
+    assert "not offered" in line and "refuses this model at parse" in line and "builds in INT8" not in line
 
 
 def test_a_model_without_the_pattern_is_offered_nothing(tmp_path):
