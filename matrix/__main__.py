@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -223,6 +224,8 @@ def bugs_cmd(args: argparse.Namespace) -> int:
         cells = [c for c in mine if wanted(c, args.include_documented, args.include_unreferenced)]
     else:  # a conformance entry is a table's answer, not a bug to file: named with --cell, it gets its bundle
         cells = [c for c in result.cells if wanted(c, args.include_documented, args.include_unreferenced)]
+        if not args.include_documented:
+            _say_documented(result.cells)
     if not cells:
         print("no failing or unexpected cells: no bug bundles to write")
         return 0
@@ -253,6 +256,19 @@ def bugs_cmd(args: argparse.Namespace) -> int:
         print(f"  {many(len(older), 'other bug bundle')} in {args.out} from an earlier run, not written now (first: "
               f"{older[0].relative_to(args.out)}); remove them or write to an empty --out")
     return 1 if refused else 0
+
+
+def _say_documented(cells: Sequence) -> None:
+    """One line for the failing cells left out because their error is a documented signature, by signature."""
+    from core.words import many
+    from matrix.bugbundle import documented_failure
+
+    left = Counter(c.signature for c in cells if c.verdict != "as documented" and documented_failure(c))
+    if left:
+        counts = ", ".join(f"{n} {name}" for name, n in sorted(left.items(), key=lambda kv: (-kv[1], kv[0])))
+        print(f"not bundled: {many(sum(left.values()), 'failing cell')} whose error is a documented signature "
+              f"({counts}): an upstream source documents that refusal, nothing new to file; --include-documented "
+              "writes them")
 
 
 def _say_needs_model(made: Sequence, root: Path) -> None:

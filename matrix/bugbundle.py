@@ -115,10 +115,22 @@ class Made:
 
 def wanted(cell: Cell, documented: bool = False, unreferenced: bool = False) -> bool:
     """A cell worth a bug bundle: it failed or crashed, or its verdict is unexpected; one that does what an upstream
-    source documents ("as documented": nothing new to file) only with `documented`, one of a model the reference
-    cannot run ("no reference": the model's fault) only with `unreferenced`."""
-    return (cell.status in FAILED or cell.verdict in UNEXPECTED) and (documented or cell.verdict != "as documented") \
+    source documents ("as documented", or a failure whose error is a documented signature: nothing new to file) only
+    with `documented`, one of a model the reference cannot run ("no reference": the model's fault) only with
+    `unreferenced`."""
+    return (cell.status in FAILED or cell.verdict in UNEXPECTED) and (documented or not documented_failure(cell)) \
         and (unreferenced or cell.verdict != NO_REFERENCE)
+
+
+def documented_failure(cell: Cell) -> bool:
+    """Whether a cell's failure is one an upstream source documents: its verdict says so, or its case documents no
+    failure there ("new failure") but its error is a signature that NVIDIA's documentation or source code gives as a
+    refusal, such as the parser refusing a non-zero zero point (a triager closes that as intended behaviour). A
+    signature read from an issue thread is a known bug, not a documented refusal: its cells keep their bundles."""
+    source = cell.signature_source or ""
+    return cell.verdict == "as documented" or (
+        cell.status in FAILED and bool(cell.signature) and cell.signature_basis == "documented"
+        and "/issues/" not in source and "/pull/" not in source)
 
 
 def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None,

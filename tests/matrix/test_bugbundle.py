@@ -597,6 +597,24 @@ def test_a_documented_cell_gets_a_bundle_only_when_asked(bundles, tmp_path):
     assert "**This matches the documentation and should not be filed as a new bug**" in issue
 
 
+def test_a_new_failure_whose_error_is_a_documented_signature_gets_a_bundle_only_when_asked() -> None:
+    """A case that documents no failure there ("new failure"), but an error that is a documented signature (TensorRT's
+    parser refusing a non-zero zero point): an NVIDIA triager closes it as intended, so no bundle by default; a
+    signature this project only observed before (a baseline) still gets its bundle."""
+    from matrix.bugbundle import documented_failure, wanted
+
+    refused = replace(sample("8.6.0"), status="fail", verdict="new failure", signature="nonzero_zero_point",
+                      signature_basis="documented",
+                      signature_source="https://github.com/onnx/onnx-tensorrt/blob/10.1-GA/onnxOpImporters.cpp")
+    assert documented_failure(refused) and not wanted(refused) and wanted(refused, documented=True)
+    seen = replace(refused, signature="rtx_conv_dtype_check", signature_basis="baseline")
+    assert not documented_failure(seen) and wanted(seen)
+    known_bug = replace(refused, signature="no_implementation",
+                        signature_source="https://github.com/NVIDIA/TensorRT/issues/4060")
+    assert not documented_failure(known_bug) and wanted(known_bug), "a known bug's cell keeps its bundle"
+    assert wanted(replace(refused, signature="", signature_basis="", signature_source=""))
+
+
 def test_writing_a_bug_bundle_reads_its_reproducer_once_and_asks_no_catalogue(bundles, tmp_path, monkeypatch):
     """One bug bundle opens each file of the reproducer that ran once (its digest, case.json, model and copies come
     from those bytes), and the signature's regex, source and basis come from the cell: no catalogue lookup at all."""
