@@ -207,6 +207,9 @@ def test_tensorrt_issue_follows_nvidias_template(trt_bundle):
     assert re.search(r"ONNX Runtime \S+ on cpu: .*: pass", issue) and re.search(r"OpenVINO \S+ on cpu: .*: pass", issue)
     assert re.search(r"cross-checked:\n- onnxruntime \S+: agree", issue)  # case.json's cross_check
     assert "trtexec --onnx=model.onnx" in issue and "polygraphy run model.onnx --trt --onnxrt" in issue
+    # the trtexec line runs as pasted: the raw input files its --loadInputs names are written first, from inputs.npz
+    write = issue.index("d[k].tofile(k + '.bin')")
+    assert write < issue.index("trtexec --onnx=model.onnx") and "--loadInputs=" in issue[write:]
 
 
 def test_tensorrt_commands_and_data_loader(trt_bundle, monkeypatch):
