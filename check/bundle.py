@@ -218,7 +218,9 @@ def _onnx() -> Any:
 
 
 def _load(onnx: Any, path: Path) -> Any:
-    """The model proto without external data; CheckError for a file that is not ONNX."""
+    """The model proto without external data; CheckError for a file that is not ONNX (an empty one said so)."""
+    if path.is_file() and path.stat().st_size == 0:
+        raise CheckError(f"{path}: not an ONNX model (an empty file: 0 bytes)")
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-free garbage gives others

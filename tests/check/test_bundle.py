@@ -115,6 +115,9 @@ def test_not_onnx_is_refused_and_a_model_the_checker_refuses_is_invalid(tmp_path
         bundle_from_model(tmp_path / "junk.onnx", tmp_path / "out")
     with pytest.raises(CheckError, match="no such model file"):
         bundle_from_model(tmp_path / "absent.onnx", tmp_path / "out")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(CheckError, match=r"not an ONNX model \(an empty file: 0 bytes\)"):  # said as what it is
+        bundle_from_model(tmp_path / "empty.onnx", tmp_path / "out")
     model = onnx.load(str(qdq_conv(tmp_path / "conv.onnx")))
     model.graph.node[3].input[1] = "nowhere"  # the Conv reads a tensor nothing produces
     onnx.save(model, str(tmp_path / "broken.onnx"))
