@@ -21,7 +21,6 @@ with the converter's reason (the bundles' manifest, generators/onnx_node_tests.p
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -52,13 +51,9 @@ def is_conformance(cell: Cell) -> bool:
 
 def read_manifest(bundles: Optional[Path]) -> Dict[str, Any]:
     """The conformance bundles' manifest under a bundles root ({} where there is none: a report of results alone)."""
-    if bundles is None:
-        return {}
-    try:
-        data = json.loads((Path(bundles) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    from generators.bundle import read_json_object
+
+    return {} if bundles is None else read_json_object(Path(bundles) / MANIFEST)
 
 
 @dataclass(frozen=True)
