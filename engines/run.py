@@ -482,12 +482,14 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
         if not died[i]:
             continue
         recorded = progress[i]
-        rest = [(c, [b for b in c.bundles if b not in set(recorded.get(k, ()))]) for k, c in enumerate(columns)]
         kept = sum(len(v) for v in recorded.values())
         out(f"engines.run: {r.tag}its process ended ({_status_words(statuses[i])}) after recording {kept} cells "
             "without saying what it recorded; the rest run again, one per test")
-        leftovers += [Decision(replace(c, bundles=(), reused=0, batch=0), tuple(left), 0, True) for c, left in rest
-                      if left]
+        for k, c in enumerate(columns):
+            done = set(recorded.get(k, ()))
+            left = [b for b in c.bundles if b not in done]
+            if left:
+                leftovers.append(_again(c, left))
         summaries[i] = {"columns": [{"written": {"recorded": len(recorded.get(k, ()))}, "reused": 0, "alone": []}
                                     for k in range(len(columns))], "stopped": ""}
         statuses[i] = 0  # what it left is run again; that run's status stands for it
@@ -501,10 +503,14 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     unknown = next((s["stopped"] for s in summaries if s and s.get("stopped")), "")
     if not unknown and not all(summaries):
         unknown = "a pytest run stopped before it said what it recorded"
-    alone = tuple(Decision(replace(c, bundles=(), reused=0, batch=0), tuple(said["alone"]), 0, True)
-                  for s, (_, columns, _) in zip(summaries, parts) if s
+    alone = tuple(_again(c, said["alone"]) for s, (_, columns, _) in zip(summaries, parts) if s
                   for c, said in zip(columns, s["columns"]) if said["alone"]) + tuple(leftovers)
     return Launched(broken[0] if broken else max(statuses), written, reused, unknown, alone)
+
+
+def _again(column: Column, bundles: Sequence[str]) -> Decision:
+    """A column's bundles that a batch or a run ended without, to run again one per test (no batch, nothing reused)."""
+    return Decision(replace(column, bundles=(), reused=0, batch=0), tuple(bundles), 0, True)
 
 
 def _parts(groups: Dict[str, List[Column]], biggest: str, workers: int,
