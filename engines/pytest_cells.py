@@ -152,15 +152,6 @@ def heartbeat_interval(config: pytest.Config) -> float:
         raise pytest.UsageError(f"${HEARTBEAT_ENV}={os.environ[HEARTBEAT_ENV]!r}: give seconds, 0 or more") from None
 
 
-def few_collections() -> None:
-    """The cyclic garbage collector kept off the modules a cell run imported (gc.freeze) and run after 20,000
-    allocations instead of 700: it was about 5% of a fresh matrix's CPU (engines/tensorrt/worker.py does the same)."""
-    import gc
-
-    gc.freeze()
-    gc.set_threshold(20000, 50, 100)
-
-
 def running_cells(config: pytest.Config) -> bool:
     """Whether this run runs cells: a plan is named."""
     return bool(config.getoption("--cells-plan"))
@@ -211,7 +202,7 @@ def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
 def pytest_configure(config: pytest.Config) -> None:
     if not running_cells(config):
         return
-    few_collections()
+    lifeline.few_collections()
     if config.getoption("--bundles"):
         os.environ["QDQ_BUNDLES"] = str(Path(config.getoption("--bundles")).resolve())
     lifeline.keep()  # a worker dies with the controller, the controller with the engines.run that started it
@@ -574,10 +565,10 @@ class _ControllerHooks:
             terminalreporter.write_line(summary)
 
 
-def handed_cell(value: Any) -> Dict[str, Any]:
-    """The cell a test handed back in its user_properties: its JSON text (engines.runner: xdist passes one string in
-    one piece, where a nested object costs its Python serializer a call per field), or already an object."""
-    return json.loads(value) if isinstance(value, str) else value
+def handed_cell(value: str) -> Dict[str, Any]:
+    """The cell a test handed back in its user_properties, from its JSON text (engines.runner: xdist passes one string
+    in one piece, where a nested object costs its Python serializer a call per field)."""
+    return json.loads(value)
 
 
 def _open_progress(config: pytest.Config) -> Optional[TextIO]:

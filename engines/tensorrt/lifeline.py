@@ -8,6 +8,9 @@ works while native code holds the interpreter, as a TensorRT build does), and a 
 pid every WATCH_S seconds (any POSIX system). A parent that was gone before the guards were set is noticed at once:
 the child's parent is then no longer the pid the parent gave it.
 
+A process that runs many cells also calls `few_collections()` once its imports are done (the cyclic garbage
+collector kept off them).
+
 Standard library only, Python 3.9+: the TensorRT worker loads it from beside itself in the engine's interpreter;
 `engines.run`, the pytest controller and its xdist workers import it as `engines.tensorrt.lifeline`.
 """
@@ -104,3 +107,13 @@ def _alive(pid: int) -> bool:
 
 def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def few_collections() -> None:
+    """Keep the cyclic garbage collector off what a process that runs many cells imported (gc.freeze) and run it after
+    20,000 allocations instead of 700: it went over the same long-lived modules again and again, about 5% of a fresh
+    matrix's CPU. Nothing a cell computes depends on it."""
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(20000, 50, 100)

@@ -295,21 +295,11 @@ def serve(module: str = "tensorrt") -> int:
                 session = Session(module)
             except Exception:  # run_request reports the import failure in the result
                 session = None
-            few_collections()
+            lifeline.few_collections()
         out = run_request(path, session, module)
         proto.write(RESULT_MARK + out + "\n")
         proto.flush()
     return 0
-
-
-def few_collections() -> None:
-    """A process that runs many cells keeps what it imported out of the cyclic garbage collector's way (gc.freeze),
-    and collects after 20,000 allocations instead of 700: the collector was about 5% of a fresh matrix's CPU, going
-    over the same long-lived modules again and again. Nothing a cell computes depends on it."""
-    import gc
-
-    gc.freeze()
-    gc.set_threshold(20000, 50, 100)
 
 
 def timed(result: Result, stage: str, fn: Any) -> Any:
