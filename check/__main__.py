@@ -176,11 +176,13 @@ def trt_not_run(engines: Sequence[str]) -> str:
     machine with an NVIDIA GPU), "" where TensorRT ran."""
     if "tensorrt" in engines:
         return ""
+    from core.engines import spec
     from engines.tensorrt import gpu
 
+    lines = ", ".join(dict.fromkeys(f"{v.split('.')[0]}.x" for g in spec("tensorrt").pins for v in g.versions))
     found = gpu.detect()
     where = "this machine has an NVIDIA GPU" if found.present else f"{found.reason or 'no NVIDIA GPU'} here"
-    return (f"TensorRT (8.x, 10.x, 11.x): not run here: no --trt-python was given, and {where}; what this check says "
+    return (f"TensorRT ({lines}): not run here: no --trt-python was given, and {where}; what this check says "
             "of TensorRT is the lint's prediction, not a result (give --trt-python PY of an interpreter that has "
             "TensorRT, on a machine with an NVIDIA GPU, or --prepare-only and run the bundle there)")
 
