@@ -427,7 +427,7 @@ def cell_words(cell: "Cell", unreferenced: bool) -> str:
     column = f"{cell.engine}@{cell.engine_version}{' [' + _variant(cell) + ']' if cell.variant else ''}"
     if not unreferenced or cell.status not in FAILED or ran_inputs(cell.status, cell.last_stage):
         return f"{column}: {cell.status}"
-    error = cell.error_line or (cell.error.splitlines() or [""])[0]
+    error = cell.engine_reason or cell.error_line or (cell.error.splitlines() or [""])[0]  # why, not only where
     return f"{column}: {cell.status} at {outcome(cell).failed_stage} ({cell.verdict}), before any output: {error}"
 
 

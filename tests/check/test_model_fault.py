@@ -147,6 +147,14 @@ def test_a_parse_failure_of_a_model_without_a_reference_says_what_failed_not_no_
     assert said == ("tensorrt-rtx@1.7.1.116: fail at load (new failure), before any output: In node 3 (importModel): "
                     "No importer registered for op: QLinearConcat")
     assert cell_words(refused, unreferenced=False) == "tensorrt-rtx@1.7.1.116: fail"
+    # OpenVINO's error starts with where it was raised; the line that says why is the cell's engine_reason
+    ov = Cell(bundle="user_model/qop", case="user_model", params={}, digest="d", engine="openvino",
+              engine_version="2026.4.1", hardware="", status="fail", verdict="new failure", last_stage="",
+              error="Exception from src/inference/src/cpp/core.cpp:84:\nModel wasn't fully converted.",
+              error_line="Exception from src/inference/src/cpp/core.cpp:",
+              engine_reason="No conversion rule found for operations: com.microsoft.QGemm")
+    assert cell_words(ov, unreferenced=True).endswith(
+        "before any output: No conversion rule found for operations: com.microsoft.QGemm")
     parse = ModelCheck(model="qop.onnx", bundle="user_model/qop", reference_error=missing, cells=(said,),
                        statuses=("fail",), verdicts=("new failure",))
     ran = ModelCheck(model="ran.onnx", bundle="user_model/ran", reference_error=missing,
