@@ -44,6 +44,9 @@ class Column:
     # one-node bundles (their case's Case.one_node) per test, run one after the other in one engine process; 0 or 1:
     # one bundle per test (engines.run reruns a batch whose process died this way, so a crash costs one cell)
     batch: int = 0
+    # with batch: every bundle of a catalogue case joins the batches, not only the one-node ones (engines.run sets it
+    # for the engines whose cells take milliseconds: on the CPU, or built ahead of time); a user's model stays alone
+    batch_every: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -85,14 +88,16 @@ class CellRef:
 
 def cell_refs(columns: Sequence[Column], present: Sequence[str], needs_plugin: Callable[[str], bool],
               per_target: Callable[[str], bool] = lambda bundle: False,
-              one_node: Callable[[str], bool] = lambda bundle: False) -> Dict[str, CellRef]:
+              one_node: Callable[[str], bool] = lambda bundle: False,
+              catalogue: Callable[[str], bool] = lambda bundle: False) -> Dict[str, CellRef]:
     """Every cell test of a run by its test id ("<column label>|<bundle>", or the bundle alone in a run of one
-    column), in order; a column with `batch` gathers its one-node bundles into tests of that many
-    ("<column label>|one-node batch <k>", where its first bundle was); ValueError where two columns would give one id
-    (a plan of several columns labels each)."""
+    column), in order; a column with `batch` gathers its one-node bundles (with `batch_every`, every bundle of a
+    catalogue case) into tests of that many ("<column label>|batch <k>", where its first bundle was); ValueError
+    where two columns would give one id (a plan of several columns labels each)."""
     refs: Dict[str, CellRef] = {}
     for index, column in enumerate(columns):
-        for name, bundles in _tests(column, column.select(present, needs_plugin, per_target), one_node):
+        joins = (lambda b: one_node(b) or catalogue(b)) if column.batch_every else one_node
+        for name, bundles in _tests(column, column.select(present, needs_plugin, per_target), joins):
             name = f"{column.label}{COLUMN_MARK}{name}" if column.label else name
             if name in refs:
                 raise ValueError(f"two columns of the plan give the test id {name!r}: a plan of several columns "
@@ -101,20 +106,21 @@ def cell_refs(columns: Sequence[Column], present: Sequence[str], needs_plugin: C
     return refs
 
 
-def _tests(column: Column, bundles: Sequence[str], one_node: Callable[[str], bool]) -> List[Tuple[str, List[str]]]:
-    """A column's tests in order, each (its name, its bundles): a bundle alone, or up to `batch` one-node bundles."""
+def _tests(column: Column, bundles: Sequence[str], joins: Callable[[str], bool]) -> List[Tuple[str, List[str]]]:
+    """A column's tests in order, each (its name, its bundles): a bundle alone, or up to `batch` bundles that join
+    batches."""
     if column.batch <= 1:
         return [(b, [b]) for b in bundles]
     tests: List[Tuple[str, List[str]]] = []
     batches: List[List[str]] = []
     for b in bundles:
-        if not one_node(b):
+        if not joins(b):
             tests.append((b, [b]))
         elif batches and len(batches[-1]) < column.batch:
             batches[-1].append(b)  # already in tests
         else:
             batches.append([b])
-            tests.append((f"one-node batch {len(batches)}", batches[-1]))
+            tests.append((f"batch {len(batches)}", batches[-1]))
     return [(found[0] if len(found) == 1 else name, found) for name, found in tests]
 
 

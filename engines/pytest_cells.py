@@ -185,6 +185,15 @@ def _one_node(bundle_id: str) -> bool:
         return False
 
 
+def _catalogue(bundle_id: str) -> bool:
+    """Whether a bundle is a reproducer of the catalogue (not a user's model, nor a bundle of a test of its own):
+    such bundles join batches on a column with batch_every."""
+    try:
+        return not get_case(bundle_id.split("/", 1)[0]).external
+    except KeyError:
+        return False
+
+
 def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
     """The cell tests of a plan's columns (engines.plan.cell_refs over the bundles present); a usage error where
     there is no bundle at all, or where two columns would give one test id."""
@@ -194,7 +203,7 @@ def plan_cells(columns: List[Column]) -> Dict[str, CellRef]:
     if not present:
         raise pytest.UsageError(f"no bundles under {bundles_root()}: run `python -m generators write` first")
     try:
-        return cell_refs(columns, present, _needs_plugin, _per_target, _one_node)
+        return cell_refs(columns, present, _needs_plugin, _per_target, _one_node, _catalogue)
     except ValueError as e:
         raise pytest.UsageError(f"--cells-plan: {e}") from None
 
@@ -279,10 +288,10 @@ def _open_column(config: pytest.Config, column: Column) -> Tuple[ColumnRun, Resu
 
 
 def batch_words(ref: CellRef) -> str:
-    """A test as a heartbeat line names it: its bundle, or "<n> one-node bundles (<first> to <last>)"."""
+    """A test as a heartbeat line names it: its bundle, or "<n> bundles (<first> to <last>)"."""
     if not ref.batch:
         return ref.bundle
-    return f"{len(ref.batch)} one-node bundles ({ref.batch[0]} to {ref.batch[-1]})"
+    return f"{len(ref.batch)} bundles ({ref.batch[0]} to {ref.batch[-1]})"
 
 
 def engine_label(info: EngineInfo) -> str:
