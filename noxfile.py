@@ -713,19 +713,22 @@ def conformance(session: nox.Session) -> None:
     session.run("python", "-m", "matrix", "conformance", *_results_args(), "--out", str(HERE / "reports"), env=_env())
 
 
-@nox.session(requires=["bundles"])
+@nox.session
 @_helps(posargs="none of its own: nox gives them to the sessions it starts (the report session, where an input "
                 "moved, whose options are `nox -s report -- --help`; with a GPU or $QDQ_TRT_PYTHON, trt(V), "
                 "trt10(V) and trt_existing)")
 def matrix(session: nox.Session) -> None:
-    """The main job: bundles (the bundles session), every engine version this machine can run, then the reports.
+    """The main job: the bundles (as the bundles session writes them), every engine version this machine can run,
+    then the reports.
 
-    The engine versions' environments are those of their own sessions (rtx(V), ort(V), openvino(V)), made or synced
-    side by side under their locks. One engines.run asks every column's results file first and starts only what is
-    left: every TensorRT-RTX version in one pytest pool (each version's workers under its own environment), each
-    ONNX Runtime and OpenVINO version in a pytest of its environment beside it. The report session starts only where
-    an input moved."""
+    The bundles are written by `python -m generators write` in this session's environment (which holds the generate
+    group) while the engine versions' environments, those of their own sessions (rtx(V), ort(V), openvino(V)), are
+    made or synced side by side under their locks; no cell starts before the bundles are written. One engines.run asks
+    every column's results file first and starts only what is left: every TensorRT-RTX version in one pytest pool
+    (each version's workers under its own environment), each ONNX Runtime and OpenVINO version in a pytest of its
+    environment beside it. The report session starts only where an input moved."""
     _sync(session, "generate", "cells")
+    writing = _start(session, "python", "-m", "generators", "write")
     gpu = has_nvidia_gpu()
     if gpu:  # 10.x/11.x come from NVIDIA's index; where it is out of reach their cells say so
         for version in TRT_PYPI:
@@ -734,7 +737,10 @@ def matrix(session: nox.Session) -> None:
             session.notify(f"trt10({version})")
     # without a GPU, honest "not run here" TensorRT cells, never guessed: every TensorRT column in one pass, no pytest
     with contextlib.ExitStack() as locks:  # rtx with or without a GPU: the build is real
-        py = _session_envs(session, ENGINE_PINS, locks)
+        try:
+            py = _session_envs(session, ENGINE_PINS, locks)
+        finally:
+            _finish(session, writing, "the bundles (python -m generators write)")
         _run_columns(session, "python", "-m", "engines.run", *_column_args(_columns_here(session, py, gpu)), "-n",
                      _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
     if _trt_pythons_from_env():
@@ -744,6 +750,32 @@ def matrix(session: nox.Session) -> None:
     else:
         session.log("report: no results file, observation, bundle, case or template changed since the reports were "
                     f"rendered: {_show(HERE / 'reports')} stands as it is (nox -s report -- --force renders it)")
+
+
+def _start(session: nox.Session, *args: str) -> subprocess.Popen:
+    """A command of this session's environment started in the background (its output passed on as it comes), with what
+    session.run gives every command (_env): the caller goes on, and _finish waits for it."""
+    session.log(f"{shlex.join(args)} (in the background)")
+    env = dict(os.environ, PATH=os.pathsep.join([session.bin, os.environ.get("PATH", "")]),
+               VIRTUAL_ENV=session.virtualenv.location)
+    for key, value in _env().items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return subprocess.Popen(list(args), env=env)
+
+
+def _finish(session: nox.Session, proc: subprocess.Popen, what: str) -> None:
+    """Wait for a command _start started; the session fails where it did (or stops it where the session itself
+    failed before it ended)."""
+    if sys.exc_info()[0] is not None:  # the session is failing: the command is not waited for
+        proc.kill()
+        proc.wait()
+        return
+    status = proc.wait()
+    if status != 0:
+        session.error(f"{what} exited with status {status}")
 
 
 def _reports_current() -> bool:
