@@ -93,8 +93,9 @@ class Result:
 
     def write(self) -> str:
         path = os.path.join(self.out, "result.json")
-        with open(path + ".tmp", "w") as f:  # no indent: json's C encoder, several times faster on a long log
-            json.dump(self.data, f, default=str)
+        text = json.dumps(self.data, default=str)  # dumps, not dump(obj, file): only dumps uses json's C encoder
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
         os.replace(path + ".tmp", path)
         return path
 
