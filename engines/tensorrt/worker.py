@@ -183,6 +183,7 @@ class Session:
         self.sink = LogSink()
         self.logger = make_logger(self.trt, self.sink)
         self.plugins: Optional[Dict[str, str]] = None  # ours, once registered
+        self.numpy = numpy_version()  # once: the metadata lookup takes about a millisecond
 
 
 def run_request(path: str, session: Optional[Session] = None, module: str = "tensorrt") -> str:
@@ -194,7 +195,6 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
     result.data["versions"] = {"python": platform.python_version()}
     try:
         session = session or Session(module)
-        numpy = numpy_version()
     except Exception as e:
         result.data["error"] = f"import failed: {type(e).__name__}: {e}"
         result.data["cannot_run"] = f"{module} could not be imported ({type(e).__name__}: {e})"  # nothing was tried
@@ -207,7 +207,7 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
         return result.write()
     build = importlib.import_module("qdq_trt.build")
     execute = importlib.import_module("qdq_trt.execute")
-    result.data["versions"].update({caps["module"]: trt.__version__, "numpy": numpy})
+    result.data["versions"].update({caps["module"]: trt.__version__, "numpy": session.numpy})
     result.data["options"]["api"] = caps
     opts = req.get("trt") or {}
     session.sink.attach(result)
