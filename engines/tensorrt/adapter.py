@@ -334,16 +334,23 @@ def _log_with_parser_errors(messages: List[Dict[str, str]], parser_errors: List[
 
 def _read_json(path: Path) -> Optional[Dict[str, Any]]:
     try:
-        return json.loads(path.read_text())
+        return json.loads(_read_bytes(path))
     except (OSError, ValueError):
         return None
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A file's bytes: the worker writes ASCII JSON (json.dumps escapes the rest), which json.loads takes as bytes
+    without a text layer in between."""
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _read_log(path: Path) -> List[Dict[str, str]]:
     """log.jsonl as written so far (a crash can cut its last line short)."""
     messages = []
     try:
-        lines = path.read_text().splitlines()
+        lines = _read_bytes(path).splitlines()
     except OSError:
         return []
     for line in lines:

@@ -216,24 +216,32 @@ def _records(message: str) -> List[str]:
 
 
 _KEY = re.compile(r"([A-Za-z/]+): ")
+_FIELD_MARKS = re.compile(r"[\[{(\]})]|, ")  # what _fields looks at: brackets and the ", " between fields
+_BRACKETS = re.compile(r"[\[{(\]})]")
 
 
 def _fields(text: str) -> Dict[str, str]:
     """'Key: value, Key: [ ... ], ...' split at bracket depth 0 -> {Key: value}; values keep inner brackets."""
     out: Dict[str, str] = {}
     depth, start = 0, 0
-    for i in range(len(text) + 1):
-        end = i == len(text)
-        if not end and text[i] in "[{(":
+    for mark in _FIELD_MARKS.finditer(text):
+        found = mark.group()
+        if found in "[{(":
             depth += 1
-        elif not end and text[i] in "]})":
+        elif found in "]})":
             depth -= 1
-        if end or (depth == 0 and text.startswith(", ", i) and _KEY.match(text, i + 2)):
-            m = _KEY.match(text, start)
-            if m:
-                out[m.group(1)] = text[m.end():i].strip()
-            start = i + 2
+        elif depth == 0 and _KEY.match(text, mark.end()):
+            _field(text, start, mark.start(), out)
+            start = mark.end()
+    _field(text, start, len(text), out)
     return out
+
+
+def _field(text: str, start: int, end: int, out: Dict[str, str]) -> None:
+    """text[start:end] as "Key: value" into out (nothing where it does not start with a key)."""
+    m = _KEY.match(text, start)
+    if m:
+        out[m.group(1)] = text[m.end():end].strip()
 
 
 def _items(value: str) -> List[Dict[str, str]]:
@@ -242,12 +250,13 @@ def _items(value: str) -> List[Dict[str, str]]:
     if value.startswith("[") and value.endswith("]"):
         value = value[1:-1]
     items, depth, start = [], 0, 0
-    for i, ch in enumerate(value):
+    for bracket in _BRACKETS.finditer(value):
+        ch, i = bracket.group(), bracket.start()
         if ch in "[{(":
             if ch == "{" and depth == 0:
                 start = i + 1
             depth += 1
-        elif ch in "]})":
+        else:
             depth -= 1
             if ch == "}" and depth == 0:
                 items.append(_fields(value[start:i].strip()))

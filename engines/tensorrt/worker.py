@@ -93,8 +93,9 @@ class Result:
 
     def write(self) -> str:
         path = os.path.join(self.out, "result.json")
-        with open(path + ".tmp", "w") as f:  # no indent: json's C encoder, several times faster on a long log
-            json.dump(self.data, f, default=str)
+        text = json.dumps(self.data, default=str)  # dumps, not dump(obj, file): only dumps uses json's C encoder
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
         os.replace(path + ".tmp", path)
         return path
 
@@ -182,6 +183,7 @@ class Session:
         self.sink = LogSink()
         self.logger = make_logger(self.trt, self.sink)
         self.plugins: Optional[Dict[str, str]] = None  # ours, once registered
+        self.numpy = numpy_version()  # once: the metadata lookup takes about a millisecond
 
 
 def run_request(path: str, session: Optional[Session] = None, module: str = "tensorrt") -> str:
@@ -192,8 +194,6 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
     os.makedirs(result.out, exist_ok=True)
     result.data["versions"] = {"python": platform.python_version()}
     try:
-        import numpy as np
-
         session = session or Session(module)
     except Exception as e:
         result.data["error"] = f"import failed: {type(e).__name__}: {e}"
@@ -207,7 +207,7 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
         return result.write()
     build = importlib.import_module("qdq_trt.build")
     execute = importlib.import_module("qdq_trt.execute")
-    result.data["versions"].update({caps["module"]: trt.__version__, "numpy": np.__version__})
+    result.data["versions"].update({caps["module"]: trt.__version__, "numpy": session.numpy})
     result.data["options"]["api"] = caps
     opts = req.get("trt") or {}
     session.sink.attach(result)
@@ -239,10 +239,24 @@ def run_request(path: str, session: Optional[Session] = None, module: str = "ten
             # Positional arrays plus a name list: an output called "file" would collide with savez's own argument.
             result.data["outputs"] = os.path.join(result.out, "outputs.npz")
             result.data["output_names"] = list(outputs)
-            np.savez(result.data["outputs"], *outputs.values())
+            importlib.import_module("numpy").savez(result.data["outputs"], *outputs.values())
         return result.write()
     finally:
         session.sink.detach()
+
+
+def numpy_version() -> str:
+    """numpy's version in this interpreter without importing numpy where it is not imported yet (about 0.1 s of a
+    worker's start, and a TensorRT-RTX build on a machine without its GPU never uses numpy): its distribution's
+    metadata, else numpy itself (which raises where numpy is missing)."""
+    if "numpy" not in sys.modules:
+        try:
+            from importlib import metadata
+
+            return metadata.version("numpy")
+        except Exception:  # no distribution metadata: numpy says, or its ImportError does
+            pass
+    return importlib.import_module("numpy").__version__
 
 
 def wants_verbose(req: Dict[str, Any], result: Result) -> bool:

@@ -336,6 +336,14 @@ def test_the_verbose_log_keeps_its_last_bytes(worker):
     assert list(text.lines)[-1] == "[VERBOSE] line 49\n" and "[VERBOSE] line 00\n" not in text.lines
 
 
+def test_the_worker_records_numpys_version_without_importing_numpy(worker, monkeypatch):
+    """A TensorRT-RTX build on a machine without its GPU never uses numpy: its version comes from its metadata."""
+    monkeypatch.delitem(sys.modules, "numpy")
+    assert worker.numpy_version() == np.__version__ and "numpy" not in sys.modules
+    monkeypatch.setitem(sys.modules, "numpy", np)  # where numpy is imported, it says
+    assert worker.numpy_version() == np.__version__
+
+
 def test_the_probe_records_the_os_and_container(fake_trt):
     """ISSUE.md's "Operating System" and "Baremetal or Container" come from the worker's probe, into hardware_detail."""
     detail = Adapter().probe().hardware_detail
