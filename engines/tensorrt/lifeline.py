@@ -18,7 +18,6 @@ Standard library only, Python 3.9+: the TensorRT worker loads it from beside its
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -73,7 +72,8 @@ def _parent_death_signal() -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # the process's own symbols, libc's among them: ctypes.util.find_library runs `ldconfig -p` in a subprocess
+        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):  # no libc to ask: the watching thread alone
         pass
