@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, asdict, fields
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List
 
 from core.cell import Cell
 from core.words import UNEXPECTED
@@ -70,10 +70,20 @@ def _shared(cells: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The context fields with one value (present) in every cell of a column."""
     out = {}
     for key in SHARED:
-        values = [json.dumps(c.get(key), sort_keys=True) for c in cells]
-        if cells and all(key in c for c in cells) and len(set(values)) == 1:
+        if cells and all(key in c for c in cells) and _one_value(c[key] for c in cells):
             out[key] = cells[0][key]
     return out
+
+
+def _one_value(values: Iterable[Any]) -> bool:
+    """Whether every value is the same as JSON says it (sort_keys), read up to the first that differs."""
+    said = None
+    for value in values:
+        text = json.dumps(value, sort_keys=True)
+        if said is not None and text != said:
+            return False
+        said = text
+    return True
 
 
 # Cell's fields that have a default, with it (compact_cell leaves those at it out).
