@@ -432,10 +432,16 @@ def _with_run(cell: Cell, shown: str, source: str) -> Cell:
     run = dict(cell.run, source=source, date=str(cell.run.get("date") or ""), file=shown)
     run.pop("host", None)  # a machine's name is never published (cells written before they stopped recording it)
     if run.get("command"):
-        run["command"] = portable_text(run["command"])
+        run["command"] = _portable_command(run["command"])
     texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation", "engine_reason",
                                                    "error_line")}
     return replace(cell, run=run, **texts)
+
+
+@functools.lru_cache(maxsize=1024)  # a file's cells share their run's command: each made portable once, not per cell
+def _portable_command(command: str) -> str:
+    """core.portable.portable_text of a recorded command."""
+    return portable_text(command)
 
 
 def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:
