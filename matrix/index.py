@@ -38,7 +38,7 @@ def report_json(result: MergeResult, view: Dict[str, Any]) -> Dict[str, Any]:
     compact = {k: [compact_cell(c) for c in by_column[k]] for k in keys}
     for index, key in enumerate(keys):
         for cell, whole in zip(by_column[key], compact[key]):
-            record = dict({k: v for k, v in whole.items() if k in INDEX_FIELDS}, column=index)
+            record = dict({k: whole[k] for k in INDEX_FIELDS if k in whole}, column=index)  # written sort_keys
             record.update({k: texts.setdefault(getattr(cell, k), len(texts))
                            for k in TEXT_FIELDS if getattr(cell, k)})
             if cell.verdict in UNEXPECTED:

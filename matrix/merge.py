@@ -31,6 +31,8 @@ PathLike = Union[str, Path]
 
 def variant_of(variant: Mapping[str, Any]) -> Variant:
     """A cell's variant (Cell.variant, a mapping) as a column's field: its (option, value) pairs in option order."""
+    if not variant:  # the engine's defaults: most cells
+        return ()
     return tuple(sorted((str(k), str(v)) for k, v in variant.items()))
 
 
