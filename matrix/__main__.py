@@ -62,17 +62,20 @@ def report(args: argparse.Namespace) -> int:
             paths, view = _write_all_reports(loaded, Path(args.out), Path(args.bundles))
         except OSError as e:
             return _unwritable("report", Path(args.out), e)
-    from core.words import many
-    from matrix.console import summary_lines
+        from matrix.console import summary_lines
 
-    summary = summary_lines(view)  # from the view the reports were rendered from: nothing computed twice
+        summary = summary_lines(view)  # from the view the reports were rendered from: nothing computed twice
+        errors = loaded.errors
+        del loaded, view  # freed while the collector is off: it finds nothing of them to walk when it is on again
+    from core.words import many
+
     print("\n".join(summary))
     for p in paths:
         print(f"wrote {p}")
     _say_over_budget(Path(args.out))
-    refused = sorted({p.file for p in loaded.errors if p.whole_file})
-    cells = [p for p in loaded.errors if not p.whole_file]
-    status = 1 if loaded.errors else 0
+    refused = sorted({p.file for p in errors if p.whole_file})
+    cells = [p for p in errors if not p.whole_file]
+    status = 1 if errors else 0
     try:
         inputs.remember(Path(args.out), key, paths, status, summary)
     except OSError as e:
