@@ -164,12 +164,10 @@ class Cell:
             raise ValueError("a cell record is a JSON object")
         if data.get("schema") != SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data).difference(_FIELD_NAMES))
         if unknown:
             raise ValueError(f"unknown fields {unknown}")
-        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
-        missing = [k for k in required if k not in data]
+        missing = [k for k in _REQUIRED if k not in data]
         if missing:
             raise ValueError(f"missing fields {missing}")
         if data.get("verdict") in LEGACY_VERDICTS:
@@ -179,6 +177,7 @@ class Cell:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(Cell))
+_REQUIRED = tuple(f.name for f in fields(Cell) if f.default is MISSING and f.default_factory is MISSING)
 
 
 def pack_text(text: str) -> Dict[str, str]:
