@@ -148,10 +148,14 @@ def _schemas_digest() -> str:
     return hashlib.sha256(b"".join(p.read_bytes() for p in SCHEMA_FILES.values())).hexdigest()
 
 
+def cache_dir() -> Path:
+    """The suite's cache folder: $QDQ_CACHE_DIR, else $XDG_CACHE_HOME/qdq-matrix, else ~/.cache/qdq-matrix."""
+    return Path(os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(
+        "~/.cache"), "qdq-matrix"))
+
+
 def _cache_file() -> Path:
-    base = os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(
-        "~/.cache"), "qdq-matrix")
-    return Path(base) / "schema-checked.json"
+    return cache_dir() / "schema-checked.json"
 
 
 def _table() -> Dict[str, Any]:
