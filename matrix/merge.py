@@ -336,8 +336,11 @@ def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Pa
         else:
             problems.append(Problem(_show(p), 0, "no such file or folder"))
     unique: List[Path] = []
+    seen = set()  # each file's resolved path, resolved once
     for p in found:
-        if p.resolve() not in {u.resolve() for u in unique}:
+        real = p.resolve()
+        if real not in seen:
+            seen.add(real)
             unique.append(p)
     return unique
 
