@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -440,7 +440,7 @@ def _with_run(cell: Cell, shown: str, source: str) -> Cell:
         run["command"] = _portable_command(run["command"])
     texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation", "engine_reason",
                                                    "error_line")}
-    return replace(cell, run=run, **texts)
+    return cell.changed(run=run, **texts)
 
 
 @functools.lru_cache(maxsize=1024)  # a file's cells share their run's command: each made portable once, not per cell
