@@ -443,7 +443,7 @@ def _with_run(cell: Cell, shown: str, source: str) -> Cell:
     return cell.changed(run=run, **texts)
 
 
-@functools.lru_cache(maxsize=1024)  # a file's cells share their run's command: each made portable once, not per cell
+@functools.lru_cache(maxsize=256)  # a file's cells share their run's command: each made portable once, not per cell
 def _portable_command(command: str) -> str:
     """core.portable.portable_text of a recorded command."""
     return portable_text(command)

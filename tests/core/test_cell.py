@@ -1,4 +1,4 @@
-"""The cell record as a merge makes it: read from a record, changed field by field, checked as its constructor checks."""
+"""The cell record as a merge makes it: read from a record, changed field by field, checked as __init__ checks."""
 
 from __future__ import annotations
 
