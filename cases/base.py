@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -134,22 +135,27 @@ class Expectation:
             raise ValueError(f"expectation filters on GPU architectures {bad}, not among {GPU_ARCHITECTURES}")
 
     def applies(self, engine: str, version: str, params: Params, context: Optional[Mapping[str, str]] = None) -> bool:
-        from packaging.specifiers import SpecifierSet
-        from packaging.version import InvalidVersion, Version
-
         if engine != self.engine:
             return False
-        if self.versions:
-            try:
-                v = Version(version)
-            except InvalidVersion:
-                return False
-            if not SpecifierSet(self.versions).contains(v, prereleases=True):
-                return False
+        if self.versions and not _in_range(self.versions, version):
+            return False
         if not all(params.get(k) in vals for k, vals in self.where.items()):
             return False
         context = dict(_SPECS[engine].defaults(), **(context or {}))
         return all(context.get(k) in vals for k, vals in self.when.items())
+
+
+@functools.lru_cache(maxsize=4096)  # a merge asks it of every cell: each (range, version) parsed once
+def _in_range(versions: str, version: str) -> bool:
+    """Whether a PEP 440 specifier set holds a version (prereleases too); False for a version that is not PEP 440."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return SpecifierSet(versions).contains(v, prereleases=True)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 from cases.base import Case, Expectation
@@ -207,8 +206,8 @@ def rejudge(cell: Cell, case: Case) -> Cell:
     stored = Stored(cell.status, cell.last_stage, cell.error, cell.reason, cell.fused, cell.verdict, cell.explanation,
                     str(cell.run.get("file") or ""))
     judged = judge(stored, {}, Against(record, known_signature(case, cell.engine, signature), case.external))
-    return replace(
-        cell, verdict=judged.verdict, explanation=judged.explanation, expectation=record,
+    return cell.changed(
+        verdict=judged.verdict, explanation=judged.explanation, expectation=record,
         **signature_fields(case, cell.engine, signature),
         warnings=match_signatures(case, cell.engine, text, "warning"),
     )

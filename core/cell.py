@@ -164,21 +164,40 @@ class Cell:
             raise ValueError("a cell record is a JSON object")
         if data.get("schema") != SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data).difference(_FIELD_NAMES))
         if unknown:
             raise ValueError(f"unknown fields {unknown}")
-        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
-        missing = [k for k in required if k not in data]
+        missing = [k for k in _REQUIRED if k not in data]
         if missing:
             raise ValueError(f"missing fields {missing}")
         if data.get("verdict") in LEGACY_VERDICTS:
             data = dict(data, verdict=LEGACY_VERDICTS[data["verdict"]])
-        return cls(**data)
+        return _made({name: data[name] if name in data else _DEFAULTS[name]() for name in _FIELD_NAMES})
+
+    def changed(self, **changes: Any) -> "Cell":
+        """The cell with some fields changed, as dataclasses.replace makes it (the other values shared, the status and
+        verdict checked), without its pass over every field and __init__'s one frozen assignment per field: a report
+        makes one per cell it reads and one per cell it judges again."""
+        unknown = set(changes).difference(_FIELD_NAMES)
+        if unknown:
+            raise TypeError(f"a cell has no fields {sorted(unknown)}")
+        return _made(dict(self.__dict__, **changes))
 
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(Cell))
+_REQUIRED = tuple(f.name for f in fields(Cell) if f.default is MISSING and f.default_factory is MISSING)
+# Each optional field's default, as a call that makes it (a fresh list or dict per cell, as __init__ makes them).
+_DEFAULTS = {f.name: (f.default_factory if f.default_factory is not MISSING else (lambda d=f.default: d))
+             for f in fields(Cell) if f.name not in _REQUIRED}
+
+
+def _made(values: Dict[str, Any]) -> Cell:
+    """A Cell of these values, one per field in field order, checked as __init__ checks it (__post_init__)."""
+    cell = object.__new__(Cell)
+    object.__setattr__(cell, "__dict__", values)
+    cell.__post_init__()
+    return cell
 
 
 def pack_text(text: str) -> Dict[str, str]:

@@ -7,6 +7,7 @@ without saying where it lay on whose machine.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -63,6 +64,14 @@ def scrub(text: str, repo: Optional[Path] = None) -> str:
     portable; an ONNX node name such as "/layer1/conv/Conv" is left as it is."""
     if "/" not in text and ":\\" not in text:
         return text
-    for base in {str(repo or REPO), os.path.realpath(repo or REPO)}:
+    for base in {str(repo or REPO), _real(repo or REPO)}:
         text = text.replace(base + os.sep, "")  # the repository's own folder, wherever it was cloned (/check/...)
+    if ":\\" not in text and not any(f"/{root}/" in text for root in MACHINE_ROOTS):
+        return text  # nothing MACHINE_PATH can match: a long log is not scanned position by position
     return MACHINE_PATH.sub(lambda m: portable_path(m.group(0), repo), text)
+
+
+@functools.lru_cache(maxsize=16)
+def _real(folder: Union[str, Path]) -> str:
+    """os.path.realpath of a repository folder, resolved once per process (scrub runs on every text of every cell)."""
+    return os.path.realpath(folder)

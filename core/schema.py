@@ -148,15 +148,31 @@ def _schemas_digest() -> str:
     return hashlib.sha256(b"".join(p.read_bytes() for p in SCHEMA_FILES.values())).hexdigest()
 
 
+def cache_dir() -> Path:
+    """The suite's cache folder: $QDQ_CACHE_DIR, else $XDG_CACHE_HOME/qdq-matrix, else ~/.cache/qdq-matrix."""
+    return Path(os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(
+        "~/.cache"), "qdq-matrix"))
+
+
 def _cache_file() -> Path:
-    base = os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(
-        "~/.cache"), "qdq-matrix")
-    return Path(base) / "schema-checked.json"
+    return cache_dir() / "schema-checked.json"
 
 
 def _table() -> Dict[str, Any]:
+    """The cache's table, a copy of its own (read once per version of the file: a report checks a hundred files)."""
+    path = _cache_file()
     try:
-        table = json.loads(_cache_file().read_text(encoding="utf-8"))
+        stat = path.stat()
+    except OSError:
+        return {}
+    return dict(_read_table(str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=4)
+def _read_table(path: str, inode: int, mtime_ns: int, size: int) -> Dict[str, Any]:
+    """The cache file at path as it is at that inode, time and size (_save_table swaps a new file in)."""
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return table if isinstance(table, dict) else {}

@@ -12,6 +12,7 @@ bundle beside core/judge.py (suite/words.py, with the engine descriptors it read
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -208,6 +209,7 @@ _ERROR_NOISE = (
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a report compares each cell's error with those of every other version
 def error_words(text: str) -> str:
     """An error's first line in the words that matter across versions: source line numbers and folders, function names
     in brackets or parentheses and "TRT" for "TensorRT" normalised ("" for no error)."""

@@ -203,9 +203,11 @@ def diff(
     to_version: str,
     hardware: Optional[str] = None,
     drift: float = DRIFT_STEPS,
+    disagree: Optional[Dict[str, Dict[str, str]]] = None,
 ) -> DiffReport:
     """Compare one engine's cells at two versions, per hardware label; ValueError names what exists, NeverRun a
-    version that never ran on any machine of this project, and why."""
+    version that never ran on any machine of this project, and why. disagree: disagreeing(the engine's cells), where
+    the caller has it (the report compares every pair of versions: it is the engine's, not the pair's)."""
     _check_ran(cells, engine, (from_version, to_version))
     mine = [c for c in cells if c.engine == engine]
     if not mine:
@@ -218,10 +220,14 @@ def diff(
     not_compared: List[str] = []
     compared: List[str] = []
     models: Set[str] = set()  # the compared bundles that are users' models
-    disagree = disagreeing(mine)
+    disagree = disagreeing(mine) if disagree is None else disagree
+    sides: Dict[Tuple[str, str], List[Cell]] = {}  # (version, setting) -> its cells, in one pass
+    for c in mine:
+        if c.engine_version in (from_version, to_version):
+            sides.setdefault((c.engine_version, c.setting), []).append(c)
     for pair in pairs:
-        before = _newest(c for c in mine if c.engine_version == from_version and c.setting == pair[0])
-        after = _newest(c for c in mine if c.engine_version == to_version and c.setting == pair[1])
+        before = _newest(sides.get((from_version, pair[0]), ()))
+        after = _newest(sides.get((to_version, pair[1]), ()))
         label = _pair_label(pair)
         notes += _mixed_sources(before, after, from_version, to_version, label)
         for bundle in sorted(set(before) | set(after)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, asdict, fields
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List
 
 from core.cell import Cell
 from core.words import UNEXPECTED
@@ -38,7 +38,7 @@ def report_json(result: MergeResult, view: Dict[str, Any]) -> Dict[str, Any]:
     compact = {k: [compact_cell(c) for c in by_column[k]] for k in keys}
     for index, key in enumerate(keys):
         for cell, whole in zip(by_column[key], compact[key]):
-            record = dict({k: v for k, v in whole.items() if k in INDEX_FIELDS}, column=index)
+            record = dict({k: whole[k] for k in INDEX_FIELDS if k in whole}, column=index)  # written sort_keys
             record.update({k: texts.setdefault(getattr(cell, k), len(texts))
                            for k in TEXT_FIELDS if getattr(cell, k)})
             if cell.verdict in UNEXPECTED:
@@ -70,10 +70,20 @@ def _shared(cells: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The context fields with one value (present) in every cell of a column."""
     out = {}
     for key in SHARED:
-        values = [json.dumps(c.get(key), sort_keys=True) for c in cells]
-        if cells and all(key in c for c in cells) and len(set(values)) == 1:
+        if cells and all(key in c for c in cells) and _one_value(c[key] for c in cells):
             out[key] = cells[0][key]
     return out
+
+
+def _one_value(values: Iterable[Any]) -> bool:
+    """Whether every value is the same as JSON says it (sort_keys), read up to the first that differs."""
+    said = None
+    for value in values:
+        text = json.dumps(value, sort_keys=True)
+        if said is not None and text != said:
+            return False
+        said = text
+    return True
 
 
 # Cell's fields that have a default, with it (compact_cell leaves those at it out).

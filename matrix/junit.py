@@ -25,8 +25,9 @@ def junit_xml(result: MergeResult) -> bytes:
         cells = sorted(by_column[col.key], key=lambda c: c.bundle)
         suite = ET.SubElement(root, "testsuite", name=col.id, hostname=col.setting, timestamp=col.date)
         counts = {"tests": len(cells), "failures": 0, "errors": 0, "skipped": 0}
+        whole, never_run = column_file(col), col.provenance if col.never_run else ""  # the column's, said per cell
         for cell in cells:
-            kind = _junit_case(suite, cell, column_file(col), col.provenance if col.never_run else "")
+            kind = _junit_case(suite, cell, whole, never_run)
             if kind:
                 counts[kind] += 1
         for k, v in counts.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -31,6 +31,8 @@ PathLike = Union[str, Path]
 
 def variant_of(variant: Mapping[str, Any]) -> Variant:
     """A cell's variant (Cell.variant, a mapping) as a column's field: its (option, value) pairs in option order."""
+    if not variant:  # the engine's defaults: most cells
+        return ()
     return tuple(sorted((str(k), str(v)) for k, v in variant.items()))
 
 
@@ -334,8 +336,11 @@ def results_files(paths: Iterable[PathLike], problems: List[Problem]) -> List[Pa
         else:
             problems.append(Problem(_show(p), 0, "no such file or folder"))
     unique: List[Path] = []
+    seen = set()  # each file's resolved path, resolved once
     for p in found:
-        if p.resolve() not in {u.resolve() for u in unique}:
+        real = p.resolve()
+        if real not in seen:
+            seen.add(real)
             unique.append(p)
     return unique
 
@@ -432,10 +437,16 @@ def _with_run(cell: Cell, shown: str, source: str) -> Cell:
     run = dict(cell.run, source=source, date=str(cell.run.get("date") or ""), file=shown)
     run.pop("host", None)  # a machine's name is never published (cells written before they stopped recording it)
     if run.get("command"):
-        run["command"] = portable_text(run["command"])
+        run["command"] = _portable_command(run["command"])
     texts = {k: scrub(getattr(cell, k)) for k in ("error", "reason", "log", "explanation", "engine_reason",
                                                    "error_line")}
-    return replace(cell, run=run, **texts)
+    return cell.changed(run=run, **texts)
+
+
+@functools.lru_cache(maxsize=256)  # a file's cells share their run's command: each made portable once, not per cell
+def _portable_command(command: str) -> str:
+    """core.portable.portable_text of a recorded command."""
+    return portable_text(command)
 
 
 def _refused(name: str, bad: List[Problem], shown: int = 5) -> List[Problem]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from itertools import takewhile
 from typing import Any, Collection, Dict, List, Mapping, Tuple
 
@@ -63,14 +64,15 @@ def seeds_plot(result: MergeResult, idle: Collection[Any] = ()) -> Dict[str, Any
     by_place: Dict[Tuple[str, Any], List[Any]] = {}
     for c in result.cells:
         by_place.setdefault((c.case, column_key(c)), []).append(c)
-    grid = [(case, col, by_place.get((case, col.key), [])) for case in cases for col in cols]
-    for case, col, cells in grid:
-        i, j = cases.index(case), cols.index(col)
+    grid = [(i, case, j, col, by_place.get((case, col.key), [])) for i, case in enumerate(cases)
+            for j, col in enumerate(cols)]
+    for i, case, j, col, cells in grid:
         x, y = left + j * cell_w, TOP + 84 + i * row_h
         total = len(cells)
         parts, said = [], []
+        classes = Counter(plot_class(c) for c in cells)  # each cell's class once, not once per class
         for name, css in PLOT_CLASSES:
-            n = sum(plot_class(c) == name for c in cells)
+            n = classes[name]
             if n:
                 w = round((cell_w - 4) * n / total, 1)
                 parts.append({"x": x, "y": y, "w": w, "h": row_h - 3, "css": css})

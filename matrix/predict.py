@@ -13,6 +13,7 @@ import functools
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from core.cell import Cell
 from core.engines import LINT_ENGINES, title, variant_label
 from core.outcome import outcome
 from core.words import fails_at
@@ -89,7 +90,10 @@ def covers(versions: str, version: str) -> bool:
 
 
 def record(item: Any) -> Dict[str, Any]:
-    """A finding or a cell as a dict, whether it came as a dataclass or as JSON."""
+    """A finding or a cell as a dict, whether it came as a dataclass or as JSON (a Cell by its own fields, which are
+    plain JSON data read here only: Cell.as_dict, without dataclasses.asdict's deep copy)."""
+    if isinstance(item, Cell):
+        return item.as_dict()
     return asdict(item) if is_dataclass(item) else dict(item)
 
 

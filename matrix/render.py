@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -119,12 +120,39 @@ def template_environment(html: bool) -> Any:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)), autoescape=html, undefined=StrictUndefined,
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=finalize,
+        bytecode_cache=_compiled_templates("html" if html else "md"),
     )
     env.filters["md"] = md_escape
     env.filters["mdcode"] = md_code
     env.filters["mdspans"] = md_with_code
     env.filters["many"] = many
     return env
+
+
+def _compiled_templates(kind: str) -> Any:
+    """Jinja's cache of compiled templates in the suite's cache folder (core.schema.cache_dir), a folder per
+    environment (the HTML one escapes, the Markdown one does not): each template is compiled again only where its
+    source changed (Jinja keys each by its source's checksum), not in every report (a third of a second). A cache that
+    cannot be written costs only the compiling."""
+    from jinja2 import FileSystemBytecodeCache
+
+    from core.schema import cache_dir
+
+    class Cache(FileSystemBytecodeCache):  # type: ignore[misc]
+        def load_bytecode(self, bucket: Any) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except OSError:
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: Any) -> None:
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
+    return Cache(str(cache_dir() / "templates" / kind))
 
 
 def md_escape(text: Any) -> str:

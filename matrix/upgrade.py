@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from core.cell import Cell
 from core.outcome import outcome
@@ -21,6 +21,7 @@ from matrix.diff import (
     by_cause,
     change_noun,
     diff,
+    disagreeing,
 )
 from matrix.merge import Variant, never_run, variant_of, version_key
 
@@ -41,9 +42,10 @@ def upgrade_view(cells: Sequence[Cell]) -> List[Dict[str, Any]]:
         versions = [v for v in every if any(not outcome(c).idle for c in mine if c.engine_version == v)]
         idle = idle_lines([v for v in every if v not in versions], mine, unrun)
         pairs = []
+        disagree = disagreeing(mine)  # the engine's, whichever pair reads it
         for i, old in enumerate(versions):
             for j in range(i + 1, len(versions)):
-                pair = dict(pair_view(cells, engine, old, versions[j]), i=i, j=j, adjacent=j == i + 1)
+                pair = dict(pair_view(mine, engine, old, versions[j], disagree), i=i, j=j, adjacent=j == i + 1)
                 pair["file"] = f"{DIFFS}/{diff_file(engine, old, versions[j])}" if pair["adjacent"] and \
                     pair["report"] is not None else ""
                 pairs.append(pair)
@@ -74,10 +76,12 @@ def idle_lines(idle: Sequence[str], cells: Sequence[Cell], never: Optional[Dict[
                     for (n, why), versions in groups.items() for version in versions[:1]]
 
 
-def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str) -> Dict[str, Any]:
-    """One pair as the templates show it: headline, changes, rewordings, and what was not compared, grouped."""
+def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str,
+              disagree: Optional[Dict[str, Dict[str, str]]] = None) -> Dict[str, Any]:
+    """One pair as the templates show it: headline, changes, rewordings, and what was not compared, grouped
+    (disagree: matrix.diff.disagreeing of the engine's cells, where the caller has it)."""
     try:
-        report = diff(cells, engine, old, new)
+        report = diff(cells, engine, old, new, disagree=disagree)
     except ValueError as e:  # no shared hardware and several on each side: say so, as `matrix diff` does
         return {"engine": engine, "from": old, "to": new, "tone": "idle", "counts": [], "notes": [str(e)],
                 "headline": "nothing compared: no hardware setting ran both versions (matrix diff takes --hardware)",
@@ -121,8 +125,12 @@ def say_where(report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> s
 def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> List[str]:
     """What a reader of one pair must know, each hardware named once: settings that ran on one side only, a comparison
     across hardware, and an observation compared with a local run."""
-    old = [s for s in settings if any(c.engine_version == report.from_version and c.setting == s for c in cells)]
-    new = [s for s in settings if any(c.engine_version == report.to_version and c.setting == s for c in cells)]
+    sources: Dict[Tuple[str, str], Set[str]] = {}  # (version, setting) -> the sources of its cells, in one pass
+    for c in cells:
+        if c.engine_version in (report.from_version, report.to_version):
+            sources.setdefault((c.engine_version, c.setting), set()).add(c.run.get("source", "local"))
+    old = [s for s in settings if (report.from_version, s) in sources]
+    new = [s for s in settings if (report.to_version, s) in sources]
     notes = []
     only = [f"{say_settings([settings[s] for s in side if s not in other])} (only {version})"
             for side, other, version in ((old, new, report.from_version), (new, old, report.to_version))
@@ -134,11 +142,10 @@ def pair_notes(cells: Sequence[Cell], report: DiffReport, settings: Dict[str, Tu
     for a, b in report.hardware:
         if a != b:
             notes.append(f"compared across hardware: {report.from_version} ran on {a}, {report.to_version} on {b}")
-        sources = [sorted({c.run.get("source", "local") for c in cells if c.engine_version == v and c.setting == s})
-                   for v, s in ((report.from_version, a), (report.to_version, b))]
-        if sources[0] != sources[1] and all(sources):
-            said = (f"{report.from_version}: {' and '.join(sources[0])}; "
-                    f"{report.to_version}: {' and '.join(sources[1])}")
+        sides = [sorted(sources.get((v, s), ())) for v, s in ((report.from_version, a), (report.to_version, b))]
+        if sides[0] != sides[1] and all(sides):
+            said = (f"{report.from_version}: {' and '.join(sides[0])}; "
+                    f"{report.to_version}: {' and '.join(sides[1])}")
             mixed.setdefault(said, []).append(a if a == b else f"{a} → {b}")
     for said, where in mixed.items():
         notes.append(f"on {say_settings([settings.get(h, (h, ())) for h in where])}, an observation is compared "

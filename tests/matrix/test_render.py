@@ -525,3 +525,56 @@ def test_the_grid_key_says_once_that_a_built_cell_is_not_running(reports):
     for page in (html, grid):
         assert page.count("Built is not running") == 1
         assert "https://github.com/NVIDIA/TensorRT-RTX/issues/35" in page
+
+
+def test_compiled_templates_are_kept_per_environment_and_a_changed_template_is_compiled_again(tmp_path, monkeypatch):
+    from jinja2 import Environment, FileSystemLoader
+
+    from core import schema
+    from matrix.render import _compiled_templates
+
+    monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "cache"))
+    (tmp_path / "t").mkdir()
+    template = tmp_path / "t" / "page.j2"
+    template.write_text("{{ x }}")
+
+    def render(html: bool) -> str:  # a fresh environment, as a new report process makes
+        env = Environment(loader=FileSystemLoader(str(tmp_path / "t")), autoescape=html,
+                          bytecode_cache=_compiled_templates("html" if html else "md"))
+        return env.get_template("page.j2").render(x="<b>")
+
+    assert render(True) == "&lt;b&gt;" and render(False) == "<b>"  # the HTML one's escaping is not the Markdown one's
+    assert render(True) == "&lt;b&gt;" and render(False) == "<b>"  # read back from the cache, each its own
+    template.write_text("[{{ x }}]")
+    assert render(False) == "[<b>]"
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_only_the_compiling(tmp_path, monkeypatch, make_cell):
+    from core import schema
+    from matrix.render import template_environment
+
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "file"))
+    template_environment.cache_clear()
+    try:
+        out = tmp_path / "reports"
+        write_reports(build([make_cell()]), out, generated="2026-01-01")
+        assert (out / "matrix.md").read_text().startswith("# qdq-matrix\n\nGenerated 2026-01-01")
+    finally:
+        template_environment.cache_clear()
+
+
+def test_a_report_leaves_the_cycle_collector_as_it_found_it(make_cell, write_results, tmp_path):
+    import gc
+
+    from matrix.__main__ import main
+
+    path = write_results("trt.jsonl", [make_cell()])
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "junk.jsonl").write_text("garbage\n")
+    assert gc.isenabled()
+    assert main(["report", "--results", str(path), "--out", str(tmp_path / "out"), "--bundles",
+                 str(tmp_path / "none")]) == 0
+    assert gc.isenabled()
+    assert main(["report", "--results", str(tmp_path / "junk"), "--out", str(tmp_path / "out2")]) == 2
+    assert gc.isenabled()  # also where it stopped early

@@ -4,6 +4,7 @@ the reports are swapped in together, and a run never resumes a file the schema r
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import fields
 from pathlib import Path
 
@@ -162,3 +163,18 @@ def test_a_clean_check_is_remembered_and_a_changed_line_is_found_again(make_cell
     bad["precision"] = {"n": "int8"}
     edited = "\n".join([good[0], json.dumps(bad), good[2]]) + "\n"  # inside the part found clean before
     assert [n for n, _ in schema.file_problems(path, edited)] == [2]
+
+
+def test_a_cache_rewritten_by_another_process_is_read_again(make_cell, tmp_path, monkeypatch):
+    from core import schema
+
+    monkeypatch.setenv(schema.CACHE_ENV, str(tmp_path / "cache"))
+    path = tmp_path / "r.jsonl"
+    path.write_text(make_cell().to_json() + "\n")
+    assert schema.check_file(path, path.read_text()).bad == ()
+    assert schema._checked(path, path.read_text()) > 0  # remembered clean
+    cache = tmp_path / "cache" / "schema-checked.json"
+    other = tmp_path / "other.json"
+    other.write_text("{}")
+    os.replace(other, cache)  # another run swaps its own table in (as _save_table does)
+    assert schema._checked(path, path.read_text()) == 0  # the table as it is now, not as this process read it first
