@@ -218,8 +218,8 @@ def test_a_run_failure_says_why_after_the_cpu_plugins_node_line(tmp_path):
 
 
 def test_one_core_serves_every_cell_and_the_stages_make_their_own(tmp_path, monkeypatch):
-    """A column's adapter makes one openvino.Core for all its cells (its CPU plugin loaded once); a bug bundle's repro.py
-    calls the stages without one, and they make their own, as before."""
+    """A column's adapter makes one openvino.Core for all its cells (its CPU plugin loaded once); a bug bundle's
+    repro.py calls the stages without one, and they make their own, as before."""
     from engines.base import Observation
     from engines.openvino import stages
 
