@@ -14,12 +14,14 @@ A bundle is a folder `<root>/<case id>/<param slug>/` holding:
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -97,9 +99,60 @@ def _arrays(path: Path) -> Dict[str, np.ndarray]:
     key, identity = str(path), (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     held = _ARRAYS.get(key)
     if held is None or held[0] != identity:
-        with np.load(path) as f:
-            held = _ARRAYS[key] = (identity, {k: f[k] for k in f.files})
+        held = _ARRAYS[key] = (identity, read_npz(path))
     return {k: v.copy() for k, v in held[1].items()}
+
+
+def read_npz(path: Path) -> Dict[str, np.ndarray]:
+    """An npz file's arrays as np.load reads them, in one pass over its zip (np.load opens the zip again for each array
+    and parses each header anew); a file with anything else in it (an object array, an npy version this does not
+    know, a damaged member) is read by np.load, so that its error says what is wrong as it always did."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = z.infolist()
+            if not all(m.filename.endswith(".npy") for m in members):
+                raise ValueError("a member that is not an .npy file")
+            return {m.filename[: -len(".npy")]: _npy(z.read(m)) for m in members}
+    except Exception:
+        with np.load(path) as f:
+            return {k: f[k] for k in f.files}
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_NPY_HEADERS: Dict[str, tuple] = {}  # an npy header's text -> (dtype, shape, Fortran order): a few hundred differ
+
+
+def _npy(data: bytes) -> np.ndarray:
+    """One .npy member's array (numpy's format 1.0 to 3.0, no objects), read-only over the member's bytes; ValueError
+    for anything np.load would read otherwise or refuse."""
+    if data[:6] != _NPY_MAGIC or data[7] != 0 or data[6] not in (1, 2, 3):
+        raise ValueError("not an npy header this reads")
+    start = 10 if data[6] == 1 else 12  # the header's length: 2 bytes in version 1.0, 4 after
+    length = int.from_bytes(data[8:start], "little")
+    dtype, shape, fortran = _npy_header(data[start:start + length].decode("latin1" if data[6] < 3 else "utf8"))
+    count = 1
+    for n in shape:
+        count *= n
+    if dtype.hasobject or dtype.itemsize == 0 or len(data) != start + length + count * dtype.itemsize:
+        raise ValueError("not an array this reads")
+    array = np.frombuffer(data, dtype=dtype, count=count, offset=start + length)
+    return array.reshape(shape[::-1]).transpose() if fortran else array.reshape(shape)
+
+
+def _npy_header(text: str) -> tuple:
+    """(dtype, shape, Fortran order) of an npy header's dictionary, checked as numpy checks it."""
+    found = _NPY_HEADERS.get(text)
+    if found is None:
+        if len(text) > 10_000:  # np.load's limit on a header it parses without allow_pickle
+            raise ValueError("npy header too long")
+        d = ast.literal_eval(text)
+        if not isinstance(d, dict) or d.keys() != {"descr", "fortran_order", "shape"}:
+            raise ValueError("not an npy header dictionary")
+        shape, fortran = d["shape"], d["fortran_order"]
+        if not isinstance(shape, tuple) or not all(isinstance(n, int) for n in shape) or not isinstance(fortran, bool):
+            raise ValueError("not an npy header dictionary")
+        found = _NPY_HEADERS[text] = (np.lib.format.descr_to_dtype(d["descr"]), shape, fortran)
+    return found
 
 
 def digest(model_bytes: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> str:
@@ -135,9 +188,10 @@ _VERIFIED: Dict[str, tuple] = {}
 
 def _identities(path: Path) -> tuple:
     found = []
+    folder = str(path)
     for name in (*FILES, FLOAT_FILE):
         try:
-            st = os.stat(path / name)
+            st = os.stat(os.path.join(folder, name))
         except OSError:
             found.append((name,))
             continue
@@ -149,21 +203,23 @@ def verify_bundle(path: Path) -> Bundle:
     """Load a bundle and check every file against its digests; raise BundleCorrupt saying what is wrong. A bundle this
     process verified before, none of whose files changed since, is not hashed again."""
     path = Path(path)
-    key, identities = str(path.resolve()), _identities(path)
+    key, identities = os.path.realpath(path), _identities(path)
     earlier = _VERIFIED.get(key)
     if earlier is not None and earlier[0] == identities:
         return Bundle(path=path, meta=json.loads(earlier[1]))
-    bundle = _verified(path)
-    _VERIFIED[key] = (identities, json.dumps(bundle.meta))
+    bundle, text = _verified(path)
+    _VERIFIED[key] = (identities, text)
     return bundle
 
 
-def _verified(path: Path) -> Bundle:
+def _verified(path: Path) -> Tuple[Bundle, str]:
+    """The bundle, checked, and its case.json's text."""
     missing = [n for n in FILES if not (path / n).is_file()]
     if missing:
         raise BundleCorrupt(f"bundle corrupt: {', '.join(missing)} missing in {path}")
     try:
-        meta = json.loads((path / "case.json").read_text(encoding="utf-8"))
+        text = (path / "case.json").read_text(encoding="utf-8")
+        meta = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise BundleCorrupt(f"bundle corrupt: case.json does not parse ({e})") from e
     if not isinstance(meta, dict) or not meta.get("digest"):
@@ -180,7 +236,7 @@ def _verified(path: Path) -> Bundle:
                             f"(they hash to {actual[:12]}, case.json says {str(meta['digest'])[:12]})")
     if meta.get("float_reference") and float_digest(bundle) != meta["float_reference"].get("digest"):
         raise BundleCorrupt(f"bundle corrupt: {FLOAT_FILE} is missing or changed on disk")
-    return bundle
+    return bundle, text
 
 
 def load_bundle(path: Path) -> Bundle:

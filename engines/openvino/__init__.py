@@ -61,6 +61,14 @@ class Adapter:
             raise ValueError(f"openvino option dynamic_quantization_group_size must be a whole number (0: off), "
                              f"not {group!r}")
         self.config = {"INFERENCE_PRECISION_HINT": inference_precision_hint, "DYNAMIC_QUANTIZATION_GROUP_SIZE": group}
+        self._core: Any = None  # one openvino.Core for every cell: made at the first, its CPU plugin loaded once
+
+    def _shared_core(self, ov: Any) -> Any:
+        """The adapter's openvino.Core, made the first time a cell asks (no property is set on it: each compile_model
+        gets the cell's config)."""
+        if self._core is None:
+            self._core = ov.Core()
+        return self._core
 
     def probe(self) -> EngineInfo:
         try:
@@ -112,7 +120,8 @@ class Adapter:
 
     def _run_stages(self, ov: Any, bundle: Bundle, obs: Observation) -> None:
         """The stages (engines/openvino/stages.py, which bug bundles ship), the precision evidence between them."""
-        compiled = stages.compile_stages(ov, str(bundle.model_path), self.device, self.config, obs)
+        compiled = stages.compile_stages(ov, str(bundle.model_path), self.device, self.config, obs,
+                                         self._shared_core(ov))
         if compiled is None:
             return
         obs.precision = precision_evidence(

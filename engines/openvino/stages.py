@@ -13,9 +13,11 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import numpy as np
 
 
-def compile_stages(ov: Any, model: str, device: str, config: Mapping[str, str], obs: Any) -> Optional[Any]:
-    """Read and compile the model; returns the compiled model, or None with the stage's error."""
-    core = ov.Core()
+def compile_stages(ov: Any, model: str, device: str, config: Mapping[str, str], obs: Any,
+                   core: Optional[Any] = None) -> Optional[Any]:
+    """Read and compile the model; returns the compiled model, or None with the stage's error. `core`: an ov.Core to
+    use (the adapter keeps one for all its cells, as it keeps one plugin loaded), else a new one."""
+    core = ov.Core() if core is None else core
     steps = (("load", lambda _: core.read_model(str(model))),
              ("build", lambda read: core.compile_model(read, device, dict(config))))
     value: Any = None

@@ -225,3 +225,21 @@ def test_a_weightless_initializer_is_named_in_the_reason(tmp_path):
     assert obs.error and not obs.outputs
     _, reason = failure_evidence(obs.error)
     assert reason.startswith("Initializer 'w': raw_data size (0 bytes) does not match"), reason
+
+
+def test_cells_share_one_owned_folder_and_leave_nothing_behind(tmp_path, monkeypatch):
+    """Each cell's optimized model and profile go in a folder of its own inside one folder the adapter owns for all
+    its cells (core.tempdirs.owned): nothing of a cell is left after it, nothing of the adapter after close."""
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    adapter = Adapter()
+    for name in ("a", "b"):
+        obs = adapter.run(qdq_conv(tmp_path / name))
+        assert obs.stage == "run" and obs.options["optimized_model_saved"] and obs.precision, obs.error
+        folders = list(scratch.glob("qdq-ort-*"))
+        assert len(folders) == 1 and [p.name for p in folders[0].iterdir()] == [".owner"]
+    adapter.close()
+    assert list(scratch.iterdir()) == []

@@ -215,3 +215,29 @@ def test_a_run_failure_says_why_after_the_cpu_plugins_node_line(tmp_path):
     assert "of type ROIAlign" in obs.error, obs.error
     node_name, reason = failure_evidence(obs.error)
     assert reason == "ROIAlign: Batch index cannot be less, than -1" and node_name, (node_name, reason)
+
+
+def test_one_core_serves_every_cell_and_the_stages_make_their_own(tmp_path, monkeypatch):
+    """A column's adapter makes one openvino.Core for all its cells (its CPU plugin loaded once); a bug bundle's
+    repro.py calls the stages without one, and they make their own, as before."""
+    from engines.base import Observation
+    from engines.openvino import stages
+
+    made = []
+
+    class CountedCore(ov.Core):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(ov, "Core", CountedCore)
+    adapter = Adapter()
+    first, second = qdq_conv(tmp_path / "a"), qdq_conv(tmp_path / "b", output_q=False)
+    for bundle in (first, second, first):
+        obs = adapter.run(bundle)
+        assert (obs.stage, obs.error) == ("run", ""), obs.error
+        assert_matches(bundle, obs.outputs)
+    assert len(made) == 1
+    alone = Observation()
+    assert stages.compile_stages(ov, str(first.model_path), "CPU", adapter.config, alone) is not None
+    assert len(made) == 2 and alone.stage == "build"
