@@ -328,6 +328,28 @@ def test_a_run_in_its_own_process_that_dies_costs_one_cell(tmp_path: Path, capsy
     assert status == 1
 
 
+def test_versions_of_one_engine_are_dealt_whole_to_the_runs_back_and_forth() -> None:
+    """The same cells on several versions of one engine: each version's columns go whole to one run, the latest first
+    to the run with the least work (a later version builds more and costs more, so the runs end together); versions
+    of unequal cells, or fewer versions than runs, are cut in order by cells as before."""
+    from engines.plan import Column
+    from engines.run import _shares
+
+    def version(v: str, *sizes: int) -> list:
+        return [Column(engine="tensorrt-rtx", version=v, python=f"/env-{v}/python", options={"target": str(i)},
+                       bundles=tuple(f"b/{k}" for k in range(n))) for i, n in enumerate(sizes)]
+
+    v1, v2, v3, v4 = (version(v, 635, 8, 103, 103) for v in ("1.4", "1.5", "1.6", "1.7"))
+    assert _shares(v1 + v2 + v3 + v4, 2) == [v1 + v4, v2 + v3]
+    assert _shares(v1 + v2 + v3, 2) == [v3, v1 + v2]
+    assert _shares(v1 + v2 + v3 + v4, 3) == [v4, v3, v1 + v2]
+    odd = version("1.8", 635, 8)  # not the same cells: in order, by cells
+    for given in (v1 + odd, v1):  # two versions of unequal cells, one version: in order, about equal cells
+        shares = _shares(given, 2)
+        assert len(shares) == 2 and all(shares) and [c for s in shares for c in s] == given
+    assert _shares(v1 + odd, 2) == [v1[:3], v1[3:] + odd]
+
+
 def test_the_biggest_run_is_cut_into_whole_columns_of_about_equal_cells() -> None:
     """With runs in their own process, the interpreter with the most cells gets one run per worker: its columns in
     order, never one split (a results file keeps its one writer), each share non-empty and about equal in cells; a
