@@ -38,6 +38,7 @@ QDP_ONNX = (
 )
 
 PLUGIN_DOMAIN = "qdq_matrix"  # ONNX domain and TensorRT plugin namespace
+ORT_CONTRIB = "com.microsoft"  # ONNX Runtime's contrib operators' domain
 PLUGIN_OPS = {"int8_const_to_plugin_v3": ("Int8IdentityV3", "v3"), "int8_const_to_plugin_v2": ("Int8IdentityV2", "v2")}
 
 QUANTIZED_CONSTANT = Signature(
@@ -80,7 +81,10 @@ def match_int8_constant(g: Graph, n: Any) -> List[Match]:
     """An INT8 initializer into a plugin (#3919: IPluginV3 or IPluginV2), or INT8 initializer -> DequantizeLinear -> Add
     where the Add is no bias after a quantized op (seed 018) and no requantized Add (seed 025)."""
     if n.domain not in ("", "ai.onnx"):
-        if n.op_type in QUANT_OPS + INTEGER_OPS or not any(g.dtype(i) == "int8" for i in n.input):
+        # ONNX Runtime's contrib operators (the QOperator format's QLinearAdd, QLinearSigmoid, ...) are no plugin a
+        # user registers: TensorRT has neither an importer nor a plugin of theirs, and refuses them as such, not #3919
+        if n.domain == ORT_CONTRIB or n.op_type in QUANT_OPS + INTEGER_OPS or \
+                not any(g.dtype(i) == "int8" for i in n.input):
             return []
         return [Match(node_name(n), {"form": form}, note=f"if the plugin is an {api}")
                 for form, api in (("int8_const_to_plugin_v3", "IPluginV3"), ("int8_const_to_plugin_v2", "IPluginV2"))]

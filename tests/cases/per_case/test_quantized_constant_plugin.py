@@ -65,3 +65,22 @@ def test_documented_outcomes_by_version():
     assert CASE.expectation_for("tensorrt", "10.0.1.6", v2).outcome == "pass"
     assert CASE.expectation_for("tensorrt", "10.3.0", v2) is None
     assert CASE.expectation_for("tensorrt", "10.0.1.6", {"form": "int8_const_dq_op"}) is None
+
+
+def test_the_lint_calls_a_custom_domain_node_a_plugin_but_not_onnx_runtimes_contrib_ops():
+    """An INT8 constant into a node of a custom domain may be #3919 (if that node is an IPluginV3); an ONNX Runtime
+    contrib operator (com.microsoft: the QOperator format's QLinearAdd, ...) is no plugin anyone registered, and
+    TensorRT refuses it for that, so the rule says nothing of it."""
+    from onnx import helper
+
+    from cases.pattern import Graph
+    from cases.quantized_constant_plugin import match_int8_constant
+
+    const = {"w": np.zeros((4,), np.int8), "s": np.float32(0.1), "z": np.int8(0)}
+    plugin = helper.make_node("Int8IdentityV3", ["w"], ["p"], name="plug", domain="qdq_matrix")
+    contrib = helper.make_node("QLinearAdd", ["x", "s", "z", "w", "s", "z", "s", "z"], ["y"], name="add_quant",
+                               domain="com.microsoft")
+    g = Graph([plugin, contrib], const, ["p", "y"])
+    assert [m.params["form"] for m in match_int8_constant(g, plugin)] == ["int8_const_to_plugin_v3",
+                                                                           "int8_const_to_plugin_v2"]
+    assert match_int8_constant(g, contrib) == []
