@@ -477,13 +477,14 @@ def test_no_match_says_no_known_problem_not_that_it_builds():
 
 
 def _plugin_like_concat():
-    """A com.microsoft QLinearConcat (quantize_static's QOperator form names it <node>_quant) taking an INT8 initializer
-    straight in: seed 004's pattern cannot tell whether it is an IPluginV3 or an IPluginV2 and matches it as both."""
-    nodes = [helper.make_node("QLinearConcat", ["x", "c_q"], ["y"], name="Concat_40_quant", domain="com.microsoft")]
+    """A custom-domain node (a plugin the user registers) taking an INT8 initializer straight in: seed 004's pattern
+    cannot tell whether it is an IPluginV3 or an IPluginV2 and matches it as both. (An ONNX Runtime contrib operator,
+    com.microsoft's QLinearConcat, is no plugin: the pattern leaves it alone.)"""
+    nodes = [helper.make_node("Int8ConcatPlugin", ["x", "c_q"], ["y"], name="Concat_40_quant", domain="user_plugins")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.INT8, [8])],
                               [numpy_helper.from_array(np.ones(4, np.int8), "c_q")])
-    opsets = [helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)]
+    opsets = [helper.make_opsetid("", 13), helper.make_opsetid("user_plugins", 1)]
     return helper.make_model(graph, opset_imports=opsets)
 
 
