@@ -47,6 +47,9 @@ class PinGroup:
     # per version whose number is not the build's (a wheel of three parts): the build it ships and the source that
     # says so, for a column whose cells do not record it
     builds: Mapping[str, Tuple[str, str]] = field(default_factory=dict)
+    # per version that is an Early Access release: the GA release of its line, which no column of this suite runs,
+    # and the source that says so (a bug bundle's "Have you tried the latest release?" names it)
+    early_access: Mapping[str, Tuple[str, str]] = field(default_factory=dict)
 
     def requirements(self, version: str) -> Tuple[str, ...]:
         """What one version installs beside the engine itself."""
@@ -196,7 +199,8 @@ ENGINES: Dict[str, EngineSpec] = {s.name: s for s in (
             # include/NvInferVersion.h has NV_TENSORRT_BUILD 12. The cells record tensorrt.__version__, "8.6.0".
             PinGroup("trt", ("8.5.1.7", "8.5.2.2", "8.5.3.1", "8.6.0"), python="3.10", requires=("numpy<1.24",),
                      cuda={"8.5.1.7": "cu11", "8.5.2.2": "cu11", "8.5.3.1": "cu11", "8.6.0": "cu12"},
-                     builds={"8.6.0": ("8.6.0.12", "https://github.com/NVIDIA/TensorRT/releases/tag/v8.6.0")}),
+                     builds={"8.6.0": ("8.6.0.12", "https://github.com/NVIDIA/TensorRT/releases/tag/v8.6.0")},
+                     early_access={"8.6.0": ("8.6.1.6", "https://github.com/NVIDIA/TensorRT/releases/tag/v8.6.1")}),
             # TensorRT 10.x and 11.x from NVIDIA's own index (pip's --extra-index-url); run these on a machine that
             # reaches it. Not verified on real TensorRT here. 10.16.1.11 is the last 10.x; 11.x (11.0.0.114 ..
             # 11.4.0.106, version strings as released) is strongly typed only: see worker.py. 11.5.0 (2026-11-18;

@@ -811,6 +811,12 @@ def latest_release(cell: Cell, everything: Sequence[Cell]) -> List[str]:
     ran = {c.engine_version for c in everything if c.engine == cell.engine and c.status in RAN}
     said = []
     for group in spec.pins:
+        if cell.engine_version in group.early_access:
+            ga, source = group.early_access[cell.engine_version]
+            build = group.builds.get(cell.engine_version, ("", ""))[0]
+            said.append(f"{spec.title} {cell.engine_version}{f' (build {build})' if build else ''} is an Early Access "
+                        f"release; the GA release of its line, {ga} ({source}), is not in this suite's pin table "
+                        "(PyPI has no whole wheel of it) and was not run. Please try it before filing.")
         never = [v for v in group.versions if v not in ran]
         if never and group.index:
             majors = " and ".join(dict.fromkeys(f"{v.split('.')[0]}.x" for v in never))

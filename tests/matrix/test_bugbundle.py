@@ -566,6 +566,11 @@ def test_the_latest_release_question_says_what_this_suite_could_not_run(bundles,
     issue = issue_of(sample("8.6.0"), [sample("8.5.3.1"), sample("8.6.0")], bundles, tmp_path / "a")
     assert "TensorRT 10.x and 11.x (10.8.0.43 to 11.5.0 in this suite's pin table) could not be run by this suite: " \
            "their builder wheels download only from NVIDIA's package index (https://pypi.nvidia.com)" in issue
+    # 8.6.0 is the 8.6 Early Access build: the triager's first question is whether 8.6 GA was tried
+    assert "TensorRT 8.6.0 (build 8.6.0.12) is an Early Access release; the GA release of its line, 8.6.1.6 " \
+           "(https://github.com/NVIDIA/TensorRT/releases/tag/v8.6.1), is not in this suite's pin table" in issue
+    older = issue_of(sample("8.5.3.1"), [sample("8.5.3.1")], bundles, tmp_path / "b")
+    assert "Early Access" not in older
 
 
 def test_the_title_names_the_reproducers_precision_and_the_rtx_target(tmp_path):
