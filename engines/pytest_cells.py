@@ -498,13 +498,14 @@ class _ControllerHooks:
             self._write(writer, cell)
             self._recorded(ref, ref.bundle)
             return
-        if beat is not None and (report.when in ("teardown", "???") or CELL_KEY in props):
-            beat.finished(report.nodeid, handed_cell(props[CELL_KEY]).get("status", "") if CELL_KEY in props else "")
-        if CELL_KEY in props and report.when == "call":
+        record = handed_cell(props[CELL_KEY]) if CELL_KEY in props else None  # decoded once, for both uses below
+        if beat is not None and (report.when in ("teardown", "???") or record is not None):
+            beat.finished(report.nodeid, record.get("status", "") if record is not None else "")
+        if record is not None and report.when == "call":
             if props.get(REUSED_KEY):  # already in the file
                 writer.reused += 1
             else:
-                self._write(writer, Cell.from_dict(handed_cell(props[CELL_KEY])))
+                self._write(writer, Cell.from_dict(record))
             self._recorded(ref, ref.bundle)
 
     def _batch_report(self, ref: CellRef, report: pytest.TestReport) -> None:
