@@ -162,18 +162,11 @@ def _trt_setting(bundle_id: str, name: str) -> bool:
     trt.per_target: it is built once per TensorRT-RTX target)."""
     from generators.bundle import bundles_root
 
-    path = bundles_root() / bundle_id / "case.json"
     try:
-        st = os.stat(path)
-        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
-        if key not in _TRT_SETTINGS:  # read once per process: a plan asks it once per column of each bundle
-            _TRT_SETTINGS[key] = dict(json.loads(path.read_text(encoding="utf-8")).get("trt") or {})
-    except (OSError, ValueError, TypeError, AttributeError):
+        meta = json.loads((bundles_root() / bundle_id / "case.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return False
-    return bool(_TRT_SETTINGS[key].get(name))
-
-
-_TRT_SETTINGS: Dict[tuple, Dict[str, Any]] = {}  # _trt_setting: a case.json's trt settings by the file's identity
+    return bool((meta.get("trt") or {}).get(name))
 
 
 def _needs_plugin(bundle_id: str) -> bool:
