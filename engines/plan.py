@@ -44,9 +44,6 @@ class Column:
     # one-node bundles (their case's Case.one_node) per test, run one after the other in one engine process; 0 or 1:
     # one bundle per test (engines.run reruns a batch whose process died this way, so a crash costs one cell)
     batch: int = 0
-    # with batch: every bundle of a catalogue case joins the batches, not only the one-node ones (engines.run sets it
-    # for the engines whose cells take milliseconds: on the CPU, or built ahead of time); a user's model stays alone
-    batch_every: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -58,6 +55,14 @@ class Column:
             known[k] = tuple(known.get(k) or ())
         known["options"] = {str(k): str(v) for k, v in (known.get("options") or {}).items()}
         return cls(**known)
+
+    def quick(self) -> bool:
+        """Whether its engine does a cell in milliseconds (on the CPU, or a build ahead of time), so that with `batch`
+        every reproducer of the catalogue joins its batches, not only the one-node ones (a user's model stays alone): a
+        TensorRT build on a GPU takes seconds to minutes, and a batch of those would share one cell's timeout."""
+        from core.engines import ENGINES
+
+        return self.engine in ENGINES and ENGINES[self.engine].device != "nvidia-gpu"
 
     def select(self, present: Sequence[str], needs_plugin: Callable[[str], bool],
                per_target: Callable[[str], bool] = lambda bundle: False) -> List[str]:
@@ -91,12 +96,12 @@ def cell_refs(columns: Sequence[Column], present: Sequence[str], needs_plugin: C
               one_node: Callable[[str], bool] = lambda bundle: False,
               catalogue: Callable[[str], bool] = lambda bundle: False) -> Dict[str, CellRef]:
     """Every cell test of a run by its test id ("<column label>|<bundle>", or the bundle alone in a run of one
-    column), in order; a column with `batch` gathers its one-node bundles (with `batch_every`, every bundle of a
+    column), in order; a column with `batch` gathers its one-node bundles (on a `quick` engine, every bundle of a
     catalogue case) into tests of that many ("<column label>|batch <k>", where its first bundle was); ValueError
     where two columns would give one id (a plan of several columns labels each)."""
     refs: Dict[str, CellRef] = {}
     for index, column in enumerate(columns):
-        joins = (lambda b: one_node(b) or catalogue(b)) if column.batch_every else one_node
+        joins = (lambda b: one_node(b) or catalogue(b)) if column.quick() else one_node
         for name, bundles in _tests(column, column.select(present, needs_plugin, per_target), joins):
             name = f"{column.label}{COLUMN_MARK}{name}" if column.label else name
             if name in refs:

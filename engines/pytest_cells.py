@@ -187,7 +187,7 @@ def _one_node(bundle_id: str) -> bool:
 
 def _catalogue(bundle_id: str) -> bool:
     """Whether a bundle is a reproducer of the catalogue (not a user's model, nor a bundle of a test of its own):
-    such bundles join batches on a column with batch_every."""
+    such bundles join batches on a quick column (engines.plan.Column.quick)."""
     try:
         return not get_case(bundle_id.split("/", 1)[0]).external
     except KeyError:

@@ -66,9 +66,9 @@ PYTEST_QUIET = ["-q", "-rN", "--no-header", "--tb=no"]
 PYTEST_STOPPED = (2, 3, 4, 5)
 RUNNER = "python -m engines.run"
 EXIT_UNWRITABLE = 3  # a results folder that cannot be written: the run is broken, nothing is judged
-# One-node bundles (Case.one_node), and on a quick engine every reproducer, per pytest test: each costs the engine
-# milliseconds, and a test of its own costs pytest and xdist about as much again; a batch of this many is about a
-# second of work on the slowest engine here.
+# One-node bundles (Case.one_node), and on a quick engine (Column.quick) every reproducer, per pytest test: each
+# costs the engine milliseconds, and a test of its own costs pytest and xdist about as much again; a batch of this
+# many is about a second of work on the slowest engine here.
 BATCH = 32
 
 
@@ -443,17 +443,16 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
     workers run under each column's own; another for an in-process engine installed there), side by side: the run
     with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do.
-    `batch`: one-node bundles per test (engines.plan.Column.batch; every reproducer where the engine is `quick`); what
-    a batch ended without comes back in
-    `alone`. `own_process`: a run of one worker runs its cells in its own process (`-n 0`: no xdist worker to start,
-    no report to pass between two processes); where that process dies without saying what it recorded, the cells its
-    progress file does not hold come back in `alone`, to run again one per test under xdist, so that what broke costs
-    its own cell."""
+    `batch`: one-node bundles per test (engines.plan.Column.batch; every reproducer where the engine is
+    Column.quick); what a batch ended without comes back in `alone`. `own_process`: a run of one worker runs its cells
+    in its own process (`-n 0`: no xdist worker to start, no report to pass between two processes); where that
+    process dies without saying what it recorded, the cells its progress file does not hold come back in `alone`, to
+    run again one per test under xdist, so that what broke costs its own cell."""
     groups: Dict[str, List[Column]] = {}
     for d in decisions:
         if d.run:
             groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run, reused=d.reused,
-                                                                        batch=batch, batch_every=quick(d.column)))
+                                                                        batch=batch))
     biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
     env = lifeline.child_env(dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
@@ -508,13 +507,6 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     alone = tuple(_again(c, said["alone"]) for s, (_, columns, _) in zip(summaries, parts) if s
                   for c, said in zip(columns, s["columns"]) if said["alone"]) + tuple(leftovers)
     return Launched(broken[0] if broken else max(statuses), written, reused, unknown, alone)
-
-
-def quick(column: Column) -> bool:
-    """Whether a column's engine does a cell in milliseconds (on the CPU, or a build ahead of time), so that every
-    reproducer of the catalogue joins its batches (Column.batch_every), not only the one-node ones: a TensorRT build
-    on a GPU takes seconds to minutes, and a batch of those would share one cell's timeout."""
-    return column.engine in ENGINES and spec(column.engine).device != "nvidia-gpu"
 
 
 def _again(column: Column, bundles: Sequence[str]) -> Decision:

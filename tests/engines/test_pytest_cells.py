@@ -251,14 +251,18 @@ def test_one_node_bundles_run_in_batches_of_the_columns_size_and_the_others_alon
     from engines.pytest_cells import _catalogue, _one_node
 
     assert _one_node("onnx_node_tests/quantizelinear-opset21") and not _one_node("grouped_conv/a")
-    # batch_every: every reproducer of the catalogue joins the batches; a user's model (an external case) stays alone
+    # a quick engine: every reproducer of the catalogue joins the batches; a user's model (an external case) stays alone
     present = ["grouped_conv/a", "onnx_node_tests/n1", "user/m1", "silu_qdq/c", "onnx_node_tests/n3"]
     catalogue = lambda bundle: not bundle.startswith("user/")  # noqa: E731
-    refs = cell_refs([Column("onnxruntime", batch=3, batch_every=True)], present, lambda bundle: False,
+    refs = cell_refs([Column("onnxruntime", batch=3)], present, lambda bundle: False,
                      one_node=one_node, catalogue=catalogue)
     assert [r.bundles for r in refs.values()] == [("grouped_conv/a", "onnx_node_tests/n1", "silu_qdq/c"),
                                                    ("user/m1",), ("onnx_node_tests/n3",)]
     assert list(refs)[:2] == ["batch 1", "user/m1"]
+    refs = cell_refs([Column("tensorrt", batch=3)], present, lambda bundle: False, one_node=one_node,
+                     catalogue=catalogue)  # TensorRT on a GPU: only the one-node bundles batch
+    assert [r.bundles for r in refs.values()] == [("grouped_conv/a",), ("onnx_node_tests/n1", "onnx_node_tests/n3"),
+                                                   ("user/m1",), ("silu_qdq/c",)]
     assert _catalogue("grouped_conv/a") and not _catalogue("user_model/x") and not _catalogue("no_such_case/x")
 
 
@@ -266,10 +270,8 @@ def test_every_reproducer_joins_batches_only_where_a_cell_takes_milliseconds() -
     """engines.run batches every reproducer on the CPU engines and TensorRT-RTX's ahead-of-time builds, and only the
     one-node bundles on TensorRT (a build on a GPU takes seconds to minutes, and a batch shares one cell's timeout)."""
     from engines.plan import Column
-    from engines.run import quick
-
-    assert quick(Column("onnxruntime")) and quick(Column("openvino")) and quick(Column("tensorrt-rtx"))
-    assert not quick(Column("tensorrt")) and not quick(Column("tests.engines.fakes:PlumbingEngine"))
+    assert Column("onnxruntime").quick() and Column("openvino").quick() and Column("tensorrt-rtx").quick()
+    assert not Column("tensorrt").quick() and not Column("tests.engines.fakes:PlumbingEngine").quick()
 
 
 @pytest.mark.slow
