@@ -198,12 +198,17 @@ def _own_env(session: nox.Session) -> Path:
     return Path(os.path.abspath(session.env_dir))
 
 
+def _over_ours(env: Dict[str, Optional[str]]) -> Dict[str, str]:
+    """This process's environment with `env` over it (None: unset), for a command started without session.run."""
+    merged = {**os.environ, **env}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
 def _status(command: List[str], env: Dict[str, Optional[str]]) -> int:
     """The exit status of a command run with this process's environment and `env` over it (None: unset), its output
     going where nox's goes: nox's session.run says only whether a command passed."""
-    merged = {**os.environ, **env}
     try:
-        return subprocess.run(command, env={k: v for k, v in merged.items() if v is not None}, check=False).returncode
+        return subprocess.run(command, env=_over_ours(env), check=False).returncode
     except OSError as e:
         print(f"{command[0]}: {e}", file=sys.stderr)
         return 127
@@ -756,14 +761,9 @@ def _start(session: nox.Session, *args: str) -> subprocess.Popen:
     """A command of this session's environment started in the background (its output passed on as it comes), with what
     session.run gives every command (_env): the caller goes on, and _finish waits for it."""
     session.log(f"{shlex.join(args)} (in the background)")
-    env = dict(os.environ, PATH=os.pathsep.join([session.bin, os.environ.get("PATH", "")]),
-               VIRTUAL_ENV=session.virtualenv.location)
-    for key, value in _env().items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    return subprocess.Popen(list(args), env=env)
+    return subprocess.Popen(list(args), env=_over_ours({
+        "PATH": os.pathsep.join([session.bin, os.environ.get("PATH", "")]),
+        "VIRTUAL_ENV": session.virtualenv.location, **_env()}))
 
 
 def _finish(session: nox.Session, proc: subprocess.Popen, what: str) -> None:
