@@ -65,8 +65,7 @@ class Bundle:
         path = self.path / FLOAT_FILE
         if not path.is_file():
             return {}
-        with np.load(path) as f:
-            return {k: f[k] for k in f.files}
+        return _arrays(path)
 
     def target_ops(self) -> Dict[str, str]:
         """Each target node's ONNX op type (TensorRT's attribution picks the layer that performs that op); {} where
