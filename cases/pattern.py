@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 QUANT_OPS = ("QuantizeLinear", "DequantizeLinear")
 INTEGER_OPS = ("ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul")
+ORT_CONTRIB = "com.microsoft"  # ONNX Runtime's contrib operators' domain (QOperator's QLinearAdd, DynamicQuantizeLSTM)
 COMPUTE_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 # Ops a weight passes through between its DequantizeLinear and its consumer (exporters' layout ops).
 LAYOUT_OPS = ("Transpose", "Cast", "Reshape", "Identity")

@@ -22,6 +22,7 @@ from cases.base import Case, Expectation, Signature
 from cases.common import ONNX_OP_IMPORTERS_10_1, rtx_plugins_unsupported
 from cases.pattern import (
     INTEGER_OPS,
+    ORT_CONTRIB,
     QUANT_OPS,
     Graph,
     Match,
@@ -38,7 +39,6 @@ QDP_ONNX = (
 )
 
 PLUGIN_DOMAIN = "qdq_matrix"  # ONNX domain and TensorRT plugin namespace
-ORT_CONTRIB = "com.microsoft"  # ONNX Runtime's contrib operators' domain
 PLUGIN_OPS = {"int8_const_to_plugin_v3": ("Int8IdentityV3", "v3"), "int8_const_to_plugin_v2": ("Int8IdentityV2", "v2")}
 
 QUANTIZED_CONSTANT = Signature(

@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from cases.pattern import ORT_CONTRIB
 from check.forms import quantized_op
 
-MS = "com.microsoft"
 # com.microsoft QLinear* ops as (float op, (data, scale, zero point) input triples, (scale, zero point) of the output).
 QLINEAR_CONTRIB = {
     "QLinearAdd": ("Add", ((0, 1, 2), (3, 4, 5)), (6, 7)),
@@ -52,13 +52,13 @@ def standard_form(model: Any) -> Tuple[Any, Dict[str, int]]:
     nodes: List[Any] = []
     for node in graph.node:
         made = None
-        if node.domain == MS and node.op_type in QLINEAR_CONTRIB and not _attr(node, "channels_last", 0):
+        if node.domain == ORT_CONTRIB and node.op_type in QLINEAR_CONTRIB and not _attr(node, "channels_last", 0):
             made = _qlinear(helper, node, *QLINEAR_CONTRIB[node.op_type])
-        elif node.domain == MS and node.op_type == "DynamicQuantizeMatMul":
+        elif node.domain == ORT_CONTRIB and node.op_type == "DynamicQuantizeMatMul":
             made = _dynamic_matmul(helper, node)
-        elif node.domain == MS and node.op_type == "MatMulIntegerToFloat":
+        elif node.domain == ORT_CONTRIB and node.op_type == "MatMulIntegerToFloat":
             made = _integer_to_float(helper, node)
-        elif node.domain == MS and node.op_type == "DynamicQuantizeLSTM":
+        elif node.domain == ORT_CONTRIB and node.op_type == "DynamicQuantizeLSTM":
             made = _lstm(helper, numpy_helper, node, constants, graph)
         if made is None:
             nodes.append(node)
