@@ -419,12 +419,15 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
 
 
 def cell_words(cell: "Cell", unreferenced: bool) -> str:
-    """A cell as the summary line says it: "<column>: <status>"; where the model has no reference, a failure before any
-    output (parse or build, judged all the same) says its stage and the engine's error too."""
+    """A cell as the summary line says it: "<column>: <status>"; where the model has no reference, a cell that ran it
+    says so beside its status ("pass (no reference)": its outputs were not judged), and a failure before any output
+    (parse or build, judged all the same) says its stage and the engine's error too."""
     from core.judge import ran_inputs
     from core.outcome import outcome
 
     column = f"{cell.engine}@{cell.engine_version}{' [' + _variant(cell) + ']' if cell.variant else ''}"
+    if unreferenced and cell.verdict == NO_REFERENCE:
+        return f"{column}: {cell.status} ({cell.verdict})"
     if not unreferenced or cell.status not in FAILED or ran_inputs(cell.status, cell.last_stage):
         return f"{column}: {cell.status}"
     error = cell.engine_reason or cell.error_line or (cell.error.splitlines() or [""])[0]  # why, not only where

@@ -155,6 +155,10 @@ def test_a_parse_failure_of_a_model_without_a_reference_says_what_failed_not_no_
               engine_reason="No conversion rule found for operations: com.microsoft.QGemm")
     assert cell_words(ov, unreferenced=True).endswith(
         "before any output: No conversion rule found for operations: com.microsoft.QGemm")
+    # ONNX Runtime ran it, and nothing judged its outputs: not a bare "pass"
+    ort = Cell(bundle="user_model/qop", case="user_model", params={}, digest="d", engine="onnxruntime",
+               engine_version="1.32.0", hardware="", status="pass", verdict="no reference", last_stage="run")
+    assert cell_words(ort, unreferenced=True) == "onnxruntime@1.32.0: pass (no reference)"
     parse = ModelCheck(model="qop.onnx", bundle="user_model/qop", reference_error=missing, cells=(said,),
                        statuses=("fail",), verdicts=("new failure",))
     ran = ModelCheck(model="ran.onnx", bundle="user_model/ran", reference_error=missing,
