@@ -107,6 +107,13 @@ class Graph:
         return self.dtypes.get(tensor, "")
 
 
+def plugin_node(node: Any) -> bool:
+    """A node TensorRT's parser imports as a plugin a user registers: an op of a domain other than ONNX's own, and not
+    one of ONNX Runtime's contrib operators (ORT_CONTRIB: QOperator's QLinearAdd, QGemm, ...), for which TensorRT has
+    neither an importer nor a plugin, and which it refuses as such."""
+    return node.domain not in ("", "ai.onnx", ORT_CONTRIB)
+
+
 def node_name(node: Any) -> str:
     """The name TensorRT's parser gives a node: its own, or node_of_<first output>."""
     return node.name or f"node_of_{node.output[0]}"

@@ -60,7 +60,7 @@ from cases.common import (
     nonzero_zero_point_by_version,
     rtx_plugins_unsupported,
 )
-from cases.pattern import Graph, Match, Pattern, matches, zero_point_type
+from cases.pattern import Graph, Match, Pattern, matches, plugin_node, zero_point_type
 
 ISSUE_3055 = "https://github.com/NVIDIA/TensorRT/issues/3055"
 ISSUE_3314 = "https://github.com/NVIDIA/TensorRT/issues/3314"
@@ -114,11 +114,6 @@ def _issue_3055(version: str, plugin: str = "v2") -> tuple:
 
 
 
-def _plugin(node: Any) -> bool:
-    """A node TensorRT's parser imports as a plugin: an op of a domain other than ONNX's own."""
-    return node.domain not in ("", "ai.onnx")
-
-
 def match_q_output(g: Graph, q: Any) -> List[Match]:
     """A QuantizeLinear whose output is a graph output (#3844), that feeds a plugin directly or through its DQ (#3055),
     or a uint8 Q -> DQ (the parser's symmetric-quantization check)."""
@@ -128,9 +123,9 @@ def match_q_output(g: Graph, q: Any) -> List[Match]:
     if q.output[0] in g.outputs:
         return matches(q, {"variant": "q_graph_output", "activation": activation, "plugin": "none"},
                        note=f"the network definition types a Q output FLOAT ({ISSUE_3844})")
-    if any(_plugin(u) for u in users):
+    if any(plugin_node(u) for u in users):
         return matches(q, {"variant": "plugin_q_direct", "activation": activation}, rule="int8_plugin_io")
-    if any(_plugin(u) for d in dqs for u in g.users(d.output[0])):
+    if any(plugin_node(u) for d in dqs for u in g.users(d.output[0])):
         return matches(q, {"variant": "plugin_qdq_around", "activation": activation}, rule="int8_plugin_io")
     if dqs and activation == "uint8":
         return matches(q, {"variant": "q_dq_chain", "activation": "uint8", "plugin": "none"}, rule="uint8_activation",

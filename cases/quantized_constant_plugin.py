@@ -22,7 +22,6 @@ from cases.base import Case, Expectation, Signature
 from cases.common import ONNX_OP_IMPORTERS_10_1, rtx_plugins_unsupported
 from cases.pattern import (
     INTEGER_OPS,
-    ORT_CONTRIB,
     QUANT_OPS,
     Graph,
     Match,
@@ -30,6 +29,7 @@ from cases.pattern import (
     activation_dq,
     matches,
     node_name,
+    plugin_node,
     quantized_after,
 )
 
@@ -80,11 +80,8 @@ def quantized_producer(g: Graph, tensor: str) -> str:
 def match_int8_constant(g: Graph, n: Any) -> List[Match]:
     """An INT8 initializer into a plugin (#3919: IPluginV3 or IPluginV2), or INT8 initializer -> DequantizeLinear -> Add
     where the Add is no bias after a quantized op (seed 018) and no requantized Add (seed 025)."""
-    if n.domain not in ("", "ai.onnx"):
-        # ONNX Runtime's contrib operators (the QOperator format's QLinearAdd, QLinearSigmoid, ...) are no plugin a
-        # user registers: TensorRT has neither an importer nor a plugin of theirs, and refuses them as such, not #3919
-        if n.domain == ORT_CONTRIB or n.op_type in QUANT_OPS + INTEGER_OPS or \
-                not any(g.dtype(i) == "int8" for i in n.input):
+    if plugin_node(n):
+        if n.op_type in QUANT_OPS + INTEGER_OPS or not any(g.dtype(i) == "int8" for i in n.input):
             return []
         return [Match(node_name(n), {"form": form}, note=f"if the plugin is an {api}")
                 for form, api in (("int8_const_to_plugin_v3", "IPluginV3"), ("int8_const_to_plugin_v2", "IPluginV2"))]

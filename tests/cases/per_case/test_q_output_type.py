@@ -153,3 +153,24 @@ def test_3055_expectations_cover_the_builtin_plugin_at_the_threads_versions(vers
 def test_new_signatures_match_the_upstream_text(name, text):
     assert CASE.signature(name).search(text)
     assert not CASE.signature(name).search("could not find any supported formats consistent with input/output")
+
+
+def test_a_q_into_onnx_runtimes_contrib_op_is_no_int8_plugin_io_but_into_a_plugin_is():
+    """A QuantizeLinear feeding a custom-domain node (a plugin the user registers) may be #3055; one feeding ONNX
+    Runtime's com.microsoft QGemm (quantize_static's QOperator form) is no plugin: TensorRT has neither an importer
+    nor a plugin of it (cases.pattern.plugin_node), so the rule says nothing of it."""
+    from onnx import helper
+
+    from cases.pattern import Graph
+    from cases.q_output_type import match_q_output
+
+    const = {"s": np.float32(0.1), "z": np.int8(0)}
+
+    def consumer(domain: str) -> list:
+        q = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q")
+        user = helper.make_node("QGemm" if domain == "com.microsoft" else "Int8Plugin", ["xq"], ["y"], name="user",
+                                domain=domain)
+        return match_q_output(Graph([q, user], const, ["y"]), q)
+
+    assert [m.params["variant"] for m in consumer("user_plugins")] == ["plugin_q_direct"]
+    assert consumer("com.microsoft") == []
