@@ -14,6 +14,7 @@ A folder that cannot be written is `ResultsUnwritable`, one line naming the fold
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -73,11 +74,24 @@ def stored_cells(path: Path, upto: Optional[int] = None) -> Dict[ReuseKey, Cell]
 def with_symptom(cell: Cell) -> Cell:
     """The cell with its symptom field (engines.reasons.symptom_of), found from its texts as a report shows them
     (machine paths made portable), whichever code made the cell."""
+    if cell.parser_errors:
+        from core.portable import scrub
+        from engines.reasons import symptom_of
+
+        found = symptom_of(cell.status, scrub(cell.error), scrub(cell.reason), cell.parser_errors)
+    else:
+        found = _symptom(cell.status, cell.error, cell.reason)
+    return cell if found == cell.symptom else replace(cell, symptom=found)
+
+
+@functools.lru_cache(maxsize=512)
+def _symptom(status: str, error: str, reason: str) -> str:
+    """symptom_of for a cell without parser errors, found once per text: a column's not-run cells, hundreds of them,
+    all say the same."""
     from core.portable import scrub
     from engines.reasons import symptom_of
 
-    found = symptom_of(cell.status, scrub(cell.error), scrub(cell.reason), cell.parser_errors)
-    return cell if found == cell.symptom else replace(cell, symptom=found)
+    return symptom_of(status, scrub(error), scrub(reason), ())
 
 
 def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:

@@ -332,21 +332,34 @@ def decide(column: Column, metas: Dict[str, Dict[str, Any]], store: Store, fresh
     if said is not None and all(key.same_machine(h, d) == m for h, d, m in said.get("machines", [])):
         return Decision(column, (), len(wanted), not why, why)
     found: Dict[str, Cell] = {}
-    machines: Dict[str, Tuple[str, Dict[str, str]]] = {}
+    machines: Dict[Any, Tuple[str, Dict[str, str], bool]] = {}  # each machine the files name, asked once whether here
     for path in paths:
         for cell in store.cells(path).values():
-            machines.setdefault(json.dumps([cell.hardware, cell.hardware_detail], sort_keys=True),
-                                (cell.hardware, dict(cell.hardware_detail)))
+            machine = _machine(cell, machines, key)
             if (cell.engine == column.engine and cell.engine_version == key.version and cell.variant == key.variant
-                    and cell.run.get("cell_options") == key.cell_options
-                    and key.same_machine(cell.hardware, cell.hardware_detail)
+                    and cell.run.get("cell_options") == key.cell_options and machine[2]
                     and cell.digest == metas.get(cell.bundle, {}).get("digest")):  # as results.info_key keys it
                 found[cell.bundle] = cell
     cases: Dict[str, Any] = {}  # each case looked up once per column (a column holds hundreds of one case's cells)
     run = tuple(b for b in wanted if not _stands(found.get(b), metas[b], key.static_not_run, cases))
     if not run and wanted:
-        _remember(remembered, [[h, d, key.same_machine(h, d)] for h, d in machines.values()])
+        _remember(remembered, [[h, d, here] for h, d, here in machines.values()])
     return Decision(column, run, len(wanted) - len(run), not why, why)
+
+
+def _machine(cell: Cell, machines: Dict[Any, Tuple[str, Dict[str, str], bool]],
+             key: Expected) -> Tuple[str, Dict[str, str], bool]:
+    """The cell's machine (hardware label and detail) and whether it is this one, asked of the adapter once per
+    machine, not once per cell (a CPU engine's check reads /proc/cpuinfo)."""
+    try:
+        name: Any = (cell.hardware, tuple(sorted(cell.hardware_detail.items())))
+        hash(name)
+    except TypeError:  # a detail value that is not hashable: its JSON names the machine
+        name = json.dumps([cell.hardware, cell.hardware_detail], sort_keys=True)
+    if name not in machines:
+        machines[name] = (cell.hardware, dict(cell.hardware_detail),
+                          key.same_machine(cell.hardware, cell.hardware_detail))
+    return machines[name]
 
 
 DECIDED = ".decided"  # <results folder>/.decided/<column>.json: a column whose stored cells all stood, and from what
