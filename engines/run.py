@@ -452,7 +452,8 @@ class Launched:
 
 def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Sequence[str],
            fresh: bool, out: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None,
-           batch: int = 0, own_process: bool = False) -> Launched:
+           batch: int = 0, own_process: bool = False,
+           ended: Callable[[Sequence[Decision]], None] = lambda _: None) -> Launched:
     """One pytest run per interpreter that the columns with work need (this one for the TensorRT family, whose
     workers run under each column's own; another for an in-process engine installed there), side by side: the run
     with the most cells gets `workers` xdist workers, the others one each; `meanwhile` runs here while they do.
@@ -460,12 +461,15 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
     Column.quick); what a batch ended without comes back in `alone`. `own_process`: a run of one worker runs its cells
     in its own process (`-n 0`: no xdist worker to start, no report to pass between two processes); where that
     process dies without saying what it recorded, the cells its progress file does not hold come back in `alone`, to
-    run again one per test under xdist, so that what broke costs its own cell."""
+    run again one per test under xdist, so that what broke costs its own cell. `ended`: called here with a run's
+    decisions as soon as that run has ended and said what it recorded, while the others go on."""
     groups: Dict[str, List[Column]] = {}
+    origin: Dict[int, Decision] = {}  # each launched column's decision, by the column's identity
     for d in decisions:
         if d.run:
-            groups.setdefault(interpreter(d.column), []).append(replace(d.column, bundles=d.run, reused=d.reused,
-                                                                        batch=batch))
+            launched = replace(d.column, bundles=d.run, reused=d.reused, batch=batch)
+            origin[id(launched)] = d
+            groups.setdefault(interpreter(d.column), []).append(launched)
     biggest = max(groups, key=lambda k: sum(len(c.bundles) for c in groups[k]))
     env = lifeline.child_env(dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
@@ -486,7 +490,8 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
             tag = "" if len(parts) == 1 else _tag(columns)
             runs.append(_Pytest(command, env, out, tag))
         meanwhile()
-        statuses = [r.wait() for r in runs]
+        statuses = _wait_all(runs, lambda i: ended([origin[id(c)] for c in parts[i][1]])
+                             if _summary(plans[i]) is not None else None)
         summaries = [_summary(plan) for plan in plans]
         died = [own and s is None and status not in PYTEST_STOPPED
                 for own, s, status in zip(alone_here, summaries, statuses)]
@@ -576,6 +581,19 @@ def _shares(columns: List[Column], n: int) -> List[List[Column]]:
         shares[-1].append(column)
         done += len(column.bundles)
     return shares
+
+
+def _wait_all(runs: Sequence["_Pytest"], each: Callable[[int], None]) -> List[int]:
+    """Every run's exit status, in their order; `each(i)` is called as run i ends, in the order they end."""
+    import queue
+    import threading
+
+    done: "queue.Queue[int]" = queue.Queue()
+    for i, r in enumerate(runs):
+        threading.Thread(target=lambda i=i, r=r: (r.wait(), done.put(i)), daemon=True).start()
+    for _ in runs:
+        each(done.get())
+    return [r.wait() for r in runs]
 
 
 def _status_words(status: int) -> str:
@@ -721,15 +739,26 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
         write_all_idle()
         out(f"engines.run: {reused} cells reused, nothing to run here ({time.perf_counter() - start:.1f} s)")
         return 0
-    done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle, batch=batch, own_process=True)
-    if done.alone and done.status in (0, 1):  # a batch's or a run's process died (or it timed out, or raised)
+    settled: List[Decision] = []
+
+    def remember(decisions: Sequence[Decision]) -> None:
+        """A run that ended and said what it wrote: each of its columns that now stands whole is remembered, so that
+        the next run need not read it, while the other runs go on (what a later rerun writes changes the files'
+        digests, and with them what the next run finds remembered)."""
+        after = Store(results or REPO / "results")
+        for d in decisions:
+            decide(d.column, metas, after, False)
+            settled.append(d)
+
+    done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle, batch=batch, own_process=True,
+                  ended=remember)
+    rerun = bool(done.alone) and done.status in (0, 1)
+    if rerun:  # a batch's or a run's process died (or it timed out, or raised)
         out(f"engines.run: {sum(len(d.run) for d in done.alone)} cells of batches or runs that ended early run "
             "again, one per test, so that what broke costs its own cell alone")
         done = done.then(launch(done.alone, workers, bundles, extra, fresh, out))
-    if done.status in (0, 1):  # each column that now stands whole is remembered, so the next run need not read it
-        after = Store(results or REPO / "results")
-        for d in here:
-            decide(d.column, metas, after, False)
+    if done.status in (0, 1):  # the columns not remembered as their run ended; after a rerun, all of them again
+        remember([d for d in here if rerun or not any(d is s for s in settled)])
     reused += done.reused - sum(d.reused for d in here)  # the launched columns' own count, whoever decided it
     missing = sum(len(d.run) + d.reused for d in here) - done.written - done.reused
     lost = f", {missing} not recorded" if missing > 0 else ""

@@ -185,3 +185,38 @@ def test_a_progress_line_after_pytests_dot_is_still_passed_on() -> None:
     started = runner._Pytest([sys.executable, "-c", script], dict(os.environ), said.append)
     assert started.wait() == 0
     assert said == ["  m on ONNX Runtime 1.32.0: pass after 16 s", "  m: running"], said
+
+
+def test_each_run_is_handed_on_as_it_ends_not_in_the_order_it_started():
+    """engines.run remembers a run's columns as that run ends, while the others go on (the closing decisions were a
+    second and more on one core after every engine had finished)."""
+    import threading
+
+    class Run:
+        def __init__(self, gate: threading.Event, status: int) -> None:
+            self.gate, self.status = gate, status
+
+        def wait(self) -> int:
+            self.gate.wait(5)
+            return self.status
+
+    first, second = threading.Event(), threading.Event()
+    seen: List[int] = []
+
+    def each(i: int) -> None:
+        seen.append(i)
+        first.set()  # the first run ends only once the second has been handed on
+
+    second.set()
+    assert runner._wait_all([Run(first, 0), Run(second, 1)], each) == [0, 1]
+    assert seen == [1, 0]
+
+
+def test_a_column_of_a_run_that_ended_is_remembered(bundles, tmp_path):
+    """Both columns of two side-by-side runs stand whole afterwards, and each is remembered (results/.decided)."""
+    argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "-n", "2",
+            "--column", json.dumps({"results": str(tmp_path / "all.jsonl")}),
+            "--column", json.dumps({"results": str(tmp_path / "none.jsonl"),
+                                    "options": {"graph_optimization_level": "ORT_DISABLE_ALL"}})]
+    assert runner.main(argv) == 0
+    assert len(list((tmp_path / runner.DECIDED).glob("*.json"))) == 2
