@@ -744,9 +744,10 @@ def matrix(session: nox.Session) -> None:
     with contextlib.ExitStack() as locks:  # rtx with or without a GPU: the build is real
         try:
             py = _session_envs(session, ENGINE_PINS, locks)
+            columns = _columns_here(session, py, gpu)  # (asks the CPU's INT8 level) while the bundles are written
         finally:
             _finish(session, writing, "the bundles (python -m generators write)")
-        _run_columns(session, "python", "-m", "engines.run", *_column_args(_columns_here(session, py, gpu)), "-n",
+        _run_columns(session, "python", "-m", "engines.run", *_column_args(columns), "-n",
                      _workers("tensorrt-rtx"), CELL_TIMEOUT, env=_env(), success_codes=[0, 1])
     if _trt_pythons_from_env():
         session.notify("trt_existing")
