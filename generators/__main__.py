@@ -109,8 +109,8 @@ def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) ->
     try:
         for index in iter(shared.take, None) if shared is not None else range(len(todo)):
             report.add(index, write.write_bundle(*todo[index], out))
-            while shared is not None and shared.reports.poll():
-                report.told(shared.reports.recv())
+            if shared is not None:
+                report.drain(shared)
             if report.failed or report.crashed:
                 break
     except OSError as e:  # a bundle folder that cannot be written: one line, never a traceback
@@ -165,6 +165,14 @@ class _Report:
             self.add(told.index, write.Written(Path(told.path), told.status))
         self.failed = self.failed or told.oserror
         self.crashed = self.crashed or told.traceback
+
+    def drain(self, shared: "_Shared") -> None:
+        """The helper's reports that came so far (none more once it ended)."""
+        try:
+            while shared.reports.poll():
+                self.told(shared.reports.recv())
+        except EOFError:
+            pass
 
     def rest(self, shared: "_Shared", helper: multiprocessing.process.BaseProcess) -> int:
         """The helper's reports until it ends, then its exit status."""
