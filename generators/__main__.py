@@ -105,6 +105,8 @@ def _write(case_ids: List[str], wanted: Dict[str, list], out: Optional[Path]) ->
     # this one (their own folder), which then takes the catalogue's bundles from the same list as this process does,
     # so that two cores write both and end together
     shared = _Shared(len(todo)) if not case_ids and not wanted else None
+    if shared is not None:
+        write.preload(todo, out)
     helper = _helper_beside(todo, out, shared) if shared is not None else None
     try:
         for index in iter(shared.take, None) if shared is not None else range(len(todo)):

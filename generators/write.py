@@ -99,6 +99,20 @@ def builder_libraries() -> Dict[str, str]:
 
 
 
+def preload(todo: List[Tuple[Case, dict]], root: Optional[Path] = None) -> None:
+    """Import what a bundle's rendering needs (onnx, its reference evaluator, ONNX Runtime) where the first bundle of
+    `todo` is not in the cache (a fresh write): before `python -m generators write` forks its second writer, both
+    processes then have them for one import."""
+    if not todo or _cached(_target(*todo[0], root), cache_key(*todo[0])):
+        return
+    import onnx.reference  # noqa: F401
+
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:  # the cross-check says so, per bundle
+        pass
+
+
 def write_all(
     case_ids: Optional[Iterable[str]] = None,
     params_filter: Optional[ParamsFilter] = None,
@@ -154,10 +168,7 @@ class Written(NamedTuple):
 def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Written:
     """Write one bundle (or reuse it when its cache key matches)."""
     params = dict(params)
-    base = bundles_root() if root is None else Path(root)
-    target = base / case.id / bundle_id(case, params).split("/", 1)[1]
-    if base.resolve() not in target.resolve().parents:  # a case id or parameter value like "../x" or "/x"
-        raise ValueError(f"bundle {bundle_id(case, params)!r} would be written outside {base}; refused")
+    target = _target(case, params, root)
     key = cache_key(case, params)
     if _cached(target, key):
         return Written(target, "cached")
@@ -166,6 +177,15 @@ def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = N
     files["case.json"]["meta_digest"] = meta_digest(files["case.json"])
     _publish(target, files)
     return Written(target, "written")
+
+
+def _target(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Path:
+    """A bundle's folder; ValueError where its id would put it outside the bundle root."""
+    base = bundles_root() if root is None else Path(root)
+    target = base / case.id / bundle_id(case, dict(params)).split("/", 1)[1]
+    if base.resolve() not in target.resolve().parents:  # a case id or parameter value like "../x" or "/x"
+        raise ValueError(f"bundle {bundle_id(case, dict(params))!r} would be written outside {base}; refused")
+    return target
 
 
 def _cached(target: Path, key: str) -> bool:
