@@ -287,7 +287,8 @@ def test_an_onnxruntime_that_cannot_load_the_model_is_recorded_as_cannot_run(mon
         raise RuntimeError(f"[ONNXRuntimeError] : 1 : FAIL : {message}\nmore")
 
     fake = types.SimpleNamespace(
-        __version__="1.16.3", InferenceSession=refuse, SessionOptions=types.SimpleNamespace,
+        __version__="1.16.3", InferenceSession=refuse,
+        SessionOptions=lambda: types.SimpleNamespace(add_session_config_entry=lambda key, value: None),
         GraphOptimizationLevel=types.SimpleNamespace(ORT_DISABLE_ALL=0),
     )
     monkeypatch.setitem(sys.modules, "onnxruntime", fake)
