@@ -277,7 +277,7 @@ def _ended(proc: multiprocessing.process.BaseProcess) -> int:
     return proc.exitcode if proc.exitcode is not None and proc.exitcode >= 0 else 1
 
 
-def _keep_freed_memory() -> None:
+def _tune_malloc() -> None:
     """glibc's malloc told to serve large arrays from its heap and keep them there once freed: by default each one of
     over 128 KiB is mapped anew and unmapped when freed, and a fresh write page-faulted 235,000 times (52,000 after) on
     the detector-sized Conv bundles' arrays, onnx.reference's im2col above all. Elsewhere (no mallopt): nothing."""
@@ -287,13 +287,16 @@ def _keep_freed_memory() -> None:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return
-    mallopt(_M_MMAP_THRESHOLD, 256 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # before glibc 2.35?: 32 MiB at most
+    mallopt(_M_MMAP_THRESHOLD, 256 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # an older glibc: 32 MiB at most
     mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+    # and no fastbins: onnx's version converter builds and frees its table of adapters on every call (217 calls, about
+    # 5 ms each), and consolidating the fastbins it left was a quarter of that (perf: malloc_consolidate, _int_free)
+    mallopt(_M_MXFAST, 0)
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+_M_MXFAST, _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = 1, -1, -3  # glibc's malloc.h
 
 
 if __name__ == "__main__":
-    _keep_freed_memory()
+    _tune_malloc()
     sys.exit(main())
