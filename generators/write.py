@@ -100,13 +100,19 @@ def builder_libraries() -> Dict[str, str]:
 
 
 def preload(todo: List[Tuple[Case, dict]], root: Optional[Path] = None) -> None:
-    """Import what a bundle's rendering needs (onnx, its reference evaluator, ONNX Runtime) where the first bundle of
-    `todo` is not in the cache (a fresh write): before `python -m generators write` forks its second writer, both
-    processes then have them for one import."""
+    """Import what rendering the bundles of `todo` needs (their builders, numpy's random generators, onnx's reference
+    evaluator with every operator's implementation, ONNX Runtime) where the first one is not in the cache (a fresh
+    write): before `python -m generators write` forks its second writer, both processes then have them for one import.
+    """
     if not todo or _cached(_target(*todo[0], root), cache_key(*todo[0])):
         return
-    import onnx.reference  # noqa: F401
+    import numpy.random  # noqa: F401
+    import onnx.reference.ops  # noqa: F401  (the first evaluator would import every operator's implementation)
 
+    import generators.reference  # noqa: F401
+
+    for module in dict.fromkeys(case.builder.split(":")[0] for case, _ in todo):
+        importlib.import_module(module)
     try:
         import onnxruntime  # noqa: F401
     except ImportError:  # the cross-check says so, per bundle
