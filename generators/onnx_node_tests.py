@@ -24,6 +24,7 @@ magnitude / 127, the suite's default.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -310,7 +311,10 @@ def _describe(a: np.ndarray) -> Dict[str, Any]:
 # ---- writing, cached ----------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
 def _version(name: str) -> str:
+    """An installed distribution's version, "absent" where none is; read once per process (each read parses its
+    METADATA file, and every bundle names onnx's)."""
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:

@@ -111,6 +111,12 @@ def _ort_outputs(ort: Any, rep: Reproducer, level: str, x64quantprecision: bool)
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     options.log_severity_level = 3
+    # our reference check, not an engine's cell: one thread, none left spinning after the run (each session's pool
+    # of intra-op threads cost more CPU than these small models' runs)
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     if x64quantprecision:
         options.add_session_config_entry("session.x64quantprecision", "1")
     session = ort.InferenceSession(rep.model.SerializeToString(), options, providers=["CPUExecutionProvider"])

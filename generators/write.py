@@ -6,6 +6,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import io
 import json
 import os
 import shutil
@@ -99,6 +100,26 @@ def builder_libraries() -> Dict[str, str]:
 
 
 
+def preload(todo: List[Tuple[Case, dict]], root: Optional[Path] = None) -> None:
+    """Import what rendering the bundles of `todo` needs (their builders, numpy's random generators, onnx's reference
+    evaluator with every operator's implementation, ONNX Runtime) where the first one is not in the cache (a fresh
+    write): before `python -m generators write` forks its second writer, both processes then have them for one import.
+    """
+    if not todo or _cached(_target(*todo[0], root), cache_key(*todo[0])):
+        return
+    import numpy.random  # noqa: F401
+    import onnx.reference.ops  # noqa: F401  (the first evaluator would import every operator's implementation)
+
+    import generators.reference  # noqa: F401
+
+    for module in dict.fromkeys(case.builder.split(":")[0] for case, _ in todo):
+        importlib.import_module(module)
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:  # the cross-check says so, per bundle
+        pass
+
+
 def write_all(
     case_ids: Optional[Iterable[str]] = None,
     params_filter: Optional[ParamsFilter] = None,
@@ -154,10 +175,7 @@ class Written(NamedTuple):
 def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Written:
     """Write one bundle (or reuse it when its cache key matches)."""
     params = dict(params)
-    base = bundles_root() if root is None else Path(root)
-    target = base / case.id / bundle_id(case, params).split("/", 1)[1]
-    if base.resolve() not in target.resolve().parents:  # a case id or parameter value like "../x" or "/x"
-        raise ValueError(f"bundle {bundle_id(case, params)!r} would be written outside {base}; refused")
+    target = _target(case, params, root)
     key = cache_key(case, params)
     if _cached(target, key):
         return Written(target, "cached")
@@ -166,6 +184,15 @@ def write_bundle(case: Case, params: Mapping[str, Any], root: Optional[Path] = N
     files["case.json"]["meta_digest"] = meta_digest(files["case.json"])
     _publish(target, files)
     return Written(target, "written")
+
+
+def _target(case: Case, params: Mapping[str, Any], root: Optional[Path] = None) -> Path:
+    """A bundle's folder; ValueError where its id would put it outside the bundle root."""
+    base = bundles_root() if root is None else Path(root)
+    target = base / case.id / bundle_id(case, dict(params)).split("/", 1)[1]
+    if base.resolve() not in target.resolve().parents:  # a case id or parameter value like "../x" or "/x"
+        raise ValueError(f"bundle {bundle_id(case, dict(params))!r} would be written outside {base}; refused")
+    return target
 
 
 def _cached(target: Path, key: str) -> bool:
@@ -251,8 +278,8 @@ def _publish(target: Path, files: Mapping[str, Any]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=holding))
     try:
         (staging / "model.onnx").write_bytes(files["model.onnx"])
-        np.savez(staging / "inputs.npz", **files["inputs.npz"])
-        np.savez(staging / "expected.npz", **files["expected.npz"])
+        (staging / "inputs.npz").write_bytes(_npz(files["inputs.npz"]))
+        (staging / "expected.npz").write_bytes(_npz(files["expected.npz"]))
         (staging / "case.json").write_text(json.dumps(files["case.json"], indent=2) + "\n")
         try:
             _swap_in(staging, target)
@@ -264,6 +291,14 @@ def _publish(target: Path, files: Mapping[str, Any]) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _npz(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """np.savez's bytes, made in memory: one write of the file, not the thousands of seeks and small writes of a zip
+    written in place (strace)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
 
 
 def _swap_in(staging: Path, target: Path) -> None:

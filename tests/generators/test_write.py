@@ -176,6 +176,65 @@ def test_a_full_write_prunes_bundles_the_catalogue_no_longer_has(tmp_path, my_ca
     assert (tmp_path / "instancenorm_int8" / "native_instancenorm=no+int8_ranges=none" / "case.json").is_file()
 
 
+def test_a_full_write_shares_the_catalogue_with_the_conformance_writers_process(tmp_path, my_cases, monkeypatch,
+                                                                                capsys):
+    """`write` of the whole catalogue: the process beside it, once the conformance bundles are written, takes catalogue
+    bundles from the same list, so that both end together; each bundle is written once and said once, in order."""
+    import os
+    import time
+
+    from cases import bundle_id
+    from generators import __main__ as cli
+
+    main_process, helped, real = os.getpid(), tmp_path / "helped", write.write_bundle
+    deadline = time.monotonic() + 30  # the main process waits for the helper's first bundle (it never came, before)
+
+    def write_bundle(case, params, root=None):
+        while os.getpid() == main_process and not helped.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        written = real(case, params, root)
+        if os.getpid() != main_process:
+            with open(helped, "a", encoding="utf-8") as f:
+                f.write(bundle_id(case, params) + "\n")
+        return written
+
+    monkeypatch.setattr(write, "write_bundle", write_bundle)
+    monkeypatch.setattr(cli, "_conformance_main", lambda argv: 0)  # the conformance bundles: not this test's
+    assert main(["write", "--out", str(tmp_path / "b")]) == 0
+    ids = [bundle_id(c, p) for c, p in write.select()]
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" ")[0] for line in lines[:-1]] == [f"[{k}/19]" for k in range(1, 20)]
+    assert sorted(line.split(" ")[1] for line in lines[:-1]) == sorted(ids)
+    assert lines[-1].endswith(": 19 written, 0 cached")
+    assert helped.exists() and set(helped.read_text().split()) < set(ids)
+    assert sorted(b.id for b in iter_bundles(tmp_path / "b")) == sorted(ids)
+
+
+def test_a_builder_error_in_the_process_beside_fails_the_write_with_its_traceback(tmp_path, my_cases, monkeypatch,
+                                                                                  capsys):
+    import os
+    import time
+
+    from generators import __main__ as cli
+
+    main_process, tried, real = os.getpid(), tmp_path / "tried", write.write_bundle
+    deadline = time.monotonic() + 30  # the main process waits for the helper's first bundle
+
+    def write_bundle(case, params, root=None):
+        if os.getpid() != main_process:
+            tried.touch()
+            raise RuntimeError("a builder's bug")
+        while not tried.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return real(case, params, root)
+
+    monkeypatch.setattr(write, "write_bundle", write_bundle)
+    monkeypatch.setattr(cli, "_conformance_main", lambda argv: 0)
+    assert main(["write", "--out", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and "RuntimeError: a builder's bug" in err
+
+
 def test_an_edit_to_a_shared_generators_module_rebuilds(tmp_path, monkeypatch):
     """resize_qdq's builder imports qdq_parts: an edit there changes its cache key, and the bundle is rebuilt."""
     import shutil
@@ -228,7 +287,8 @@ def test_an_onnxruntime_that_cannot_load_the_model_is_recorded_as_cannot_run(mon
         raise RuntimeError(f"[ONNXRuntimeError] : 1 : FAIL : {message}\nmore")
 
     fake = types.SimpleNamespace(
-        __version__="1.16.3", InferenceSession=refuse, SessionOptions=types.SimpleNamespace,
+        __version__="1.16.3", InferenceSession=refuse,
+        SessionOptions=lambda: types.SimpleNamespace(add_session_config_entry=lambda key, value: None),
         GraphOptimizationLevel=types.SimpleNamespace(ORT_DISABLE_ALL=0),
     )
     monkeypatch.setitem(sys.modules, "onnxruntime", fake)
