@@ -140,9 +140,10 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     import shutil
     import tempfile
 
+    from matrix.beside import beside
     from matrix.conformance import read_manifest
     from matrix.nodes import write_all
-    from matrix.render import write_view
+    from matrix.render import write_pages
     from matrix.view import build_view
 
     out.mkdir(parents=True, exist_ok=True)
@@ -150,9 +151,13 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     if (out / "nodes").is_dir():
         (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
     try:
-        nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
-        view = build_view(result, out=staging, node_reports=nodes, conformance_manifest=read_manifest(bundles))
-        written = write_view(result, view, staging) + [Path(n["html"]) for n in nodes]
+        # the machine's other core: a child writes cells/, junit.xml and diff/ and sends the upgrade answer back
+        with beside(lambda: _side_reports(result, staging)) as upgrade:
+            nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
+            view = build_view(result, out=staging, node_reports=nodes, conformance_manifest=read_manifest(bundles),
+                              upgrade=upgrade)
+            written = write_pages(result, view, staging) + [Path(n["html"]) for n in nodes]
+            upgrade()  # the child's files are whole before anything is swapped in, whoever asked first
         old = staging / ".old"
         old.mkdir()
         for entry in sorted(p for p in staging.iterdir() if p.name != ".old"):
@@ -162,6 +167,17 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / p.relative_to(staging) for p in written], view
+
+
+def _side_reports(result: MergeResult, staging: Path) -> List[Dict[str, Any]]:
+    """What the report's side process writes into staging (cells/, junit.xml, diff/): the upgrade answer, returned."""
+    from matrix.render import write_cells, write_diffs
+    from matrix.upgrade import upgrade_view
+
+    write_cells(result, staging)
+    upgrade = upgrade_view(result.cells)
+    write_diffs(upgrade, staging)
+    return upgrade
 
 
 NOTHING_TO_COMPARE = 4  # matrix diff: a version named never ran on any machine of this project (one line says why)

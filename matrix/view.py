@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
 from cases.user_model import CASE as USER_MODEL
@@ -28,15 +28,17 @@ from matrix.upgrade import upgrade_view
 
 def build_view(result: MergeResult, generated: Optional[str] = None, out: Optional[Path] = None,
                node_reports: Sequence[Dict[str, Any]] = (),
-               conformance_manifest: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+               conformance_manifest: Optional[Dict[str, Any]] = None,
+               upgrade: Optional[Callable[[], List[Dict[str, Any]]]] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once: the catalogue's views from result's cells, "Your models" from
     the per-node reports given (matrix.nodes.write_all's records, linked from out), the conformance page from
-    result's conformance cells and the bundles' manifest."""
+    result's conformance cells and the bundles' manifest. upgrade gives the upgrade answer where it is computed
+    elsewhere (matrix.beside: a child's, asked for once everything else is built)."""
     regressed = regressions(result.cells)
     causes = root_causes(result.cells, regressed)
-    return {
+    view = {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "upgrade": upgrade_view(result.cells),
+        "upgrade": [],
         "targets": target_view(result.cells),
         "documented_targets": documented_view(all_cases()),
         "grid": grid_view(result, regressed),
@@ -56,6 +58,8 @@ def build_view(result: MergeResult, generated: Optional[str] = None, out: Option
         "conformance": conformance_page(result.conformance, conformance_manifest or {}),
         "side": {"folder": FOLDER, "details": DETAILS, "grid": GRID_MD},
     }
+    view["upgrade"] = upgrade() if upgrade else upgrade_view(result.cells)
+    return view
 
 
 def conformance_page(cells: Sequence[Cell], manifest: Dict[str, Any]) -> Dict[str, Any]:
