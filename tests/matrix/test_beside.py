@@ -88,18 +88,19 @@ def test_a_child_that_exits_without_its_answer_fails_the_report_with_its_status(
 def test_a_report_that_fails_takes_its_child_with_it(tmp_path: Path) -> None:
     """The report's own error while the child still works: the child is killed and reaped before the error goes
     on (it writes nothing into a staging folder that is being removed)."""
-    said = tmp_path / "pid"
+    said, finished = tmp_path / "pid", tmp_path / "finished"
 
     def slow() -> None:
         said.write_text(str(os.getpid()))
-        time.sleep(120)
+        time.sleep(20)
+        finished.write_text("the side process was left to finish its work")
 
     with pytest.raises(RuntimeError, match="the report's own"), beside(slow):
         pid = _pid_from(said)
         raise RuntimeError("the report's own error")
     with pytest.raises(ChildProcessError):  # reaped: no longer this process's child
         os.waitpid(pid, os.WNOHANG)
-    assert _gone(pid, within=0)
+    assert _gone(pid, within=0) and not finished.exists()
 
 
 @forks
