@@ -144,20 +144,21 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     from matrix.conformance import read_manifest
     from matrix.nodes import write_all
     from matrix.render import write_pages
-    from matrix.view import build_view
+    from matrix.view import build_view, side_views
 
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
     if (out / "nodes").is_dir():
         (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
     try:
-        # the machine's other core: a child writes cells/, junit.xml and diff/ and sends the upgrade answer back
-        with beside(lambda: _side_reports(result, staging)) as upgrade:
+        # the machine's other core: a child sends back the parts of the view that need nothing else of it (the
+        # upgrade answer, the conformance page), then writes cells/, junit.xml and diff/
+        manifest = read_manifest(bundles)
+        with beside(lambda: side_views(result, manifest), lambda views: _side_files(result, views, staging)) as side:
             nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
-            view = build_view(result, out=staging, node_reports=nodes, conformance_manifest=read_manifest(bundles),
-                              upgrade=upgrade)
+            view = build_view(result, out=staging, node_reports=nodes, elsewhere=side.answer)
             written = write_pages(result, view, staging) + [Path(n["html"]) for n in nodes]
-            upgrade()  # the child's files are whole before anything is swapped in, whoever asked first
+            side.wait()  # the child's files are whole before anything is swapped in
         old = staging / ".old"
         old.mkdir()
         for entry in sorted(p for p in staging.iterdir() if p.name != ".old"):
@@ -169,15 +170,13 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     return [out / p.relative_to(staging) for p in written], view
 
 
-def _side_reports(result: MergeResult, staging: Path) -> List[Dict[str, Any]]:
-    """What the report's side process writes into staging (cells/, junit.xml, diff/): the upgrade answer, returned."""
+def _side_files(result: MergeResult, views: Dict[str, Any], staging: Path) -> None:
+    """What the report's side process writes into staging once it has sent its views (matrix.view.side_views):
+    cells/, junit.xml and diff/."""
     from matrix.render import write_cells, write_diffs
-    from matrix.upgrade import upgrade_view
 
     write_cells(result, staging)
-    upgrade = upgrade_view(result.cells)
-    write_diffs(upgrade, staging)
-    return upgrade
+    write_diffs(views["upgrade"], staging)
 
 
 NOTHING_TO_COMPARE = 4  # matrix diff: a version named never ran on any machine of this project (one line says why)

@@ -29,16 +29,16 @@ from matrix.upgrade import upgrade_view
 def build_view(result: MergeResult, generated: Optional[str] = None, out: Optional[Path] = None,
                node_reports: Sequence[Dict[str, Any]] = (),
                conformance_manifest: Optional[Dict[str, Any]] = None,
-               upgrade: Optional[Callable[[], List[Dict[str, Any]]]] = None) -> Dict[str, Any]:
+               elsewhere: Optional[Callable[[], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once: the catalogue's views from result's cells, "Your models" from
     the per-node reports given (matrix.nodes.write_all's records, linked from out), the conformance page from
-    result's conformance cells and the bundles' manifest. upgrade gives the upgrade answer where it is computed
-    elsewhere (matrix.beside: a child's, asked for once everything else is built)."""
+    result's conformance cells and the bundles' manifest. elsewhere gives side_views where another process computed
+    them (matrix.beside), asked for once everything else is built."""
     regressed = regressions(result.cells)
     causes = root_causes(result.cells, regressed)
     view = {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "upgrade": [],
+        "upgrade": None,  # side_views'
         "targets": target_view(result.cells),
         "documented_targets": documented_view(all_cases()),
         "grid": grid_view(result, regressed),
@@ -55,11 +55,18 @@ def build_view(result: MergeResult, generated: Optional[str] = None, out: Option
         "files": list(result.files),
         "totals": dict(_totals(result), causes=len(causes)),
         "models": models_view([_node_model(n, Path(out or ".")) for n in node_reports]),
-        "conformance": conformance_page(result.conformance, conformance_manifest or {}),
+        "conformance": None,  # side_views'
         "side": {"folder": FOLDER, "details": DETAILS, "grid": GRID_MD},
     }
-    view["upgrade"] = upgrade() if upgrade else upgrade_view(result.cells)
+    view.update(elsewhere() if elsewhere else side_views(result, conformance_manifest))
     return view
+
+
+def side_views(result: MergeResult, conformance_manifest: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The view's parts that need nothing else of it, by key: the upgrade answer and the conformance page (the
+    report computes them in its side process)."""
+    return {"upgrade": upgrade_view(result.cells),
+            "conformance": conformance_page(result.conformance, conformance_manifest or {})}
 
 
 def conformance_page(cells: Sequence[Cell], manifest: Dict[str, Any]) -> Dict[str, Any]:

@@ -51,9 +51,34 @@ def _pid_from(path: Path, within: float = 10.0) -> int:
 def test_the_answer_comes_from_a_child_that_inherited_what_was_loaded() -> None:
     loaded = list(range(100_000))  # in the parent's memory only: the child sees it without its being sent
 
-    with beside(lambda: (os.getpid(), sum(loaded))) as answer:
-        pid, total = answer()
+    with beside(lambda: (os.getpid(), sum(loaded))) as side:
+        pid, total = side.answer()
+        side.wait()
     assert pid != os.getpid() and total == sum(loaded)
+
+
+@forks
+def test_the_child_goes_on_with_its_files_without_waiting_for_the_report_to_read_its_answer(tmp_path: Path) -> None:
+    """An answer bigger than a pipe holds: the child still goes on to its files while the report is busy (the
+    report reads the pipe as the answer comes), and the answer arrives whole."""
+    big = "x" * 4_000_000
+    written = tmp_path / "written"
+
+    with beside(lambda: big, lambda answer: written.write_text(str(len(answer)))) as side:
+        assert _pid_from(written) == len(big), "the child waited for the report to read its answer"
+        assert side.answer() == big
+        side.wait()
+
+
+@forks
+def test_an_error_after_the_answer_is_raised_by_the_wait() -> None:
+    def then(answer: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "junit.xml")
+
+    with pytest.raises(OSError, match="No space left") as caught, beside(lambda: 42, then) as side:
+        assert side.answer() == 42
+        side.wait()
+    assert caught.value.filename == "junit.xml"
 
 
 @forks
@@ -64,24 +89,24 @@ def test_a_childs_error_is_raised_in_the_report_as_itself() -> None:
     def full() -> None:
         raise OSError(errno.ENOSPC, "No space left on device", "cells/x.jsonl")
 
-    with pytest.raises(OSError) as caught, beside(full) as answer:
-        answer()
+    with pytest.raises(OSError) as caught, beside(full) as side:
+        side.answer()
     assert caught.value.errno == errno.ENOSPC and caught.value.filename == "cells/x.jsonl"
     assert any("side process" in n and ", in full" in n for n in caught.value.__notes__)
 
 
 @forks
 def test_a_child_killed_by_a_signal_fails_the_report_naming_it() -> None:
-    with pytest.raises(SideDied, match=r"was killed by signal 9 \(SIGKILL\) before it sent its answer"), \
-            beside(lambda: os.kill(os.getpid(), signal.SIGKILL)) as answer:
-        answer()
+    with pytest.raises(SideDied, match=r"was killed by signal 9 \(SIGKILL\) before it said it was done"), \
+            beside(lambda: os.kill(os.getpid(), signal.SIGKILL)) as side:
+        side.answer()
 
 
 @forks
 def test_a_child_that_exits_without_its_answer_fails_the_report_with_its_status() -> None:
-    with pytest.raises(SideDied, match="exited with status 7 before it sent its answer"), \
-            beside(lambda: os._exit(7)) as answer:
-        answer()
+    with pytest.raises(SideDied, match="exited with status 7 before it said it was done"), \
+            beside(lambda: os._exit(7)) as side:
+        side.answer()
 
 
 @forks
@@ -115,8 +140,8 @@ def test_a_killed_report_takes_its_child_with_it(tmp_path: Path) -> None:
             open({str(said)!r}, "w").write(str(os.getpid()))
             time.sleep(120)
 
-        with beside(slow) as answer:
-            answer()
+        with beside(slow) as side:
+            side.answer()
     """)
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
@@ -162,7 +187,7 @@ def test_a_side_process_that_fails_leaves_the_reports_that_were_there(make_cell,
     out = tmp_path / "reports"
     assert _report(paths, out, tmp_path) == 0
     before = _tree(out)
-    module = "matrix.render" if fails == "write_cells" else "matrix.upgrade"
+    module = "matrix.render" if fails == "write_cells" else "matrix.view"
     parent = os.getpid()
 
     def full(*args: Any, **kwargs: Any) -> None:
@@ -176,13 +201,16 @@ def test_a_side_process_that_fails_leaves_the_reports_that_were_there(make_cell,
 
 
 @forks
+@pytest.mark.parametrize("dies_in", ["matrix.view.upgrade_view", "matrix.render.write_cells"])
 def test_a_side_process_killed_fails_the_report_and_leaves_the_reports_that_were_there(make_cell, write_results,
-                                                                                      tmp_path, monkeypatch) -> None:
+                                                                                      tmp_path, monkeypatch,
+                                                                                      dies_in: str) -> None:
+    """Killed before it sent its views, or after, writing cells/: the report fails naming the signal."""
     paths = _two_versions(make_cell, write_results)
     out = tmp_path / "reports"
     assert _report(paths, out, tmp_path) == 0
     before = _tree(out)
-    monkeypatch.setattr("matrix.upgrade.upgrade_view", lambda cells: os.kill(os.getpid(), signal.SIGKILL))
+    monkeypatch.setattr(dies_in, lambda *args: os.kill(os.getpid(), signal.SIGKILL))
     with pytest.raises(SideDied, match=r"killed by signal 9"):
         _report(paths, out, tmp_path)
     assert _tree(out) == before
