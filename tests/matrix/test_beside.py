@@ -128,9 +128,22 @@ def test_a_report_that_fails_takes_its_child_with_it(tmp_path: Path) -> None:
     assert _gone(pid, within=0) and not finished.exists()
 
 
+def test_without_fork_both_parts_run_in_the_report(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delattr(os, "fork", raising=False)
+    written = tmp_path / "written"
+
+    with beside(lambda: os.getpid(), lambda pid: written.write_text(str(pid))) as side:
+        assert side.answer() == os.getpid()
+        side.wait()
+    assert written.read_text() == str(os.getpid())
+
+
 @forks
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_a_killed_report_takes_its_child_with_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_killed_report_takes_its_child_with_it(tmp_path: Path, how: signal.Signals) -> None:
+    """Killed outright, terminated, or Ctrl-C (SIGINT to the report alone, as a supervisor sends it): the side
+    process ends with it."""
     said = tmp_path / "pid"
     script = textwrap.dedent(f"""
         import os, time
@@ -146,7 +159,7 @@ def test_a_killed_report_takes_its_child_with_it(tmp_path: Path) -> None:
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         child = _pid_from(said)
-        parent.kill()
+        parent.send_signal(how)
         parent.wait(timeout=30)
         assert _gone(child), f"the side process {child} outlived its killed parent"
     finally:
