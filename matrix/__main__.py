@@ -143,7 +143,7 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     from matrix.beside import beside
     from matrix.conformance import read_manifest
     from matrix.nodes import write_all
-    from matrix.render import write_pages
+    from matrix.render import write_cells, write_diffs, write_pages
     from matrix.view import build_view, side_views
 
     out.mkdir(parents=True, exist_ok=True)
@@ -152,12 +152,13 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
         (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
     try:
         # the machine's other core: a child sends back the parts of the view that need nothing else of it (the
-        # upgrade answer, the conformance page), then writes cells/, junit.xml and diff/
+        # upgrade answer, the conformance page), then writes cells/ and junit.xml
         manifest = read_manifest(bundles)
-        with beside(lambda: side_views(result, manifest), lambda views: _side_files(result, views, staging)) as side:
+        with beside(lambda: side_views(result, manifest), lambda views: write_cells(result, staging)) as side:
             nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
             view = build_view(result, out=staging, node_reports=nodes, elsewhere=side.answer)
             written = write_pages(result, view, staging) + [Path(n["html"]) for n in nodes]
+            write_diffs(view["upgrade"], staging)
             side.wait()  # the child's files are whole before anything is swapped in
         old = staging / ".old"
         old.mkdir()
@@ -168,15 +169,6 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / p.relative_to(staging) for p in written], view
-
-
-def _side_files(result: MergeResult, views: Dict[str, Any], staging: Path) -> None:
-    """What the report's side process writes into staging once it has sent its views (matrix.view.side_views):
-    cells/, junit.xml and diff/."""
-    from matrix.render import write_cells, write_diffs
-
-    write_cells(result, staging)
-    write_diffs(views["upgrade"], staging)
 
 
 NOTHING_TO_COMPARE = 4  # matrix diff: a version named never ran on any machine of this project (one line says why)
