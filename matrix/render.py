@@ -28,14 +28,6 @@ CONFORMANCE_SCHEMA = "qdq-matrix/conformance/1"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def write_view(result: MergeResult, view: Dict[str, Any], out: Path) -> List[Path]:
-    """Write the four reports of a view (matrix.view.build_view of result) into out and their side folders cells/ and
-    diff/, and the conformance page (conformance.md, .html and .json); return the reports' and the folders' paths."""
-    write_cells(result, out)
-    write_diffs(view["upgrade"], out)
-    return write_pages(result, view, out)
-
-
 def write_cells(result: MergeResult, out: Path) -> None:
     """The parts that need no view: every cell whole under cells/ (a file per column) and junit.xml."""
     Path(out, FOLDER).mkdir(parents=True, exist_ok=True)
@@ -51,8 +43,9 @@ def write_diffs(upgrade: List[Dict[str, Any]], out: Path) -> None:
 
 
 def write_pages(result: MergeResult, view: Dict[str, Any], out: Path) -> List[Path]:
-    """The pages of a view (matrix.md, .html, .json, plots, models, conformance, the grid's side files); return the
-    paths write_view returns, junit.xml, cells/ and diff/ among them (write_cells and write_diffs write those)."""
+    """The pages of a view (matrix.view.build_view of result): matrix.md, .html, .json, plots, models, the conformance
+    page and the grid's side files; return the reports' and the side folders' paths, junit.xml, cells/ and diff/ among
+    them (write_cells and write_diffs write those)."""
     out = Path(out)
     for folder in (out / FOLDER, out / DIFFS):
         folder.mkdir(parents=True, exist_ok=True)

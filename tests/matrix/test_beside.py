@@ -232,7 +232,7 @@ def test_a_side_process_killed_fails_the_report_and_leaves_the_reports_that_were
 
 def test_the_report_with_its_side_process_writes_what_one_process_writes(make_cell, write_results, tmp_path) -> None:
     """Every file `matrix report` writes (part of them in its side process) is byte for byte the file the view and
-    its writers make in one process (matrix.view.build_view, matrix.render.write_view), the generation time apart."""
+    its writers make in one process (tests.matrix.conftest.write_reports), the generation time apart."""
     from matrix.merge import catalogue_bundles, load_results
     from tests.matrix.conftest import write_reports
 
