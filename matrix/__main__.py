@@ -140,19 +140,26 @@ def _write_all_reports(result: MergeResult, out: Path, bundles: Path) -> Tuple[L
     import shutil
     import tempfile
 
+    from matrix.beside import beside
     from matrix.conformance import read_manifest
     from matrix.nodes import write_all
-    from matrix.render import write_view
-    from matrix.view import build_view
+    from matrix.render import write_cells, write_diffs, write_pages
+    from matrix.view import build_view, side_views
 
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
     if (out / "nodes").is_dir():
         (staging / "nodes").mkdir()  # swapped in even when empty: no per-node report outlives its cells
     try:
-        nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
-        view = build_view(result, out=staging, node_reports=nodes, conformance_manifest=read_manifest(bundles))
-        written = write_view(result, view, staging) + [Path(n["html"]) for n in nodes]
+        # the machine's other core: a child sends back the parts of the view that need nothing else of it (the
+        # upgrade answer, the conformance page), then writes cells/ and junit.xml
+        manifest = read_manifest(bundles)
+        with beside(lambda: side_views(result, manifest), lambda views: write_cells(result, staging)) as side:
+            nodes = write_all(result.cells, staging / "nodes", [bundles, REPO / ".bundles-user"])
+            view = build_view(result, out=staging, node_reports=nodes, elsewhere=side.answer)
+            written = write_pages(result, view, staging) + [Path(n["html"]) for n in nodes]
+            write_diffs(view["upgrade"], staging)
+            side.wait()  # the child's files are whole before anything is swapped in
         old = staging / ".old"
         old.mkdir()
         for entry in sorted(p for p in staging.iterdir() if p.name != ".old"):

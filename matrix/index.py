@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, asdict, fields
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, List, Sequence
 
 from core.cell import Cell
 from core.words import UNEXPECTED
@@ -35,7 +35,7 @@ def report_json(result: MergeResult, view: Dict[str, Any]) -> Dict[str, Any]:
     causes = {(k["engine"], k["did"], k["symptom"]): k["index"] for k in view["causes"]}
     texts: Dict[str, int] = {}
     cells = []
-    compact = {k: [compact_cell(c) for c in by_column[k]] for k in keys}
+    compact = {k: [compact_cell(c, READ) for c in by_column[k]] for k in keys}
     for index, key in enumerate(keys):
         for cell, whole in zip(by_column[key], compact[key]):
             record = dict({k: whole[k] for k in INDEX_FIELDS if k in whole}, column=index)  # written sort_keys
@@ -76,14 +76,22 @@ def _shared(cells: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def _one_value(values: Iterable[Any]) -> bool:
-    """Whether every value is the same as JSON says it (sort_keys), read up to the first that differs."""
-    said = None
+    """Whether every value is the same as JSON says it (sort_keys), read up to the first that differs; two strings say
+    the same exactly when they are equal, so a string is compared as it is, not written out first."""
+    first: Any = _NOTHING
+    said = ""
     for value in values:
-        text = json.dumps(value, sort_keys=True)
-        if said is not None and text != said:
+        if first is _NOTHING:
+            first, said = value, "" if type(value) is str else json.dumps(value, sort_keys=True)
+        elif type(value) is str and type(first) is str:
+            if value != first:
+                return False
+        elif json.dumps(value, sort_keys=True) != (said or json.dumps(first, sort_keys=True)):
             return False
-        said = text
     return True
+
+
+_NOTHING = object()  # _one_value before its first value
 
 
 # Cell's fields that have a default, with it (compact_cell leaves those at it out).
@@ -91,6 +99,11 @@ CELL_DEFAULTS = {f.name: (f.default if f.default is not MISSING else f.default_f
                  for f in fields(Cell) if f.default is not MISSING or f.default_factory is not MISSING}
 
 
-def compact_cell(cell: Cell) -> Dict[str, Any]:
-    """A cell as a dict without the fields at their default value: Cell.from_dict gives the same cell back."""
-    return {k: v for k, v in cell.as_dict().items() if k not in CELL_DEFAULTS or v != CELL_DEFAULTS[k] or k == "schema"}
+def compact_cell(cell: Cell, names: Sequence[str] = ()) -> Dict[str, Any]:
+    """A cell as a dict without the fields at their default value: Cell.from_dict gives the same cell back. names:
+    only those fields (what matrix.json reads of each cell, READ)."""
+    items = ((k, getattr(cell, k)) for k in names) if names else cell.as_dict().items()
+    return {k: v for k, v in items if k not in CELL_DEFAULTS or v != CELL_DEFAULTS[k] or k == "schema"}
+
+
+READ = INDEX_FIELDS + SHARED  # what report_json reads of a cell's compact form

@@ -28,13 +28,28 @@ CONFORMANCE_SCHEMA = "qdq-matrix/conformance/1"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def write_view(result: MergeResult, view: Dict[str, Any], out: Path) -> List[Path]:
-    """Write the four reports of a view (matrix.view.build_view of result) into out and their side folders cells/ and
-    diff/, and the conformance page (conformance.md, .html and .json); return the reports' and the folders' paths."""
+def write_cells(result: MergeResult, out: Path) -> None:
+    """The parts that need no view: every cell whole under cells/ (a file per column) and junit.xml."""
+    Path(out, FOLDER).mkdir(parents=True, exist_ok=True)
+    write_columns(result, Path(out))
+    Path(out, "junit.xml").write_bytes(junit_xml(result))
+
+
+def write_diffs(upgrade: List[Dict[str, Any]], out: Path) -> None:
+    """Each adjacent pair's diff under diff/ (matrix.upgrade.upgrade_view's pairs that name a file)."""
+    Path(out, DIFFS).mkdir(parents=True, exist_ok=True)
+    _write_texts({name: text for e in upgrade for p in e["pairs"] if p.get("file")
+                  for name, text in diff_files(p["report"], p["file"]).items()}, Path(out))
+
+
+def write_pages(result: MergeResult, view: Dict[str, Any], out: Path) -> List[Path]:
+    """The pages of a view (matrix.view.build_view of result): matrix.md, .html, .json, plots, models, the conformance
+    page and the grid's side files; return the reports' and the side folders' paths, junit.xml, cells/ and diff/ among
+    them (write_cells and write_diffs write those)."""
     out = Path(out)
     for folder in (out / FOLDER, out / DIFFS):
         folder.mkdir(parents=True, exist_ok=True)
-    written = {
+    _write_texts({
         "matrix.md": render_template("matrix.md.j2", view, html=False),
         "matrix.html": render_template("matrix.html.j2", view, html=True),
         "plots.html": render_template("plots.html.j2", view, html=True),
@@ -43,21 +58,18 @@ def write_view(result: MergeResult, view: Dict[str, Any], out: Path) -> List[Pat
         GRID_MD: render_template("grid.md.j2", view, html=False),
         **{name: render_template(f"{name}.j2", view, html=name.endswith(".html")) for name in MODEL_PAGES},
         **conformance_files(view),
-    }
-    for e in view["upgrade"]:
-        for p in e["pairs"]:
-            if p.get("file"):
-                written.update(diff_files(p["report"], p["file"]))
-    for name, text in written.items():
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        (out / name).write_text(text, encoding="utf-8")
-    write_columns(result, out)
+    }, out)
     write_details(view["grid"]["details"], out)
-    junit = out / "junit.xml"
-    junit.write_bytes(junit_xml(result))
     reports = [out / n for n in ("matrix.md", "matrix.html", "matrix.json", "plots.html", *MODEL_PAGES,
                                  *CONFORMANCE_FILES)]
-    return reports + [junit, out / FOLDER, out / DIFFS]
+    return reports + [out / "junit.xml", out / FOLDER, out / DIFFS]
+
+
+def _write_texts(texts: Dict[str, str], out: Path) -> None:
+    """Each text in its file under out (UTF-8), its folder made where missing."""
+    for name, text in texts.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text, encoding="utf-8")
 
 
 DIFF_BUDGET = 100_000  # bytes of one pair's file under diff/; past it, its long tables go to a file of their own

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from cases import all_cases
 from cases.user_model import CASE as USER_MODEL
@@ -28,15 +28,17 @@ from matrix.upgrade import upgrade_view
 
 def build_view(result: MergeResult, generated: Optional[str] = None, out: Optional[Path] = None,
                node_reports: Sequence[Dict[str, Any]] = (),
-               conformance_manifest: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+               conformance_manifest: Optional[Dict[str, Any]] = None,
+               elsewhere: Optional[Callable[[], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Everything the templates show, computed once: the catalogue's views from result's cells, "Your models" from
     the per-node reports given (matrix.nodes.write_all's records, linked from out), the conformance page from
-    result's conformance cells and the bundles' manifest."""
+    result's conformance cells and the bundles' manifest. elsewhere gives side_views where another process computed
+    them (matrix.beside), asked for once everything else is built."""
     regressed = regressions(result.cells)
     causes = root_causes(result.cells, regressed)
-    return {
+    view = {
         "generated": generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "upgrade": upgrade_view(result.cells),
+        "upgrade": None,  # side_views'
         "targets": target_view(result.cells),
         "documented_targets": documented_view(all_cases()),
         "grid": grid_view(result, regressed),
@@ -53,9 +55,18 @@ def build_view(result: MergeResult, generated: Optional[str] = None, out: Option
         "files": list(result.files),
         "totals": dict(_totals(result), causes=len(causes)),
         "models": models_view([_node_model(n, Path(out or ".")) for n in node_reports]),
-        "conformance": conformance_page(result.conformance, conformance_manifest or {}),
+        "conformance": None,  # side_views'
         "side": {"folder": FOLDER, "details": DETAILS, "grid": GRID_MD},
     }
+    view.update(elsewhere() if elsewhere else side_views(result, conformance_manifest))
+    return view
+
+
+def side_views(result: MergeResult, conformance_manifest: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The view's parts that need nothing else of it, by key: the upgrade answer and the conformance page (the
+    report computes them in its side process)."""
+    return {"upgrade": upgrade_view(result.cells),
+            "conformance": conformance_page(result.conformance, conformance_manifest or {})}
 
 
 def conformance_page(cells: Sequence[Cell], manifest: Dict[str, Any]) -> Dict[str, Any]:

@@ -24,12 +24,15 @@ def cells_from_report(data: Dict[str, Any], folder: Path) -> List[Cell]:
 
 def write_reports(result: Any, out: Path, generated: Optional[str] = None, node_reports: Iterable[Dict[str, Any]] = (),
                   conformance_manifest: Optional[Dict[str, Any]] = None) -> List[Path]:
-    """The reports of a merge in out, as `matrix report` writes them: its view built once, then written."""
-    from matrix.render import write_view
+    """The reports of a merge in out, as `matrix report` writes them (in one process): its view built once, then
+    written."""
+    from matrix.render import write_cells, write_diffs, write_pages
     from matrix.view import build_view
 
     view = build_view(result, generated, Path(out), list(node_reports), conformance_manifest)
-    return write_view(result, view, Path(out))
+    write_cells(result, Path(out))
+    write_diffs(view["upgrade"], Path(out))
+    return write_pages(result, view, Path(out))
 
 
 def cell(bundle: str = "q_output_type/out=uint8", **fields: Any) -> Cell:

@@ -134,6 +134,18 @@ def test_json_is_compact_and_gives_every_cell_back(tmp_path, make_cell):
     assert cells_from_report(data, tmp_path) == list(result.cells)  # whole, from the column files
 
 
+@pytest.mark.parametrize("values,one", [
+    (["SM89", "SM89"], True), (["SM89", "SM90"], False), ([1, 1.0], False), ([1, True], False), ([0.0, -0.0], False),
+    (["1", 1], False), ([1, "1"], False), ([[1, 2], (1, 2)], True), ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], True),
+    ([{"a": 1}, {"a": 1.0}], False), (["x"], True), ([float("nan"), float("nan")], True)])
+def test_a_columns_shared_field_is_one_value_as_json_says_it(values, one):
+    """matrix.json keeps a field once per column where every cell's value writes the same JSON, whatever Python's
+    == says of it (1 == 1.0 == True; [1] != (1,))."""
+    from matrix.index import _one_value
+
+    assert _one_value(iter(values)) is one
+
+
 def test_a_column_idle_for_one_reason_is_one_line(tmp_path, make_cell):
     cells = [make_cell(f"grouped_conv/g={g}") for g in (2, 4, 8)]
     cells += [make_cell(f"grouped_conv/g={g}", engine_version="12.0.0", hardware="no NVIDIA GPU", status="not_run",
