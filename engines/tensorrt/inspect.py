@@ -26,7 +26,23 @@ NUMPY_DTYPES = {
 
 
 def enum_name(value: Any) -> str:
-    """The member name of a TensorRT enum value or its str(): DataType.FLOAT -> "FLOAT"."""
+    """The member name of a TensorRT enum value or its str(): DataType.FLOAT -> "FLOAT". A pybind11 enum's name is
+    kept per type and value: pybind11 looks it up anew on every access (about 5 us, a new object each time), and a
+    build's network listing asks for two per layer output."""
+    kind = type(value)
+    if type(kind).__name__ != "pybind11_type":
+        return _name(value)
+    key = (kind, int(value))
+    name = _ENUM_NAMES.get(key)
+    if name is None:
+        name = _ENUM_NAMES[key] = _name(value)
+    return name
+
+
+_ENUM_NAMES: Dict[Tuple[type, int], str] = {}
+
+
+def _name(value: Any) -> str:
     name = getattr(value, "name", None)
     return name if isinstance(name, str) else str(value).split(".")[-1]
 

@@ -92,8 +92,11 @@ class Result:
         self.data["options"]["notes"].append(text)
 
     def write(self) -> str:
+        """result.json, without the log: LogSink appends each message to log.jsonl as it comes, which the adapter reads
+        (a build's "Layers:" listing is most of the log, and result.json is written after every stage)."""
         path = os.path.join(self.out, "result.json")
-        text = json.dumps(self.data, default=str)  # dumps, not dump(obj, file): only dumps uses json's C encoder
+        data = {k: v for k, v in self.data.items() if k != "log"}
+        text = json.dumps(data, default=str)  # dumps, not dump(obj, file): only dumps uses json's C encoder
         with open(path + ".tmp", "w") as f:
             f.write(text)
         os.replace(path + ".tmp", path)
@@ -154,10 +157,14 @@ def make_logger(trt: Any, sink: LogSink) -> Any:
             trt.ILogger.__init__(self)
 
         def log(self, severity: Any, msg: str) -> None:
-            known = named.get(severity)
+            try:  # each message brings a new enum object: its int is the cheap key (its hash and == are two calls)
+                key = int(severity)
+            except (TypeError, ValueError):
+                key = severity
+            known = named.get(key)
             if known is None:
                 name = tinspect.enum_name(severity)
-                known = named[severity] = (name, tinspect.severity_rank(name) > limit)
+                known = named[key] = (name, tinspect.severity_rank(name) > limit)
             name, below = known
             if sink.verbose is not None:
                 sink.verbose.add(name, str(msg))
@@ -250,6 +257,9 @@ def numpy_version() -> str:
     worker's start, and a TensorRT-RTX build on a machine without its GPU never uses numpy): its distribution's
     metadata, else numpy itself (which raises where numpy is missing)."""
     if "numpy" not in sys.modules:
+        found = dist_info_version("numpy")
+        if found:
+            return found
         try:
             from importlib import metadata
 
@@ -257,6 +267,35 @@ def numpy_version() -> str:
         except Exception:  # no distribution metadata: numpy says, or its ImportError does
             pass
     return importlib.import_module("numpy").__version__
+
+
+def dist_info_version(name: str) -> str:
+    """The Version of the first `<name>-*.dist-info` on sys.path, as importlib.metadata finds it, read without
+    importing importlib.metadata (its email parser costs a worker about 50 ms of CPU at every start); "" where the
+    first path entry that has the distribution holds anything else (an .egg-info, two of them), for importlib.metadata
+    to read."""
+    prefix = name.lower() + "-"
+    for entry in sys.path:
+        try:
+            names = [n for n in os.listdir(entry or os.curdir) if n.lower().startswith(prefix)
+                     and n.lower().endswith((".dist-info", ".egg-info", ".egg"))]
+        except OSError:
+            continue
+        if not names:
+            continue
+        if len(names) != 1 or not names[0].endswith(".dist-info"):
+            return ""
+        try:
+            with open(os.path.join(entry or os.curdir, names[0], "METADATA"), encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("Version:"):
+                        return line[len("Version:"):].strip()
+                    if not line.strip():  # the headers end at the first empty line
+                        break
+        except OSError:
+            pass
+        return ""
+    return ""
 
 
 def wants_verbose(req: Dict[str, Any], result: Result) -> bool:

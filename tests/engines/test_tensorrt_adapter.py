@@ -11,6 +11,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -349,3 +350,39 @@ def test_the_probe_records_the_os_and_container(fake_trt):
     detail = Adapter().probe().hardware_detail
     assert detail["os"].endswith(f"({os.uname().sysname} {os.uname().release})")
     assert detail["container"] == ("docker" if os.path.exists("/.dockerenv") else detail["container"]) != ""
+
+
+def test_numpys_version_is_read_without_importlib_metadata(tmp_path):
+    """A worker starts after every crash: numpy's version comes from its dist-info folder on sys.path, without
+    importing importlib.metadata (its email parser is about 50 ms of every start), and says what importlib.metadata
+    says."""
+    code = ("import importlib.util, json, sys; from importlib import metadata as m; want = m.version('numpy'); "
+            "[sys.modules.pop(k) for k in list(sys.modules) if k.startswith(('importlib.metadata', 'email'))]; "
+            f"s = importlib.util.spec_from_file_location('w', {str(WORKER)!r}); w = importlib.util.module_from_spec(s); "
+            "s.loader.exec_module(w); sys.modules.pop('numpy', None); got = w.numpy_version(); "
+            "print(json.dumps([got, want, 'importlib.metadata' in sys.modules]))")
+    got, want, imported = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                    check=True, cwd=tmp_path).stdout)
+    assert got == want and not imported
+
+
+def test_a_dist_info_that_is_not_the_only_one_is_left_to_importlib_metadata(worker, tmp_path, monkeypatch):
+    for name in ("numpy-1.0.dist-info", "numpy-2.0.dist-info"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "METADATA").write_text(f"Metadata-Version: 2.1\nName: numpy\nVersion: {name[6:9]}\n\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)] + sys.path)
+    assert worker.dist_info_version("numpy") == ""
+    (tmp_path / "numpy-1.0.dist-info" / "METADATA").unlink()
+    (tmp_path / "numpy-1.0.dist-info").rmdir()
+    assert worker.dist_info_version("numpy") == "2.0"
+
+
+def test_result_json_leaves_the_log_to_log_jsonl(fake_trt, bundle, tmp_path, monkeypatch):
+    """result.json is written after every stage; the log, which a build's layer listing makes long, is appended to
+    log.jsonl once, as each message comes, and the cell's log is read from there."""
+    request = Adapter()._write_request(bundle, tmp_path)
+    out = subprocess.run([sys.executable, str(WORKER), str(request)], capture_output=True, text=True, check=True)
+    result = json.loads(Path(out.stdout.strip()).read_text())
+    lines = (tmp_path / "out" / "log.jsonl").read_text().splitlines()
+    assert "log" not in result and result["stage"] == "build"
+    assert any("Missing scale and zero-point" in json.loads(line)["msg"] for line in lines)
