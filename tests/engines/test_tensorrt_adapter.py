@@ -359,7 +359,8 @@ def test_numpys_version_is_read_without_importlib_metadata(tmp_path):
     code = ("import importlib.util, json, sys; from importlib import metadata as m; want = m.version('numpy'); "
             "[sys.modules.pop(k) for k in list(sys.modules) if k.startswith(('importlib.metadata', 'email'))]; "
             f"s = importlib.util.spec_from_file_location('w', {str(WORKER)!r}); "
-            "w = importlib.util.module_from_spec(s); s.loader.exec_module(w); sys.modules.pop('numpy', None); got = w.numpy_version(); "
+            "w = importlib.util.module_from_spec(s); s.loader.exec_module(w); sys.modules.pop('numpy', None); "
+            "got = w.numpy_version(); "
             "print(json.dumps([got, want, 'importlib.metadata' in sys.modules]))")
     got, want, imported = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                                     check=True, cwd=tmp_path).stdout)
