@@ -230,8 +230,8 @@ class Adapter:
         found = self._gpu or gpu.detect()
         request = {
             "bundle": bundle.id,
-            "model": str(bundle.model_path.resolve()),
-            "inputs": str((bundle.path / "inputs.npz").resolve()),
+            "model": real_path(bundle.path, "model.onnx"),
+            "inputs": real_path(bundle.path, "inputs.npz"),
             "target_nodes": list(bundle.meta.get("target_nodes") or []),
             "target_ops": target_ops(bundle),
             "profile": dict(bundle.meta.get("profile") or {}),  # min/opt/max of each dynamic input (user models)
@@ -301,6 +301,18 @@ def target_ops(bundle: Bundle) -> Dict[str, str]:
     return bundle.target_ops()
 
 
+def real_path(folder: Path, name: str) -> str:
+    """str((folder / name).resolve()), with the folder's real path found once per process (a bundle's folder is met
+    once per column; resolving asks the file system about every component of the path)."""
+    path = os.path.join(_real_folder(os.path.abspath(folder)), name)
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> str:
+    return os.path.realpath(folder)
+
+
 @functools.lru_cache(maxsize=None)
 def scratch() -> Optional[str]:
     """The folder request folders are made in (SCRATCH_ENV), chosen once per process; None: the system's temporary
@@ -347,12 +359,19 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _read_log(path: Path) -> List[Dict[str, str]]:
-    """log.jsonl as written so far (a crash can cut its last line short)."""
+    """log.jsonl as written so far (a crash can cut its last line short): every line in one parse where each is whole
+    (a line each for a build's twenty-odd messages costs a call each), else line by line."""
     messages = []
     try:
         lines = _read_bytes(path).splitlines()
     except OSError:
         return []
+    try:
+        whole = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:  # a line cut short, or one that is not JSON: each line alone, below
+        whole = None
+    if isinstance(whole, list) and len(whole) == len(lines):
+        return whole
     for line in lines:
         try:
             messages.append(json.loads(line))

@@ -387,3 +387,34 @@ def test_result_json_leaves_the_log_to_log_jsonl(fake_trt, bundle, tmp_path, mon
     lines = (tmp_path / "out" / "log.jsonl").read_text().splitlines()
     assert "log" not in result and result["stage"] == "build"
     assert any("Missing scale and zero-point" in json.loads(line)["msg"] for line in lines)
+
+
+def test_a_requests_paths_are_real_paths(tmp_path):
+    """The request names the model and inputs by their real paths: a link to the bundle's folder, or a file that is a
+    link itself, resolved as Path.resolve resolves them."""
+    from engines.tensorrt.adapter import real_path
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "model.onnx").write_bytes(b"")
+    (tmp_path / "elsewhere.npz").write_bytes(b"")
+    (tmp_path / "real" / "inputs.npz").symlink_to(tmp_path / "elsewhere.npz")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for folder in (tmp_path / "real", tmp_path / "link"):
+        for name in ("model.onnx", "inputs.npz", "missing.npz"):
+            assert real_path(folder, name) == str((folder / name).resolve())
+    assert real_path(tmp_path / "link", "inputs.npz") == str(tmp_path / "elsewhere.npz")
+
+
+def test_the_log_is_read_whole_or_line_by_line(tmp_path):
+    """log.jsonl in one parse where every line is whole; a line a crash cut short is left out, the others kept."""
+    from engines.tensorrt.adapter import _read_log
+
+    lines = [json.dumps({"severity": "INFO", "msg": f"m{i}, {i}"}) for i in range(3)]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert [m["msg"] for m in _read_log(path)] == ["m0, 0", "m1, 1", "m2, 2"]
+    path.write_text("\n".join(lines) + '\n{"severity": "INFO", "ms')
+    assert [m["msg"] for m in _read_log(path)] == ["m0, 0", "m1, 1", "m2, 2"]
+    path.write_text('1, 2\n{"severity": "INFO", "msg": "m"}\n')  # a line of two values is no message
+    assert _read_log(path) == [{"severity": "INFO", "msg": "m"}]
+    assert _read_log(tmp_path / "none.jsonl") == []
