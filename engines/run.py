@@ -750,8 +750,16 @@ def run(columns: Sequence[Column], bundles: Path, workers: int = 2, fresh: bool 
             decide(d.column, metas, after, False)
             settled.append(d)
 
+    def remember_now(decisions: Sequence[Decision]) -> None:
+        """remember() while other runs go on: what it cannot do now (a results file it cannot read) is left for the
+        closing pass below, which raises as it always did, never in the middle of the runs."""
+        try:
+            remember(decisions)
+        except Exception:
+            pass
+
     done = launch(here, workers, bundles, extra, fresh, out, meanwhile=write_all_idle, batch=batch, own_process=True,
-                  ended=remember)
+                  ended=remember_now)
     rerun = bool(done.alone) and done.status in (0, 1)
     if rerun:  # a batch's or a run's process died (or it timed out, or raised)
         out(f"engines.run: {sum(len(d.run) for d in done.alone)} cells of batches or runs that ended early run "

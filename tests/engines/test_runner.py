@@ -220,3 +220,21 @@ def test_a_column_of_a_run_that_ended_is_remembered(bundles, tmp_path):
                                     "options": {"graph_optimization_level": "ORT_DISABLE_ALL"}})]
     assert runner.main(argv) == 0
     assert len(list((tmp_path / runner.DECIDED).glob("*.json"))) == 2
+
+
+def test_a_column_not_remembered_as_its_run_ends_is_remembered_at_the_close(bundles, tmp_path, monkeypatch):
+    """A failure of the early remembering (a results file it cannot read yet) neither stops the runs nor is lost: the
+    closing pass decides the column again."""
+    decide = runner.decide
+    calls: List[str] = []
+
+    def flaky(column, metas, store, fresh):
+        calls.append(column.results)
+        if len(calls) == 2:  # the first call decides before the launch; the second is the early remembering
+            raise OSError("not readable yet")
+        return decide(column, metas, store, fresh)
+
+    monkeypatch.setattr(runner, "decide", flaky)
+    argv = ["--engine", "onnxruntime", "--bundles", str(bundles), "-n", "1", "--results", str(tmp_path / "o.jsonl")]
+    assert runner.main(argv) == 0
+    assert len(calls) == 3 and len(list((tmp_path / runner.DECIDED).glob("*.json"))) == 1
