@@ -185,7 +185,7 @@ def _save_table(table: Dict[str, Any]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".schema-checked-", dir=target.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(table, f, sort_keys=True)
+            f.write(json.dumps(table, sort_keys=True))  # the C encoder: json.dump to a file always takes the Python one
         os.replace(tmp, target)
     except OSError:
         pass
