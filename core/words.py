@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+import signal
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -257,3 +258,17 @@ def timed_out(seconds: float) -> str:
 
 TIMED_OUT = ("the engine ran past the cell timeout (the run's --timeout) and was stopped before it reported a result; "
              "a longer --timeout may let it finish")
+
+
+def signal_text(num: int) -> str:
+    """"signal 11 (SIGSEGV)": how a cell, and the report of a process that died, say a process died of a signal."""
+    name = signal_name(num)
+    return f"signal {num} ({name})" if name else f"signal {num}"
+
+
+def signal_name(num: int) -> str:
+    """A signal's name ("SIGSEGV"), "" for a number that names none."""
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return ""

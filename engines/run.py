@@ -599,7 +599,7 @@ def _wait_all(runs: Sequence["_Pytest"], each: Callable[[int], None]) -> List[in
 def _status_words(status: int) -> str:
     """"signal 11 (SIGSEGV)" or "exit status 1": how a pytest process ended."""
     if status < 0:
-        from engines.tensorrt.server import signal_text
+        from core.words import signal_text
 
         return signal_text(-status)
     return f"exit status {status}"

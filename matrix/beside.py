@@ -17,6 +17,8 @@ import threading
 import traceback
 from typing import Any, BinaryIO, Callable, Iterator, List, Optional, Tuple
 
+from core.words import signal_text
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 Message = Tuple[bool, Any, str]  # (ok, the answer or the error, the error's traceback)
 
@@ -187,10 +189,5 @@ class _Child(Side):
 def said_status(status: int) -> str:
     """A wait status in words: "was killed by signal 9 (SIGKILL)" or "exited with status 1"."""
     if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = "unknown"
-        return f"was killed by signal {number} ({name})"
+        return f"was killed by {signal_text(os.WTERMSIG(status))}"
     return f"exited with status {os.waitstatus_to_exitcode(status)}"

@@ -21,13 +21,13 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 
 from core.engines import ENGINES
-from core.words import LABELS, file_name
+from core.words import LABELS, file_name, signal_name, signal_text
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu, lifeline, probes
 from engines.tensorrt.inspect import log_text, version_matches
 from engines.tensorrt.listing import pack_listing, verbose_record
 from engines.tensorrt.plugins import python_plugins
-from engines.tensorrt.server import WORKER, Server, serving, signal_name, signal_text
+from engines.tensorrt.server import WORKER, Server, serving
 from generators.bundle import Bundle
 
 REPO = WORKER.parents[2]

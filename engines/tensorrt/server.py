@@ -16,6 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from core.words import signal_text
 from engines.tensorrt import lifeline
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -118,17 +119,3 @@ class Server:
                 pass
             self.proc.wait()
         self._stderr.close()
-
-
-def signal_text(num: int) -> str:
-    """"signal 11 (SIGSEGV)": how a cell says a process died of a signal."""
-    name = signal_name(num)
-    return f"signal {num} ({name})" if name else f"signal {num}"
-
-
-def signal_name(num: int) -> str:
-    """A signal's name ("SIGSEGV"), "" for a number that names none."""
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return ""
