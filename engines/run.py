@@ -490,9 +490,14 @@ def launch(decisions: Sequence[Decision], workers: int, bundles: Path, extra: Se
             tag = "" if len(parts) == 1 else _tag(columns)
             runs.append(_Pytest(command, env, out, tag))
         meanwhile()
-        statuses = _wait_all(runs, lambda i: ended([origin[id(c)] for c in parts[i][1]])
-                             if _summary(plans[i]) is not None else None)
-        summaries = [_summary(plan) for plan in plans]
+        summaries: List[Optional[Dict[str, Any]]] = [None] * len(runs)
+
+        def finished(i: int) -> None:  # run i ended: what it says it recorded, read once; its columns handed on
+            summaries[i] = _summary(plans[i])
+            if summaries[i] is not None:
+                ended([origin[id(c)] for c in parts[i][1]])
+
+        statuses = _wait_all(runs, finished)
         died = [own and s is None and status not in PYTEST_STOPPED
                 for own, s, status in zip(alone_here, summaries, statuses)]
         progress = [read_progress(plan) if d else {} for plan, d in zip(plans, died)]
