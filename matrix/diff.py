@@ -463,6 +463,8 @@ def _rank(c: Cell) -> Tuple[bool, str]:
 def _not_comparable(a: Optional[Cell], b: Optional[Cell], old: str, new: str) -> str:
     if a is None or b is None:
         return f"no cell for {old if a is None else new}"
+    if a.digest and b.digest and a.digest != b.digest:  # one bundle id, two models (a user's `reduced`, remade)
+        return f"not the same model: {old}'s cell ran digest {a.digest[:12]}, {new}'s {b.digest[:12]}"
     idle = [f"{v} {STATUS_WORDS[c.status]}" + (f" ({c.reason})" if c.reason else "")
             for v, c in ((old, a), (new, b)) if c.status in IDLE + HARNESS]  # not applicable: never a change
     return "; ".join(idle)

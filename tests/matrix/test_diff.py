@@ -287,3 +287,15 @@ def test_a_pair_with_a_side_not_applicable_is_no_change_and_says_why_it_is_not_c
     assert len(report.not_compared) == 1
     assert report.not_compared[0].startswith("dq_blocked_axis/axis=0 [")
     assert report.not_compared[0].endswith(f"]: {side} not applicable ({why})")
+
+
+def test_two_models_under_one_bundle_id_are_not_compared(make_cell):
+    """A bundle id whose cells at the two versions ran different models (a user's `reduced`, remade between rounds):
+    no change is read from them, and the diff says why it did not compare them."""
+    cells = [make_cell("user_model/reduced", engine_version=OLD, digest="a" * 64),
+             make_cell("user_model/reduced", engine_version=NEW, digest="b" * 64, status="fail", last_stage="build",
+                       verdict="new failure", fused=None, error="an error")]
+    report = diff(cells, "tensorrt", OLD, NEW)
+    assert report.changes == () and report.compared == 0
+    assert report.not_compared == ("user_model/reduced [NVIDIA H200 (sm_90)]: not the same model: 10.0.1's cell ran "
+                                   f"digest {'a' * 12}, 10.3.0's {'b' * 12}",)
