@@ -13,6 +13,8 @@ import time
 from types import TracebackType
 from typing import Callable, List, Optional, Type
 
+from core.threads import start_quiet
+
 INTERVAL_S = 15.0
 _ACTIVE: List["Ticker"] = []
 
@@ -37,7 +39,7 @@ class Ticker:
 
     def __enter__(self) -> "Ticker":
         _ACTIVE.append(self)
-        self._thread.start()
+        start_quiet(self._thread)
         return self
 
     def __exit__(self, kind: Optional[Type[BaseException]], error: Optional[BaseException],

@@ -54,6 +54,7 @@ from core.cell import SOURCES, Cell
 from core.engines import ENGINES, spec
 from core.judge import Judged, Stored, judge
 from core.portable import portable_command
+from core.threads import start_quiet
 from core.words import TIMED_OUT, timed_out
 from engines.base import EngineInfo
 from engines.environment import identity, installation
@@ -315,8 +316,7 @@ class Heartbeat:
         self._told: set = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="qdq-heartbeat", daemon=True)
-        self._thread.start()
+        self._thread = start_quiet(threading.Thread(target=self._loop, name="qdq-heartbeat", daemon=True))
 
     def started(self, nodeid: str) -> None:
         with self._lock:

@@ -49,6 +49,7 @@ from core.cli import ArgumentParser
 from core.engines import ENGINES, spec, variant_label
 from core.portable import portable_command
 from core.tempdirs import owned, reap
+from core.threads import start_quiet
 from engines.base import EngineInfo
 from engines.plan import PROGRESS_PREFIX, Column, pytest_command, read_progress, summary_path, write_plan
 from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells
@@ -595,7 +596,8 @@ def _wait_all(runs: Sequence["_Pytest"], each: Callable[[int], None]) -> List[in
 
     done: "queue.Queue[int]" = queue.Queue()
     for i, r in enumerate(runs):
-        threading.Thread(target=lambda i=i, r=r: (r.wait(), done.put(i)), daemon=True).start()
+        # quiet: Ctrl-C lands on the main thread, which waits on `done` (core.threads)
+        start_quiet(threading.Thread(target=lambda i=i, r=r: (r.wait(), done.put(i)), daemon=True))
     for _ in runs:
         each(done.get())
     return [r.wait() for r in runs]
@@ -649,8 +651,7 @@ class _Pytest:
         self.tail: "deque[str]" = deque(maxlen=15)
         self.proc = subprocess.Popen(list(command), cwd=REPO, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace")
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._reader = start_quiet(threading.Thread(target=self._read, daemon=True))
 
     def _read(self) -> None:
         assert self.proc.stdout is not None

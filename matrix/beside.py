@@ -17,6 +17,7 @@ import threading
 import traceback
 from typing import Any, BinaryIO, Callable, Iterator, List, Optional, Tuple
 
+from core.threads import start_quiet
 from core.words import signal_text
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -127,8 +128,9 @@ class _Child(Side):
         self.pid = pid
         self.messages: List[Optional[Message]] = []  # None: the end, nothing more comes
         self.arrived = threading.Condition()
-        self.reader = threading.Thread(target=self._read, args=(os.fdopen(read, "rb"),), daemon=True)
-        self.reader.start()
+        # the report's Ctrl-C must reach its main thread, which may be waiting for this one (core.threads)
+        self.reader = start_quiet(threading.Thread(target=self._read, args=(os.fdopen(read, "rb"),),
+                                                   name="qdq-beside-reader", daemon=True))
         self.reaped: Optional[int] = None
 
     def _read(self, pipe: BinaryIO) -> None:

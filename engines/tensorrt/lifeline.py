@@ -28,6 +28,8 @@ from typing import Dict, MutableMapping, Optional
 PARENT_ENV = "QDQ_PARENT_PID"
 WATCH_S = 0.5
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_ASYNC_SIGNALS = frozenset(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM",
+                                                              "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
 
 
 def child_env(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -57,7 +59,16 @@ def watch(parent: int) -> None:
     _parent_death_signal()
     if os.getppid() != parent:  # it died before the kernel was asked to tell
         _die()
-    threading.Thread(target=_watch, args=(parent,), name="qdq-lifeline", daemon=True).start()
+    thread = threading.Thread(target=_watch, args=(parent,), name="qdq-lifeline", daemon=True)
+    # The process's signals must reach its main thread, not this one (core.threads.start_quiet says why; this module
+    # stays standard-library-only for the worker and bug bundles, so it keeps its own copy)
+    quiet = hasattr(signal, "pthread_sigmask")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNC_SIGNALS) if quiet else None
+    try:
+        thread.start()
+    finally:
+        if quiet:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _watch(parent: int) -> None:
