@@ -8,7 +8,9 @@ a signal pending). Python runs its handlers on the main thread only, and a main 
 queue, a child's exit) is woken only where the signal landed on it: landed on a helper thread, Ctrl-C waited for the
 next message or the next child to end, as long as that took. A thread started here blocks those signals from its
 first instruction (it inherits the mask of the thread that starts it, set just around its start), so they reach the
-main thread. Errors in a thread of its own (SIGSEGV and the like) are not blocked.
+main thread. Errors in a thread of its own (SIGSEGV and the like) are not blocked. A process started from such a
+thread (subprocess, fork) would inherit the mask, and Ctrl-C or SIGTERM would not reach it: these threads read,
+write, wait and sleep, and start nothing.
 """
 
 from __future__ import annotations
