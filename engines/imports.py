@@ -27,38 +27,43 @@ _SHT_RELA, _SHT_DYNSYM = 4, 11
 _PROT_READ, _PROT_WRITE, _PROT_EXEC = 1, 2, 4
 
 
+Maps = List[Tuple[int, int, str, int, str]]  # this process's mappings: (start, end, permissions, file offset, path)
+
+
 def redirect(library: str, symbol: str, replacement: int) -> bool:
     """Make the loaded library whose file name starts with `library` call `replacement` (a function's address, of
     the same signature) for `symbol`; whether it now does."""
-    machine = os.uname().machine
-    if not sys.platform.startswith("linux") or machine not in _IMPORT_RELOCATIONS or not replacement:
+    found = _pointers(library, symbol) if replacement else None
+    if not found:
         return False
+    maps, path, addresses = found
     try:
-        maps = _mappings()
-        loaded = _loaded(maps, library)
-        if loaded is None:
-            return False
-        path, start = loaded
-        first, slots = _import_slots(path, symbol, _IMPORT_RELOCATIONS[machine])
-        bias = start - first
         libc = ctypes.CDLL(None, use_errno=True)
         expected = ctypes.cast(getattr(libc, symbol), ctypes.c_void_p).value
-    except (OSError, ValueError, AttributeError, IndexError, struct.error):
+    except (OSError, AttributeError):
         return False
-    addresses = [bias + offset for offset in slots]
     for address in addresses:  # every pointer checked before any is written
-        if not _inside(maps, path, address):
-            return False
         held = ctypes.c_uint64.from_address(address).value
         if held != expected and not _inside(maps, path, held):
             return False  # not the symbol's address, nor a lazy stub of the library's own: leave it as it is
-    return bool(addresses) and all(_write(libc, maps, address, replacement) for address in addresses)
+    return all(_write(libc, maps, address, replacement) for address in addresses)
 
 
 def target(library: str, symbol: str) -> Optional[int]:
     """Where the loaded library's calls to `symbol` go now (the address its pointer holds), None where it cannot be
     told."""
-    if not sys.platform.startswith("linux") or os.uname().machine not in _IMPORT_RELOCATIONS:
+    found = _pointers(library, symbol)
+    if not found:
+        return None
+    held = {ctypes.c_uint64.from_address(address).value for address in found[2]}
+    return held.pop() if len(held) == 1 else None
+
+
+def _pointers(library: str, symbol: str) -> Optional[Tuple[Maps, str, List[int]]]:
+    """The mappings, the loaded library's file and the addresses of the pointers through which it calls `symbol`
+    (each inside the library's own mappings); None where there is none, or any step is not as expected."""
+    machine = os.uname().machine
+    if not sys.platform.startswith("linux") or machine not in _IMPORT_RELOCATIONS:
         return None
     try:
         maps = _mappings()
@@ -66,15 +71,16 @@ def target(library: str, symbol: str) -> Optional[int]:
         if loaded is None:
             return None
         path, start = loaded
-        first, slots = _import_slots(path, symbol, _IMPORT_RELOCATIONS[os.uname().machine])
+        first, slots = _import_slots(path, symbol, _IMPORT_RELOCATIONS[machine])
     except (OSError, ValueError, IndexError, struct.error):
         return None
-    held = {ctypes.c_uint64.from_address(start - first + offset).value for offset in slots
-            if _inside(maps, path, start - first + offset)}
-    return held.pop() if len(held) == 1 else None
+    addresses = [start - first + offset for offset in slots]
+    if not addresses or not all(_inside(maps, path, address) for address in addresses):
+        return None
+    return maps, path, addresses
 
 
-def _mappings() -> List[Tuple[int, int, str, int, str]]:
+def _mappings() -> Maps:
     """This process's mappings: (start, end, permissions, file offset, path)."""
     found = []
     with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
@@ -87,7 +93,7 @@ def _mappings() -> List[Tuple[int, int, str, int, str]]:
     return found
 
 
-def _loaded(maps: List[Tuple[int, int, str, int, str]], library: str) -> Optional[Tuple[str, int]]:
+def _loaded(maps: Maps, library: str) -> Optional[Tuple[str, int]]:
     """The library's file and its load bias (where its first segment, file offset 0, is mapped)."""
     for start, _end, _perms, offset, path in maps:
         if offset == 0 and path and os.path.basename(path).startswith(library):
@@ -95,7 +101,7 @@ def _loaded(maps: List[Tuple[int, int, str, int, str]], library: str) -> Optiona
     return None
 
 
-def _inside(maps: List[Tuple[int, int, str, int, str]], path: str, address: int) -> bool:
+def _inside(maps: Maps, path: str, address: int) -> bool:
     return any(start <= address < end for start, end, _p, _o, p in maps if p == path)
 
 
@@ -145,7 +151,7 @@ def _import_slots(path: str, symbol: str, types: Tuple[int, int]) -> Tuple[int, 
         return first & ~(os.sysconf("SC_PAGE_SIZE") - 1), slots
 
 
-def _write(libc: ctypes.CDLL, maps: List[Tuple[int, int, str, int, str]], address: int, value: int) -> bool:
+def _write(libc: ctypes.CDLL, maps: Maps, address: int, value: int) -> bool:
     """Write a pointer, making its page writable for the write where it is not (RELRO) and as it was after."""
     perms = next((p for start, end, p, _o, _path in maps if start <= address < end), "")
     if not perms.startswith("r"):
