@@ -12,7 +12,9 @@ import errno
 import multiprocessing
 import pickle
 import signal
-from typing import Any, Callable, Optional, Tuple
+from typing import AbstractSet, Any, Callable, Optional, Tuple
+
+from core.threads import hold_signals, release_signals
 
 
 class Crashed(Exception):
@@ -29,12 +31,25 @@ def run_isolated(work: Callable[[], Any]) -> Any:
         return work()
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(work, send))
-    child.start()
-    send.close()
-    answer = _answer(receive, child)
-    child.join()
-    receive.close()
+    held = hold_signals()  # a Ctrl-C during the fork would be dropped in an at-fork callback (core.threads)
+    child = context.Process(target=_child, args=(work, send, held))
+    try:
+        child.start()
+    except BaseException:
+        release_signals(held)
+        raise
+    try:
+        release_signals(held)  # a signal held during the fork is acted on here, where the child is ended after it
+        send.close()
+        answer = _answer(receive, child)
+        child.join()
+    except BaseException:  # Ctrl-C included: the child ends with the check (multiprocessing would wait for it)
+        if child.is_alive():
+            child.kill()
+        child.join()
+        raise
+    finally:
+        receive.close()
     if answer is None:
         raise Crashed(*_how(child.exitcode))
     kind, value = answer
@@ -48,9 +63,10 @@ def out_of_memory(error: BaseException) -> bool:
     return isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno == errno.ENOMEM)
 
 
-def _child(work: Callable[[], Any], send: Any) -> None:
-    """The child's side: run work and send ("value", result) or ("raise", the exception, or its words if it cannot
-    be pickled)."""
+def _child(work: Callable[[], Any], send: Any, held: Optional[AbstractSet[int]] = None) -> None:
+    """The child's side: its signals as they were before the fork, then run work and send ("value", result) or
+    ("raise", the exception, or its words if it cannot be pickled)."""
+    release_signals(held)
     try:
         answer: Tuple[str, Any] = ("value", work())
     except BaseException as e:  # anything: the parent decides what it means

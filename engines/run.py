@@ -35,6 +35,7 @@ import argparse
 import hashlib
 import json
 import os
+import queue
 import subprocess
 import sys
 import time
@@ -591,7 +592,6 @@ def _shares(columns: List[Column], n: int) -> List[List[Column]]:
 
 def _wait_all(runs: Sequence["_Pytest"], each: Callable[[int], None]) -> List[int]:
     """Every run's exit status, in their order; `each(i)` is called as run i ends, in the order they end."""
-    import queue
     import threading
 
     done: "queue.Queue[int]" = queue.Queue()
@@ -599,8 +599,18 @@ def _wait_all(runs: Sequence["_Pytest"], each: Callable[[int], None]) -> List[in
         # quiet: Ctrl-C lands on the main thread, which waits on `done` (core.threads)
         start_quiet(threading.Thread(target=lambda i=i, r=r: (r.wait(), done.put(i)), daemon=True))
     for _ in runs:
-        each(done.get())
+        each(_next(done))
     return [r.wait() for r in runs]
+
+
+def _next(done: "queue.Queue[int]") -> int:
+    """The next run that ended, waited for in slices: a wait without an end can miss a Ctrl-C that lands just before
+    it blocks, and engines.run would then go on until the next run ended."""
+    while True:
+        try:
+            return done.get(timeout=0.2)
+        except queue.Empty:
+            continue
 
 
 def _status_words(status: int) -> str:

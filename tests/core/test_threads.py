@@ -64,13 +64,9 @@ def test_a_quiet_thread_blocks_the_process_signals_and_its_starter_does_not():
 def test_the_report_side_reader_is_quiet():
     from matrix.beside import beside
 
-    release = threading.Event()
-    with beside(lambda: release.wait(5) or 1) as side:
+    with beside(lambda: time.sleep(60)):  # leaving the block ends the child
         reader = next(t for t in threading.enumerate() if t.name == "qdq-beside-reader")
         assert blocked(reader.native_id) >= ASYNC_SIGNALS
-        release.set()
-        side.answer()
-        side.wait()
 
 
 def test_the_heartbeat_and_progress_threads_are_quiet():
@@ -105,3 +101,57 @@ def test_the_lifeline_watcher_is_quiet():
     seen = json.loads(done.stdout)
     assert all(seen["watcher"] >> (n - 1) & 1 for n in ASYNC_SIGNALS)
     assert not seen["main"] >> (signal.SIGINT - 1) & 1
+
+
+# A Ctrl-C that lands while os.fork runs its at-fork callbacks: sent by one registered after the others (so that it
+# runs after logging's, as a real SIGINT can), to this very process, unblocked. Without the signals held around the
+# fork, Python drops its KeyboardInterrupt there ("Exception ignored") and the parent goes on waiting for a child that
+# sleeps a minute.
+SIGINT_DURING_FORK = """
+import os, signal, sys, time
+import logging
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+{body}
+"""
+BESIDE = """
+from matrix.beside import beside
+with beside(lambda: time.sleep(60)) as side:
+    side.answer()
+"""
+ISOLATED = """
+from check.isolated import run_isolated
+run_isolated(lambda: time.sleep(60))
+"""
+
+
+@pytest.mark.parametrize("body", [BESIDE, ISOLATED], ids=["matrix.beside", "check.isolated"])
+def test_a_ctrl_c_during_the_fork_is_acted_on(body: str):
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", SIGINT_DURING_FORK.format(body=body)], cwd=REPO,
+                          capture_output=True, text=True, timeout=50, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "KeyboardInterrupt" in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.returncode != 0 and time.monotonic() - started < 30
+
+
+# A signal whose handler has run just before the main thread blocks wakes nothing: _thread.interrupt_main() is that
+# (the handler's flag set, no signal to end a wait), sent while engines.run waits for its runs to end.
+WAIT_ALL = """
+import _thread, threading, time
+from engines.run import _wait_all
+
+class Run:
+    def wait(self):
+        time.sleep(60)
+        return 0
+
+threading.Timer(0.5, _thread.interrupt_main).start()
+_wait_all([Run()], lambda i: None)
+"""
+
+
+def test_engines_run_acts_on_ctrl_c_while_it_waits_for_its_runs():
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", WAIT_ALL], cwd=REPO, capture_output=True, text=True, timeout=50,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "KeyboardInterrupt" in done.stderr, done.stderr
+    assert time.monotonic() - started < 30
