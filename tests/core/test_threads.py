@@ -110,6 +110,7 @@ def test_the_lifeline_watcher_is_quiet():
 SIGINT_DURING_FORK = """
 import os, signal, sys, time
 import logging
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal (a suite started with & ignores it)
 os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
 {body}
 """
@@ -136,7 +137,8 @@ def test_a_ctrl_c_during_the_fork_is_acted_on(body: str):
 # A signal whose handler has run just before the main thread blocks wakes nothing: _thread.interrupt_main() is that
 # (the handler's flag set, no signal to end a wait), sent while engines.run waits for its runs to end.
 WAIT_ALL = """
-import _thread, threading, time
+import _thread, signal, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal (a suite started with & ignores it)
 from engines.run import _wait_all
 
 class Run:

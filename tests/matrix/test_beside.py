@@ -138,6 +138,11 @@ def test_without_fork_both_parts_run_in_the_report(monkeypatch, tmp_path: Path) 
     assert written.read_text() == str(os.getpid())
 
 
+# A suite started in the background (`nohup ... &`) ignores SIGINT, and every process it starts inherits that: the
+# report is told to act on Ctrl-C as one started from a terminal does.
+IGNORED_SIGINT = "as started from a terminal, however the suite was started"
+
+
 @forks
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
@@ -146,7 +151,8 @@ def test_a_killed_report_takes_its_child_with_it(tmp_path: Path, how: signal.Sig
     process ends with it."""
     said = tmp_path / "pid"
     script = textwrap.dedent(f"""
-        import os, time
+        import os, signal, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # {IGNORED_SIGINT}
         from matrix.beside import beside
 
         def slow():
