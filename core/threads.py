@@ -20,6 +20,10 @@ import signal
 import threading
 from typing import AbstractSet, FrozenSet, Optional
 
+# The longest a main thread waits at once where it must act on Ctrl-C (the report for its side process, engines.run for
+# its runs): a wait without an end can miss a signal that lands just before the thread blocks (its handler has run, the
+# wait has not begun, and nothing wakes it); waited in slices, it is acted on within one.
+WAIT_SLICE_S = 0.2
 ASYNC_SIGNALS: FrozenSet[int] = frozenset(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2")
     if hasattr(signal, name)
@@ -29,14 +33,11 @@ ASYNC_SIGNALS: FrozenSet[int] = frozenset(
 def start_quiet(thread: threading.Thread) -> threading.Thread:
     """Start the thread with the process's asynchronous signals blocked in it (where the platform has
     pthread_sigmask; elsewhere it is started as it is); the starting thread's own mask is as it was after."""
-    if not hasattr(signal, "pthread_sigmask"):
-        thread.start()
-        return thread
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, ASYNC_SIGNALS)
+    held = hold_signals()
     try:
         thread.start()
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        release_signals(held)
     return thread
 
 

@@ -50,7 +50,7 @@ from core.cli import ArgumentParser
 from core.engines import ENGINES, spec, variant_label
 from core.portable import portable_command
 from core.tempdirs import owned, reap
-from core.threads import start_quiet
+from core.threads import WAIT_SLICE_S, start_quiet
 from engines.base import EngineInfo
 from engines.plan import PROGRESS_PREFIX, Column, pytest_command, read_progress, summary_path, write_plan
 from engines.results import REPO, ResultsUnwritable, check_writable, clean_stale_owners, stored_cells
@@ -604,11 +604,11 @@ def _wait_all(runs: Sequence["_Pytest"], each: Callable[[int], None]) -> List[in
 
 
 def _next(done: "queue.Queue[int]") -> int:
-    """The next run that ended, waited for in slices: a wait without an end can miss a Ctrl-C that lands just before
-    it blocks, and engines.run would then go on until the next run ended."""
+    """The next run that ended, waited for in slices (core.threads.WAIT_SLICE_S: a Ctrl-C that lands just before an
+    endless wait blocks would wait for the next run to end)."""
     while True:
         try:
-            return done.get(timeout=0.2)
+            return done.get(timeout=WAIT_SLICE_S)
         except queue.Empty:
             continue
 

@@ -17,15 +17,10 @@ import threading
 import traceback
 from typing import Any, BinaryIO, Callable, Iterator, List, Optional, Tuple
 
-from core.threads import hold_signals, release_signals, start_quiet
+from core.threads import WAIT_SLICE_S, hold_signals, release_signals, start_quiet
 from core.words import signal_text
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-# The longest the report's main thread waits at once: a wait without an end can miss Ctrl-C, where the signal lands
-# just before the thread blocks (its handler has run, the wait has not begun, and nothing wakes it); waited in slices,
-# the report acts on it within one. (The SIGINT that the tests saw lost was another thing: dropped during the fork,
-# core.threads.hold_signals.)
-WAIT_SLICE_S = 0.2
 Message = Tuple[bool, Any, str]  # (ok, the answer or the error, the error's traceback)
 
 
