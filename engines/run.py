@@ -352,12 +352,9 @@ def decide(column: Column, metas: Dict[str, Dict[str, Any]], store: Store, fresh
 def _machine(cell: Cell, machines: Dict[Any, Tuple[str, Dict[str, str], bool]],
              key: Expected) -> Tuple[str, Dict[str, str], bool]:
     """The cell's machine (hardware label and detail) and whether it is this one, asked of the adapter once per
-    machine, not once per cell (a CPU engine's check reads /proc/cpuinfo)."""
-    try:
-        name: Any = (cell.hardware, tuple(sorted(cell.hardware_detail.items())))
-        hash(name)
-    except TypeError:  # a detail value that is not hashable: its JSON names the machine
-        name = json.dumps([cell.hardware, cell.hardware_detail], sort_keys=True)
+    machine, not once per cell (a CPU engine's check reads /proc/cpuinfo). A stored cell's detail is strings (its
+    schema), so the pairs name the machine."""
+    name = (cell.hardware, tuple(sorted(cell.hardware_detail.items())))
     if name not in machines:
         machines[name] = (cell.hardware, dict(cell.hardware_detail),
                           key.same_machine(cell.hardware, cell.hardware_detail))
