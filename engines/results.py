@@ -23,7 +23,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from core.cell import SESSION_FAMILY, SESSION_SCHEMA, Cell
 from core.results import disk_error, read_results
@@ -74,24 +74,21 @@ def stored_cells(path: Path, upto: Optional[int] = None) -> Dict[ReuseKey, Cell]
 def with_symptom(cell: Cell) -> Cell:
     """The cell with its symptom field (engines.reasons.symptom_of), found from its texts as a report shows them
     (machine paths made portable), whichever code made the cell."""
-    if cell.parser_errors:
-        from core.portable import scrub
-        from engines.reasons import symptom_of
-
-        found = symptom_of(cell.status, scrub(cell.error), scrub(cell.reason), cell.parser_errors)
-    else:
-        found = _symptom(cell.status, cell.error, cell.reason)
+    found = (_symptom(cell.status, cell.error, cell.reason, cell.parser_errors) if cell.parser_errors
+             else _symptom_once(cell.status, cell.error, cell.reason))
     return cell if found == cell.symptom else replace(cell, symptom=found)
 
 
-@functools.lru_cache(maxsize=512)
-def _symptom(status: str, error: str, reason: str) -> str:
-    """symptom_of for a cell without parser errors, found once per text: a column's not-run cells, hundreds of them,
-    all say the same."""
+def _symptom(status: str, error: str, reason: str, parser_errors: Sequence[Any] = ()) -> str:
     from core.portable import scrub
     from engines.reasons import symptom_of
 
-    return symptom_of(status, scrub(error), scrub(reason), ())
+    return symptom_of(status, scrub(error), scrub(reason), parser_errors)
+
+
+# a cell without parser errors: its symptom found once per text (a column's not-run cells, hundreds of them, all say
+# the same)
+_symptom_once = functools.lru_cache(maxsize=512)(_symptom)
 
 
 def same_not_run(new: Cell, stored: Optional[Cell]) -> bool:
