@@ -7,7 +7,8 @@ Q/DQ to simulate: ONNX Runtime with optimizations off runs the very integer kern
 compared with itself. Such a model's reference is onnx.reference, onnx's own operator definitions in numpy, after
 onnxruntime's com.microsoft quantized ops are written in standard operators (`standard_form`): com.microsoft QLinear*
 as DequantizeLinear -> float operator -> QuantizeLinear, DynamicQuantizeMatMul and MatMulIntegerToFloat as
-DynamicQuantizeLinear/MatMulInteger and the scales (exactly), DynamicQuantizeLSTM as an LSTM of its dequantized
+DynamicQuantizeLinear/MatMulInteger and the scales (exactly), QGemm as MatMulInteger, its int32 bias, the scales and
+a rounding QuantizeLinear (as ONNX Runtime's kernel computes it), DynamicQuantizeLSTM as an LSTM of its dequantized
 weights (its activations stay float: said in the record). Where onnx.reference still cannot run the model, ONNX
 Runtime may run the rewritten model only if no integer operator is left in it; otherwise there is no reference, and
 the record says why.
@@ -58,6 +59,8 @@ def standard_form(model: Any) -> Tuple[Any, Dict[str, int]]:
             made = _dynamic_matmul(helper, node)
         elif node.domain == ORT_CONTRIB and node.op_type == "MatMulIntegerToFloat":
             made = _integer_to_float(helper, node)
+        elif node.domain == ORT_CONTRIB and node.op_type == "QGemm":
+            made = _qgemm(helper, node)
         elif node.domain == ORT_CONTRIB and node.op_type == "DynamicQuantizeLSTM":
             made = _lstm(helper, numpy_helper, node, constants, graph)
         if made is None:
@@ -127,6 +130,50 @@ def _integer_to_float(helper: Any, node: Any) -> List[Any]:
     made = [helper.make_node("MatMulInteger", [node.input[0], node.input[1], _input(node, 4), _input(node, 5)],
                              [f"{base}_acc"], name=f"{base}_mmi")]
     return made + _scaled(helper, node, f"{base}_acc", [node.input[2], node.input[3]], _input(node, 6))
+
+
+def _qgemm(helper: Any, node: Any) -> List[Any]:
+    """QGemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point) as ONNX Runtime computes it
+    (contrib_ops/cpu/quantization/quant_gemm.cc): the int32 accumulator C + (A - a_zero_point)(B - b_zero_point)
+    (MatMulInteger, after transA/transB), times alpha * a_scale * b_scale (per column where b_scale is), divided by
+    y_scale, all in float32 and in that order; then rounded half to even and offset by y_zero_point (QuantizeLinear
+    with scale 1, as its requantization does), or left float where there is no y_zero_point."""
+    from onnx import TensorProto
+
+    base = f"{node.name}__std"
+    made: List[Any] = []
+    operands = []
+    for k, flag in ((0, "transA"), (3, "transB")):
+        name = node.input[k]
+        if _attr(node, flag, 0):
+            made.append(helper.make_node("Transpose", [name], [f"{base}_t{k}"], name=f"{base}_transpose{k}",
+                                         perm=[1, 0]))
+            name = f"{base}_t{k}"
+        operands.append(name)
+    acc = f"{base}_acc"
+    made.append(helper.make_node("MatMulInteger", [operands[0], operands[1], node.input[2], node.input[5]], [acc],
+                                 name=f"{base}_mmi"))
+    if _input(node, 6):
+        made.append(helper.make_node("Add", [acc, node.input[6]], [f"{base}_accc"], name=f"{base}_bias"))
+        acc = f"{base}_accc"
+    alpha = next((float(a.f) for a in node.attribute if a.name == "alpha"), 1.0)
+    made += [helper.make_node("Cast", [acc], [f"{base}_accf"], to=TensorProto.FLOAT, name=f"{base}_cast"),
+             helper.make_node("Constant", [], [f"{base}_alpha"], name=f"{base}_alpha",
+                              value=helper.make_tensor(f"{base}_alpha", TensorProto.FLOAT, [], [alpha])),
+             helper.make_node("Mul", [f"{base}_alpha", node.input[1]], [f"{base}_sa"], name=f"{base}_sa"),
+             helper.make_node("Mul", [f"{base}_sa", node.input[4]], [f"{base}_sab"], name=f"{base}_sab")]
+    scale = f"{base}_sab"
+    if _input(node, 7):
+        made.append(helper.make_node("Div", [scale, node.input[7]], [f"{base}_sy"], name=f"{base}_sy"))
+        scale = f"{base}_sy"
+    if not _input(node, 8):
+        return made + [helper.make_node("Mul", [f"{base}_accf", scale], [node.output[0]], name=node.name)]
+    return made + [
+        helper.make_node("Mul", [f"{base}_accf", scale], [f"{base}_y"], name=f"{base}_scale"),
+        helper.make_node("Constant", [], [f"{base}_one"], name=f"{base}_one",
+                         value=helper.make_tensor(f"{base}_one", TensorProto.FLOAT, [], [1.0])),
+        helper.make_node("QuantizeLinear", [f"{base}_y", f"{base}_one", node.input[8]], [node.output[0]],
+                         name=node.name)]
 
 
 def _lstm(helper: Any, numpy_helper: Any, node: Any, constants: Mapping[str, Any], graph: Any) -> Optional[List[Any]]:

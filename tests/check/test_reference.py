@@ -161,3 +161,48 @@ def test_every_quantized_compute_op_is_a_compute_node(op):
     from check.forms import quantized_op
 
     assert op in COMPUTE_OPS and quantized_op(op)
+
+
+def _qgemm_model(path: Path, float_out: bool, trans_b: int, alpha: float) -> Path:
+    """x [3, 8] -> QuantizeLinear (uint8) -> QGemm (int8 weights, per-column scales, int32 bias) -> y, quantized (then
+    DequantizeLinear) or float."""
+    w = RNG.integers(-127, 128, (5, 8) if trans_b else (8, 5)).astype(np.int8)
+    inits = [_const("xs", np.array(0.02, np.float32)), _const("xz", np.array(128, np.uint8)),
+             _const("w", w), _const("ws", (RNG.random(5) * 0.01 + 0.001).astype(np.float32)),
+             _const("wz", np.zeros(5, np.int8)), _const("c", RNG.integers(-3000, 3000, 5).astype(np.int32)),
+             _const("ys", np.array(0.07, np.float32)), _const("yz", np.array(120, np.uint8))]
+    tail = [] if float_out else ["ys", "yz"]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("QGemm", ["xq", "xs", "xz", "w", "ws", "wz", "c", *tail], ["g"], name="gemm",
+                              domain="com.microsoft", transB=trans_b, alpha=alpha)]
+    if not float_out:
+        nodes.append(helper.make_node("DequantizeLinear", ["g", "ys", "yz"], ["y"]))
+    else:
+        nodes.append(helper.make_node("Identity", ["g"], ["y"]))
+    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])], inits, microsoft=True, opset=19)
+
+
+@pytest.mark.parametrize("float_out, trans_b, alpha", [(False, 1, 1.0), (False, 0, 0.5), (True, 1, 1.0),
+                                                      (True, 0, 2.0)])
+def test_qgemm_in_standard_operators_computes_what_onnxruntimes_kernel_does(tmp_path, float_out, trans_b, alpha):
+    """A QOperator Gemm (quantize_static writes QGemm) gets onnx.reference as its reference, bit for bit what ONNX
+    Runtime's integer kernel gives, requantized or float, with either weight layout and any alpha."""
+    import onnxruntime
+    from onnx.reference import ReferenceEvaluator
+
+    from check.reference import standard_form
+
+    path = _qgemm_model(tmp_path / "qgemm.onnx", float_out, trans_b, alpha)
+    x = (RNG.standard_normal((3, 8)) * 1.5).astype(np.float32)
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    kernel = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    rewritten, done = standard_form(onnx.load(str(path)))
+    assert done == {"QGemm": 1}
+    assert not [n.op_type for n in rewritten.graph.node if n.domain == "com.microsoft"]
+    reference = ReferenceEvaluator(rewritten).run(None, {"x": x})[0]
+    assert np.array_equal(reference, kernel), np.abs(reference - kernel).max()
+    bundle = bundle_from_model(path, tmp_path / "b")
+    assert bundle.meta["reference_error"] == "" and bundle.meta["reference_engine"]["engine"] == "onnx.reference"
+    assert bundle.meta["reference_engine"]["rewritten"] == {"QGemm": 1}
