@@ -10,7 +10,8 @@ used as it is: warm it first (any `nox -s matrix`) to measure what a second clon
 (schema checks, $QDQ_CACHE_DIR) starts empty in <clone>-cache. Each run's log and its
 reports/matrix.json are kept beside the clone (<clone>-<run>.log, <clone>-<run>-matrix.json: compare two with
 tools/compare-matrix.py). Prints a Markdown table (wall clock, CPU seconds of the process tree, which load on a
-shared machine disturbs less, peak RSS, seconds per nox session, the cell counts the runs printed) and writes it as
+shared machine disturbs less, peak RSS, the machine's own speed just before and after each run (a fixed piece of
+CPU work on every core, machine_probe), seconds per nox session, the cell counts the runs printed) and writes it as
 JSON with --json. Standard library only: of the project it imports only the argument
 parser (core/cli.py).
 """
@@ -56,6 +57,10 @@ class Run:
     load_after: float = 0.0  # the 1-minute load average as it ended
     sessions: Dict[str, float] = field(default_factory=dict)  # nox session -> seconds, from nox's timestamps
     said: List[str] = field(default_factory=list)  # the lines that count cells
+    # the machine's own speed just before and just after the run (machine_probe): what the same code's wall clock
+    # follows on a shared machine, whose speed moves by a fifth within the hour
+    probe_before: float = 0.0
+    probe_after: float = 0.0
 
 
 def pins(ci_run: Path) -> List[str]:
@@ -75,10 +80,28 @@ def setup(clone: Path, rev: str) -> None:
                     *pins(clone / ".ci/run")], check=True)
 
 
+# A fixed piece of CPU work (a pure Python loop and SHA-256 over 32 MiB, in memory), one copy per core at once: its
+# seconds say how fast this machine is at the moment, independently of the project's code.
+PROBE = ("import hashlib, time\n"
+         "start = time.perf_counter(); data = bytes(32 << 20); total = 0\n"
+         "for i in range(3_000_000): total += i * i % 7\n"
+         "for _ in range(4): hashlib.sha256(data).hexdigest()\n"
+         "print(time.perf_counter() - start)")
+
+
+def machine_probe() -> float:
+    """Seconds of the slowest of one PROBE per core run side by side (about 1 s on a quiet 2-core development
+    machine): the machine's speed at the moment, which the same commit's wall clock follows."""
+    procs = [subprocess.Popen([sys.executable, "-c", PROBE], stdout=subprocess.PIPE, text=True)
+             for _ in range(os.cpu_count() or 1)]
+    return round(max(float(p.communicate()[0]) for p in procs), 2)
+
+
 def timed_matrix(clone: Path, name: str, log: Path) -> Run:
     """Run `nox -s matrix` in the clone; wall clock, peak RSS of its process tree, its log."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOX", "VIRTUAL_ENV", "QDQ_"))}
     env["QDQ_CACHE_DIR"] = str(clone.parent / f"{clone.name}-cache")  # the project's own cache starts empty
+    probe = machine_probe()
     load = os.getloadavg()[0]
     start = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
@@ -86,11 +109,12 @@ def timed_matrix(clone: Path, name: str, log: Path) -> Run:
                                 cwd=clone, stdout=out, stderr=subprocess.STDOUT, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
+    load_after = os.getloadavg()[0]
     text = log.read_text(encoding="utf-8", errors="replace")
     return Run(name, round(seconds, 1), round(usage.ru_maxrss / KIB, 1), os.waitstatus_to_exitcode(status),
-               round(load, 1), round(usage.ru_utime, 1), round(usage.ru_stime, 1), round(os.getloadavg()[0], 1),
+               round(load, 1), round(usage.ru_utime, 1), round(usage.ru_stime, 1), round(load_after, 1),
                session_seconds(text, seconds), [line.strip() for line in text.splitlines()
-                                                if line.strip().startswith(COUNTED)])
+                                                if line.strip().startswith(COUNTED)], probe, machine_probe())
 
 
 def session_seconds(log: str, total: float) -> Dict[str, float]:
@@ -121,12 +145,13 @@ def table(runs: Sequence[Run], rev: str) -> str:
     """The Markdown the benchmark page keeps."""
     first = runs[0].seconds
     lines = [f"`nox -s matrix` at {rev}, {os.cpu_count()} cores:", "",
-             "| run | wall s | vs fresh | CPU s (user + system) | peak RSS MB | exit | load average at start, end |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| run | wall s | vs fresh | CPU s (user + system) | peak RSS MB | exit | load average at start, end "
+             "| machine probe s before, after |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in runs:
         lines.append(f"| {r.name} | {r.seconds:.1f} | {first / r.seconds:.1f}x | {r.user_s + r.system_s:.1f} "
                      f"({r.user_s:.1f} + {r.system_s:.1f}) | {r.peak_rss_mb:.0f} | {r.exit_status} "
-                     f"| {r.load:.1f}, {r.load_after:.1f} |")
+                     f"| {r.load:.1f}, {r.load_after:.1f} | {r.probe_before:.2f}, {r.probe_after:.2f} |")
     names = list(dict.fromkeys(n for r in runs for n in r.sessions))
     lines += ["", "| session | " + " | ".join(r.name for r in runs) + " |", "| --- |" + " ---: |" * len(runs)]
     for n in names:
