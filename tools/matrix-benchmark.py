@@ -90,8 +90,8 @@ PROBE = ("import hashlib, time\n"
 
 
 def machine_probe() -> float:
-    """Seconds of the slowest of one PROBE per core run side by side (about 1 s on a quiet 2-core development
-    machine): the machine's speed at the moment, which the same commit's wall clock follows."""
+    """Seconds of the slowest of one PROBE per core run side by side (0.4 s on the 2-core development machine at its
+    fastest, more when it is slower): the machine's speed at the moment, which the same commit's wall clock follows."""
     procs = [subprocess.Popen([sys.executable, "-c", PROBE], stdout=subprocess.PIPE, text=True)
              for _ in range(os.cpu_count() or 1)]
     return round(max(float(p.communicate()[0]) for p in procs), 2)
