@@ -200,26 +200,78 @@ def _lstm(helper: Any, numpy_helper: Any, node: Any, constants: Mapping[str, Any
 
 
 def qdq_form(model: Any) -> Tuple[Any, Dict[str, int]]:
-    """The model with QLinearConv, QLinearMatMul and the com.microsoft QLinear ops written as DequantizeLinear -> float
-    operator -> QuantizeLinear (a constant int32 bias folded to float), so that the float twin (check.twin) can undo
-    them as it undoes any Q/DQ pair; and how many of each op were rewritten."""
-    from onnx import helper, numpy_helper
+    """The model with QLinearConv, QLinearMatMul, QGemm and the com.microsoft QLinear ops written as DequantizeLinear
+    -> float operator -> QuantizeLinear (a constant int32 bias folded to float), so that the float twin (check.twin)
+    can undo them as it undoes any Q/DQ pair; and how many of each op were rewritten."""
+    from onnx import ModelProto, helper, numpy_helper
 
-    out, done = standard_form(model)
-    constants = {t.name: t for t in out.graph.initializer}
+    first = ModelProto()
+    first.CopyFrom(model)
+    gemms = _rewrite(first, lambda node, constants: _qgemm_qdq(helper, numpy_helper, node, constants, first.graph)
+                     if node.domain == ORT_CONTRIB and node.op_type == "QGemm" else None)
+    out, done = standard_form(first)
+    done.update(gemms)
+    for op, count in _rewrite(out, lambda node, constants: _qlinear_compute(helper, numpy_helper, node, constants,
+                                                                            out.graph)
+                              if node.domain in ("", "ai.onnx") and node.op_type in ("QLinearConv", "QLinearMatMul")
+                              else None).items():
+        done[op] = done.get(op, 0) + count
+    return out, done
+
+
+def _rewrite(model: Any, make: Any) -> Dict[str, int]:
+    """Each node of the model's graph replaced by the nodes `make(node, constants)` gives (None: kept as it is), in
+    place; how many of each op were replaced."""
+    constants = {t.name: t for t in model.graph.initializer}
+    done: Dict[str, int] = {}
     nodes: List[Any] = []
-    for node in out.graph.node:
-        made = None
-        if node.domain in ("", "ai.onnx") and node.op_type in ("QLinearConv", "QLinearMatMul"):
-            made = _qlinear_compute(helper, numpy_helper, node, constants, out.graph)
+    for node in model.graph.node:
+        made = make(node, constants)
         if made is None:
             nodes.append(node)
             continue
         nodes.extend(made)
         done[node.op_type] = done.get(node.op_type, 0) + 1
-    del out.graph.node[:]
-    out.graph.node.extend(nodes)
-    return out, done
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return done
+
+
+def _qgemm_qdq(helper: Any, numpy_helper: Any, node: Any, constants: Mapping[str, Any],
+               graph: Any) -> Optional[List[Any]]:
+    """QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point) as DequantizeLinear of A
+    and B -> Gemm (alpha, transA, transB; C folded to float: C * alpha * a_scale * b_scale, the scale ONNX Runtime's
+    kernel gives it) -> QuantizeLinear, or the Gemm's float output where there is no y_zero_point; None where the
+    bias's scales are not constants, or where a y_scale has no y_zero_point."""
+    if _input(node, 7) and not _input(node, 8):
+        return None
+    base = f"{node.name}__qdq"
+    alpha = next((float(a.f) for a in node.attribute if a.name == "alpha"), 1.0)
+    trans_b = _attr(node, "transB", 0)
+    b_scale = constants.get(node.input[4])
+    per_column = b_scale is not None and int(np.prod(b_scale.dims)) > 1
+    if b_scale is None and _input(node, 6):
+        return None
+    made = [helper.make_node("DequantizeLinear", node.input[0:3], [f"{base}_a"], name=f"{base}_dqa"),
+            helper.make_node("DequantizeLinear", node.input[3:6], [f"{base}_b"], name=f"{base}_dqb",
+                             **({"axis": 0 if trans_b else 1} if per_column else {}))]
+    inputs = [f"{base}_a", f"{base}_b"]
+    if _input(node, 6):
+        if node.input[6] not in constants or node.input[1] not in constants:
+            return None
+        scale = (np.float64(alpha) * numpy_helper.to_array(constants[node.input[1]]).astype(np.float64)
+                 * numpy_helper.to_array(b_scale).astype(np.float64))
+        value = numpy_helper.to_array(constants[node.input[6]]).astype(np.float64) * scale
+        graph.initializer.append(numpy_helper.from_array(value.astype(np.float32), f"{base}_c"))
+        inputs.append(f"{base}_c")
+    quantized = bool(_input(node, 8))
+    made.append(helper.make_node("Gemm", inputs, [f"{base}_y" if quantized else node.output[0]],
+                                 name=f"{base}_gemm" if quantized else node.name, alpha=alpha,
+                                 transA=_attr(node, "transA", 0), transB=trans_b))
+    if quantized:
+        made.append(helper.make_node("QuantizeLinear", [f"{base}_y", node.input[7], node.input[8]], [node.output[0]],
+                                     name=node.name))
+    return made
 
 
 def _qlinear_compute(helper: Any, numpy_helper: Any, node: Any, constants: Mapping[str, Any],

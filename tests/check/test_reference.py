@@ -187,7 +187,8 @@ def _qgemm_model(path: Path, float_out: bool, trans_b: int, alpha: float) -> Pat
                                                       (True, 0, 2.0)])
 def test_qgemm_in_standard_operators_computes_what_onnxruntimes_kernel_does(tmp_path, float_out, trans_b, alpha):
     """A QOperator Gemm (quantize_static writes QGemm) gets onnx.reference as its reference, bit for bit what ONNX
-    Runtime's integer kernel gives, requantized or float, with either weight layout and any alpha."""
+    Runtime's integer kernel gives, requantized or float, with either weight layout and any alpha; and a float twin,
+    so that its quantization loss is measured."""
     import onnxruntime
     from onnx.reference import ReferenceEvaluator
 
@@ -206,3 +207,33 @@ def test_qgemm_in_standard_operators_computes_what_onnxruntimes_kernel_does(tmp_
     bundle = bundle_from_model(path, tmp_path / "b")
     assert bundle.meta["reference_error"] == "" and bundle.meta["reference_engine"]["engine"] == "onnx.reference"
     assert bundle.meta["reference_engine"]["rewritten"] == {"QGemm": 1}
+    twin = bundle.meta["float_twin"]  # Q/DQ -> Gemm -> Q first: the twin undoes it, the loss is measured
+    assert twin["rewritten"] == {"QGemm": 1} and twin["error"] == "", twin
+    assert "loss" in bundle.meta["float_reference"]
+
+
+def test_a_quantize_static_qoperator_gemm_is_referenced_and_judged(tmp_path):
+    """onnxruntime's quantize_static in QOperator format turns a Gemm with its bias into a QGemm: the bundle gets
+    onnx.reference and a float twin, and ONNX Runtime's own column passes against that reference."""
+    from cases import get_case
+    from engines import get_engine
+    from engines.cells import judge_observation
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])
+    inits = [_const("w", (RNG.standard_normal((10, 16)) * 0.3).astype(np.float32)),
+             _const("b", (RNG.standard_normal(10) * 0.1).astype(np.float32))]
+    graph = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="fc", transB=1),
+                               helper.make_node("Relu", ["g"], ["y"], name="act")], "fc", [x], [y], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "fc.onnx"))
+    quantized = quantize_qoperator(tmp_path / "fc.onnx", tmp_path / "fc_q.onnx")
+    assert "QGemm" in [n.op_type for n in onnx.load(str(quantized)).graph.node]
+    bundle = bundle_from_model(quantized, tmp_path / "b")
+    meta = bundle.meta
+    assert meta["reference_error"] == "" and meta["reference_engine"]["rewritten"].get("QGemm") == 1
+    assert meta["float_twin"]["error"] == "" and meta["float_twin"]["rewritten"].get("QGemm") == 1
+    engine = get_engine("onnxruntime")
+    cell = judge_observation(get_case("user_model"), bundle, engine.probe(), engine.run(bundle), {"source": "local"})
+    assert cell.status == "pass", cell.error
