@@ -9,7 +9,8 @@ bundle id in one column (each reduction is named "reduced"); matrix.json does no
 the cells of both, compared as a set, and each is counted. matrix.json holds an index
 record per cell; the per-node precision is in the column's file under cells/, which a copy of matrix.json alone
 (tools/matrix-benchmark.py keeps one) does not have: then it is not compared, and the summary line says so. Prints
-how many cells each has, how many differ and the first differences; exits 1 when any cell differs or is in one
+how many cells each has, how many differ (how many of them are in the first report only, in the second only, or in
+both and changed) and the first differences; exits 1 when any cell differs or is in one
 report only. Standard library only.
 """
 
@@ -56,12 +57,15 @@ def main(argv: Sequence[str]) -> int:
             for record in found.values():
                 record.pop("precision")
     lines: List[str] = []
+    kinds = {"only in the first": 0, "only in the second": 0, "changed": 0}
     for key in sorted(set(old) | set(new)):
         if old.get(key) != new.get(key):
             lines.append(f"{key[1]} {key[0]}: {old.get(key)} -> {new.get(key)}")
+            kinds["only in the second" if key not in old else "only in the first" if key not in new else "changed"] += 1
     compared = "status, verdict, fused, per-node precision" if old_whole and new_whole else \
         "status, verdict, fused; per-node precision not compared: a report's cells/ folder is not beside it"
-    print(f"{old_n} cells in {argv[0]}, {new_n} in {argv[1]}; {len(lines)} differ ({compared})")
+    split = f": {', '.join(f'{n} {k}' for k, n in kinds.items())}" if lines else ""
+    print(f"{old_n} cells in {argv[0]}, {new_n} in {argv[1]}; {len(lines)} differ{split} ({compared})")
     for line in lines[:SHOWN]:
         print("  " + line)
     return 1 if lines else 0

@@ -31,3 +31,18 @@ def test_two_models_of_one_bundle_id_are_both_counted_and_compared(tmp_path):
     assert same.returncode == 0 and same.stdout.startswith("2 cells in"), same.stdout
     other = compare(a, report(tmp_path / "c", ["pass", "pass"]))  # the second model changed
     assert other.returncode == 1 and "1 differ" in other.stdout, other.stdout
+
+
+def test_the_differences_are_split_into_each_side_only_and_changed(tmp_path):
+    a = report(tmp_path / "a", ["pass"])
+    b = tmp_path / "b"
+    b.mkdir()
+    columns = [{"id": "tensorrt@8.6.0 [H100] (observed)", "cells": "cells/none.jsonl"}]
+    cells = [{"bundle": "user_model/reduced", "column": 0, "status": "fail", "verdict": "undocumented", "fused": None},
+             {"bundle": "case/new", "column": 0, "status": "pass", "verdict": "undocumented", "fused": None}]
+    (b / "matrix.json").write_text(json.dumps({"columns": columns, "cells": cells}), encoding="utf-8")
+    done = compare(a, b / "matrix.json")
+    assert done.returncode == 1
+    assert "; 2 differ: 0 only in the first, 1 only in the second, 1 changed (" in done.stdout, done.stdout
+    back = compare(b / "matrix.json", a)
+    assert "; 2 differ: 1 only in the first, 0 only in the second, 1 changed (" in back.stdout, back.stdout
