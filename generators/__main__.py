@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 from cases import all_cases, bundle_id, get_case  # noqa: E402
 from core.cli import ArgumentParser  # noqa: E402
+from core.threads import hold_signals, release_signals  # noqa: E402
 from generators import write  # noqa: E402
 from generators.bundle import bundles_root  # noqa: E402
 
@@ -224,15 +225,28 @@ def _helper_beside(todo: List[Tuple[Any, dict]], out: Optional[Path],
     """The conformance writers (onnx's node tests, then the int8 companion), then a share of the catalogue, in a forked
     process (started before this one starts any engine thread)."""
     sys.stdout.flush()
-    proc = multiprocessing.get_context("fork").Process(target=_exit_with, args=(_helper_main, todo, out, shared))
-    proc.start()
+    held = hold_signals()  # a Ctrl-C during the fork would be dropped in an at-fork callback (core.threads)
+    proc = multiprocessing.get_context("fork").Process(target=_exit_with,
+                                                       args=(_helper_main, todo, out, shared, held))
+    try:
+        proc.start()
+    except BaseException:
+        release_signals(held)
+        raise
+    try:
+        release_signals(held)  # a signal held during the fork is acted on here, where the helper is ended after it
+    except BaseException:
+        proc.kill()
+        proc.join()
+        raise
     shared.sender.close()  # the helper's end: its reports end (EOFError) when the helper does
     return proc
 
 
-def _helper_main(todo: List[Tuple[Any, dict]], out: Optional[Path], shared: _Shared) -> int:
+def _helper_main(todo: List[Tuple[Any, dict]], out: Optional[Path], shared: _Shared, held: Any = None) -> int:
     """The conformance bundles, then catalogue bundles until none is left, each reported: the conformance writers'
-    status."""
+    status. `held`: the signal mask the parent forked it with (its signals are acted on from here)."""
+    release_signals(held)
     shared.reports.close()
     status = _conformance_main([] if out is None else ["--out", str(out)])
     try:

@@ -124,8 +124,15 @@ from check.isolated import run_isolated
 run_isolated(lambda: time.sleep(60))
 """
 
+GENERATORS = """
+import generators.__main__ as main
+main._helper_main = lambda *args: time.sleep(60)  # the helper writer, made long
+main._helper_beside([], None, main._Shared(0)).join()
+"""
 
-@pytest.mark.parametrize("body", [BESIDE, ISOLATED], ids=["matrix.beside", "check.isolated"])
+
+@pytest.mark.parametrize("body", [BESIDE, ISOLATED, GENERATORS],
+                         ids=["matrix.beside", "check.isolated", "generators.write"])
 def test_a_ctrl_c_during_the_fork_is_acted_on(body: str):
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", SIGINT_DURING_FORK.format(body=body)], cwd=REPO,
