@@ -3,6 +3,8 @@ whose owner is gone.
 
     with owned("qdq-plan-") as tmp: ...   # removed on every exit but SIGKILL
     reap("qdq-plan-")                     # what a SIGKILLed owner left: removed by the next process that asks
+    cells = CellFolders("qdq-ort-")       # one owned folder made at the first cell, a fresh one inside it per cell
+    with cells.cell() as tmp: ...
 
 Standard library only.
 """
@@ -13,6 +15,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Iterator, Optional, Set, Tuple
 
@@ -85,3 +88,33 @@ def owned(prefix: str, where: Optional[str] = None) -> Iterator[str]:
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class CellFolders:
+    """A fresh folder for each cell, inside one folder this process owns for all its cells (owned: made at the first
+    cell, so its owner is read and written once, not once a cell); the owned folder is removed at close() or at exit,
+    and reaped by the next process that asks for one with the same prefix after a kill."""
+
+    def __init__(self, prefix: str, where: Optional[str] = None) -> None:
+        self.prefix, self.where = prefix, where
+        self._folder: Optional[str] = None
+        self._remove: Optional[weakref.finalize] = None
+
+    @contextlib.contextmanager
+    def cell(self) -> Iterator[str]:
+        """One cell's folder, removed with what it holds when the block ends."""
+        if self._folder is None:
+            stack = contextlib.ExitStack()
+            self._folder = stack.enter_context(owned(self.prefix, self.where))
+            self._remove = weakref.finalize(self, stack.close)
+        tmp = tempfile.mkdtemp(prefix="cell-", dir=self._folder)
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def close(self) -> None:
+        """Remove the owned folder now (a later cell makes a new one)."""
+        if self._remove is not None:
+            self._remove()
+            self._folder = self._remove = None

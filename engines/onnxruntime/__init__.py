@@ -8,18 +8,14 @@ it stays a float Conv. The optimized graph and the profile's per-kernel input ty
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
-import shutil
-import tempfile
-import weakref
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from core.engines import ENGINES
 from core.isa import cpu_label
-from core.tempdirs import owned
+from core.tempdirs import CellFolders
 from engines.base import EngineInfo, Observation, no_custom_ops
 from engines.hardware import captured_stderr, not_installed, python_versions
 from engines.onnxruntime import stages
@@ -70,29 +66,12 @@ class Adapter:
         self.x64quantprecision = str(x64quantprecision or defaults["x64quantprecision"])
         ENGINES[NAME].check(self._options())
         self.requested_providers = list(providers) if providers else None
-        self._folder: Optional[str] = None  # the adapter's own temporary folder (_cell_folder), made at its first cell
-        self._remove_folder: Optional[weakref.finalize] = None
-
-    @contextlib.contextmanager
-    def _cell_folder(self) -> Iterator[str]:
-        """A fresh folder for one cell's optimized model and profile, inside one folder the adapter owns for all its
-        cells (core.tempdirs.owned, made once: it reads this process's start time and writes its owner each time);
-        the adapter's folder is removed at close or at exit, and reaped by the next run after a kill."""
-        if self._folder is None:
-            stack = contextlib.ExitStack()
-            self._folder = stack.enter_context(owned("qdq-ort-"))
-            self._remove_folder = weakref.finalize(self, stack.close)
-        tmp = tempfile.mkdtemp(prefix="cell-", dir=self._folder)
-        try:
-            yield tmp
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        # a fresh folder per cell for its optimized model and profile, inside one the adapter owns (core.tempdirs)
+        self._cells = CellFolders("qdq-ort-")
 
     def close(self) -> None:
         """Remove the adapter's temporary folder (the cell runner calls this when its session ends)."""
-        if self._remove_folder is not None:
-            self._remove_folder()
-            self._folder = self._remove_folder = None
+        self._cells.close()
 
     def _options(self) -> Dict[str, str]:
         return {"graph_optimization_level": self.graph_optimization_level, "x64quantprecision": self.x64quantprecision}
@@ -137,7 +116,7 @@ class Adapter:
             obs.error = f"onnxruntime is not installed: {exc}"
             return obs
         logs: List[str] = []
-        with self._cell_folder() as tmp:
+        with self._cells.cell() as tmp:
             try:
                 with captured_stderr(logs):
                     self._run_stages(ort, bundle, Path(tmp), obs)

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
@@ -21,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 
 from core.engines import ENGINES
+from core.tempdirs import CellFolders
 from core.words import LABELS, file_name, signal_name, signal_text
 from engines.base import EngineInfo, Observation, plugins_needed
 from engines.tensorrt import gpu, lifeline, probes
@@ -71,6 +71,8 @@ class Adapter:
         self._gpu: Optional[gpu.GpuInfo] = None
         self._report: Optional[Dict[str, Any]] = None  # the worker's probe answer
         self._server: Optional[Server] = None
+        # a request folder per cell, inside one the adapter owns (core.tempdirs): a killed run's is reaped by the next
+        self._cells = CellFolders("qdq-trt-", scratch())
 
     @property
     def title(self) -> str:
@@ -191,7 +193,7 @@ class Adapter:
 
     def run(self, bundle: Bundle) -> Observation:
         """Parse, build and (where this machine can) run one bundle in the worker."""
-        with tempfile.TemporaryDirectory(prefix="qdq-trt-", dir=scratch()) as tmp:
+        with self._cells.cell() as tmp:
             request = self._write_request(bundle, Path(tmp))
             if self.isolate:
                 rc, stderr, crashed = self._run_worker(request, Path(tmp))
@@ -220,6 +222,7 @@ class Adapter:
         if self._server is not None:
             self._server.close()
             self._server = None
+        self._cells.close()
 
     def _request_trt(self, bundle: Bundle) -> Dict[str, Any]:
         settings = ENGINES[self.name].settings  # the workspace pool, unless the bundle sets its own

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.tempdirs import OWNER, owned, reap
+from core.tempdirs import OWNER, CellFolders, owned, reap
 
 
 def _dead_pid() -> int:
@@ -48,3 +48,31 @@ def test_a_zombie_owner_counts_as_gone(tmp_path: Path) -> None:
     (folder / OWNER).write_text(f"{proc.pid} {stat()[19]}")
     assert reap("qdq-x-", str(tmp_path)) == 1 and not folder.exists()
     proc.wait()
+
+
+KILLED_MID_CELL = """
+import os, signal, sys
+from core.tempdirs import CellFolders
+with CellFolders("qdq-x-", sys.argv[1]).cell() as tmp:
+    open(os.path.join(tmp, "request.json"), "w").write("{}")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_cell_folders_share_one_owned_folder_and_a_killed_ones_is_reaped(tmp_path: Path) -> None:
+    """The TensorRT and ONNX Runtime adapters' request folders: one owned folder, a fresh folder per cell inside it
+    and gone after it; a run SIGKILLed mid-cell leaves its folder, which the next process's first cell removes."""
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_CELL, str(tmp_path)], cwd=Path(__file__).parents[2],
+                            env={"PYTHONPATH": str(Path(__file__).parents[2])}, timeout=60)
+    assert killed.returncode == -9
+    left = list(tmp_path.glob("qdq-x-*"))
+    assert len(left) == 1 and (left[0] / OWNER).is_file() and list(left[0].glob("cell-*/request.json"))
+    cells = CellFolders("qdq-x-", str(tmp_path))
+    for _ in range(2):
+        with cells.cell() as tmp:
+            assert Path(tmp).parent.parent == tmp_path and Path(tmp).name.startswith("cell-")
+            Path(tmp, "result.json").write_text("{}")
+        mine = list(tmp_path.glob("qdq-x-*"))
+        assert len(mine) == 1 and mine[0] != left[0] and [p.name for p in mine[0].iterdir()] == [OWNER]
+    cells.close()
+    assert list(tmp_path.iterdir()) == []
