@@ -496,8 +496,9 @@ def graph_inputs(onnx: Any, model: Any) -> Dict[str, Tuple[np.dtype, List[Union[
             raise CheckError(f"input {vi.name!r} is not a tensor; only tensor inputs are supported")
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(ttype.elem_type))
         dims: List[Union[int, str]] = []
-        for i, d in enumerate(ttype.shape.dim):
-            dims.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or f"dim{i}"))  # a 0 is a size
+        for i, d in enumerate(ttype.shape.dim):  # a 0 is a size; a negative one (Paddle2ONNX writes -1) is dynamic
+            fixed = d.HasField("dim_value") and d.dim_value >= 0
+            dims.append(d.dim_value if fixed else (d.dim_param or f"dim{i}"))
         if not ttype.HasField("shape"):
             dims = ["?"]
         found[vi.name] = (dtype, dims)

@@ -95,6 +95,20 @@ def test_a_dynamic_dimension_takes_the_default_and_the_bundle_says_so(tmp_path):
         bundle_from_model(model, tmp_path / "out", shapes={"x": [2, 3, 9, 9]})
 
 
+def test_a_negative_dimension_is_a_dynamic_one(tmp_path):
+    """Paddle2ONNX declares a dynamic batch as dim_value -1, which onnx's checker accepts: it takes the default as an
+    unnamed dynamic dimension does (it crashed the whole check with "negative dimensions are not allowed")."""
+    model = onnx.load(str(qdq_conv(tmp_path / "dyn.onnx")))
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_value = -1
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(tmp_path / "paddle.onnx"))
+    bundle = bundle_from_model(tmp_path / "paddle.onnx", tmp_path / "out")
+    assert bundle.inputs()["x"].shape == (1, 3, 8, 8)
+    assert bundle.meta["assumed_dims"] == [{"input": "x", "axis": 0, "dim": "dim0", "value": 1}]
+    assert bundle.meta["reference_error"] == ""
+
+
 def test_given_inputs_of_a_dynamic_model_set_its_profile_or_sit_inside_the_range(tmp_path):
     model = qdq_conv(tmp_path / "dyn.onnx", dynamic_batch=True)
     np.savez(tmp_path / "two.npz", x=np.zeros((2, 3, 8, 8), np.float32))
