@@ -11,3 +11,8 @@ from __future__ import annotations
 
 class CheckError(Exception):
     """Bad input from the user: one clear line, exit status 2."""
+
+
+class HarnessFailure(Exception):
+    """The check itself failed on a model (a bug of ours, not the model's): the traceback where it happened, as text
+    (it crosses from check.isolated's child process)."""

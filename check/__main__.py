@@ -37,12 +37,13 @@ import errno
 import json
 import math
 import sys
+import traceback
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from check import CheckError
+from check import CheckError, HarnessFailure
 from core.cli import ArgumentParser
 from core.judge import reference_fault
 from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
@@ -304,6 +305,13 @@ With several models, a --shape fixes only the dimensions each model leaves open 
             checks.append(ModelCheck(model=str(model), unusable=said[len(f"{model}: "):] if said.startswith(
                 f"{model}: ") else said))
             continue
+        except HarnessFailure as e:  # a bug of ours on this model: said, this model alone, never the run's end
+            print(f"{model}: the check failed while preparing it, a bug in qdq-matrix, not the model's fault; "
+                  f"please report it with this traceback:\n{e}", file=sys.stderr, end="")
+            lines = str(e).strip().splitlines()
+            checks.append(ModelCheck(model=str(model), unusable="the check itself failed while preparing it (a bug in "
+                                     f"qdq-matrix, not the model's fault: {lines[-1] if lines else 'no message'})"))
+            continue
         taken.append(bundle_id.split("/", 1)[1])
         checks.append(replace(model_check(Path(args.out), bundle_id), model=str(model)))
     return checks
@@ -316,7 +324,12 @@ def _bundle_id(model: Path, *args: object, **kwargs: object) -> str:
     from check.progress import Ticker
 
     with Ticker(f"preparing {model.name}"):
-        return bundle_from_model(model, *args, **kwargs).id  # type: ignore[arg-type]
+        try:
+            return bundle_from_model(model, *args, **kwargs).id  # type: ignore[arg-type]
+        except (CheckError, MemoryError, OSError):  # the model's, the user's or the machine's: prepare says which
+            raise
+        except Exception as e:  # anything else is ours: its traceback goes back with it
+            raise HarnessFailure(traceback.format_exc()) from e
 
 
 def _first_line(e: BaseException) -> str:

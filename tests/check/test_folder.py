@@ -178,6 +178,35 @@ def test_a_harness_error_is_a_model_not_fully_checked_not_an_engine_failure(caps
     assert "a model could not be (fully) checked" in capsys.readouterr().out
 
 
+def test_a_bug_of_ours_while_preparing_one_model_costs_that_model_alone(tmp_path, capsys, monkeypatch):
+    """An exception our code did not foresee, raised in the child that prepares a model (as "negative dimensions are
+    not allowed" once was for a Paddle export): that model cannot be checked (exit 4, the traceback for a bug report),
+    the folder's other models are, and the run is not ended by it."""
+    import check.bundle
+
+    models = tmp_path / "m"
+    models.mkdir()
+    qdq_conv(models / "a.onnx")
+    qdq_conv(models / "b.onnx")
+    real = check.bundle.bundle_from_model
+
+    def buggy(model, *args, **kwargs):
+        if Path(model).name == "a.onnx":
+            raise ValueError("negative dimensions are not allowed")
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(check.bundle, "bundle_from_model", buggy)
+    assert main([str(models), "--prepare-only", *_out(tmp_path)]) == 4
+    printed = capsys.readouterr()
+    assert "a.onnx: the check failed while preparing it, a bug in qdq-matrix" in printed.err
+    assert "Traceback (most recent call last)" in printed.err and "in buggy" in printed.err
+    assert "ValueError: negative dimensions are not allowed" in printed.err
+    assert "(a bug in qdq-matrix, not the model's fault: ValueError: negative dimensions are not allowed)" in \
+        printed.out
+    assert [json.loads(p.read_text())["params"]["model"] for p in (tmp_path / "b").rglob("case.json")] == ["b.onnx"], \
+        "the other model is prepared"
+
+
 def _ext_weights(folder: Path, weights: bool = True) -> Path:
     """folder/ext_weights.onnx, qdq_conv with its weights in ext_weights.bin beside it (left out: weights=False)."""
     import onnx
