@@ -60,3 +60,17 @@ def test_the_comparison_does_not_score_a_prediction_the_engine_never_reaches():
             "failing_node": "q", "hardware": "hw", "bundle": "b", "verdict": "as documented"}
     assert [(r.node, r.predicted) for r in compare(findings, [cell])] == [("q", "parse fails")]
     assert not [line for line in summary_lines("m", {"findings": findings}) if "build fails" in line]
+
+
+def test_another_engines_failure_is_no_miss_of_the_tensorrt_lint():
+    """OpenVINO refusing com.microsoft.QGemm at load, with no finding, is no network row: the lint predicts TensorRT's
+    parser; a TensorRT-RTX cell failing the same way is its miss."""
+    from matrix.predict import compare
+
+    failed = {"status": "fail", "last_stage": "", "failing_node": "", "hardware": "hw", "bundle": "user_model/m",
+              "verdict": "new failure", "error": "No conversion rule found for operations: com.microsoft.QGemm"}
+    openvino = dict(failed, engine="openvino", engine_version="2026.4.1")
+    rtx = dict(failed, engine="tensorrt-rtx", engine_version="1.7.1.116")
+    assert compare([], [openvino]) == []
+    [row] = compare([], [rtx])
+    assert (row.level, row.engine, row.observed, row.news) == ("model", "tensorrt-rtx", "parse fails", True)
