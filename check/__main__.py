@@ -157,9 +157,10 @@ def check(args: argparse.Namespace) -> int:
         print_model_check(root, o)
     print_lint(root, usable)
     engines_run = not (args.prepare_only or args.lint_only)
+    unrun = trt_not_run([r.engine for r in runs]) if engines_run else ""
     if engines_run and usable:
         cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source,
-                               localize=args.localize)
+                               localize=args.localize, not_run=unrun)
         checks = [replace(o, cells=tuple(said for said, _, _ in cells.get(o.bundle, ())),
                           statuses=tuple(status for _, status, _ in cells.get(o.bundle, ())),
                           verdicts=tuple(verdict for _, _, verdict in cells.get(o.bundle, ()))) for o in checks]
@@ -168,8 +169,8 @@ def check(args: argparse.Namespace) -> int:
         if o.unusable and engines_run:
             print("wrote " + ", ".join(str(p) for p in unusable_report(o, Path(args.reports))))
     if engines_run:
-        print(f"wrote {write_index(checks, Path(args.reports))}")
-    return summary(checks, ran=engines_run, unrun=trt_not_run([r.engine for r in runs]) if engines_run else "")
+        print(f"wrote {write_index(checks, Path(args.reports), unrun)}")
+    return summary(checks, ran=engines_run, unrun=unrun)
 
 
 def trt_not_run(engines: Sequence[str]) -> str:
@@ -392,10 +393,11 @@ def beside(model: Path) -> Optional[Path]:
     return npz if npz.is_file() else None
 
 
-def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path,
-                   source: str = "local", localize: bool = False) -> Dict[str, List[Tuple[str, str, str]]]:
-    """Run the bundles on each engine version, then write and print one per-node report per bundle; returns, per
-    bundle, ("<column>: <status>", status, verdict) for each cell (cell_words)."""
+def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports: Path, source: str = "local",
+                   localize: bool = False, not_run: str = "") -> Dict[str, List[Tuple[str, str, str]]]:
+    """Run the bundles on each engine version, then write and print one per-node report per bundle (each saying
+    `not_run`, what was not run at all: trt_not_run); returns, per bundle, ("<column>: <status>", status, verdict)
+    for each cell (cell_words)."""
     from check.run import run_cells
     from matrix.merge import load_results
     from matrix.nodes import node_report, read_meta, write_node_reports
@@ -411,7 +413,7 @@ def run_and_report(runs, root: Path, ids: Sequence[str], results: Path, reports:
         cells = [c for c in merged.cells if c.bundle == bundle]
         meta = read_meta(root, bundle)
         found[bundle] = [(cell_words(c, bool(meta.get("reference_error"))), c.status, c.verdict) for c in cells]
-        report = node_report(cells, meta)
+        report = dict(node_report(cells, meta), not_run=not_run)
         if localize:
             report["localize"] = localized(root, bundle, cells)
         stem = bundle.split("/", 1)[1]

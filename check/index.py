@@ -48,11 +48,13 @@ def report_stem(result: ModelCheck) -> str:
     return result.bundle.split("/", 1)[1] if result.bundle else result.report
 
 
-def write_index(checks: Sequence[ModelCheck], reports: Path) -> Path:
-    """reports/check/index.md: a line per model of this run, the model as given, what became of it, its report."""
+def write_index(checks: Sequence[ModelCheck], reports: Path, not_run: str = "") -> Path:
+    """reports/check/index.md: a line per model of this run, the model as given, what became of it, its report;
+    first what the run did not run at all (`not_run`: check.__main__.trt_not_run)."""
     from core.portable import scrub
 
-    lines = ["# Models of the last check", "", "| model | result | report |", "|---|---|---|"]
+    lines = ["# Models of the last check", "", *([f"**{scrub(not_run)}**", ""] if not_run else []),
+             "| model | result | report |", "|---|---|---|"]
     for o in checks:
         stem = report_stem(o)
         said = f"unusable: {o.unusable}" if o.unusable else "; ".join(o.cells) or "no cell"

@@ -111,6 +111,7 @@ def node_report(cells: Sequence[Cell], meta: Optional[Mapping[str, Any]] = None)
         "predictions": predictions_view(meta.get("lint"), cells), "advice": advice(meta.get("lint")),
         "rewrite": dict(meta.get("rewrite") or {}),  # seed 032's way around, where check offers it (check.rewrite)
         "localize": [],  # check --localize fills it (check.localize: it runs engines, which matrix never does)
+        "not_run": "",  # check fills it: the engines a check did not run at all (TensorRT without --trt-python)
         # Said once under the engine table where a column only built (TensorRT-RTX ahead of time), never per cell.
         "built_note": {"text": BUILT_IS_NOT_RUNNING, "source": RTX_ISSUE_35}
         if any(c.status == "built" for c in cells) else {},

@@ -207,6 +207,22 @@ def test_a_bug_of_ours_while_preparing_one_model_costs_that_model_alone(tmp_path
         "the other model is prepared"
 
 
+def test_the_report_and_the_index_say_that_tensorrt_was_not_run(tmp_path, capsys):
+    """Without --trt-python, TensorRT's columns are not run at all: the model's report and the index say so, not only
+    the console (a reader of the report alone saw "0 misses" and lint rows, nothing that said TensorRT never ran)."""
+    models = tmp_path / "m"
+    models.mkdir()
+    qdq_conv(models / "a.onnx")
+    assert main([str(models), "--engine", "onnxruntime", *_out(tmp_path)]) == 0
+    said = "TensorRT (8.x, 10.x, 11.x): not run here: no --trt-python was given"
+    assert said in capsys.readouterr().out
+    rep = tmp_path / "rep"
+    (md,) = [p for p in rep.glob("*.md") if p.name != "index.md"]
+    assert said in md.read_text() and said in md.with_suffix(".html").read_text()
+    assert said in (rep / "index.md").read_text()
+    assert json.loads(md.with_suffix(".json").read_text())["not_run"].startswith(said)
+
+
 def _ext_weights(folder: Path, weights: bool = True) -> Path:
     """folder/ext_weights.onnx, qdq_conv with its weights in ext_weights.bin beside it (left out: weights=False)."""
     import onnx
