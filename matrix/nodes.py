@@ -20,7 +20,7 @@ from core.engines import variant_label
 from core.judge import ran_inputs, reference_fault
 from core.numerics import FRAGILE_MARGIN_DB, float_source
 from core.outcome import outcome
-from core.words import FAILED, NO_REFERENCE, OTHER_NODE_WORDS, file_name
+from core.words import AGREES, FAILED, NO_REFERENCE, OTHER_NODE_WORDS, UNEXPECTED, file_name
 from matrix.merge import version_key
 from matrix.predict import predictions_view
 
@@ -285,6 +285,8 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
         "fallback_ops": _ops([f["node"] for f in fallbacks], details),
         "unknown": unknown, "unknown_ops": _ops(unknown, details), "time": build_time(cell),
         "source": cell.run.get("source", ""), "date": cell.run.get("date", ""), "nodes": nodes,
+        # what an expectation's verdict rests on: the document, or the earlier run's file and hardware
+        "why": cell.explanation if cell.verdict in (*AGREES.values(), *UNEXPECTED) else "",
     }
     return column
 

@@ -102,6 +102,12 @@ def test_the_int32_bias_parse_failure_shows_the_engines_reason_in_the_summary_ta
     summary = md.split("\n## ", 1)[0]
     row = next(line for line in summary.splitlines() if line.startswith("| tensorrt-rtx@"))
     assert f"as observed before: **{reason}** (b0_DequantizeLinear)" in row  # as the lint predicted (DQ_INT32_RTX)
+    # the verdict names its kind of source: the earlier run's file and hardware, in the report, not only its cells
+    why = next(line for line in summary.splitlines()
+               if line.startswith("tensorrt-rtx@") and "*as observed before*" in line)
+    assert "fails as observed before in reports/observed/" in why and ", on " in why, why
+    html = report_file(tmp_path / "rep", "int32_bias", ".html").read_text(encoding="utf-8")
+    assert rtx["why"].split(" in ", 1)[1].split(",")[0] in html
     from matrix.models import models_view
 
     view = models_view([{"bundle": report["bundle"], "report": report, "html": "n.html", "md": "n.md"}])
