@@ -263,9 +263,11 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
     compute = [t for t in targets if kind_of(details.get(t, {})) == "compute"]
     int8 = sum(nodes[t]["precision"] == "int8" for t in compute)
     computing = set(compute)
-    others = _others([t for t in targets if t not in computing], nodes) if ran else {}
+    others = _others([t for t in targets if t not in computing
+                      and details.get(t, {}).get("op") not in SHAPE_ONLY], nodes) if ran else {}
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
-                 if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown")]
+                 if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown")
+                 and details.get(t, {}).get("op") not in SHAPE_ONLY]
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]]
     said = outcome(cell)
     fragile = fragile_outputs(cell)
@@ -383,6 +385,11 @@ def _outcome(result: Optional[Mapping[str, Any]]) -> str:
     if result.get("generated") and result.get("precision") == "unknown":
         return "fused"
     return str(result.get("precision", "unknown"))
+
+
+# Ops that read only their input's shape, never its values: fed by a DequantizeLinear, they are target nodes, but no
+# precision of theirs can "fall back to float".
+SHAPE_ONLY = frozenset({"Shape", "Size"})
 
 
 def _fallback(name: str, node: Mapping[str, str], detail: Mapping[str, Any]) -> Dict[str, Any]:

@@ -59,6 +59,21 @@ def test_the_report_counts_int8_nodes_and_names_the_float_fallback():
     assert trt["numerics"] == "0.5 output quantization steps (tolerance 2)"
 
 
+def test_a_shape_read_of_a_dequantized_tensor_never_falls_back_to_float():
+    """Shape reads its input's dimensions, never its values: fed by a DequantizeLinear it is a target node, but a
+    float precision of it is no fallback (a user's report read "7 nodes fell back to float: 5 Shape, ...")."""
+    meta = {"bundle": "user_model/net", "params": {"model": "net.onnx"}, "target_nodes": ["conv0", "add_out", "dims"],
+            "target_details": {"conv0": {"op": "Conv", "dequantize": ["dq_x", "dq_w"], "quantize": ["q_c"]},
+                               "add_out": {"op": "Add", "dequantize": ["dq_c"], "quantize": ["q_y"]},
+                               "dims": {"op": "Shape", "dequantize": ["dq_c"], "quantize": []}},
+            "outputs": {"y": {"step": 0.1, "step_kind": "quantization", "peak": 3.0}}}
+    cell = _cell("onnxruntime", "1.31.1", {"conv0": ("int8", ORT), "add_out": ("float", ORT_FLOAT),
+                                           "dims": ("float", {"evidence": "Shape kernel, float input"})})
+    (column,) = node_report([cell], meta)["columns"]
+    assert [f["node"] for f in column["fallbacks"]] == ["add_out"] and column["fallback_ops"] == {"Add": 1}
+    assert column["summary"].endswith("other quantized nodes: 1 float fallback"), column["summary"]
+
+
 def test_a_float_output_states_abs_and_rel_error():
     meta = {"target_nodes": [], "outputs": {"y": {"step": 0.02, "step_kind": "max/127", "peak": 2.54}}}
     column = node_report([_cell("openvino", "2026.4.1", {}, max_error=1.5)], meta)["columns"][0]
