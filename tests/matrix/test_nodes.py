@@ -166,9 +166,14 @@ def test_the_markdown_and_html_reports_show_misses_and_keep_sources_as_text(tmp_
     assert "<script>" not in page and '<tr class="news">' in page and "predicted, not run here" in page
     assert json.loads(data.read_text())["predictions"]["news"] == 1
     p = json.loads(data.read_text())["predictions"]
-    said = (f"in {len(p['rows'])} rows (a prediction by engine version): **1 miss (news for the catalogue)**, "
-            f"{p['agrees']} agree, {p['cannot_say']} cannot say, {p['not_run']} predicted, not run here")
+    said = (f", {len(p['rows'])} by engine version (a node's prediction for one version, or for a range of versions "
+            f"none of which ran): **1 miss (news for the catalogue)**, {p['agrees']} agree, {p['cannot_say']} cannot "
+            f"say, {p['not_run']} predicted, not run here")
     assert said in text, "the headline names every kind of row it counts"
+    assert p["news"] + p["agrees"] + p["cannot_say"] + p["not_run"] == len(p["rows"]), "the counts add up"
+    rows = len([line for line in text.split("| rule | version |", 1)[1].split("\n\n", 1)[0].splitlines()
+                if line.startswith("| ")]) - 1  # the table's rows, less its rule line
+    assert f"Below, {rows} rows: one per rule, version and outcome" in text and rows == len(p["groups"])
     assert f"{p['cannot_say']} cannot say, {p['not_run']} predicted, not run here" in page
 
 
