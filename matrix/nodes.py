@@ -276,7 +276,8 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
         "column": [cell.engine, cell.engine_version, cell.hardware, variant_label(cell.variant)],
         "heading": f"{cell.engine}@{cell.engine_version}", "status": cell.status, "verdict": cell.verdict,
         # a fragile pass's reason is the fidelity table's numbers, which the report gives per output
-        "failed_stage": said.failed_stage, "error": _first(cell.error) or ("" if fragile else _first(cell.reason)),
+        "failed_stage": said.failed_stage,
+        "error": cell.engine_reason or _first(cell.error) or ("" if fragile else _first(cell.reason)),
         "signature": cell.signature, "signature_short": signature_short(cell),
         "int8": int8, "total": len(compute), "others": others, "ran": ran,
         "summary": _summary(cell, ran, int8, len(compute), others, meta),
@@ -548,3 +549,4 @@ def file_stem(bundle: str) -> str:
 def _first(text: str) -> str:
     lines = (text or "").strip().splitlines()
     return lines[0][:300] if lines else ""
+

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from core.cell import Cell
+from engines.reasons import failure_evidence
 from matrix.diff import compare_cells
 from matrix.nodes import layer_of, node_report, precision_of
 
@@ -72,6 +74,21 @@ def test_a_shape_read_of_a_dequantized_tensor_never_falls_back_to_float():
     (column,) = node_report([cell], meta)["columns"]
     assert [f["node"] for f in column["fallbacks"]] == ["add_out"] and column["fallback_ops"] == {"Add": 1}
     assert column["summary"].endswith("other quantized nodes: 1 float fallback"), column["summary"]
+
+
+def test_an_openvino_errors_detail_is_a_line_that_says_why_not_its_source_location():
+    """OpenVINO's errors open with "Exception from <file>:<line>:": the report's detail line is the cell's engine
+    reason, the line that says why (a user's report read "openvino@2026.4.1: Exception from
+    src/inference/src/cpp/core.cpp:84:")."""
+    error = ("Exception from src/inference/src/cpp/core.cpp:84:\n"
+             "Exception from src/frontends/onnx/frontend/src/frontend.cpp:453:\n"
+             "FrontEnd API failed with OpConversionFailure:\n"
+             "Model wasn't fully converted. Failed operations detailed log:\n"
+             "-- No conversion rule found for operations: com.microsoft.QGemm\n")
+    node, says = failure_evidence(error)
+    cell = replace(_cell("openvino", "2026.4.1", {}, status="fail"), error=error, failing_node=node, engine_reason=says)
+    (column,) = node_report([cell], {"target_nodes": []})["columns"]
+    assert column["error"] == "No conversion rule found for operations: com.microsoft.QGemm", column["error"]
 
 
 def test_a_float_output_states_abs_and_rel_error():
