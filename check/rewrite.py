@@ -51,13 +51,14 @@ def offer(model_path: Path, inputs: Mapping[str, np.ndarray], expected: Mapping[
         return {}
     record: Dict[str, Any] = {"case": "two_conv_fanout_qdq", "seed": "032", "offered": False, "model": "",
                               "groups": [_group_record(s) for s in groups], "declined": declined,
-                              "comparison": {}, "cells": [], "why_not": ""}
-    if not groups:
-        record["why_not"] = "no group of sibling Convs can be merged: " + "; ".join(declined)
-        return record
+                              "matched": _matched_words(groups, declined), "comparison": {}, "cells": [],
+                              "why_not": ""}
     refused = parser_refusal(model)
     if refused:  # the merged reproducers' cells are symmetric INT8: they prove nothing for a model the parser refuses
         record["why_not"] = refused
+        return record
+    if not groups:
+        record["why_not"] = "no group of sibling Convs can be merged: " + _declined_words(declined)
         return record
     merged = merge(model, groups)
     path = folder / MERGED_FILE
@@ -107,6 +108,28 @@ def sibling_groups(model: Any) -> Tuple[List[Siblings], List[str]]:
     return groups, declined
 
 
+def _matched_words(groups: Sequence[Siblings], declined: Sequence[str]) -> str:
+    """What the pattern matched, in words: the groups ("a + b; c + d"), else how many Convs and the first few."""
+    if groups:
+        return "; ".join(" + ".join(_name(c) for c in s.convs) for s in groups)
+    names = [d.split(": ", 1)[0] for d in declined]
+    return f"{len(names)} Conv{'' if len(names) == 1 else 's'} ({_some(names)})"
+
+
+def _declined_words(declined: Sequence[str]) -> str:
+    """Why the matched Convs cannot merge, each reason once with the Convs it holds for ("a, b and 15 more: its
+    bias is ...")."""
+    by_why: Dict[str, List[str]] = {}
+    for d in declined:
+        name, _, why = d.partition(": ")
+        by_why.setdefault(why, []).append(name)
+    return "; ".join(f"{_some(names)}: {why}" for why, names in by_why.items())
+
+
+def _some(names: Sequence[str], shown: int = 4) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def parser_refusal(model: Any) -> str:
     """Why TensorRT's parser refuses the model before its builder could meet chooseHigherPrecision (a Q/DQ with a
     non-zero zero point: the lint's zero-point rule), in words; "" where that rule does not fire."""
@@ -117,7 +140,7 @@ def parser_refusal(model: Any) -> str:
     if not refused:
         return ""
     nodes = list(dict.fromkeys(f.node for f in refused))
-    shown = ", ".join(nodes[:4]) + (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+    shown = _some(nodes)
     first = refused[0]
     return (f"TensorRT {first.versions} refuses this model at parse, before the build where chooseHigherPrecision "
             f"fails: {len(nodes)} Q/DQ node{'' if len(nodes) == 1 else 's'} with a non-zero zero point ({shown}; "
@@ -382,7 +405,8 @@ def notes(record: Mapping[str, Any], folder: Path) -> List[str]:
         return []
     groups = "; ".join(" + ".join(g["convs"]) for g in record.get("groups") or [])
     if not record.get("offered"):
-        return [f"seed 032's merged-Conv rewrite not offered ({groups or 'no group'}): {record.get('why_not', '')}"]
+        return [f"seed 032's merged-Conv rewrite not offered (its pattern matched {record.get('matched') or groups}): "
+                f"{record.get('why_not', '')}"]
     comparison = record["comparison"]
     equal = "outputs equal bit for bit" if comparison["bit_for_bit"] else (
         f"outputs within {comparison['steps']:.3g} steps")

@@ -220,3 +220,49 @@ def test_outputs_that_move_past_one_step_refuse_the_offer(tmp_path):
     within = compare(expected, {"y0": expected["y0"] + 0.25, "y1": expected["y1"]}, steps)
     assert not within["bit_for_bit"] and within["steps"] == 1.0
     assert compare(expected, {"y0": expected["y0"][:, :2], "y1": expected["y1"]}, steps)["steps"] is None
+
+
+def _at_opset_12(path: Path) -> Path:
+    """The model at opset 12 (a per-tensor DequantizeLinear is valid there): no per-channel axis for a merged Conv."""
+    model = onnx.load(str(path))
+    inits = {t.name: t for t in model.graph.initializer}
+    for n in model.graph.node:  # opset 12's DequantizeLinear has no axis: a per-channel scale becomes per tensor
+        if any(a.name == "axis" for a in n.attribute):
+            scale, zero = (numpy_helper.to_array(inits[i]) for i in n.input[1:3])
+            inits[n.input[1]].CopyFrom(_const(np.float32(scale.max()), n.input[1]))
+            inits[n.input[2]].CopyFrom(_const(zero.flat[0], n.input[2]))
+            del n.attribute[:]
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", 12))
+    model.ir_version = 7
+    onnx.save(model, str(path))
+    return path
+
+
+def test_convs_that_cannot_merge_are_named_with_their_reason_once(tmp_path):
+    """Every matched Conv declined for one reason: the record says what matched and the reason once with the Convs it
+    holds for (a user's report repeated a per-Conv reason 17 times in one 1,000-character line)."""
+    path = _at_opset_12(detector(tmp_path / "det.onnx", per_tensor=True, heads=3))
+    record = bundle_from_model(path, tmp_path / "out").meta["rewrite"]
+    assert record["groups"] == [] and len(record["declined"]) == 3 and not record["offered"]
+    assert record["matched"] == "3 Convs (head0, head1, head2)", record["matched"]
+    assert record["why_not"] == ("no group of sibling Convs can be merged: head0, head1, head2: opset 12: "
+                                 "DequantizeLinear has no per-channel axis before opset 13"), record["why_not"]
+    from check.rewrite import notes
+
+    [line] = notes(record, tmp_path)
+    assert "its pattern matched 3 Convs (head0, head1, head2)" in line and line.count("opset 12") == 1, line
+
+
+def test_a_parse_refusal_is_the_reason_even_where_no_group_can_merge(tmp_path):
+    """Asymmetric activations and Convs that cannot merge: the parser's refusal (the model never reaches the build
+    where seed 032 fails) is the reason given, not the Convs' (a user's report gave only the per-Conv reason)."""
+    path = _at_opset_12(detector(tmp_path / "det.onnx", per_tensor=True, asymmetric=True))
+    record = bundle_from_model(path, tmp_path / "out").meta["rewrite"]
+    assert record["groups"] == [] and record["declined"] and not record["offered"]
+    assert "refuses this model at parse" in record["why_not"] and "non-zero zero point" in record["why_not"]
+    meta = {"target_nodes": [], "rewrite": record}
+    md = write_node_reports(node_report([], meta), tmp_path / "reports", "m")[0].read_text()
+    assert "Seed 032's pattern (sibling INT8 Convs on one Q/DQ activation" in md
+    assert "matched 2 Convs (head0, head1)" in md
+    assert "The lint's seed-032 pattern" not in md, "the lint has no seed-032 row where it predicts a parse failure"
