@@ -229,14 +229,22 @@ def say_list(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+CLIP_BACK = 30  # how far clip goes back from its limit to a space
+
+
 def first_line(text: str) -> str:
     """The first line of a text, "" for none."""
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def clip(text: str, limit: int) -> str:
-    """text cut at limit characters, " …" saying so."""
-    return text if len(text) <= limit else text[:limit] + " …"
+    """text cut at limit characters, " …" saying so; at the last space before the limit where one is near, so that no
+    word is cut in two ("if it i …" read as a word of the engine's)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= limit - CLIP_BACK else cut).rstrip() + " …"
 
 
 def many(n: int, one: str, more: str = "") -> str:

@@ -13,7 +13,7 @@ from core import words
 from core.cell import STATUSES, VERDICTS, Cell
 from core.engines import ENGINES
 from core.outcome import Outcome, outcome
-from core.words import FAILED_STAGE, KINDS
+from core.words import FAILED_STAGE, KINDS, clip
 from matrix.diff import CHANGE_NOUNS, CHANGES
 
 # Every table of words, with the key set it must cover.
@@ -138,3 +138,12 @@ def test_the_catalogue_and_the_vocabulary_load_without_numpy():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_clip_cuts_between_words_and_says_so():
+    """A cause's example read "... asymmetric quantization if it i …": the cut lands before a whole word."""
+    text = "Please set the flag to enable asymmetric quantization if it is on DLA."
+    assert clip(text, 58) == "Please set the flag to enable asymmetric quantization if …"
+    assert clip(text, 200) == text
+    assert clip("x" * 80, 50) == "x" * 50 + " …", "no space near the limit: cut there"
+    assert len(clip(text, 58)) <= 58 + 2
