@@ -184,7 +184,13 @@ def _command_help(session: nox.Session, command: tuple) -> None:
     help request makes none: the command's imports need the environment's packages)."""
     python = _own_env(session) / "bin" / "python"
     said = f"`python {' '.join(command)} --help`"
-    if not python.is_file():
+    if not python.is_file():  # a command whose --help needs the standard library alone (check's) prints it here
+        sys.stdout.flush()
+        alone = subprocess.run([sys.executable, *command, "--help"], env=_over_ours(_env()), check=False,
+                               capture_output=True, text=True)
+        if alone.returncode == 0 and alone.stdout.strip():
+            print(alone.stdout, end="")
+            return
         session.log(f"{said} is not listed: its environment {_show(python.parent.parent)} is made by the session's "
                     "first run (without --help), and this help lists them after that")
         return

@@ -45,8 +45,7 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from check import CheckError, HarnessFailure
 from core.cli import ArgumentParser
-from core.judge import reference_fault
-from core.numerics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
+from core.thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
 from core.words import FAILED, HARNESS, NO_REFERENCE
 
 if TYPE_CHECKING:
@@ -515,6 +514,8 @@ def summary(checks: Sequence[ModelCheck], ran: bool = True, unrun: str = "") -> 
 def reference_words(o: ModelCheck) -> str:
     """What a model without a reference says of it: its cells that ran it are "no reference" and blame no engine; a
     failure before any output (parse or build) needed none, and is judged."""
+    from core.judge import reference_fault
+
     said = f"no reference, {reference_fault(o.reference_error)}"
     if o.failed:
         blameless = "no engine blamed where it ran the model; a failure before any output needs none" \
@@ -650,6 +651,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the options alone: no engine's package, no numpy (a fresh clone's
+        _parser().print_help()                # nox -s check -- --help, before the session's environment is made)
+        sys.exit(EXIT_OK)
     from engines.tensorrt import lifeline
 
     lifeline.keep()  # nox, or whoever named itself in $QDQ_PARENT_PID: this check, and so its engines, end with it

@@ -16,6 +16,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from core.thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
+
 # The precisions that count as quantized in a node's evidence (a cell's `fused`); core.cell names them from here.
 QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")
 
@@ -28,8 +30,8 @@ QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")
 # and docs/numerics.md says why: 20 dB (the noise carries 1% of the signal's power) sits under the 23-46 dB that
 # ONNX Runtime's integer kernels reach on real 60-layer models against the simulated reference, and
 # above the < 10 dB of an output that is really wrong (a mis-scaled layer, a wrong kernel).
-DEFAULT_MIN_SQNR_DB = 20.0
-DEFAULT_MIN_COSINE = 0.99  # the angle between the two outputs; cos 0.99 is about 17 dB of uncorrelated noise
+# The two numbers, DEFAULT_MIN_SQNR_DB and DEFAULT_MIN_COSINE, are core/thresholds.py's (no numpy there, so that a
+# command's --help is printed without it).
 # The network measure's first floor: a quantized output within one step of its own quantizer everywhere passes.
 WITHIN_OUTPUT_STEPS = 1.0
 # The fragile floor's allowance against the float model: two independent errors of one size add 3 dB (a factor of

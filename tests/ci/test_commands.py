@@ -142,6 +142,15 @@ def test_the_main_jobs_help_returns_in_seconds(nox_sessions, tmp_path):
     assert seconds < SECONDS, seconds
 
 
+def test_checks_options_are_listed_before_its_environment_is_made(tmp_path):
+    """A fresh clone's `nox -s check -- --help` lists check's options (a user trial found none listed before the
+    session's first run): its parser needs the standard library alone, so nox's own interpreter prints it."""
+    done, _ = nox_help(["check"], tmp_path / "nox")
+    assert done.returncode == 0 and "usage: python -m check" in done.stdout, done.stdout + done.stderr
+    assert "--shape NAME:1x3x224x224" in done.stdout and "--trt-python" in done.stdout
+    assert not [p for p in (tmp_path / "nox").glob("*") if p.is_dir()], "a help request made an environment"
+
+
 def test_every_nox_command_names_a_session_whose_help_runs(every_command, nox_sessions):
     """The session named exists; its help runs in test_each_sessions_help_is_its_own_and_does_no_work."""
     nox = [(w, c) for w, c in every_command if re.sub(r"^(?:[A-Z_]+=\S+ )+", "", c).startswith("nox ")]
