@@ -8,7 +8,7 @@ from dataclasses import replace
 from core.cell import Cell
 from engines.reasons import failure_evidence
 from matrix.diff import compare_cells
-from matrix.nodes import layer_of, node_report, precision_of
+from matrix.nodes import layer_of, node_report, precision_of, write_node_reports
 
 # Each engine's evidence as its adapter records it: the layer, its type and its input and output types as fields, and a
 # sentence for people (the report reads the fields, never the sentence).
@@ -301,3 +301,15 @@ def test_a_built_column_says_once_that_built_is_not_running(tmp_path):
         for page in (md.read_text(), html.read_text()):
             assert page.count("Built is not running") == says
             assert ("https://github.com/NVIDIA/TensorRT-RTX/issues/35" in page) is bool(says)
+
+
+def test_a_derived_float_twin_says_which_pairs_became_a_relu_and_why(tmp_path):
+    """A Q/DQ pair whose quantized range starts at 0 becomes a Relu in the float twin: the report says so in words a
+    reader can check (a user's report read "(3 kept as the Relu their range starts at)" on a model with no Relu)."""
+    loss = {"y": {"sqnr_db": 31.0, "cosine": 0.9995}}
+    meta = {"target_nodes": [], "float_reference": {"derived": True, "loss": loss},
+            "float_twin": {"pairs": 12, "relu": 3, "folded": 4, "dequantized_at_run": 0, "kept": []}}
+    md = write_node_reports(node_report([], meta), tmp_path, "m")[0].read_text()
+    assert "12 QuantizeLinear → DequantizeLinear pairs removed (3 of them replaced by a Relu: their quantized range " \
+           "starts at 0, so they clip negative values as a Relu does)" in md, md
+    assert "kept as the Relu" not in md
