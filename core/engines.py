@@ -279,7 +279,7 @@ LINT_ENGINES: Tuple[str, ...] = tuple(n for n, s in ENGINES.items() if s.lint)
 # judge of outputs, the vocabulary and the engine descriptors it imports.
 REPRO_ALWAYS = {"repro.py": "matrix/repro.py", "suite/judge.py": "core/judge.py",
                 "suite/numerics.py": "core/numerics.py", "suite/words.py": "core/words.py",
-                "suite/engines.py": "core/engines.py"}
+                "suite/engines.py": "core/engines.py", "suite/thresholds.py": "core/thresholds.py"}
 
 
 # The files an NVIDIA driver leaves: this machine has an NVIDIA GPU where either exists (the TensorRT adapter then asks

@@ -5,7 +5,8 @@ bundle's repro.py all call `judge`; no other code decides a status, a verdict or
 knows (the expectation, a seed case's known signature) reaches it as data, found by the caller.
 
 Python 3.9+ and numpy only: it ships in every bug bundle as suite/judge.py beside its siblings suite/numerics.py and
-suite/words.py (with suite/engines.py, which words.py reads), and imports them relatively.
+suite/words.py (with suite/engines.py, which words.py reads, and suite/thresholds.py, which numerics.py reads), and
+imports them relatively.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from core.thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB
+from .thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_SQNR_DB  # relative: in a bug bundle, suite/thresholds.py
 
 # The precisions that count as quantized in a node's evidence (a cell's `fused`); core.cell names them from here.
 QUANTIZED_PRECISIONS = ("int8", "int4", "fp8", "fp4")

@@ -159,7 +159,7 @@ def test_tensorrt_bundle_holds_every_file(trt_bundle):
     assert names == {"model.onnx", "inputs.npz", "expected.npz", "case.json", "cell.json", "repro.py", "commands.md",
                      "data_loader.py", "environment.json", "log.txt", "ISSUE.md", "suite"}
     assert {str(p.relative_to(trt_bundle)) for p in (trt_bundle / "suite").rglob("*.py")} == \
-        {"suite/judge.py", "suite/numerics.py", "suite/words.py", "suite/engines.py"} | \
+        {"suite/judge.py", "suite/numerics.py", "suite/words.py", "suite/engines.py", "suite/thresholds.py"} | \
         {f"suite/tensorrt/{n}" for n in TRT_FILES}
     with zipfile.ZipFile(str(trt_bundle) + ".zip") as z:
         assert {f"{trt_bundle.name}/repro.py", f"{trt_bundle.name}/suite/tensorrt/worker.py"} <= set(z.namelist())

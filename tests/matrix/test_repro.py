@@ -107,9 +107,9 @@ def test_repro_counts_error_the_way_the_suite_does(tmp_path, monkeypatch):
 
     assert REPRO_ALWAYS == {"repro.py": "matrix/repro.py", "suite/judge.py": "core/judge.py",
                             "suite/numerics.py": "core/numerics.py", "suite/words.py": "core/words.py",
-                            "suite/engines.py": "core/engines.py"}
+                            "suite/engines.py": "core/engines.py", "suite/thresholds.py": "core/thresholds.py"}
     (tmp_path / "suite").mkdir()
-    for name in ("judge", "numerics", "words", "engines"):
+    for name in ("judge", "numerics", "words", "engines", "thresholds"):
         shutil.copyfile(REPO / "core" / f"{name}.py", tmp_path / "suite" / f"{name}.py")
     zeros = np.zeros((2, 3), np.float32)
     nan = np.array([np.nan, 1.0], np.float32)
