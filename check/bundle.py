@@ -137,6 +137,8 @@ def bundle_from_model(
         reference_of = independent_outputs if independent else reference_outputs
         progress.step("computing the reference")
         expected, reference, failed = reference_of(staging / "model.onnx", made.arrays)
+        if not independent and not any(n.op_type in (QUANTIZE, DEQUANTIZE) for n in model.graph.node):
+            reference["words"] = float_reference_words(reference)
         failed = empty_dims(declared, expected, failed)
         if failed:
             failed = _ask_for_inputs(failed, made)
@@ -640,6 +642,13 @@ def reference_outputs(model: Path, inputs: Mapping[str, np.ndarray]
         why = f"the reference (ONNX Runtime {ort.__version__}, CPU, optimizations off) cannot run it: {said}"
         return {}, reference, why
     return {n: np.asarray(a) for n, a in outputs.items()}, reference, ""
+
+
+def float_reference_words(reference: Mapping[str, Any]) -> str:
+    """The reference of a model with no Q/DQ and no integer operator, in words: no simulated quantization is in it."""
+    return (f"ONNX Runtime {reference.get('version', '')} on CPU, graph optimizations off, on the model as it is: it "
+            "holds no QuantizeLinear or DequantizeLinear, so this is its float arithmetic (the ONNX Runtime column "
+            "runs the same model with its optimizations on)")
 
 
 def independent_outputs(model: Path, inputs: Mapping[str, np.ndarray]

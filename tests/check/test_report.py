@@ -11,6 +11,7 @@ import pytest
 from check.__main__ import main
 from tests.check.models import (
     float_convnet,
+    qdq_conv,
     qdq_conv_stack,
     quantize_for_tensorrt,
     quantize_static,
@@ -69,6 +70,14 @@ def test_a_float_model_says_tensorrt_builds_it_in_float_and_names_the_quantizers
     assert "python -m modelopt.onnx.quantization" in advice["fix"] and "quantize_static" in advice["fix"]
     assert '"QuantizeBias": False' in advice["fix"] and "per_channel=True" in advice["fix"]
     assert "**This model has no Q/DQ** (2 compute nodes)" in md
+    # its reference is its own float arithmetic, no simulated Q/DQ model (a user's report said so of a float model)
+    assert "on the model as it is: it holds no QuantizeLinear or DequantizeLinear, so this is its float arithmetic" \
+        in md and "simulated Q/DQ" not in md and "never an engine under test" not in md
+
+
+def test_a_qdq_models_reference_is_the_simulated_qdq_model(tmp_path):
+    _, md = _check(qdq_conv(tmp_path / "q.onnx"), tmp_path, "onnxruntime")
+    assert "on CPU, graph optimizations off (the simulated Q/DQ model)" in md and "float arithmetic" not in md
 
 
 @pytest.mark.parametrize("dtype, rtx_does", [("int8", None), ("uint8", "float")])
