@@ -272,10 +272,10 @@ def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -
         lost, gained = _moved(a, b, "int8", "float"), _moved(a, b, "float", "int8")
         if lost:
             add("fusion lost", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
-                "float: " + ", ".join(lost), gist=(COUNTED_NODES, COUNTED_NODES))
+                "float: " + ", ".join(lost), gist=(MORE_INT8, FEWER_INT8))
         if gained:
             add("fusion gained", f"{_int8_count(a)} INT8 nodes", f"{_int8_count(b)} INT8 nodes",
-                "INT8: " + ", ".join(gained), gist=(COUNTED_NODES, COUNTED_NODES))
+                "INT8: " + ", ".join(gained), gist=(FEWER_INT8, MORE_INT8))
     if a.status == "fail" and b.status == "fail":
         stage = was.failed_stage == now.failed_stage
         same_symptom = stage and ((a.signature != "" and a.signature == b.signature) or
@@ -528,7 +528,9 @@ def change_noun(kind: str, n: int) -> str:
 
 FOLD = 12  # more changes than this on one hardware label: say them by cause, fold the full table
 CAUSE_LIMIT = 160  # characters of a cause's symptom in a change
-COUNTED_NODES = "N INT8 nodes"  # a fusion change counted node by node, the counts left out (they differ per model)
+# A fusion change counted node by node, said for a group without its counts (they differ per model; each reproducer's
+# row in the pair's diff file has them): "INT8 on more nodes -> INT8 on fewer nodes", not "N INT8 nodes -> N ...".
+MORE_INT8, FEWER_INT8 = "INT8 on more nodes", "INT8 on fewer nodes"
 DRIFT_GIST = "N steps"  # a numeric drift, its sizes left out
 
 

@@ -251,12 +251,19 @@ def regression_basis_lines(report: DiffReport) -> List[str]:
     if own:
         n = len({(c.bundle, c.kind) for c in own})
         runs = sorted({r for c in own for r in c.runs})
-        out.append(f"{many(n, 'regression')} observed by this suite only (no upstream source documents "
+        out.append(f"{_by_kind(own)} observed by this suite only (no upstream source documents "
                    f"{'it' if n == 1 else 'them'}), in these runs: {'; '.join(runs)}.")
     if documented:
-        n = len({(c.bundle, c.kind) for c in bad if c.basis})
-        out.append(f"{many(n, 'regression')} documented upstream: {'; '.join(documented)}.")
+        out.append(f"{_by_kind([c for c in bad if c.basis])} documented upstream: {'; '.join(documented)}.")
     return out
+
+
+def _by_kind(changes: Sequence[Change]) -> str:
+    """Changes counted as the headline counts them, one kind at a time ("1 regression and 2 fusion lost"): a line
+    under a headline of "2 regressions, 3 fusion lost" never calls all five regressions."""
+    counts = {k: len({c.bundle for c in changes if c.kind == k}) for k in REGRESSIONS}
+    said = [f"{n} {change_noun(k, n)}" for k, n in counts.items() if n]
+    return " and ".join(said)
 
 
 def shown(before: str, after: str, limit: int = SHOWN) -> Tuple[str, str]:

@@ -299,3 +299,23 @@ def test_two_models_under_one_bundle_id_are_not_compared(make_cell):
     assert report.changes == () and report.compared == 0
     assert report.not_compared == ("user_model/reduced [NVIDIA H200 (sm_90)]: not the same model: 10.0.1's cell ran "
                                    f"digest {'a' * 12}, 10.3.0's {'b' * 12}",)
+
+
+def test_a_fusion_change_node_by_node_says_which_way_in_its_group(make_cell):
+    """Both cells partly fused (fused None): the change is counted node by node; its group (by_cause) says "INT8 on
+    more nodes -> INT8 on fewer nodes", where a user's report read "N INT8 nodes -> N INT8 nodes" (the counts masked
+    away), and the reproducer's own row keeps its counts."""
+    from matrix.diff import by_cause
+
+    both = {"a": {"precision": "int8"}, "b": {"precision": "int8"}}
+    one = {"a": {"precision": "int8"}, "b": {"precision": "float"}}
+    cells = [make_cell("grouped_conv/g=2", engine_version=OLD, fused=None, precision=both),
+             make_cell("grouped_conv/g=2", engine_version=NEW, fused=None, precision=one),
+             make_cell("grouped_conv/g=4", engine_version=OLD, fused=None, precision=one),
+             make_cell("grouped_conv/g=4", engine_version=NEW, fused=None, precision=both)]
+    report = diff(cells, "tensorrt", OLD, NEW)
+    groups = {g.kind: (g.before, g.after) for g in by_cause(report.changes)}
+    assert groups == {"fusion lost": ("INT8 on more nodes", "INT8 on fewer nodes"),
+                      "fusion gained": ("INT8 on fewer nodes", "INT8 on more nodes")}, groups
+    rows = {c.kind: (c.before, c.after) for c in report.changes}
+    assert rows["fusion lost"] == ("2 of 2 INT8 nodes", "1 of 2 INT8 nodes")

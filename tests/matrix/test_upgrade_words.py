@@ -143,3 +143,24 @@ def test_users_models_compared_are_counted_apart_from_the_catalogues_reproducers
     report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
     assert (report.compared, report.compared_models) == (2, 1)
     assert report.said_compared == "1 reproducer and 1 user model compared"
+
+
+
+def test_the_lines_under_a_headline_count_regressions_and_fusion_lost_as_it_does(make_cell):
+    """A headline of "1 regression, 1 fusion lost" had "2 regressions observed by this suite only" under it (a user
+    trial): each kind is counted apart, in the headline's words."""
+    from matrix.upgrade import regression_basis_lines
+
+    fused = {"fused": True, "precision": {"y": {"precision": "int8"}}}
+    cells = [make_cell("grouped_conv/g=2", engine_version="8.5.3.1"),
+             make_cell("grouped_conv/g=2", engine_version="8.6.0", status="fail", last_stage="build",
+                       verdict="new failure", fused=None, error="boom"),
+             make_cell("grouped_conv/g=4", engine_version="8.5.3.1", **fused),
+             make_cell("grouped_conv/g=4", engine_version="8.6.0", fused=False,
+                       precision={"y": {"precision": "float"}})]
+    report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
+    assert headline(report).startswith("1 regression, 1 fusion lost"), headline(report)
+    lines = regression_basis_lines(report)
+    assert lines[0].startswith("1 regression observed by this suite only"), lines
+    assert lines[1].startswith("1 fusion lost documented upstream: "), lines
+    assert not any(line.startswith("2 regressions") for line in lines)
