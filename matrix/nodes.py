@@ -449,6 +449,8 @@ def network_words(stats: Mapping[str, Any], floats: str = "the float model") -> 
 def _stat_words(o: Mapping[str, Any], cosine: bool = True, max_abs: bool = True) -> str:
     if o.get("non_finite"):
         return f"{o['non_finite']} values NaN or inf"
+    if o.get("expected_non_finite"):
+        return f"{o['expected_non_finite']} values NaN or inf on the other side (the reference or the float outputs)"
     sqnr = "SQNR exact" if o.get("sqnr_db") is None else f"SQNR {o['sqnr_db']:.1f} dB"
     angle = f", cosine {o['cosine']:.4f}" if cosine and o.get("cosine") is not None else ""
     peak = f", max abs {float(o.get('max_abs') or 0):.3g}" if max_abs else ""
@@ -456,7 +458,7 @@ def _stat_words(o: Mapping[str, Any], cosine: bool = True, max_abs: bool = True)
 
 
 def _sqnr_rank(o: Mapping[str, Any]) -> float:
-    if o.get("non_finite"):
+    if o.get("non_finite") or o.get("expected_non_finite"):
         return float("-inf")
     return float("inf") if o.get("sqnr_db") is None else float(o["sqnr_db"])
 

@@ -168,3 +168,57 @@ def test_a_bundles_twin_leaves_a_large_weight_in_its_file_and_the_report_says_so
                 last_stage="compare", precision={t: {"precision": "int8"} for t in bundle.meta["target_nodes"]})
     md = render_template("nodes.md.j2", node_report([cell], bundle.meta), html=False)
     assert "0 quantized constants folded into float, 1 weight left to its DequantizeLinear" in md
+
+
+def _hardswish_net(path: Path) -> Path:
+    """x -> Conv -> HardSwish written as ONNX exporters write it (x * Clip(x + 3, 0, 6) / 6) -> Conv -> y."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.normal(0, 1.5, (8, 3, 3, 3)).astype(np.float32), "w0"),
+             numpy_helper.from_array(rng.normal(0, 0.3, (4, 8, 1, 1)).astype(np.float32), "w1"),
+             numpy_helper.from_array(np.float32(3.0), "three"), numpy_helper.from_array(np.float32(0.0), "lo"),
+             numpy_helper.from_array(np.float32(6.0), "hi")]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0", kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("Add", ["c0", "three"], ["a"], name="add3"),
+             helper.make_node("Clip", ["a", "lo", "hi"], ["clipped"], name="clip"),
+             helper.make_node("Mul", ["c0", "clipped"], ["m"], name="mul"),
+             helper.make_node("Div", ["m", "hi"], ["hs"], name="div6"),
+             helper.make_node("Conv", ["hs", "w1"], ["y"], name="conv1", kernel_shape=[1, 1])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])
+    graph = helper.make_graph(nodes, "hardswish", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                                      [1, 4, 16, 16])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_clip_the_quantizer_folded_keeps_its_ceiling_in_the_twin(tmp_path):
+    """onnxruntime's quantize_static folds HardSwish's Clip(0, 6) into the Q/DQ pair after it and removes it: the twin
+    clips to that pair's range, floor and ceiling, so it computes what the float model does. A twin that restored only
+    the floor (a Relu) computed HardSwish unbounded: 1.8 dB from the real float model of a PaddleOCR classifier (a user
+    trial), NaN on its recognizer."""
+    float_path = _hardswish_net(tmp_path / "float.onnx")
+    quantized = quantize_static(float_path, tmp_path / "q.onnx", calibration_range=3.0)
+    assert "Clip" not in [n.op_type for n in onnx.load(str(quantized)).graph.node], "the quantizer folded the Clip"
+    twin, done = float_twin(onnx.load(str(quantized)))
+    clips = [n for n in twin.graph.node if n.op_type == "Clip"]
+    assert done["relu"] >= 1 and clips, done
+    inputs = {"x": np.random.default_rng(0).uniform(-3, 3, (1, 3, 16, 16)).astype(np.float32)}
+    onnx.save(twin, str(tmp_path / "twin.onnx"))
+    twin_y = reference_outputs(tmp_path / "twin.onnx", inputs)[0]["y"]
+    float_y = reference_outputs(float_path, inputs)[0]["y"]
+    stats = output_stats(float_y, twin_y)
+    assert stats["sqnr_db"] is not None and stats["sqnr_db"] > 20.0, stats
+
+
+def test_a_float_output_with_nan_is_never_an_exact_loss():
+    """A float twin's output of NaN where the reference is finite was reported 'SQNR exact, cosine 1.0000' (a user
+    trial): the statistics count it, and the fragile floor never passes on it."""
+    from core.numerics import fragile
+
+    twin = np.full((4,), np.nan, np.float32)
+    reference = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    loss = output_stats(twin, reference)
+    assert loss["expected_non_finite"] == 4 and "non_finite" not in loss
+    stats = dict(output_stats(reference, reference * 0.5), loss=loss, float=output_stats(twin, reference * 0.5))
+    assert not fragile(stats, {"min_sqnr_db": 20.0, "min_cosine": 0.99})

@@ -303,13 +303,14 @@ def test_a_built_column_says_once_that_built_is_not_running(tmp_path):
             assert ("https://github.com/NVIDIA/TensorRT-RTX/issues/35" in page) is bool(says)
 
 
-def test_a_derived_float_twin_says_which_pairs_became_a_relu_and_why(tmp_path):
+def test_a_derived_float_twin_says_which_pairs_became_a_clip_and_why(tmp_path):
     """A Q/DQ pair whose quantized range starts at 0 becomes a Relu in the float twin: the report says so in words a
     reader can check (a user's report read "(3 kept as the Relu their range starts at)" on a model with no Relu)."""
     loss = {"y": {"sqnr_db": 31.0, "cosine": 0.9995}}
     meta = {"target_nodes": [], "float_reference": {"derived": True, "loss": loss},
             "float_twin": {"pairs": 12, "relu": 3, "folded": 4, "dequantized_at_run": 0, "kept": []}}
     md = write_node_reports(node_report([], meta), tmp_path, "m")[0].read_text()
-    assert "12 QuantizeLinear → DequantizeLinear pairs removed (3 of them replaced by a Relu: their quantized range " \
-           "starts at 0, so they clip negative values as a Relu does)" in md, md
+    assert "12 QuantizeLinear → DequantizeLinear pairs removed (3 of them replaced by a Clip to their quantized " \
+           "range, which starts at 0: a quantizer folds a Relu or a Clip (Relu6, HardSwish's Clip(0, 6)) into such a " \
+           "pair and removes it" in md, md
     assert "kept as the Relu" not in md
