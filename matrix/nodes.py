@@ -268,7 +268,11 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
                  if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown")
                  and details.get(t, {}).get("op") not in SHAPE_ONLY]
-    unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]]
+    shape_reads = [t for t in targets if t not in computing and details.get(t, {}).get("op") in SHAPE_ONLY]
+    unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]
+               and t not in shape_reads]
+    if ran and shape_reads:  # counted apart, so that the parts add up to the other quantized nodes
+        others = dict(others, shape_reads=len(shape_reads))
     said = outcome(cell)
     fragile = fragile_outputs(cell)
     column = {
@@ -321,6 +325,8 @@ def _summary(cell: Cell, ran: bool, int8: int, total: int, others: Mapping[str, 
     if not ran:
         return head
     rest = [f"{others[k]} {words}" for k, words in OTHER_NODE_WORDS.items() if others.get(k)]
+    if others.get("shape_reads"):
+        rest.append(f"{others['shape_reads']} Shape or Size (it reads dimensions, not values)")
     return head + (f"; other quantized nodes: {', '.join(rest)}" if rest else "")
 
 

@@ -71,9 +71,24 @@ def test_a_shape_read_of_a_dequantized_tensor_never_falls_back_to_float():
             "outputs": {"y": {"step": 0.1, "step_kind": "quantization", "peak": 3.0}}}
     cell = _cell("onnxruntime", "1.31.1", {"conv0": ("int8", ORT), "add_out": ("float", ORT_FLOAT),
                                            "dims": ("float", {"evidence": "Shape kernel, float input"})})
-    (column,) = node_report([cell], meta)["columns"]
+    report = node_report([cell], meta)
+    (column,) = report["columns"]
     assert [f["node"] for f in column["fallbacks"]] == ["add_out"] and column["fallback_ops"] == {"Add": 1}
-    assert column["summary"].endswith("other quantized nodes: 1 float fallback"), column["summary"]
+    # counted apart, so that the parts add up to the other quantized nodes (a user's report said "166 other quantized
+    # nodes" above "3 INT8, 143 float fallback, 19 no evidence")
+    assert column["summary"].endswith("other quantized nodes: 1 float fallback, 1 Shape or Size (it reads "
+                                      "dimensions, not values)"), column["summary"]
+    assert sum(column["others"].values()) == report["other"] == 2
+
+
+def test_a_shape_read_without_evidence_is_no_unknown_node():
+    meta = {"bundle": "user_model/net", "params": {"model": "net.onnx"}, "target_nodes": ["conv0", "dims"],
+            "target_details": {"conv0": {"op": "Conv", "dequantize": ["dq_x", "dq_w"], "quantize": ["q_c"]},
+                               "dims": {"op": "Shape", "dequantize": ["dq_c"], "quantize": []}}}
+    cell = _cell("onnxruntime", "1.31.1", {"conv0": ("int8", ORT)})
+    (column,) = node_report([cell], meta)["columns"]
+    assert column["unknown"] == [] and column["others"] == {"fused": 0, "int8": 0, "float": 0, "unknown": 0,
+                                                             "shape_reads": 1}, column
 
 
 def test_an_openvino_errors_detail_is_a_line_that_says_why_not_its_source_location():
