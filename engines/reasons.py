@@ -42,6 +42,11 @@ _OV_SUMMARY = re.compile(r"^-- ((?:No conversion rule found for operations|Conve
 # OpenVINO's CPU plugin names the node a run or compile failed in ("Node y of type ROIAlign"), then says why after
 # the check that failed, again naming the node ("ROIAlign node with name 'y' Batch index cannot be less, than -1").
 _OV_CPU_NODE = re.compile(r"^Node (\S+) of type (\w+)$")
+# A transformation of OpenVINO's plugin that threw on a node: "[AddTransformation] END: node: opset1::Add Add@1
+# (<inputs>) -> (<outputs>) CALLBACK HAS THROWN: Check 'index < m_inputs.size()' failed at src/core/src/node.cpp:304:",
+# then the check's message on the next line ("index '0' out of range"). Its node names hold dots ("p2o.Mul.0").
+_OV_CALLBACK = re.compile(r"^\[(\w+)\] END: node: (\S+) (\S+) \(.*CALLBACK HAS THROWN: (.*)$")
+_OV_CHECK = re.compile(r"^Check '(.*)' failed at \S+:\d+:?$")
 _OV_CPU_NAMED = re.compile(r"^\w+ node with name '[^']*':?\s*")
 # ONNX Runtime's exceptions: "[ONNXRuntimeError] : 10 : INVALID_GRAPH : <message>", a load failure's "Load model from
 # <path> failed:", a run failure's "Non-zero status code returned while running Conv node. Name:'y' Status Message:"
@@ -187,8 +192,12 @@ def _why(text: str, node: str) -> str:
     """The first line of text that says why (see reason_line), trimmed to the reason itself: its first sentence that
     names no category or condition. OpenVINO's reason names the operation it was converting ("Conv-23: ...")."""
     where = ""  # OpenVINO: the operation whose message this is
-    for raw in (text or "").splitlines():
+    lines = (text or "").splitlines()
+    for k, raw in enumerate(lines):
         line = _ORT_PREFIX.sub("", _WORKER_PREFIX.sub("", raw.strip()))
+        callback = _OV_CALLBACK.match(line)
+        if callback:
+            return _callback_reason(callback, lines[k + 1:])[:REASON_LIMIT]
         operation, validating, summary = _OV_OPERATION.match(line), _OV_NODE.match(line), _OV_SUMMARY.match(line)
         cpu = _OV_CPU_NODE.match(line)
         if operation or validating or cpu:
@@ -215,6 +224,16 @@ def _why(text: str, node: str) -> str:
             named = f"{where}: {why}" if where and not why.startswith(where.split("-")[0]) else why
             return named[:REASON_LIMIT]
     return ""
+
+
+def _callback_reason(callback: "re.Match[str]", after: Sequence[str]) -> str:
+    """OpenVINO's transformation that threw on a node, in one line: "AddTransformation on opset1::Add Add@1: Check
+    'index < m_inputs.size()' failed: index '0' out of range" (the check's message is the next line)."""
+    transformation, op, name, thrown = callback.groups()
+    check = _OV_CHECK.match(thrown.strip())
+    said = f"Check '{check.group(1)}' failed" if check else _SOURCE_LINE.sub(r"\1", thrown.strip()).rstrip(":")
+    message = next((x.strip() for x in after if x.strip()), "") if check or thrown.strip().endswith(":") else ""
+    return f"{transformation} on {op} {name}: {said}" + (f": {message}" if message else "")
 
 
 def _innermost(line: str) -> str:

@@ -203,3 +203,25 @@ def test_a_model_newer_than_onnx_runtime_reads_says_which_version_and_the_most_i
 ])
 def test_any_other_load_failure_is_no_newer_model(error):
     assert newer_model(error) == ""
+
+
+# OpenVINO 2026.4.1's CPU plugin on two PaddleOCR models quantized by quantize_static with its defaults (a user trial).
+OV_CALLBACK = ("Exception from src/inference/src/cpp/core.cpp:117:\n"
+               "Exception from src/inference/src/dev/plugin.cpp:54:\n"
+               "Exception from src/core/src/pass/graph_rewrite.cpp:298:\n"
+               "[{t}] END: node: {op} {name} (opset1::Multiply a_DequantizeLinear[0]:f32[1,2,1,1], "
+               "opset1::Multiply b_DequantizeLinear[0]:f32[1,2,1,1]) -> "
+               "(f32[1,2,1,1]) CALLBACK HAS THROWN: Check 'index < m_inputs.size()' failed at "
+               "src/core/src/node.cpp:304:\nindex '0' out of range")
+
+
+@pytest.mark.parametrize("transformation, op, name", [("AddTransformation", "opset1::Add", "Add@1"),
+                                                      ("MultiplyPartialTransformation", "opset1::Multiply",
+                                                       "p2o.Mul.0")])
+def test_an_openvino_transformation_that_threw_says_its_check_and_message_on_the_whole_node_name(transformation, op,
+                                                                                                  name):
+    """The reason was cut at the dot of the node's name ("... opset1::Multiply p2o") or ended at the check's source
+    line, without the message after it ("index '0' out of range")."""
+    error = OV_CALLBACK.format(t=transformation, op=op, name=name)
+    assert reason_line(error) == (f"{transformation} on {op} {name}: Check 'index < m_inputs.size()' failed: "
+                                  "index '0' out of range")
