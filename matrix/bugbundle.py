@@ -147,9 +147,14 @@ def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardwa
     named = "".join(f" [{v}]" for v in (hardware, variant) if v is not None)
     if not same:
         raise ValueError(f"no cell {bundle} on {engine} {version}{named}")
-    choices = "; ".join(f"{c.setting} ({c.run.get('source', 'local')})" for c in same)
-    raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}: {choices}; name one with --hardware "
-                     "and --variant" + (" (they differ in source: keep one results file)" if named else ""))
+    options = [f"--hardware {shlex.quote(c.hardware)} --variant {shlex.quote(variant_label(c.variant) or 'default')}"
+               for c in same]
+    if len(set(options)) < len(options):  # the same hardware and variant from two files: no option tells them apart
+        choices = "; ".join(f"{o} from {c.run.get('source', 'local')}" for o, c in zip(options, same))
+        raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}: {choices}; they are one cell from "
+                         "two results files (results/ and reports/observed/): move one file out of results/")
+    raise ValueError(f"{len(same)} cells match {bundle} on {engine} {version}{named}: add one of "
+                     + "; ".join(options))
 
 
 def failed_stage(cell: Cell) -> str:

@@ -109,7 +109,11 @@ def test_one_cell_of_columns_that_differ_only_in_their_variant_is_named_by_it(bu
     common = ["bugs", "--results", str(results), "--bundles", str(bundles), "--out", str(out), "--cell", BUNDLE,
               "--engine", "tensorrt-rtx", "--version", "1.7.1.116"]
     assert main([*common, "--hardware", RTX]) == 2
-    assert "5 cells match" in capsys.readouterr().err and not out.exists()
+    said = capsys.readouterr().err
+    assert "5 cells match" in said and not out.exists()
+    # each choice as the options that name it (a user trial was told "keep one results file" for cells that differed
+    # in their variant alone)
+    assert "--variant target=SM89" in said and "--variant target=SM75" in said and "results file" not in said, said
     assert main([*common, "--hardware", RTX, "--variant", "target=SM89"]) == 0
     [folder] = written(out)
     assert "**Settings**: target=SM89," in (folder / "ISSUE.md").read_text(encoding="utf-8")

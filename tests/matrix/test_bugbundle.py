@@ -686,3 +686,14 @@ def test_how_repro_py_runs_each_engine_is_its_descriptors():
         "an ahead-of-time build"
     source = (REPO / "matrix" / "bugbundle.py").read_text(encoding="utf-8")
     assert not re.search(r'engine == "(onnxruntime|openvino)"', source)
+
+
+def test_one_cell_from_two_results_files_is_told_apart_by_neither_option(make_cell):
+    """The same hardware and variant from two files: no option names one, and the error says what to do instead."""
+    from matrix.bugbundle import select
+
+    local = make_cell("grouped_conv/g=2", engine_version="8.6.0")
+    observed = replace(local, run=dict(local.run, source="reports/observed/nvidia-h200/trt-8.6.0.jsonl"))
+    with pytest.raises(ValueError) as said:
+        select([local, observed], "grouped_conv/g=2", local.engine, "8.6.0", local.hardware, "default")
+    assert "one cell from two results files" in str(said.value) and "reports/observed/" in str(said.value)
