@@ -69,6 +69,7 @@ DETAIL_FIELDS = ("name", "compute_capability", "driver", "cuda_driver", "cpu", "
 VERSION_FIELDS = ("python", "numpy", "onnx", "cudnn", "cublas", "payload", *(s.module for s in ENGINES.values()),
                   "driver", "cuda_driver")
 VERBOSE_LOG = "build-verbose.log"  # the worker's file name for it too (engines/tensorrt/worker.py)
+PREVIOUS_CELLS = "previous-version-cells.jsonl"  # a regression's earlier runs, each cell whole
 NOT_RECORDED = "not recorded (the cell predates the suite recording it)"
 # A Q/DQ element type (onnx's TensorProto name) -> the precision a title names.
 PRECISION_OF = {"INT8": "INT8", "UINT8": "INT8", "INT4": "INT4", "UINT4": "INT4", "INT16": "INT16", "UINT16": "INT16",
@@ -306,6 +307,9 @@ def make(cell: Cell, everything: Sequence[Cell], bundles: Path, out: Path) -> Pa
              "environment.json": json.dumps(environment(cell), indent=2, sort_keys=True) + "\n"}
     if shown["verbose"]["attached"]:
         texts[VERBOSE_LOG] = verbose_text(cell)
+    was = shown["regression"]
+    if was:  # the earlier version's runs a regression is measured against, whole: the title's claim, checkable
+        texts[PREVIOUS_CELLS] = "".join(c.to_json() + "\n" for c in previous_cells(cell, everything, was["from"]))
     if cell.engine in ENGINES and ENGINES[cell.engine].repro_commands:
         texts["commands.md"] = render(ENGINES[cell.engine].repro_commands, shown)
         texts["data_loader.py"] = render("data_loader.py.j2", {})
@@ -484,6 +488,8 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell],
         "error_first_line": first_line(cell.error), "error_lines": _lines(cell.error, 30),
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
+        # a signature read from an issue or pull request thread: a report of the failure, not a document of it
+        "signature_thread": bool(cell.signature) and any(w in signature_source(cell) for w in ("/issues/", "/pull/")),
         "signature_words": signature_basis_words(cell.signature_basis) if cell.signature else "",
         "baseline": (cell.expectation or {}).get("basis") == "baseline",
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
@@ -726,6 +732,14 @@ def hardware_class(cell: Cell) -> tuple:
     return (variant_label(cell.variant), str((cell.hardware_detail or {}).get("compute_capability") or cell.hardware))
 
 
+def previous_cells(cell: Cell, everything: Sequence[Cell], version: str) -> List[Cell]:
+    """The cells of the earlier version a regression is measured against: the same reproducer, engine and hardware
+    class, that ran (regression's `before`)."""
+    key = hardware_class(cell)
+    return [c for c in everything if c.bundle == cell.bundle and c.engine == cell.engine and c.engine_version == version
+            and c.status in RAN and hardware_class(c) == key]
+
+
 def regression(cell: Cell, everything: Sequence[Cell]) -> Optional[Dict[str, Any]]:
     """Where this cell is a regression (matrix.diff.regressions, the one definition every view uses: it fails or lost
     INT8 fusion where the engine's previous version that ran the reproducer on its hardware setting passed, built or
@@ -736,8 +750,7 @@ def regression(cell: Cell, everything: Sequence[Cell]) -> Optional[Dict[str, Any
     if found is None:
         return None
     previous, change = found
-    key = hardware_class(cell)
-    before = [c for c in mine if c.status in RAN and c.engine_version == previous and hardware_class(c) == key]
+    before = previous_cells(cell, mine, previous)
     lost = cell.status in WORKED and cell.fused is False
     documented = sorted({c.expectation["source"] for c in before if c.verdict == "as documented"})
     return {"from": previous, "lost_fusion": lost, "hardware": sorted({c.setting for c in before}),
@@ -847,7 +860,8 @@ def expected_words(cell: Cell, meta: Dict[str, Any], was: Optional[Dict[str, Any
         basis = f"observed by this suite on {', '.join(was['hardware'])}" + \
             (f" ({', '.join(was['files'])})" if was["files"] else "") + \
             (f"; documented too ({', '.join(was['documented'])})" if was["documented"] else "")
-        return f"As on {name} {was['from']}, the previous version this suite ran it on, which {did}: {basis}."
+        return (f"As on {name} {was['from']}, the previous version this suite ran it on, which {did}: {basis}; "
+                f"those cells, whole, are in {PREVIOUS_CELLS}.")
     basis = "observed before by this suite" if e.get("basis") == "baseline" else "documented"
     if e.get("outcome") in ("pass", "int8", "not_int8"):
         what = {"pass": "pass", "int8": "run with every target node in INT8", "not_int8": "run, a target in float"}

@@ -502,7 +502,14 @@ def test_a_regression_says_so_in_its_title_and_first_line(bundles, tmp_path):
     assert "observed by this suite on NVIDIA H200 (sm_90) · tactics=tensorrt-only (tests/data/observed-sample.jsonl)" \
         in expected
     assert issue.split("## Actual behavior\n\n", 1)[1].startswith("It fails at the build stage: ")
+    # the claim is checkable from the bundle: the earlier version's cell ships whole (a triager found none in it)
+    assert "those cells, whole, are in previous-version-cells.jsonl" in expected
+    shipped = (tmp_path / "a").rglob("previous-version-cells.jsonl")
+    [previous] = [Cell.from_dict(json.loads(line)) for path in shipped for line in path.read_text().splitlines()]
+    assert (previous.engine_version, previous.status, previous.fused) == ("8.5.3.1", "pass", True)
+    assert "- `previous-version-cells.jsonl`: the TensorRT 8.5.3.1 cells this regression is measured against" in issue
     assert "egression" not in issue_of(sample("8.6.0"), [sample("8.5.3.1"), sample("8.6.0")], bundles, tmp_path / "b")
+    assert not list((tmp_path / "b").rglob("previous-version-cells.jsonl")), "no regression: no earlier cells shipped"
 
 
 def test_a_known_failure_is_never_what_expected_behaviour_asks_for(bundles, tmp_path):
@@ -659,7 +666,11 @@ def test_writing_a_bug_bundle_reads_its_reproducer_once_and_asks_no_catalogue(bu
     for name in ("case.json", "expected.npz", "inputs.npz", "model.onnx"):
         assert (folder / name).read_bytes() == (source / name).read_bytes()
     issue = (folder / "ISSUE.md").read_text(encoding="utf-8")
-    assert f"Matched documented signature `{cell.signature}`" in issue and cell.signature_source in issue
+    assert "/issues/" in cell.signature_source and f"Its error matches `{cell.signature}`" in issue
+    # a thread reports a failure, it does not document this configuration's: never "documented signature" beside
+    # "no source documents a failure here" (a triager read both in one bundle)
+    assert f"the signature of a failure reported upstream in {cell.signature_source}" in issue, issue
+    assert "Matched documented signature" not in issue
     assert "(cpg=3, weights=per_channel, activation=int8, output_qdq=yes, epilogue=none)" in issue.splitlines()[0]
     said = json.loads((folder / "cell.json").read_text(encoding="utf-8"))
     assert said["recorded"]["signature_regex"] == cell.signature_pattern
