@@ -816,7 +816,11 @@ def verbose_text(cell: Cell) -> str:
     text = unpack_text(cell.verbose_log)
     if said["cut"]:
         text = f"[qdq-matrix] the last {said['kept']} of {said['bytes']} bytes of this log; its start was cut\n{text}"
-    return text
+    when = cell.run.get("date", "") or "on an unrecorded date"
+    head = (f"[qdq-matrix] {engine_title(cell.engine)} {_engine_build(cell, cell.engine_version)} on {cell.hardware}, "
+            f"recorded {when}; the model it "
+            "parsed is this folder's model.onnx (the log names the path it had on the machine that ran it)\n")
+    return head + text
 
 
 def latest_release(cell: Cell, everything: Sequence[Cell]) -> List[str]:

@@ -564,7 +564,11 @@ def test_the_verbose_build_log_is_attached_or_its_command_given(bundles, tmp_pat
     folder = make(logged, [logged], bundles, tmp_path / "logged")
     issue = (folder / "ISSUE.md").read_text()
     attached = (folder / "build-verbose.log").read_text()
-    assert attached.startswith(f"[qdq-matrix] the last {len(text)} of 9000000 bytes") and attached.endswith(text)
+    head, cut = attached.splitlines()[:2]
+    # which engine build wrote it, and which model it parsed (a triager found neither in the log itself)
+    assert head.startswith("[qdq-matrix] TensorRT 8.6.0 (build 8.6.0.12: ") and " on NVIDIA H200" in head, head
+    assert "the model it parsed is this folder's model.onnx" in head
+    assert cut.startswith(f"[qdq-matrix] the last {len(text)} of 9000000 bytes") and attached.endswith(text)
     assert "Verbose build log: attached as `build-verbose.log`" in issue and "`build-verbose.log`: the verbose" in issue
     assert "python repro.py --verbose`, on" not in issue
 
