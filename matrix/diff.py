@@ -18,7 +18,6 @@ from core.words import (
     STATUS_WORDS,
     error_words,
     first_line,
-    many,
     reproducers_and_models,
     say_list,
 )
@@ -101,7 +100,9 @@ class DiffReport:
         bundles = {n.split(" [", 1)[0] for n in self.not_compared}
         if not bundles:
             return "neither version has a cell on the hardware compared"
-        return f"none of {many(len(bundles), 'reproducer')} ran on both versions on {_where(self.hardware)}"
+        models = {b for b in bundles if b.split("/", 1)[0] == USER_MODEL.id}
+        rows = reproducers_and_models(len(bundles - models), len(models))
+        return f"none of {rows} ran on both versions on {_where(self.hardware)}"
 
     def merged(self) -> List[Tuple[Change, Tuple[str, ...]]]:
         """Each change once, with every hardware label that gives the same change (H100 and H200 often agree)."""

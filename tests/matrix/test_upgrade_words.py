@@ -145,6 +145,20 @@ def test_users_models_compared_are_counted_apart_from_the_catalogues_reproducers
     assert report.said_compared == "1 reproducer and 1 user model compared"
 
 
+def test_nothing_compared_counts_users_models_apart_too(make_cell):
+    """"none of 341 reproducers" was said with 332 in the catalogue and 9 user models (a user trial)."""
+    gone = dict(status="not_run", verdict="not run", reason="no NVIDIA GPU", fused=None)
+    cells = [make_cell("grouped_conv/g=2", engine_version="8.5.3.1"),
+             make_cell("grouped_conv/g=2", engine_version="8.6.0", **gone),
+             make_cell("user_model/det-0123456789", engine_version="8.5.3.1", case="user_model"),
+             make_cell("user_model/det-0123456789", engine_version="8.6.0", case="user_model", **gone)]
+    report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
+    assert report.why_nothing.startswith("none of 1 reproducer and 1 user model ran on both versions"), \
+        report.why_nothing
+    view = pair_view(cells, "tensorrt", "8.5.3.1", "8.6.0")
+    assert view["not_compared_words"] == "1 reproducer and 1 user model", view["not_compared_words"]
+
+
 
 def test_the_lines_under_a_headline_count_regressions_and_fusion_lost_as_it_does(make_cell):
     """A headline of "1 regression, 1 fusion lost" had "2 regressions observed by this suite only" under it (a user
