@@ -131,9 +131,12 @@ def _problem_view(p: Problem) -> Dict[str, Any]:
 
 
 def _totals(result: MergeResult) -> Dict[str, int]:
-    models = sum(r.case == USER_MODEL.id for r in result.rows)
+    model_rows = sum(r.case == USER_MODEL.id for r in result.rows)
+    # models, not rows: two models under one bundle id (reductions name theirs "reduced") are two models, each with its
+    # per-node report and its row under "Your models" (matrix.nodes), told apart by their digest
+    models = len({(c.bundle, c.digest) for c in result.cells if c.case == USER_MODEL.id and c.digest}) or model_rows
     return {"cells": len(result.cells), "rows": len(result.rows), "columns": len(result.columns),
-            "rows_said": reproducers_and_models(len(result.rows) - models, models),
+            "rows_said": reproducers_and_models(len(result.rows) - model_rows, models),
             "unexpected": sum(c.verdict in UNEXPECTED for c in result.cells),
             "baseline": sum(c.verdict == "as observed before" and not cites_itself(c) for c in result.cells),
             "baseline_itself": sum(cites_itself(c) for c in result.cells),

@@ -178,3 +178,15 @@ def test_the_lines_under_a_headline_count_regressions_and_fusion_lost_as_it_does
     assert lines[0].startswith("1 regression observed by this suite only"), lines
     assert lines[1].startswith("1 fusion lost documented upstream: "), lines
     assert not any(line.startswith("2 regressions") for line in lines)
+
+
+def test_two_models_under_one_bundle_id_are_two_user_models_in_the_header(make_cell):
+    """Reductions name their model "reduced": two of them are two models ("Your models" lists both), and the page's
+    header said one fewer (a user trial read "34 user models" above "35 models checked")."""
+    from matrix.view import _totals
+
+    cells = [make_cell("grouped_conv/g=2", engine_version="8.6.0"),
+             make_cell("user_model/reduced", engine_version="8.6.0", case="user_model", digest="a" * 64),
+             make_cell("user_model/reduced", engine_version="8.5.3.1", case="user_model", digest="b" * 64)]
+    totals = _totals(build(cells))
+    assert totals["rows_said"] == "1 reproducer and 2 user models", totals["rows_said"]
