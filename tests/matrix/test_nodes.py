@@ -329,3 +329,17 @@ def test_a_derived_float_twin_says_which_pairs_became_a_clip_and_why(tmp_path):
            "range, which starts at 0: a quantizer folds a Relu or a Clip (Relu6, HardSwish's Clip(0, 6)) into such a " \
            "pair and removes it" in md, md
     assert "kept as the Relu" not in md
+
+
+def test_a_twin_of_a_model_with_float_weights_says_its_loss_is_the_whole_quantizations(tmp_path):
+    """Weights stored in float behind Q/DQ pairs (Constant -> QuantizeLinear -> DequantizeLinear): the twin removes
+    the pairs and has the float weights back, so "its weights keep their quantized values" was wrong (a user trial)."""
+    loss = {"y": {"sqnr_db": 31.0, "cosine": 0.9995}}
+    meta = {"target_nodes": [], "float_reference": {"derived": True, "loss": loss},
+            "float_twin": {"pairs": 12, "relu": 0, "folded": 0, "dequantized_at_run": 0, "kept": []}}
+    md = write_node_reports(node_report([], meta), tmp_path, "m")[0].read_text()
+    assert "the twin's weights are the float ones and its loss is the whole quantization's" in md
+    assert "keep their quantized values" not in md
+    meta["float_twin"]["folded"] = 4
+    md = write_node_reports(node_report([], meta), tmp_path, "n")[0].read_text()
+    assert "its weights keep their quantized values" in md
