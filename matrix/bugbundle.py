@@ -488,6 +488,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell],
         "error_first_line": first_line(cell.error), "error_lines": _lines(cell.error, 30),
         "log_lines": _lines(cell.log, 40), "signature_pattern": signature_pattern(cell),
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
+        "links": [link_words(str(link)) for link in meta.get("links") or []],
         # a signature read from an issue or pull request thread: a report of the failure, not a document of it
         "signature_thread": bool(cell.signature) and any(w in signature_source(cell) for w in ("/issues/", "/pull/")),
         "signature_words": signature_basis_words(cell.signature_basis) if cell.signature else "",
@@ -730,6 +731,16 @@ def hardware_class(cell: Cell) -> tuple:
     """What two versions' cells must share to be the same reproducer on the same hardware class: the option variant,
     and the GPU's architecture (compute capability), else the hardware label (a CPU with its INT8 level)."""
     return (variant_label(cell.variant), str((cell.hardware_detail or {}).get("compute_capability") or cell.hardware))
+
+
+def link_words(link: str) -> str:
+    """A case's source link with what it is: "(thread)" for an issue, pull request or discussion, and a package page
+    for where the model the case was reduced from came from; a document as it is."""
+    if any(part in link for part in ("/issues/", "/pull/", "/discussions/")):
+        return f"{link} (thread)"
+    if "pypi.org/project/" in link:
+        return f"{link} (the package that ships the model it was reduced from, not a thread)"
+    return link
 
 
 def previous_cells(cell: Cell, everything: Sequence[Cell], version: str) -> List[Cell]:

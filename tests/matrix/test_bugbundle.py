@@ -712,3 +712,18 @@ def test_one_cell_from_two_results_files_is_told_apart_by_neither_option(make_ce
     with pytest.raises(ValueError) as said:
         select([local, observed], "grouped_conv/g=2", local.engine, "8.6.0", local.hardware, "default")
     assert "one cell from two results files" in str(said.value) and "reports/observed/" in str(said.value)
+
+
+
+def test_a_source_link_says_whether_it_is_a_thread_or_where_the_model_came_from(bundles, tmp_path):
+    """Seed 032's sources hold the PyPI page of the wheel its detector came from, listed under "Upstream threads"
+    (a triager's trial): each link says what it is."""
+    from matrix.bugbundle import link_words
+
+    thread = "https://github.com/NVIDIA/TensorRT/issues/4060"
+    assert link_words(thread) == f"{thread} (thread)"
+    assert link_words("https://pypi.org/project/ddddocr/1.6.1/").endswith(
+        "(the package that ships the model it was reduced from, not a thread)")
+    assert link_words("https://github.com/onnx/onnx-tensorrt/blob/main/docs/operators.md").endswith("operators.md")
+    issue = issue_of(sample("8.6.0"), [sample("8.6.0")], bundles, tmp_path / "a")
+    assert "Sources about this pattern:\n- https://github.com/NVIDIA/TensorRT/issues/4060 (thread)\n" in issue, issue
