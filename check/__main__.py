@@ -156,7 +156,8 @@ def check(args: argparse.Namespace) -> int:
         print_model_check(root, o)
     print_lint(root, usable)
     engines_run = not (args.prepare_only or args.lint_only)
-    unrun = trt_not_run([r.engine for r in runs]) if engines_run else ""
+    # said only where a model was usable: with none, no lint and no engine said anything of TensorRT
+    unrun = trt_not_run([r.engine for r in runs]) if engines_run and usable else ""
     if engines_run and usable:
         cells = run_and_report(runs, root, usable, Path(args.results), Path(args.reports), args.results_source,
                                localize=args.localize, not_run=unrun)
