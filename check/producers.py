@@ -41,13 +41,13 @@ class Recipe:
 
     name: str
     per_channel: bool
-    activation: str  # "int8" (QInt8) or "uint8" (QUInt8, onnxruntime's default)
+    activation: str  # "int8" (QInt8, quantize_static's default: asymmetric unless ActivationSymmetric) or "uint8"
     extra_options: Dict[str, Any] = field(default_factory=dict)
     note: str = ""
 
 
 RECIPES = (
-    Recipe("u8_per_tensor", False, "uint8", {}, "onnxruntime's defaults: uint8 asymmetric activations"),
+    Recipe("u8_per_tensor", False, "uint8", {}, "uint8 asymmetric activations (QUInt8, as many scripts ask)"),
     Recipe("s8_per_channel", True, "int8", {"ActivationSymmetric": True}, "symmetric int8, per-channel weights"),
     Recipe("s8_per_tensor", False, "int8", {"ActivationSymmetric": True}, "symmetric int8, per-tensor weights"),
     Recipe("s8_per_channel_float_bias", True, "int8", {"ActivationSymmetric": True, "QuantizeBias": False},

@@ -399,7 +399,7 @@ def test_seed_032_flags_one_qdq_activation_fanned_out_to_two_requantized_convs_a
 
 
 def _asymmetric(model):
-    """The model with onnxruntime quantize_static's default activations: uint8 at zero point 128 on every activation
+    """The model with uint8 asymmetric activations (QUInt8): zero point 128 on every activation
     Q/DQ (the weights keep their int8 zero point 0)."""
     model.graph.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), "za"))
     for n in model.graph.node:

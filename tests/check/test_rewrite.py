@@ -34,7 +34,7 @@ def detector(path: Path, per_tensor: bool = False, heads: int = 2, seed: int = 0
     """A small detector-like graph: x -> Q/DQ -> a 3x3 stem Conv -> Relu -> Q/DQ, read by `heads` sibling 1x1 Convs
     (4, 6, 5 output channels, INT8 weights per channel or per tensor, a float bias or, as quantize_static writes it
     by default, an INT32 bias through a DequantizeLinear at scale activation x weight), each quantized again; with
-    `asymmetric`, every activation Q/DQ is uint8 at zero point 128 (quantize_static's default activations)."""
+    `asymmetric`, every activation Q/DQ is uint8 at zero point 128 (QUInt8 activations)."""
     rng = np.random.default_rng(seed)
     zero = np.uint8(128) if asymmetric else np.int8(0)
     inits = [_const(np.float32(2.0**-4), "xs"), _const(zero, "z"), _const(np.float32(2.0**-3), "fs"),
