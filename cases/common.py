@@ -276,3 +276,16 @@ NONZERO_ZERO_POINT_RTX = Expectation(
     note="'Assertion failed: shiftIsAllZeros(zeroPoint): Non-zero zero point is not supported' (observed on catalogue "
     "cases grouped_conv and q_output_type, activation=uint8: 50 of 50 cells)",
 )
+# ... and int8 Q/DQ with non-zero zero points, onnxruntime quantize_static's own default activations, on every version:
+# 1.4.0.76 to 1.7.1.116 refuse the producer blocks quantized so at parse, 12 of 12 cells (no GPU, ahead of time), at an
+# activation's QuantizeLinear (the Conv blocks) or at a quantized Add constant's DequantizeLinear (the transformer).
+NONZERO_ZERO_POINT_RTX_INT8_OBSERVED = "reports/observed/no-gpu/check-int8-asym/tensorrt-rtx.jsonl"
+NONZERO_ZERO_POINT_RTX_INT8_CASES = ("user_model",)  # read from the producer models' cells (user bundles)
+NONZERO_ZERO_POINT_RTX_INT8 = Expectation(
+    "tensorrt-rtx", ">=1.4.0.76,<=1.7.1.116", "fail", NONZERO_ZERO_POINT_RTX_INT8_OBSERVED, stage="load",
+    basis="baseline", signature=NONZERO_ZERO_POINT.name,
+    hardware="no GPU: ahead-of-time build (default targets)",
+    note="'Assertion failed: shiftIsAllZeros(zeroPoint): Non-zero zero point is not supported' (observed on the "
+    "producer blocks quantized with quantize_static's default int8 asymmetric activations: 12 of 12 cells, 1.4.0.76 "
+    "to 1.7.1.116)",
+)

@@ -119,9 +119,15 @@ class Finding:
 
 def rule_cases(source: str) -> Tuple[str, ...]:
     """The catalogue cases whose observed cells a source rule's observation was read from (none for any other)."""
-    from cases.common import NONZERO_ZERO_POINT_RTX, NONZERO_ZERO_POINT_RTX_CASES
+    from cases.common import (
+        NONZERO_ZERO_POINT_RTX,
+        NONZERO_ZERO_POINT_RTX_CASES,
+        NONZERO_ZERO_POINT_RTX_INT8,
+        NONZERO_ZERO_POINT_RTX_INT8_CASES,
+    )
 
-    return {NONZERO_ZERO_POINT_RTX.source: NONZERO_ZERO_POINT_RTX_CASES}.get(source, ())
+    return {NONZERO_ZERO_POINT_RTX.source: NONZERO_ZERO_POINT_RTX_CASES,
+            NONZERO_ZERO_POINT_RTX_INT8.source: NONZERO_ZERO_POINT_RTX_INT8_CASES}.get(source, ())
 
 
 class LintInputError(Exception):
@@ -224,7 +230,12 @@ def zero_point_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[F
     """Q/DQ with a non-zero zero point: the parser asserts symmetric quantization (uint8 activations land here).
     Source: onnx-tensorrt's operators.md and its importer's assertion (cases.common.NONZERO_ZERO_POINT); TensorRT for
     RTX 1.7.1.116 refuses uint8 activations with the same assertion (observed: NONZERO_ZERO_POINT_RTX)."""
-    from cases.common import NONZERO_ZERO_POINT, NONZERO_ZERO_POINT_RTX, nonzero_zero_point_fails
+    from cases.common import (
+        NONZERO_ZERO_POINT,
+        NONZERO_ZERO_POINT_RTX,
+        NONZERO_ZERO_POINT_RTX_INT8,
+        nonzero_zero_point_fails,
+    )
 
     if n.op_type not in QUANT_OPS or len(n.input) < 3 or n.input[2] not in g.const:
         return []
@@ -239,8 +250,12 @@ def zero_point_rule(g: Graph, n: Any, cells: Sequence[Dict[str, Any]]) -> List[F
     detail = (f"{n.op_type} zero point {zp.dtype} {_values(zp)}; the parser says "
               f"'TensorRT only supports symmetric quantization' ({NONZERO_ZERO_POINT.source})")
     found = [Finding(node_name(n), rule, expectation.versions, "parse fails", expectation.source, detail, fix)]
-    rtx = NONZERO_ZERO_POINT_RTX
-    if rule == "uint8_activation":  # what its cells show: uint8 activations at 128; nothing observed of other forms
+    # what the cells show: uint8 activations at 128 (the catalogue's); int8 at quantize_static's own non-zero zero
+    # points (the producer blocks': an activation's, and a quantized Add constant's in the transformer); nothing
+    # observed of a uint8 constant
+    rtx = NONZERO_ZERO_POINT_RTX if rule == "uint8_activation" else \
+        NONZERO_ZERO_POINT_RTX_INT8 if str(zp.dtype) == "int8" else None
+    if rtx is not None:
         found.append(Finding(node_name(n), rule, rtx.versions, "parse fails", rtx.source,
                              f"{n.op_type} zero point {zp.dtype} {_values(zp)}; {rtx.note}; seen on {rtx.hardware}",
                              fix, rtx.engine, basis="observed"))

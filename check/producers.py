@@ -52,6 +52,8 @@ RECIPES = (
     Recipe("s8_per_tensor", False, "int8", {"ActivationSymmetric": True}, "symmetric int8, per-tensor weights"),
     Recipe("s8_per_channel_float_bias", True, "int8", {"ActivationSymmetric": True, "QuantizeBias": False},
            "symmetric int8, per-channel weights, float bias (no INT32 DequantizeLinear)"),
+    Recipe("s8_asym_per_tensor_float_bias", False, "int8", {"QuantizeBias": False},
+           "quantize_static's default activations (int8, asymmetric: non-zero zero points), float bias"),
 )
 
 

@@ -455,6 +455,31 @@ def test_a_nonzero_zero_point_is_predicted_to_fail_tensorrt_rtx_s_parser_from_it
     assert rtx[0].learned_from(("grouped_conv",)) and not rtx[0].learned_from(("two_conv_fanout_qdq",))
 
 
+def test_int8_asymmetric_activations_are_predicted_to_fail_every_tensorrt_rtx_parser_from_committed_cells():
+    """quantize_static's default activations (int8, non-zero zero points): TensorRT for RTX 1.4 to 1.7 refuse them at
+    parse, as the producer blocks' committed cells show (a user trial's PaddleOCR classifier quantized with the defaults
+    failed so on 1.7.1.116, where the lint foresaw nothing and its report said 'news for the catalogue')."""
+    from dataclasses import asdict
+
+    from core.results import read_results
+
+    rtx = [f for f in lint_model(_conv_uint8(), observed=None) if f.engine == "tensorrt-rtx" and f.node == "x_dq"]
+    assert [f.rule for f in rtx] == ["uint8_activation"], "uint8 keeps its own rule"
+    model = _conv_uint8()
+    for t in model.graph.initializer:
+        if t.name == "za":
+            t.CopyFrom(numpy_helper.from_array(np.int8(-5), "za"))
+    rtx = [f for f in lint_model(model) if f.engine == "tensorrt-rtx" and f.node == "x_dq"]
+    assert [(f.rule, f.versions, f.predicted, f.basis) for f in rtx] == [
+        ("nonzero_zero_point", ">=1.4.0.76,<=1.7.1.116", "parse fails", "observed")], rtx
+    cells = [asdict(s.cell) for s in read_results(ROOT / rtx[0].source).cells]
+    assert {c["engine_version"] for c in cells} == {"1.4.0.76", "1.5.0.114", "1.6.1.120", "1.7.1.116"}
+    assert all(c["status"] == "fail" and c["error"].startswith("ONNX parse failed: Assertion failed: "
+                                                               "shiftIsAllZeros(zeroPoint)")
+               for c in cells) and len(cells) == 12, "the rule says what the committed cells show, no more"
+    assert rtx[0].learned_from(("user_model",)), "read from the producer models: never scored on users' models"
+
+
 @pytest.mark.parametrize("siblings", [
     {"kernels": (3, 1)},  # another kernel
     {"strides": (1, 2)},  # another stride
