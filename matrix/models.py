@@ -61,13 +61,22 @@ def summarise(rows: Sequence[Mapping[str, Any]], columns: Sequence[Mapping[str, 
             continue
         tone = min((c["tone"] for c, _ in cells), key=TONES.index)
         worst = [(c, col) for c, col in cells if c["tone"] == tone]
-        where = list(dict.fromkeys(f"{col['title']} {col['version']}" for _, col in worst))
-        said = say_list(where[:WHERE_SHOWN] + ([f"{len(where) - WHERE_SHOWN} more"] if len(where) > WHERE_SHOWN
-                                                else []))
+        words = _with_note(worst[0][0], notes)
+        # the versions that say these very words; those as bad in other words are named apart (a user trial read an
+        # OpenVINO version beside TensorRT for RTX's zero-point assertion, which OpenVINO never gave)
+        where = list(dict.fromkeys(f"{col['title']} {col['version']}" for c, col in worst
+                                   if _with_note(c, notes) == words))
+        other = [v for v in dict.fromkeys(f"{col['title']} {col['version']}" for _, col in worst) if v not in where]
+        said = _some(where) + (f"; {WORST_WORDS[tone]} otherwise on {_some(other)}" if other else "")
         out.append({"model": row["model"], "form": row["form"], "html": row["html"], "md": row["md"], "tone": tone,
-                    "worst": _with_note(worst[0][0], notes), "where": said, "columns": len(cells),
+                    "worst": words, "where": said, "columns": len(cells),
                     "all_int8": sum(c["tone"] == "all" for c, _ in cells)})
     return sorted(out, key=lambda r: (TONES.index(r["tone"]), r["model"].lower()))
+
+
+def _some(versions: Sequence[str]) -> str:
+    return say_list(list(versions[:WHERE_SHOWN]) + ([f"{len(versions) - WHERE_SHOWN} more"]
+                                                    if len(versions) > WHERE_SHOWN else []))
 
 
 def _with_note(cell: Mapping[str, Any], notes: Sequence[str]) -> str:

@@ -201,3 +201,20 @@ def test_a_fresh_clone_names_the_dynamic_models_seed_from_its_committed_node_rep
     assert len(observed_node_reports(OBSERVED)) >= 3
     recorded = observed_node_reports(copy)
     assert not [r for r in recorded.values() if "ocr_rec_dynamic" in r["bundle"]], "an edited report is not trusted"
+
+
+def test_a_models_worst_is_said_beside_the_versions_that_said_it():
+    """Two engines failing one model at parse in different words: the summary names, beside the worst words, only the
+    version that said them; the other is named apart (a user trial read OpenVINO beside TensorRT for RTX's zero-point
+    assertion)."""
+    from matrix.models import summarise
+
+    rtx = _cell("tensorrt-rtx", "1.7.1.116", error=SUFFIX)
+    ov = _cell("openvino", "2026.4.1", error="Exception from src/core.cpp:1:\nsome other refusal")
+    view = models_view([{"bundle": rtx.bundle, "report": node_report([rtx, ov], {"target_nodes": ["conv", "relu"]}),
+                         "html": "n.html", "md": "n.md"}])
+    (line,) = summarise(view["rows"], view["columns"], [n["text"] for n in view["notes"]])
+    assert line["tone"] == "fail" and line["where"].count(";") == 1, line
+    first, other = line["where"].split("; ")
+    assert ("OpenVINO" in other) != ("OpenVINO" in first), line["where"]
+    assert other.startswith("failing otherwise on "), line["where"]
