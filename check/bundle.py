@@ -226,10 +226,30 @@ def _load(onnx: Any, path: Path) -> Any:
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-free garbage gives others
-        raise CheckError(f"{path}: not an ONNX model ({type(e).__name__}: {_first(e)})") from e
+        why = f"{type(e).__name__}: {_first(e)}"
+        if _starts_as_onnx(path):  # the model's first fields read, the rest does not: cut short or damaged
+            raise CheckError(f"{path}: a damaged or truncated ONNX model: its first fields read as ONNX (IR version, "
+                             f"producer), the rest does not ({why}); copy or download it again") from e
+        raise CheckError(f"{path}: not an ONNX model ({why})") from e
     if not model.graph.node and not model.graph.output:
         raise CheckError(f"{path}: not an ONNX model (no graph in the file)")
     return model
+
+
+# The tags of ModelProto's fields 2 to 8 (producer_name, producer_version, domain, model_version, doc_string, graph,
+# opset_import): one of them follows ir_version in a serialized model.
+MODEL_FIELD_TAGS = (0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42)
+
+
+def _starts_as_onnx(path: Path) -> bool:
+    """Whether a file opens as an ONNX ModelProto does: field 1 (ir_version) as a varint of 3 to 12, then field 2
+    (producer_name) or another field of ModelProto's as a length-delimited string (what every exporter writes first)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3)
+    except OSError:
+        return False
+    return len(head) == 3 and head[0] == 0x08 and 3 <= head[1] <= 12 and head[2] in MODEL_FIELD_TAGS
 
 
 def checker_refusal(onnx: Any, staged: Path, model: Any, file_name: str) -> str:

@@ -142,6 +142,12 @@ def test_a_model_that_cannot_be_used_gets_its_report_and_exit_4(tmp_path, capsys
     assert "junk.onnx: unusable: not an ONNX model" in printed and "exit status 4" in printed
     # no lint ran on it: nothing says "what this check says of TensorRT is the lint's prediction" (a user trial)
     assert "lint's prediction" not in printed and "TensorRT (8.x" not in printed
+    # a model cut short reads as ONNX at first: said so, not "not an ONNX model" as for a text file (a user trial)
+    whole = qdq_conv(tmp_path / "whole.onnx").read_bytes()
+    (tmp_path / "cut.onnx").write_bytes(whole[: len(whole) // 2])
+    assert main([str(tmp_path / "cut.onnx"), *out]) == 4
+    printed = capsys.readouterr().out
+    assert "cut.onnx: unusable: a damaged or truncated ONNX model" in printed, printed
     report = json.loads(report_file(tmp_path / "rep", "junk").read_text())
     assert report["status"] == "unusable" and report["model"] == "junk.onnx" and str(tmp_path) not in report["reason"]
     model = qdq_conv(tmp_path / "conv.onnx")
