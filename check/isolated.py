@@ -14,7 +14,7 @@ import pickle
 import signal
 from typing import AbstractSet, Any, Callable, Optional, Tuple
 
-from core.threads import hold_signals, release_signals
+from core.threads import hold_signals, release_signals, start_held
 
 
 class Crashed(Exception):
@@ -33,11 +33,7 @@ def run_isolated(work: Callable[[], Any]) -> Any:
     receive, send = context.Pipe(duplex=False)
     held = hold_signals()  # a Ctrl-C during the fork would be dropped in an at-fork callback (core.threads)
     child = context.Process(target=_child, args=(work, send, held))
-    try:
-        child.start()
-    except BaseException:
-        release_signals(held)
-        raise
+    start_held(child, held)
     try:
         release_signals(held)  # a signal held during the fork is acted on here, where the child is ended after it
         send.close()

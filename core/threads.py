@@ -2,6 +2,7 @@
 
     start_quiet(threading.Thread(target=..., daemon=True))
     held = hold_signals(); pid = os.fork(); ...; release_signals(held)
+    held = hold_signals(); start_held(context.Process(target=..., args=(..., held)), held); ...; release_signals(held)
 
 The kernel hands a signal sent to a process (Ctrl-C's SIGINT, a supervisor's SIGTERM, pytest-timeout's SIGALRM) to any
 of its threads that does not block it, not always the main one (Linux picks another where the main thread already has
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import AbstractSet, FrozenSet, Optional
+from typing import AbstractSet, Any, FrozenSet, Optional
 
 # The longest a main thread waits at once where it must act on Ctrl-C (the report for its side process, engines.run for
 # its runs): a wait without an end can miss a signal that lands just before the thread blocks (its handler has run, the
@@ -54,6 +55,17 @@ def hold_signals() -> Optional[AbstractSet[int]]:
     if not hasattr(signal, "pthread_sigmask"):
         return None
     return signal.pthread_sigmask(signal.SIG_BLOCK, ASYNC_SIGNALS)
+
+
+def start_held(process: Any, held: Optional[AbstractSet[int]]) -> None:
+    """Start a process that forks, made while hold_signals' mask `held` is in force (its target releases it in the
+    child); where the start itself fails, the signals are released before the error goes on. The caller releases
+    them once it can end the child (a signal held during the fork is acted on there)."""
+    try:
+        process.start()
+    except BaseException:
+        release_signals(held)
+        raise
 
 
 def release_signals(held: Optional[AbstractSet[int]]) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 from cases import all_cases, bundle_id, get_case  # noqa: E402
 from core.cli import ArgumentParser  # noqa: E402
-from core.threads import hold_signals, release_signals  # noqa: E402
+from core.threads import hold_signals, release_signals, start_held  # noqa: E402
 from generators import write  # noqa: E402
 from generators.bundle import bundles_root  # noqa: E402
 
@@ -228,11 +228,7 @@ def _helper_beside(todo: List[Tuple[Any, dict]], out: Optional[Path],
     held = hold_signals()  # a Ctrl-C during the fork would be dropped in an at-fork callback (core.threads)
     proc = multiprocessing.get_context("fork").Process(target=_exit_with,
                                                        args=(_helper_main, todo, out, shared, held))
-    try:
-        proc.start()
-    except BaseException:
-        release_signals(held)
-        raise
+    start_held(proc, held)
     try:
         release_signals(held)  # a signal held during the fork is acted on here, where the helper is ended after it
     except BaseException:

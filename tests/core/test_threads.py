@@ -164,3 +164,20 @@ def test_engines_run_acts_on_ctrl_c_while_it_waits_for_its_runs():
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert "KeyboardInterrupt" in done.stderr, done.stderr
     assert time.monotonic() - started < 30
+
+
+def test_a_process_that_cannot_start_gives_the_signals_back():
+    """start_held: where the fork itself fails, the mask hold_signals set is undone before the error goes on (the
+    generators' writer and check's isolated run start their children so)."""
+    from core.threads import hold_signals, start_held
+
+    class Refused:
+        def start(self):
+            raise OSError("fork refused")
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    held = hold_signals()
+    assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with pytest.raises(OSError, match="fork refused"):
+        start_held(Refused(), held)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
