@@ -805,9 +805,21 @@ def environment_words(cell: Cell) -> Dict[str, str]:
         "cublas": (cell.versions.get("cublas") or NOT_RECORDED) + pinned("nvidia-cublas-cu"),
         "driver": cell.hardware_detail.get("driver") or cell.versions.get("driver") or NOT_RECORDED,
         "os": cell.hardware_detail.get("os") or NOT_RECORDED,
-        "container": cell.hardware_detail.get("container") or NOT_RECORDED,
-        "python": cell.versions.get("python") or NOT_RECORDED,
+        "container": _container_words(cell.hardware_detail.get("container") or ""),
+        "python": (f"{cell.versions['python']} (the interpreter TensorRT ran in, which need not be the operating "
+                   "system's own)" if cell.versions.get("python") else NOT_RECORDED),
     }
+
+
+def _container_words(said: str) -> str:
+    """The worker's container probe in an issue's words: a kind alone ("docker") says that its image and tag cannot be
+    seen from inside it (a triager asks for them), and that the OS above is the container's."""
+    if not said:
+        return NOT_RECORDED
+    if said in ("docker", "podman", "container"):
+        return (f"{said} (its image and tag are not visible from inside it and were not recorded; the operating "
+                "system above is the container's)")
+    return said
 
 
 def verbose_words(cell: Cell) -> Dict[str, Any]:

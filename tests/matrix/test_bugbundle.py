@@ -547,7 +547,10 @@ def test_the_environment_is_every_recorded_version(bundles, tmp_path):
     folder = make(new, [new], bundles, tmp_path / "new")
     issue = (folder / "ISSUE.md").read_text()
     assert "Operating System: Ubuntu 22.04.4 LTS (Linux 5.15.0)" in issue
-    assert "Baremetal or Container (if so, version): docker" in issue
+    # a kind alone: what a triager asks for next (the image and tag) is said not to be known (a triager's trial)
+    assert "Baremetal or Container (if so, version): docker (its image and tag are not visible from inside it and " \
+           "were not recorded; the operating system above is the container's)" in issue
+    assert "(the interpreter TensorRT ran in, which need not be the operating system's own)" in issue
     env = json.loads((folder / "environment.json").read_text())
     assert env["versions"]["payload"].startswith("cuda==cu12") and env["versions"]["cublas"]
     assert env["hardware_detail"]["os"].startswith("Ubuntu") and env["hardware_detail"]["container"] == "docker"
