@@ -414,17 +414,22 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
     if not findings:
         return [f"lint {name}: no known problem matched (no catalogue case's pattern and no source-cited rule; "
                 "no prediction that it builds)"]
-    same: Dict[tuple, Dict[str, None]] = {}  # each node once, in the lint's order (two findings may say one thing)
+    # each node once, in the lint's order (two findings may say one thing), and one line for a prediction that two
+    # sources back (seed 032's baselines on an H100 and an H200), with both sources
+    same: Dict[tuple, Dict[str, None]] = {}
+    sources: Dict[tuple, Dict[str, None]] = {}
     for f in findings:
-        key = (f["rule"], f.get("engine", ENGINE), f.get("versions", ""), f.get("setting", ""), f["predicted"],
-               f.get("source", ""))
+        key = (f["rule"], f.get("engine", ENGINE), f.get("versions", ""), f.get("setting", ""), f["predicted"])
         same.setdefault(key, {})[f["node"]] = None
+        sources.setdefault(key, {})[f.get("source", "")] = None
     lines = []
-    for (rule, engine, versions, setting, predicted, source), named in same.items():
+    for key, named in same.items():
+        rule, engine, versions, setting, predicted = key
         nodes = list(named)
         shown = ", ".join(nodes[:SHOWN_NODES]) + (f" and {len(nodes) - SHOWN_NODES} more" if len(nodes) > SHOWN_NODES
                                                   else "")
         where = shown if len(nodes) == 1 else f"{len(nodes)} nodes ({shown})"
+        cited = "; ".join(f"{basis_of(source)}: {source}" for source in sources[key])
         lines.append(f"lint {name}: {where} ({rule}): {title(engine)} {versions or 'any version'}"
-                     f"{' (' + setting + ')' if setting else ''} predicted {predicted} [{basis_of(source)}: {source}]")
+                     f"{' (' + setting + ')' if setting else ''} predicted {predicted} [{cited}]")
     return lines

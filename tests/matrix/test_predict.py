@@ -14,6 +14,20 @@ def test_a_node_two_findings_say_the_same_of_is_named_once():
     assert "2 nodes (LSTM_202_quant, c1)" in line, line
 
 
+def test_one_prediction_two_baselines_back_is_one_line_with_both_sources():
+    """Seed 032's 8.6.0 build failure rests on an H100's and an H200's baseline: one line naming both, where check
+    printed the same prediction twice (a reviewer's trial)."""
+    from matrix.predict import summary_lines
+
+    one = {"node": "conv0", "rule": "two_conv_fanout_qdq", "engine": "tensorrt", "versions": "==8.6.0",
+           "predicted": "build fails"}
+    lint = {"findings": [dict(one, source="reports/observed/nvidia-h100/trt-8.6.0.jsonl"),
+                         dict(one, source="reports/observed/nvidia-h200/trt-8.6.0.jsonl")]}
+    [line] = summary_lines("m", lint)
+    assert line.endswith("[observed: reports/observed/nvidia-h100/trt-8.6.0.jsonl; observed: "
+                         "reports/observed/nvidia-h200/trt-8.6.0.jsonl]"), line
+
+
 def _finding(node, predicted, versions, engine="tensorrt", setting=""):
     return {"node": node, "rule": "r", "engine": engine, "versions": versions, "setting": setting,
             "predicted": predicted, "source": "https://example.org/doc"}
