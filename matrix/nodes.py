@@ -263,16 +263,16 @@ def _column(cell: Cell, targets: List[str], details: Mapping[str, Any], meta: Ma
     compute = [t for t in targets if kind_of(details.get(t, {})) == "compute"]
     int8 = sum(nodes[t]["precision"] == "int8" for t in compute)
     computing = set(compute)
-    others = _others([t for t in targets if t not in computing
-                      and details.get(t, {}).get("op") not in SHAPE_ONLY], nodes) if ran else {}
+    # Shape and Size read dimensions, never values: no fallback, no node without evidence, counted apart so that the
+    # parts add up to the other quantized nodes
+    shape_reads = {t for t in targets if details.get(t, {}).get("op") in SHAPE_ONLY}
+    others = _others([t for t in targets if t not in computing and t not in shape_reads], nodes) if ran else {}
+    if ran and shape_reads:
+        others = dict(others, shape_reads=len(shape_reads))
     fallbacks = [_fallback(t, nodes[t], details.get(t, {})) for t in targets
-                 if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown")
-                 and details.get(t, {}).get("op") not in SHAPE_ONLY]
-    shape_reads = [t for t in targets if t not in computing and details.get(t, {}).get("op") in SHAPE_ONLY]
+                 if nodes[t]["precision"] not in (*QUANTIZED_PRECISIONS, "unknown") and t not in shape_reads]
     unknown = [t for t in targets if nodes[t]["precision"] == "unknown" and not nodes[t]["generated"]
                and t not in shape_reads]
-    if ran and shape_reads:  # counted apart, so that the parts add up to the other quantized nodes
-        others = dict(others, shape_reads=len(shape_reads))
     said = outcome(cell)
     fragile = fragile_outputs(cell)
     column = {
@@ -557,4 +557,3 @@ def file_stem(bundle: str) -> str:
 def _first(text: str) -> str:
     lines = (text or "").strip().splitlines()
     return lines[0][:300] if lines else ""
-
