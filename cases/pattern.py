@@ -114,6 +114,11 @@ def plugin_node(node: Any) -> bool:
     return node.domain not in ("", "ai.onnx", ORT_CONTRIB)
 
 
+def onnx_opset(model: Any) -> int:
+    """The ONNX domain's opset a ModelProto imports, 0 where it names none."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
 def node_name(node: Any) -> str:
     """The name TensorRT's parser gives a node: its own, or node_of_<first output>."""
     return node.name or f"node_of_{node.output[0]}"

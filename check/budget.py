@@ -25,6 +25,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from check import CheckError
+from core.words import first_few
 
 GIB = 1 << 30
 DEFAULT_MAX_INPUT_BYTES = 2 * GIB
@@ -277,6 +278,4 @@ def check_computed(model: Any, shapes: Mapping[str, Any], budget: Budget, settab
 
 
 def _largest(found: Sequence[Sized]) -> str:
-    ranked = sorted(found, key=lambda s: -s.bytes)
-    shown = ", ".join(s.said() for s in ranked[:SHOWN])
-    return shown + (f" and {len(ranked) - SHOWN} more" if len(ranked) > SHOWN else "")
+    return first_few([s.said() for s in sorted(found, key=lambda s: -s.bytes)], SHOWN)

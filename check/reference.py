@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from cases.pattern import ORT_CONTRIB
+from cases.pattern import ORT_CONTRIB, onnx_opset
 from check.forms import quantized_op
 
 # com.microsoft QLinear* ops as (float op, (data, scale, zero point) input triples, (scale, zero point) of the output).
@@ -316,7 +316,7 @@ def onnx_reference_run(model: Any, inputs: Mapping[str, np.ndarray]) -> Dict[str
     class QuantizeLinear(_newest(op_quantize_linear, "QuantizeLinear")):  # type: ignore[misc]
         op_domain = ""
 
-    new_ops = [DequantizeLinear, QuantizeLinear] if _opset(model) < 19 else []
+    new_ops = [DequantizeLinear, QuantizeLinear] if onnx_opset(model) < 19 else []
     session = ReferenceEvaluator(model, new_ops=new_ops)
     names = [o.name for o in model.graph.output]
     return {n: np.asarray(a) for n, a in zip(names, session.run(names, dict(inputs)))}
@@ -327,10 +327,6 @@ def _newest(module: Any, op: str) -> Any:
     suffixes = [n[len(op) + 1:] for n in dir(module) if n.startswith(op + "_")]
     versions = [int(v) for v in suffixes if v.isdigit()]
     return getattr(module, f"{op}_{max(versions)}")
-
-
-def _opset(model: Any) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 def left_integer_ops(model: Any) -> List[str]:

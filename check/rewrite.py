@@ -23,7 +23,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from cases.pattern import onnx_opset
+from core.words import first_few
+
 MERGED_FILE = "merged-siblings.onnx"  # the rewritten model, in the bundle's folder
+SHOWN_NAMES = 4  # Convs or Q/DQ nodes named in a sentence before "and N more"
 MAX_STEPS = 1.0  # the most an output may move, in its comparison steps, for the rewrite to be offered
 CONV_DEFAULTS = {"auto_pad": "NOTSET", "group": 1}
 Runner = Callable[[Path, Mapping[str, np.ndarray]], Tuple[Dict[str, np.ndarray], Dict[str, Any], str]]
@@ -113,7 +117,7 @@ def _matched_words(groups: Sequence[Siblings], declined: Sequence[str]) -> str:
     if groups:
         return "; ".join(" + ".join(_name(c) for c in s.convs) for s in groups)
     names = [d.split(": ", 1)[0] for d in declined]
-    return f"{len(names)} Conv{'' if len(names) == 1 else 's'} ({_some(names)})"
+    return f"{len(names)} Conv{'' if len(names) == 1 else 's'} ({first_few(names, SHOWN_NAMES)})"
 
 
 def _declined_words(declined: Sequence[str]) -> str:
@@ -123,11 +127,7 @@ def _declined_words(declined: Sequence[str]) -> str:
     for d in declined:
         name, _, why = d.partition(": ")
         by_why.setdefault(why, []).append(name)
-    return "; ".join(f"{_some(names)}: {why}" for why, names in by_why.items())
-
-
-def _some(names: Sequence[str], shown: int = 4) -> str:
-    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return "; ".join(f"{first_few(names, SHOWN_NAMES)}: {why}" for why, names in by_why.items())
 
 
 def parser_refusal(model: Any) -> str:
@@ -140,7 +140,7 @@ def parser_refusal(model: Any) -> str:
     if not refused:
         return ""
     nodes = list(dict.fromkeys(f.node for f in refused))
-    shown = _some(nodes)
+    shown = first_few(nodes, SHOWN_NAMES)
     first = refused[0]
     return (f"TensorRT {first.versions} refuses this model at parse, before the build where chooseHigherPrecision "
             f"fails: {len(nodes)} Q/DQ node{'' if len(nodes) == 1 else 's'} with a non-zero zero point ({shown}; "
@@ -214,13 +214,10 @@ def _unmergeable(g: Any, conv: Any, model: Any) -> str:
         return "its weight zero point is not a constant"
     if len(conv.input) > 2 and conv.input[2] and conv.input[2] not in g.const and _bias_dq(g, conv) is None:
         return "its bias is neither a constant nor a DequantizeLinear of constants"
-    if _opset(model) < 13:
-        return f"opset {_opset(model)}: DequantizeLinear has no per-channel axis before opset 13"
+    opset = onnx_opset(model)
+    if opset < 13:
+        return f"opset {opset}: DequantizeLinear has no per-channel axis before opset 13"
     return ""
-
-
-def _opset(model: Any) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 def _group_record(s: Siblings) -> Dict[str, Any]:

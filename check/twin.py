@@ -27,6 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 import numpy as np
 
+from cases.pattern import onnx_opset
+
 QUANTIZE = "QuantizeLinear"
 DEQUANTIZE = "DequantizeLinear"
 LOWEST = {"int4": -8, "uint4": 0}  # ml_dtypes' 4-bit integers, which numpy's iinfo does not know; floats have none
@@ -57,6 +59,7 @@ def float_twin(model: Any, base_dir: Union[str, Path] = "", fold_bytes: int = FO
 
     nodes, folded, kept, pairs, relus, at_run = [], [], [], 0, 0, 0
     bounds: Dict[str, np.ndarray] = {}  # the Clips' floors and ceilings, new constants of the twin's own
+    clip_inputs = onnx_opset(model) >= 11  # Clip's min and max are inputs from opset 11, attributes before
     for node in graph.node:
         if node.op_type != DEQUANTIZE or not node.input:
             nodes.append(node)
@@ -78,7 +81,7 @@ def float_twin(model: Any, base_dir: Union[str, Path] = "", fold_bytes: int = FO
                 zero_name = f"{node.name or node.output[0]}__twin_min"
                 bounds.update({zero_name: np.zeros((), np.float32), bound: np.asarray(top, np.float32)})
                 nodes.append(helper.make_node("Clip", [source.input[0], zero_name, bound], [node.output[0]],
-                                              name=node.name) if _opset(model) >= 11 else
+                                              name=node.name) if clip_inputs else
                              helper.make_node("Clip", [source.input[0]], [node.output[0]], name=node.name,
                                               min=0.0, max=float(top)))
             pairs += 1
@@ -178,10 +181,6 @@ def _top(q: Any, array: Callable[[str], np.ndarray]) -> Optional[float]:
     if scale.size != 1 or zero.size != 1 or dtype.kind not in "iu":
         return None
     return float(scale.reshape(())) * float(np.iinfo(dtype).max - int(zero.reshape(())))
-
-
-def _opset(model: Any) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 def _pair_differs(q: Any, dq: Any, constant: Callable[[str], bool], array: Callable[[str], np.ndarray]) -> str:

@@ -232,6 +232,12 @@ def say_list(items: Sequence[str]) -> str:
 CLIP_BACK = 30  # how far clip goes back from its limit to a space
 
 
+def first_few(items: Sequence[str], shown: int) -> str:
+    """ "a, b, c" or, past `shown` items, "a, b, c and 4 more": a list cut short, saying by how much."""
+    items = list(items)
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
 def first_line(text: str) -> str:
     """The first line of a text, "" for none."""
     return text.strip().splitlines()[0] if text.strip() else ""

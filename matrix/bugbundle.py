@@ -131,7 +131,7 @@ def documented_failure(cell: Cell) -> bool:
     source = cell.signature_source or ""
     return cell.verdict == "as documented" or (
         cell.status in FAILED and bool(cell.signature) and cell.signature_basis == "documented"
-        and "/issues/" not in source and "/pull/" not in source)
+        and not is_thread(source))
 
 
 def select(cells: Iterable[Cell], bundle: str, engine: str, version: str, hardware: Optional[str] = None,
@@ -490,7 +490,7 @@ def view(cell: Cell, meta: Dict[str, Any], everything: Sequence[Cell],
         "signature_source": signature_source(cell), "versions": versions_tried(cell, everything),
         "links": [link_words(str(link)) for link in meta.get("links") or []],
         # a signature read from an issue or pull request thread: a report of the failure, not a document of it
-        "signature_thread": bool(cell.signature) and any(w in signature_source(cell) for w in ("/issues/", "/pull/")),
+        "signature_thread": bool(cell.signature) and is_thread(signature_source(cell)),
         "signature_words": signature_basis_words(cell.signature_basis) if cell.signature else "",
         "baseline": (cell.expectation or {}).get("basis") == "baseline",
         "others": other_engines(cell, everything), "cross_check": meta.get("cross_check") or {},
@@ -733,10 +733,16 @@ def hardware_class(cell: Cell) -> tuple:
     return (variant_label(cell.variant), str((cell.hardware_detail or {}).get("compute_capability") or cell.hardware))
 
 
+def is_thread(link: str) -> bool:
+    """Whether a source is an upstream thread (an issue, a pull request, a discussion): a report of a failure, not a
+    document of what the engine does."""
+    return any(part in link for part in ("/issues/", "/pull/", "/discussions/"))
+
+
 def link_words(link: str) -> str:
     """A case's source link with what it is: "(thread)" for an issue, pull request or discussion, and a package page
     for where the model the case was reduced from came from; a document as it is."""
-    if any(part in link for part in ("/issues/", "/pull/", "/discussions/")):
+    if is_thread(link):
         return f"{link} (thread)"
     if "pypi.org/project/" in link:
         return f"{link} (the package that ships the model it was reduced from, not a thread)"

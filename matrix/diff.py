@@ -97,12 +97,14 @@ class DiffReport:
         """Why no reproducer was compared: no hardware shared, or every reproducer ran on one side only."""
         if not self.hardware:
             return "no hardware setting has cells of both versions"
-        bundles = {n.split(" [", 1)[0] for n in self.not_compared}
-        if not bundles:
+        if not self.not_compared_bundles:
             return "neither version has a cell on the hardware compared"
-        models = {b for b in bundles if b.split("/", 1)[0] == USER_MODEL.id}
-        rows = reproducers_and_models(len(bundles - models), len(models))
-        return f"none of {rows} ran on both versions on {_where(self.hardware)}"
+        return f"none of {rows_words(self.not_compared_bundles)} ran on both versions on {_where(self.hardware)}"
+
+    @property
+    def not_compared_bundles(self) -> Set[str]:
+        """The bundles not compared on some hardware (each `not_compared` line is "<bundle> [<hardware>]: why")."""
+        return {n.split(" [", 1)[0] for n in self.not_compared}
 
     def merged(self) -> List[Tuple[Change, Tuple[str, ...]]]:
         """Each change once, with every hardware label that gives the same change (H100 and H200 often agree)."""
@@ -245,6 +247,12 @@ def diff(
                            for c in compare_cells(a, b, label, drift))
     return DiffReport(engine, from_version, to_version, tuple(pairs), tuple(changes), len(set(compared)),
                       tuple(not_compared), tuple(notes), len(compared), len(models))
+
+
+def rows_words(bundles: Set[str]) -> str:
+    """Bundle ids counted by what they are: "332 reproducers and 9 user models" (core.words.reproducers_and_models)."""
+    models = sum(b.split("/", 1)[0] == USER_MODEL.id for b in bundles)
+    return reproducers_and_models(len(bundles) - models, models)
 
 
 def compare_cells(a: Cell, b: Cell, hardware: str, drift: float = DRIFT_STEPS) -> List[Change]:

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from core.cell import Cell
 from core.engines import LINT_ENGINES, title, variant_label
 from core.outcome import outcome
-from core.words import fails_at
+from core.words import fails_at, first_few
 from matrix.merge import version_key
 
 ENGINE = "tensorrt"
@@ -426,8 +426,7 @@ def summary_lines(name: str, lint: Optional[Mapping[str, Any]]) -> List[str]:
     for key, named in same.items():
         rule, engine, versions, setting, predicted = key
         nodes = list(named)
-        shown = ", ".join(nodes[:SHOWN_NODES]) + (f" and {len(nodes) - SHOWN_NODES} more" if len(nodes) > SHOWN_NODES
-                                                  else "")
+        shown = first_few(nodes, SHOWN_NODES)
         where = shown if len(nodes) == 1 else f"{len(nodes)} nodes ({shown})"
         cited = "; ".join(f"{basis_of(source)}: {source}" for source in sources[key])
         lines.append(f"lint {name}: {where} ({rule}): {title(engine)} {versions or 'any version'}"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from cases.user_model import ID as USER_MODEL_ID
 from core.cell import Cell
 from core.outcome import outcome
-from core.words import STATUS_WORDS, clip, many, reproducers_and_models, say_list
+from core.words import STATUS_WORDS, clip, many, say_list
 from matrix.causes import say_settings
 from matrix.cellfiles import safe_name
 from matrix.diff import (
@@ -23,6 +22,7 @@ from matrix.diff import (
     change_noun,
     diff,
     disagreeing,
+    rows_words,
 )
 from matrix.merge import Variant, never_run, variant_of, version_key
 
@@ -86,8 +86,8 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str,
     except ValueError as e:  # no shared hardware and several on each side: say so, as `matrix diff` does
         return {"engine": engine, "from": old, "to": new, "tone": "idle", "counts": [], "notes": [str(e)],
                 "headline": "nothing compared: no hardware setting ran both versions (matrix diff takes --hardware)",
-                "under": [], "groups": [], "changes": [], "reworded": 0, "not_compared": [], "not_compared_n": 0,
-                "not_compared_words": "", "compared": 0,
+                "under": [], "groups": [], "changes": [], "reworded": 0, "not_compared": [], "not_compared_words": "",
+                "compared": 0,
                 "report": None}
     mine = [c for c in cells if c.engine == engine]
     settings = {c.setting: (c.hardware, variant_of(c.variant)) for c in mine}
@@ -109,8 +109,7 @@ def pair_view(cells: Sequence[Cell], engine: str, old: str, new: str,
         "changes": [dict(c, where=g["where"]) for g in groups for c in g["changes"]],
         "reworded": report.count(REWORDED),
         "not_compared": group_not_compared(report.not_compared),
-        "not_compared_n": len({line.split(" [", 1)[0] for line in report.not_compared}),
-        "not_compared_words": _rows({line.split(" [", 1)[0] for line in report.not_compared}),
+        "not_compared_words": rows_words(report.not_compared_bundles),
         "report": report,
     }
 
@@ -258,12 +257,6 @@ def regression_basis_lines(report: DiffReport) -> List[str]:
     if documented:
         out.append(f"{_by_kind([c for c in bad if c.basis])} documented upstream: {'; '.join(documented)}.")
     return out
-
-
-def _rows(bundles: Set[str]) -> str:
-    """Bundles counted by what they are: "332 reproducers and 9 user models" (core.words.reproducers_and_models)."""
-    models = {b for b in bundles if b.split("/", 1)[0] == USER_MODEL_ID}
-    return reproducers_and_models(len(bundles - models), len(models))
 
 
 def _by_kind(changes: Sequence[Change]) -> str:

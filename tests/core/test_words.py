@@ -147,3 +147,11 @@ def test_clip_cuts_between_words_and_says_so():
     assert clip(text, 200) == text
     assert clip("x" * 80, 50) == "x" * 50 + " …", "no space near the limit: cut there"
     assert len(clip(text, 58)) <= 58 + 2
+
+
+def test_first_few_names_a_list_cut_short_and_by_how_much():
+    from core.words import first_few
+
+    assert first_few(["a", "b", "c"], 4) == "a, b, c"
+    assert first_few(["a", "b", "c", "d", "e", "f"], 4) == "a, b, c, d and 2 more"
+    assert first_few([], 4) == ""
