@@ -245,24 +245,25 @@ def under(report: DiffReport, settings: Dict[str, Tuple[str, Variant]]) -> List[
 def regression_basis_lines(report: DiffReport) -> List[str]:
     """What the pair's regressions rest on: the upstream sources that document the newer version's failures, and the
     runs of this suite that alone show the others (each version, hardware and results file)."""
-    bad = [c for c in report.changes if c.kind in REGRESSIONS]
-    documented = sorted({c.basis for c in bad if c.basis})
-    own = [c for c in bad if not c.basis]
+    bad = [c for c in report.changes if c.kind in REGRESSIONS]  # every hardware's, for the runs and sources named
+    counted = [c for c, _ in report.merged() if c.kind in REGRESSIONS]  # each change once, as the headline counts
+    own, cited = [c for c in counted if not c.basis], [c for c in counted if c.basis]
     out = []
     if own:
-        n = len({(c.bundle, c.kind) for c in own})
-        runs = sorted({r for c in own for r in c.runs})
+        runs = sorted({r for c in bad if not c.basis for r in c.runs})
         out.append(f"{_by_kind(own)} observed by this suite only (no upstream source documents "
-                   f"{'it' if n == 1 else 'them'}), in these runs: {'; '.join(runs)}.")
-    if documented:
-        out.append(f"{_by_kind([c for c in bad if c.basis])} documented upstream: {'; '.join(documented)}.")
+                   f"{'it' if len(own) == 1 else 'them'}), in these runs: {'; '.join(runs)}.")
+    if cited:
+        documented = sorted({c.basis for c in bad if c.basis})
+        out.append(f"{_by_kind(cited)} documented upstream: {'; '.join(documented)}.")
     return out
 
 
 def _by_kind(changes: Sequence[Change]) -> str:
-    """Changes counted as the headline counts them, one kind at a time ("1 regression and 2 fusion lost"): a line
-    under a headline of "2 regressions, 3 fusion lost" never calls all five regressions."""
-    counts = {k: len({c.bundle for c in changes if c.kind == k}) for k in REGRESSIONS}
+    """Changes counted as the headline counts them (DiffReport.count: each change once, however many hardware labels
+    give it), one kind at a time ("1 regression and 2 fusion lost"): a line under a headline of "2 regressions,
+    3 fusion lost" never calls all five regressions."""
+    counts = {k: sum(c.kind == k for c in changes) for k in REGRESSIONS}
     said = [f"{n} {change_noun(k, n)}" for k, n in counts.items() if n]
     return " and ".join(said)
 

@@ -190,3 +190,19 @@ def test_two_models_under_one_bundle_id_are_two_user_models_in_the_header(make_c
              make_cell("user_model/reduced", engine_version="8.5.3.1", case="user_model", digest="b" * 64)]
     totals = _totals(build(cells))
     assert totals["rows_said"] == "1 reproducer and 2 user models", totals["rows_said"]
+
+
+def test_the_lines_under_a_headline_count_each_change_as_the_headline_does(make_cell):
+    """One reproducer that regresses with another error on each of two GPUs is two changes in the headline (a change
+    is said once per text); the line under it counted reproducers, and said one."""
+    from matrix.upgrade import regression_basis_lines
+
+    cells = []
+    for hardware, error in ((H100, "boom on one"), (H200, "boom on the other")):
+        cells += [make_cell("grouped_conv/g=2", engine_version="8.5.3.1", hardware=hardware, expectation={}),
+                  make_cell("grouped_conv/g=2", engine_version="8.6.0", hardware=hardware, status="fail",
+                            last_stage="build", verdict="new failure", fused=None, error=error, expectation={})]
+    report = diff(cells, "tensorrt", "8.5.3.1", "8.6.0")
+    assert report.count("regressed") == 2 and headline(report).startswith("2 regressions"), headline(report)
+    lines = regression_basis_lines(report)
+    assert [line.split(" observed by")[0] for line in lines] == ["2 regressions"], lines
