@@ -343,3 +343,18 @@ def test_a_twin_of_a_model_with_float_weights_says_its_loss_is_the_whole_quantiz
     meta["float_twin"]["folded"] = 4
     md = write_node_reports(node_report([], meta), tmp_path, "n")[0].read_text()
     assert "its weights keep their quantized values" in md
+
+
+
+def test_the_quantization_loss_table_does_not_call_every_reference_a_simulated_qdq_model(tmp_path):
+    """A dynamically quantized model's reference is onnx.reference on the model itself; the table's heading said "the
+    reference, the Q/DQ model simulated in float" for it all the same (a user trial); it points at the Reference
+    line."""
+    stats = {"measure": "network", "outputs": {"y": {"sqnr_db": 27.5, "cosine": 0.999, "max_abs": 0.02, "peak": 1.0}}}
+    cell = replace(_cell("onnxruntime", "1.32.0", {}), output_stats=stats)
+    meta = {"target_nodes": [], "reference_engine": {"engine": "onnx.reference", "version": "1.23.2", "rewritten": {},
+                                                     "words": "onnx.reference 1.23.2 on the model as it is"}}
+    md = write_node_reports(node_report([cell], meta), tmp_path, "m")[0].read_text()
+    assert "## Quantization loss beside engine fidelity" in md, md
+    assert "the Q/DQ model simulated in float" not in md
+    assert "(the reference, computed as the Reference line above says, against" in md
